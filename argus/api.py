@@ -1,0 +1,112 @@
+"""The public Python API: `argus.connect()` and the `Argus` handle it returns."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+import psycopg
+from psycopg import sql
+
+from . import catalog, cycle, registry, streams
+from .analyze import StreamSchema
+from .cycle import CycleReport
+from .errors import ServerError
+from .names import changes_view, check_name, results_view
+from .registry import QueryInfo
+
+
+def resolve_dsn(dsn: str | None) -> str:
+    """An explicit DSN, else $ARGUS_DSN, else the embedded server (started if needed)."""
+    if dsn:
+        return dsn
+    if os.environ.get("ARGUS_DSN"):
+        return os.environ["ARGUS_DSN"]
+    from .embedded import default_server
+
+    return default_server().ensure_running()
+
+
+def connect(dsn: str | None = None) -> Argus:
+    """Connect to a PostgreSQL database and make sure it holds the current catalog."""
+    return Argus(resolve_dsn(dsn))
+
+
+class Argus:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        try:
+            self.conn = psycopg.connect(dsn, autocommit=True, application_name="argus")
+        except psycopg.OperationalError as exc:
+            raise ServerError(f"cannot connect to PostgreSQL: {exc}".strip()) from None
+        version = self.conn.info.server_version
+        if version < 150000:
+            self.conn.close()
+            raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
+        catalog.migrate(self.conn)
+
+    # -- streams ---------------------------------------------------------------
+
+    def create_stream(self, name: str, columns: Mapping[str, str],
+                      time_column: str | None = None) -> StreamSchema:
+        return streams.create_stream(self.conn, name, columns, time_column)
+
+    def drop_stream(self, name: str) -> None:
+        streams.drop_stream(self.conn, name)
+
+    def streams(self) -> list[StreamSchema]:
+        return list(streams.stream_schemas(self.conn).values())
+
+    def insert(self, stream: str, rows: Iterable[object]) -> int:
+        return streams.insert(self.conn, stream, rows)
+
+    # -- queries ---------------------------------------------------------------
+
+    def register_query(self, name: str, sql_text: str) -> QueryInfo:
+        return registry.register(self.conn, name, sql_text)
+
+    def unregister_query(self, name: str) -> None:
+        registry.unregister(self.conn, name)
+
+    def queries(self) -> list[QueryInfo]:
+        names = [r[0] for r in self.conn.execute(
+            "SELECT name FROM argus_catalog.queries ORDER BY name")]
+        return [registry.query_info(self.conn, n) for n in names]
+
+    def query(self, name: str) -> QueryInfo:
+        return registry.query_info(self.conn, name)
+
+    # -- cycles and results ----------------------------------------------------
+
+    def run(self, wait: bool = True) -> CycleReport:
+        """Run one cycle. With wait=False, raise CycleInProgressError instead of waiting
+        for a cycle that another process is running."""
+        return cycle.run(self.conn, wait=wait)
+
+    def results(self, name: str) -> list[tuple]:
+        registry.query_info(self.conn, name)  # a clear error for unknown queries
+        return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
+            results_view(check_name(name, "query")))).fetchall()
+
+    def new_results(self, name: str) -> list[tuple]:
+        """The last cycle's changes to the answer: each row with its sign (+1 inserted,
+        -1 retracted) as the last element."""
+        registry.query_info(self.conn, name)
+        return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
+            changes_view(check_name(name, "query")))).fetchall()
+
+    def explain(self, name: str) -> str:
+        from .explain import explain
+
+        return explain(self.conn, name)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Argus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

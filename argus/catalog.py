@@ -1,0 +1,60 @@
+"""Create and upgrade the system catalog from the versioned DDL files in catalog/.
+
+Files are named NNN_description.sql and applied in order, each in the transaction that
+records its version, under the cycle lock so that two processes never race.
+"""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+from psycopg import sql
+
+from .errors import CatalogError
+from .names import CATALOG_SCHEMA, CYCLE_LOCK
+from .resources import resource_dir
+
+_FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+def migrations() -> list[tuple[int, str]]:
+    found = []
+    for path in sorted(resource_dir("catalog").iterdir()):
+        match = _FILE.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path.read_text()))
+    return found
+
+
+def latest_version() -> int:
+    return migrations()[-1][0]
+
+
+def installed_version(conn: psycopg.Connection) -> int | None:
+    exists = conn.execute("SELECT to_regclass(%s)", (f"{CATALOG_SCHEMA}.schema_version",)).fetchone()
+    if exists is None or exists[0] is None:
+        return None
+    row = conn.execute(sql.SQL("SELECT max(version) FROM {}").format(
+        sql.Identifier(CATALOG_SCHEMA, "schema_version"))).fetchone()
+    return row[0] if row else None
+
+
+def migrate(conn: psycopg.Connection) -> int:
+    """Bring the catalog to the latest version; return the number of files applied."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        current = installed_version(conn) or 0
+        if current > latest_version():
+            raise CatalogError(
+                f"this database's argus catalog is version {current}, newer than this "
+                f"argus understands ({latest_version()}): upgrade argus")
+        applied = 0
+        for version, ddl in migrations():
+            if version <= current:
+                continue
+            conn.execute(ddl)  # a reviewed file of our own, no parameters
+            conn.execute(sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
+                sql.Identifier(CATALOG_SCHEMA, "schema_version")), (version,))
+            applied += 1
+        return applied

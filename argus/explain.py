@@ -1,0 +1,70 @@
+"""`explain`: a query's nodes in the network and the SQL each one runs."""
+
+from __future__ import annotations
+
+import textwrap
+
+import psycopg
+from psycopg import sql
+
+from . import network
+from .compile import COMPILERS, SIGN_ID, T1, claim, flush
+from .names import changes_view, results_view
+from .registry import query_info
+from .templates import render
+
+
+def explain(conn: psycopg.Connection, name: str) -> str:
+    info = query_info(conn, name)
+    net = network.load(conn)
+    canonical = conn.execute("SELECT canonical FROM argus_catalog.queries WHERE name = %s",
+                             (info.name,)).fetchone()[0]
+    users: dict[int, list[str]] = {}
+    for node_id, query in conn.execute(
+            """SELECT qn.node_id, q.name FROM argus_catalog.query_nodes qn
+                 JOIN argus_catalog.queries q USING (query_id) ORDER BY q.name"""):
+        users.setdefault(node_id, []).append(query)
+    stream_of = {node_id: stream for stream, node_id in net.streams.items()}
+
+    def text(statement: sql.Composable) -> str:
+        return textwrap.indent(statement.as_string(conn), "        ")
+
+    out = [f"query {info.name}", textwrap.indent(info.sql.strip(), "    "),
+           f"  canonical: {canonical}",
+           f"  answer:  {results_view(info.name).as_string(conn)} ("
+           + ", ".join(f"{c} {t}" for c, t in info.columns) + ")",
+           f"  changes: {changes_view(info.name).as_string(conn)} (same columns + argus_sign)",
+           "  nodes, in evaluation order (join_level, sequence_id):"]
+    for ref in info.nodes:
+        node = net.nodes[ref.id]
+        parents = net.parents(node)
+        path = "insert-only path" if node.insert_only else "signed path (retractions)"
+        out.append(f"    node {node.id}  {node.kind}"
+                   + (f" {stream_of[node.id]}" if node.id in stream_of else "")
+                   + f"  sort ({node.join_level}, {node.sequence_id})"
+                   + (f"  parents {list(node.parents)}" if node.parents else "")
+                   + f"  {path}  used by: {', '.join(users.get(node.id, []))}")
+        out.append(f"      history {node.hist.as_string(conn)}, delta "
+                   f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
+        if "predicate" in node.definition:
+            out.append(f"      predicate: {node.definition['predicate']}")
+        if node.kind == "stream":
+            out.append("      cycle SQL (claim, one statement for all streams):")
+            out.append(text(claim([(stream_of[node.id], node)])))
+        else:
+            out.append("      cycle SQL (fills the delta when a parent's delta has rows):")
+            out.append(text(COMPILERS[node.kind].delta(node, parents)))
+        out.append("      flush SQL (end of cycle):")
+        out.append(text(flush(node)))
+    top = net.nodes[info.output_node]
+    exprs = sql.SQL(", ").join(
+        sql.SQL(e) for (e,) in conn.execute(
+            """SELECT c.expr FROM argus_catalog.query_columns c
+                 JOIN argus_catalog.queries q USING (query_id)
+                WHERE q.name = %s ORDER BY c.position""", (info.name,)))
+    out.append("  views:")
+    out.append(text(render("query/results_view", view=results_view(info.name), exprs=exprs,
+                           hist=top.hist, t1=T1)))
+    out.append(text(render("query/changes_view", view=changes_view(info.name), exprs=exprs,
+                           delta=top.delta, t1=T1, sign=SIGN_ID)))
+    return "\n".join(out)

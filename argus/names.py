@@ -1,0 +1,95 @@
+"""Every internal name argus puts in PostgreSQL, and the rules for user-chosen names.
+
+Internal objects live in their own schemas so that a user's tables never collide with
+them, and node tables are named by node id so that no user name ever reaches the
+63-byte identifier limit through us.
+"""
+
+from __future__ import annotations
+
+import re
+
+from psycopg import sql
+
+from .errors import InvalidNameError
+
+MAX_IDENTIFIER_BYTES = 63  # PostgreSQL's NAMEDATALEN - 1; longer names are silently truncated
+
+CATALOG_SCHEMA = "argus_catalog"  # the catalog tables (versioned DDL in catalog/)
+API_SCHEMA = "argus"  # views and functions meant for psql users
+STREAMS_SCHEMA = "argus_streams"  # stream histories, exactly the declared columns
+INBOX_SCHEMA = "argus_inbox"  # where loaders (psql, COPY, Spark) write new rows
+NETWORK_SCHEMA = "argus_net"  # history and delta tables of the network's nodes
+RESULTS_SCHEMA = "argus_results"  # one view per query: its current answer
+CHANGES_SCHEMA = "argus_changes"  # one view per query: the last cycle's signed changes
+
+SCHEMAS = (API_SCHEMA, CATALOG_SCHEMA, STREAMS_SCHEMA, INBOX_SCHEMA, NETWORK_SCHEMA,
+           RESULTS_SCHEMA, CHANGES_SCHEMA)
+
+SIGN = "argus_sign"  # +1 insert / -1 retraction, on every delta table and changes view
+RESERVED_PREFIX = "argus_"  # user columns may not start with it, so SIGN never collides
+STANDARD_ALIAS = "t{}"  # standard table aliases (ARGUS's STA): t1, t2, ... in node SQL
+
+# pg_advisory_xact_lock(key1, key2): held by cycles, registrations and drops, so that
+# none of them ever overlaps another on the same database.
+CYCLE_LOCK = (0x41524755, 0x53)  # "ARGU", "S"
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def fold(name: str) -> str:
+    """Fold a name the way PostgreSQL folds an unquoted identifier."""
+    return name.lower() if isinstance(name, str) else name
+
+
+def check_name(name: object, what: str) -> str:
+    """Validate a user-chosen name and return it folded to lower case.
+
+    Names must be plain SQL identifiers so that they read the same in psql with or
+    without quotes.
+
+    >>> check_name("BigTransfers", "query")
+    'bigtransfers'
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidNameError(f"{what} name must be a non-empty string, got {name!r}")
+    folded = fold(name)
+    if not _NAME.match(folded):
+        raise InvalidNameError(
+            f"invalid {what} name {name!r}: use letters, digits and underscores, "
+            "starting with a letter or underscore")
+    if len(folded.encode()) > MAX_IDENTIFIER_BYTES:
+        raise InvalidNameError(f"invalid {what} name {name!r}: longer than "
+                         f"{MAX_IDENTIFIER_BYTES} bytes (PostgreSQL's identifier limit)")
+    if folded.startswith(RESERVED_PREFIX) or folded.startswith("pg_"):
+        raise InvalidNameError(f"invalid {what} name {name!r}: names starting with "
+                         f"'{RESERVED_PREFIX}' or 'pg_' are reserved")
+    return folded
+
+
+def std_alias(i: int) -> str:
+    return STANDARD_ALIAS.format(i)
+
+
+def node_hist(node_id: int) -> sql.Identifier:
+    return sql.Identifier(NETWORK_SCHEMA, f"n{node_id}")
+
+
+def node_delta(node_id: int) -> sql.Identifier:
+    return sql.Identifier(NETWORK_SCHEMA, f"n{node_id}_delta")
+
+
+def stream_history(stream: str) -> sql.Identifier:
+    return sql.Identifier(STREAMS_SCHEMA, stream)
+
+
+def stream_inbox(stream: str) -> sql.Identifier:
+    return sql.Identifier(INBOX_SCHEMA, stream)
+
+
+def results_view(query: str) -> sql.Identifier:
+    return sql.Identifier(RESULTS_SCHEMA, query)
+
+
+def changes_view(query: str) -> sql.Identifier:
+    return sql.Identifier(CHANGES_SCHEMA, query)

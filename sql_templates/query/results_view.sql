@@ -1,0 +1,2 @@
+-- argus_results.<query>: the current answer, exactly the query's output columns.
+CREATE VIEW {view} AS SELECT {exprs} FROM {hist} AS {t1}
