@@ -168,7 +168,8 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     predicate = where.this.sql(DIALECT) if where is not None else None
 
     used = {c.name for o in outputs for c in o.find_all(exp.Column)}
-    columns = tuple(c for c in stream.column_names if c in used)
+    # a node needs at least one column (PostgreSQL has no zero-column INSERT)
+    columns = tuple(c for c in stream.column_names if c in used) or stream.column_names[:1]
     source: Plan = Scan(stream.name)
     if predicate is not None:
         source = Select(source, predicate, columns)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from . import network
-from .compile import COMPILERS, SIGN_ID, claim, clear_delta, flush
+from .compile import COMPILERS, SIGN_ID, Node, claim, clear_delta, flush
 from .errors import CycleError, CycleInProgressError
 from .names import CYCLE_LOCK
 from .templates import render
@@ -100,16 +100,16 @@ def _cycle(conn: psycopg.Connection) -> CycleReport:
             if count:
                 conn.execute(flush(net.nodes[node_id]))
 
-    new_rows, retracted = {}, {}
-    for query, node_id in net.outputs.items():
-        node = net.nodes[node_id]
-        if not rows.get(node_id):
-            new_rows[query] = retracted[query] = 0
-        elif node.insert_only:
-            new_rows[query], retracted[query] = rows[node_id], 0
-        else:
-            new_rows[query], retracted[query] = conn.execute(
-                render("node/count_changes", sign=SIGN_ID, delta=node.delta)).fetchone()
+    # (inserted, retracted) per node whose delta has rows
+    changes = {n: _count_changes(conn, net.nodes[n], count) for n, count in rows.items() if count}
+    if changes:
+        conn.execute(
+            """UPDATE argus_catalog.nodes n SET hist_rows = n.hist_rows + d.ins - d.ret
+                 FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS d(node_id, ins, ret)
+                WHERE n.node_id = d.node_id""",
+            (list(changes), [c[0] for c in changes.values()], [c[1] for c in changes.values()]))
+    new_rows = {q: changes.get(n, (0, 0))[0] for q, n in net.outputs.items()}
+    retracted = {q: changes.get(n, (0, 0))[1] for q, n in net.outputs.items()}
 
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.run_streams VALUES (%s, %s, %s)",
@@ -123,6 +123,13 @@ def _cycle(conn: psycopg.Connection) -> CycleReport:
                            rows_in = %s, nodes_run = %s WHERE run_id = %s""",
                  (sum(rows_in.values()), evaluated, run_id))
     return CycleReport(run_id, rows_in, new_rows, retracted, evaluated, 0.0, node_ms)
+
+
+def _count_changes(conn: psycopg.Connection, node: Node, rows: int) -> tuple[int, int]:
+    """(inserted, retracted) rows in a node's delta."""
+    if node.insert_only:
+        return rows, 0
+    return conn.execute(render("node/count_changes", sign=SIGN_ID, delta=node.delta)).fetchone()
 
 
 def _log_failure(conn: psycopg.Connection, message: str) -> None:

@@ -130,7 +130,9 @@ class Builder:
         execute_all(self.conn, compiler.create(node, parents))
         backfill = compiler.backfill(node, parents)
         if backfill is not None:
-            self.conn.execute(backfill)
+            rows = self.conn.execute(backfill).rowcount
+            self.conn.execute("UPDATE argus_catalog.nodes SET hist_rows = %s WHERE node_id = %s",
+                              (rows, node_id))
         self.created.append(node)
         return node
 

@@ -27,6 +27,7 @@ CREATE TABLE argus_catalog.nodes (
     hist_schema text NOT NULL,
     hist_name   text NOT NULL,
     insert_only boolean NOT NULL DEFAULT true,
+    hist_rows   bigint NOT NULL DEFAULT 0,   -- rows in the history, kept by every cycle
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE UNIQUE INDEX nodes_signature ON argus_catalog.nodes (md5(signature));
@@ -169,11 +170,9 @@ SELECT n.node_id,
        format('%I.%I', n.hist_schema, n.hist_name) AS history,
        format('%I.%I', 'argus_net', 'n' || n.node_id || '_delta') AS delta,
        n.insert_only,
-       c.reltuples::bigint AS estimated_rows,
+       n.hist_rows AS rows,
        n.created_at
-  FROM argus_catalog.nodes n
-  LEFT JOIN pg_catalog.pg_namespace ns ON ns.nspname = n.hist_schema
-  LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = n.hist_name;
+  FROM argus_catalog.nodes n;
 
 CREATE VIEW argus.runs AS
 SELECT r.run_id,

@@ -1,0 +1,277 @@
+"""The `argus` command line."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import ArgusError, CycleInProgressError
+
+console = Console()
+err_console = Console(stderr=True)
+
+dsn_option = click.option(
+    "--dsn", envvar="ARGUS_DSN", default=None, metavar="DSN",
+    help="PostgreSQL connection string (default: $ARGUS_DSN, else the embedded server).")
+
+
+def handle_errors(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ArgusError as exc:
+            err_console.print(f"[red]error:[/] {exc}", highlight=False)
+            sys.exit(1)
+    return wrapper
+
+
+def _connect(dsn: str | None):
+    from .api import connect
+
+    return connect(dsn)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="argus")
+def main() -> None:
+    """argus: incremental continuous queries on PostgreSQL."""
+
+
+@main.command()
+@dsn_option
+@handle_errors
+def init(dsn: str | None) -> None:
+    """Create (or upgrade) the argus catalog in the database."""
+    from .catalog import installed_version
+
+    with _connect(dsn) as db:
+        console.print(f"argus catalog version {installed_version(db.conn)} ready in "
+                      f"database {db.conn.info.dbname!r} on {db.conn.info.host}:"
+                      f"{db.conn.info.port}")
+
+
+# -- streams -------------------------------------------------------------------------
+
+@main.group()
+def stream() -> None:
+    """Create, list and drop streams."""
+
+
+@stream.command("create")
+@click.argument("name")
+@click.argument("columns", nargs=-1, required=True, metavar="COLUMN:TYPE...")
+@click.option("--time-column", default=None, help="The stream's event-time column.")
+@dsn_option
+@handle_errors
+def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
+                  dsn: str | None) -> None:
+    """Create stream NAME, e.g. `argus stream create transfers tran_id:bigint
+    tran_date:date 'amount:numeric(14,2)'`."""
+    spec = {}
+    for column in columns:
+        col, sep, typ = column.partition(":")
+        if not sep:
+            raise click.BadParameter(f"{column!r}: write columns as name:type", param_hint="COLUMNS")
+        spec[col] = typ
+    with _connect(dsn) as db:
+        db.create_stream(name, spec, time_column=time_column)
+        console.print(f"stream {name} created; load rows into argus_inbox.{name.lower()}")
+
+
+@stream.command("list")
+@dsn_option
+@handle_errors
+def stream_list(dsn: str | None) -> None:
+    """List streams and their columns."""
+    with _connect(dsn) as db:
+        table = Table("stream", "columns", "time column")
+        for s in db.streams():
+            table.add_row(s.name, ", ".join(f"{c} {t}" for c, t in s.columns), s.time_column or "")
+        console.print(table)
+
+
+@stream.command("drop")
+@click.argument("name")
+@dsn_option
+@handle_errors
+def stream_drop(name: str, dsn: str | None) -> None:
+    """Drop stream NAME (refused while queries use it)."""
+    with _connect(dsn) as db:
+        db.drop_stream(name)
+        console.print(f"stream {name} dropped")
+
+
+# -- queries -------------------------------------------------------------------------
+
+@main.command()
+@click.argument("name")
+@click.option("--sql", "sql_text", default=None, help="The query's SQL.")
+@click.option("-f", "--file", "path", type=click.Path(exists=True, dir_okay=False,
+                                                       path_type=Path),
+              help="A file holding the query's SQL ('-' for stdin).")
+@dsn_option
+@handle_errors
+def register(name: str, sql_text: str | None, path: Path | None, dsn: str | None) -> None:
+    """Register continuous query NAME."""
+    if (sql_text is None) == (path is None):
+        raise click.UsageError("give the query with exactly one of --sql or -f FILE")
+    text = sql_text if sql_text is not None else path.read_text()
+    with _connect(dsn) as db:
+        info = db.register_query(name, text)
+        created = [n.id for n in info.nodes if n.created]
+        shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]
+        console.print(f"query {info.name} registered: {len(db.results(info.name))} rows now; "
+                      f"nodes created {created or 'none'}, shared {shared or 'none'}; "
+                      f"answer in argus_results.{info.name}")
+
+
+@main.command()
+@click.argument("name")
+@dsn_option
+@handle_errors
+def drop(name: str, dsn: str | None) -> None:
+    """Drop query NAME and the nodes no other query needs."""
+    from . import registry
+
+    with _connect(dsn) as db:
+        dropped = registry.unregister(db.conn, name)
+        console.print(f"query {name} dropped; nodes removed: {dropped or 'none'}")
+
+
+@main.command()
+@click.option("--wait/--no-wait", default=False,
+              help="Wait for a running cycle instead of skipping (default: skip).")
+@dsn_option
+@handle_errors
+def run(wait: bool, dsn: str | None) -> None:
+    """Run one cycle: claim new rows, update every query, report."""
+    with _connect(dsn) as db:
+        try:
+            report = db.run(wait=wait)
+        except CycleInProgressError as exc:
+            err_console.print(f"skipped: {exc}")
+            return
+    rows_in = ", ".join(f"{s} {n}" for s, n in report.rows_in.items()) or "no streams"
+    changed = {q: n for q, n in report.new_rows.items() if n or report.retracted[q]}
+    console.print(f"run {report.run_id}: {report.total_in} rows in ({rows_in}); "
+                  f"{report.nodes_run} nodes evaluated; {report.seconds * 1000:.1f} ms")
+    for query, n in sorted(changed.items()):
+        console.print(f"  {query}: +{n} -{report.retracted[query]}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--changes", is_flag=True, help="Show the last cycle's changes instead.")
+@click.option("--limit", default=50, show_default=True)
+@dsn_option
+@handle_errors
+def results(name: str, changes: bool, limit: int, dsn: str | None) -> None:
+    """Print query NAME's current answer (or last changes)."""
+    with _connect(dsn) as db:
+        columns = [c for c, _ in db.query(name).columns] + (["argus_sign"] if changes else [])
+        rows = db.new_results(name) if changes else db.results(name)
+    table = Table(*columns, title=f"{name}: {len(rows)} rows", title_justify="left")
+    for row in rows[:limit]:
+        table.add_row(*map(str, row))
+    console.print(table)
+
+
+@main.command()
+@click.argument("name")
+@dsn_option
+@handle_errors
+def explain(name: str, dsn: str | None) -> None:
+    """Show query NAME's nodes and the SQL each runs."""
+    with _connect(dsn) as db:
+        click.echo(db.explain(name))
+
+
+@main.command()
+@dsn_option
+@handle_errors
+def status(dsn: str | None) -> None:
+    """Streams, queries, nodes, sharing and recent cycles."""
+    from .status import status_tables
+
+    with _connect(dsn) as db:
+        for renderable in status_tables(db.conn):
+            console.print(renderable)
+
+
+@main.command()
+@click.option("--cycles", default=5, show_default=True)
+@click.option("--history", default=50_000, show_default=True, help="Rows loaded first.")
+@click.option("--batch", default=2_000, show_default=True, help="Rows per cycle.")
+@dsn_option
+@handle_errors
+def demo(cycles: int, history: int, batch: int, dsn: str | None) -> None:
+    """Run a demo: transfers, a few queries, several cycles (in database argus_demo)."""
+    from psycopg.conninfo import make_conninfo
+
+    from .api import resolve_dsn
+    from .demo import run_demo
+
+    admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
+    run_demo(admin, cycles=cycles, history=history, batch=batch, console=console)
+
+
+# -- the embedded server -------------------------------------------------------------
+
+@main.group()
+def server() -> None:
+    """The embedded PostgreSQL (used when no DSN is given)."""
+
+
+@server.command("start")
+@handle_errors
+def server_start() -> None:
+    from .embedded import default_server
+
+    s = default_server()
+    console.print(f"running: {s.ensure_running()} (data in {s.pgdata})")
+
+
+@server.command("stop")
+@handle_errors
+def server_stop() -> None:
+    from .embedded import default_server
+
+    console.print("stopped" if default_server().stop() else "not running")
+
+
+@server.command("status")
+@handle_errors
+def server_status() -> None:
+    from .embedded import default_server
+
+    s = default_server()
+    if s.running():
+        console.print(f"running: {s.dsn()} (data in {s.pgdata})")
+    else:
+        console.print(f"not running (data in {s.pgdata})")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@dsn_option
+@click.pass_context
+@handle_errors
+def psql(ctx: click.Context, dsn: str | None) -> None:
+    """Open psql on the argus database (the system's psql, else the bundled one)."""
+    from .api import resolve_dsn
+    from .embedded import _bin_dir
+
+    exe = shutil.which("psql") or str(_bin_dir() / "psql")
+    os.execv(exe, [exe, resolve_dsn(dsn), *ctx.args])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""`argus status`: what exists, how much is shared, what the last cycles did."""
+
+from __future__ import annotations
+
+import psycopg
+from rich.table import Table
+
+from psycopg import sql
+
+from .catalog import installed_version
+from .names import stream_inbox
+
+INBOX_COUNT_LIMIT = 1_000_000  # count waiting rows exactly up to here
+
+
+def status_tables(conn: psycopg.Connection) -> list:
+    info = conn.info
+    header = (f"argus catalog v{installed_version(conn)} in database {info.dbname!r} "
+              f"on {info.host}:{info.port}")
+    streams = Table("stream", "history rows", "waiting in inbox", title="streams",
+                    title_justify="left")
+    for name, history in conn.execute(
+            """SELECT s.name, n.hist_rows FROM argus_catalog.streams s
+                 JOIN argus_catalog.nodes n USING (node_id) ORDER BY s.name""").fetchall():
+        (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT FROM {} LIMIT %s) w")
+                                  .format(stream_inbox(name)), (INBOX_COUNT_LIMIT + 1,)).fetchone()
+        streams.add_row(name, f"{history:,}", f"{waiting:,}" if waiting <= INBOX_COUNT_LIMIT
+                        else f"over {INBOX_COUNT_LIMIT:,}")
+
+    queries, nodes, shared, uses = conn.execute(
+        """SELECT (SELECT count(*) FROM argus_catalog.queries),
+                  (SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'),
+                  (SELECT count(*) FROM (SELECT node_id FROM argus_catalog.query_nodes
+                     JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream'
+                     GROUP BY node_id HAVING count(*) > 1) s),
+                  (SELECT count(*) FROM argus_catalog.query_nodes
+                     JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream')""").fetchone()
+    network = (f"{queries} queries, {nodes} nodes ({shared} shared by several queries); "
+               f"sharing ratio {uses / nodes if nodes else 0:.2f} query uses per node")
+
+    runs = Table("run", "started", "ms", "status", "rows in", "nodes run", "error",
+                 title="recent cycles", title_justify="left")
+    for row in conn.execute(
+            """SELECT run_id, started_at::timestamp(0), ms, status, rows_in, nodes_run, error
+                 FROM argus.runs ORDER BY run_id DESC LIMIT 5"""):
+        runs.add_row(*("" if v is None else str(v) for v in row))
+    return [header, streams, network, runs]
+

@@ -1,0 +1,102 @@
+"""Test databases: a real PostgreSQL, never a mock.
+
+The server is the one named by $ARGUS_TEST_DSN, else the machine's local server on
+127.0.0.1:5432 if it answers, else a private embedded server started for the session.
+Each test gets a fresh database cloned from a template that already holds the catalog.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+import argus
+from argus.embedded import EmbeddedServer
+
+from .oracle import Oracle
+
+LOCAL_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+_counter = itertools.count()
+
+
+def _answers(dsn: str) -> bool:
+    try:
+        with psycopg.connect(dsn, connect_timeout=3):
+            return True
+    except psycopg.Error:
+        return False
+
+
+@pytest.fixture(scope="session")
+def admin_dsn():
+    """A DSN with the right to create databases."""
+    if os.environ.get("ARGUS_TEST_DSN"):
+        yield os.environ["ARGUS_TEST_DSN"]
+        return
+    if _answers(LOCAL_DSN):
+        yield LOCAL_DSN
+        return
+    server = EmbeddedServer(Path(tempfile.mkdtemp(prefix="argus-test-server-")))
+    server.ensure_running()
+    yield server.dsn("postgres")
+    server.stop()
+
+
+def _create_database(admin: str, name: str, template: str | None = None) -> str:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template:
+            statement += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+        conn.execute(statement)
+    return make_conninfo(admin, dbname=name)
+
+
+def _drop_database(admin: str, name: str) -> None:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def template_db(admin_dsn: str) -> str:
+    name = f"argus_t{os.getpid()}_template"
+    _drop_database(admin_dsn, name)
+    argus.connect(_create_database(admin_dsn, name)).close()  # installs the catalog
+    yield name
+    _drop_database(admin_dsn, name)
+
+
+@pytest.fixture
+def fresh_dsn(admin_dsn: str, template_db: str) -> str:
+    """A new database with the argus catalog installed, dropped after the test."""
+    name = f"argus_t{os.getpid()}_{next(_counter)}"
+    dsn = _create_database(admin_dsn, name, template=template_db)
+    yield dsn
+    _drop_database(admin_dsn, name)
+
+
+@pytest.fixture
+def db(fresh_dsn: str):
+    with argus.connect(fresh_dsn) as handle:
+        yield handle
+
+
+@pytest.fixture
+def oracle(db) -> Oracle:
+    return Oracle(db)
+
+
+TRANSFERS = {"tran_id": "bigint", "tran_date": "date", "sender": "text",
+             "receiver": "text", "amount": "numeric(14,2)"}
+
+
+@pytest.fixture
+def transfers(oracle: Oracle) -> Oracle:
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    return oracle

@@ -1,0 +1,143 @@
+"""Cycles end to end, checked by the oracle."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from decimal import Decimal
+
+import psycopg
+import pytest
+
+import argus
+from argus.names import CYCLE_LOCK
+
+D = dt.date(2024, 1, 1)
+
+
+def rows(start: int, n: int, amount_step: int = 100) -> list[tuple]:
+    return [(i, D + dt.timedelta(days=i % 40), f"a{i % 7}", f"a{i % 5}",
+             Decimal(i * amount_step % 5000)) for i in range(start, start + n)]
+
+
+def test_selection_queries_follow_the_oracle_over_cycles(transfers):
+    transfers.insert("transfers", rows(0, 500))
+    transfers.run()  # history before registration: queries must be backfilled
+    transfers.register("big", "SELECT tran_id, amount FROM transfers WHERE amount > 2500")
+    transfers.register("calc", "SELECT tran_id, amount * 2 AS dbl, upper(sender) FROM transfers "
+                               "WHERE sender IN ('a1', 'a2') AND tran_date >= '2024-01-20'")
+    transfers.register("everything", "SELECT * FROM transfers")
+    transfers.register("nothing_yet", "SELECT tran_id FROM transfers WHERE amount < 0")
+    for cycle in range(5):
+        transfers.insert("transfers", rows(500 + cycle * 300, 300))
+        report = transfers.run()
+        assert report.rows_in == {"transfers": 300}
+        assert report.new_rows["everything"] == 300
+    assert transfers.cycles_checked == 6
+
+
+def test_new_results_are_exactly_the_last_cycles_rows(transfers):
+    transfers.register("big", "SELECT tran_id FROM transfers WHERE amount >= 4000")
+    transfers.insert("transfers", rows(0, 100))
+    report = transfers.run()
+    first = transfers.db.new_results("big")
+    assert report.new_rows["big"] == len(first) > 0
+    assert all(sign == 1 for *_, sign in first)
+    transfers.run()  # nothing new: the previous changes are no longer "new"
+    assert transfers.db.new_results("big") == []
+
+
+def test_empty_cycles_and_queries_without_where(transfers):
+    transfers.register("all_ids", "SELECT tran_id, tran_id + 1 AS next_id FROM transfers")
+    assert transfers.run().new_rows == {"all_ids": 0}
+    transfers.insert("transfers", rows(0, 10))
+    assert transfers.run().new_rows == {"all_ids": 10}
+
+
+def test_equal_queries_share_one_node_and_drop_keeps_it_for_the_other(transfers):
+    a = transfers.register("a", "SELECT tran_id FROM transfers WHERE amount > 100")
+    b = transfers.register("b", "select TRAN_ID from Transfers t where t.amount > 100")
+    assert a.output_node == b.output_node
+    assert [n.created for n in b.nodes if n.kind == "select"] == [False]
+    transfers.unregister("a")
+    transfers.insert("transfers", rows(0, 50))
+    transfers.run()
+    transfers.unregister("b")
+    kinds = [k for (k,) in transfers.conn.execute("SELECT kind FROM argus_catalog.nodes")]
+    assert kinds == ["stream"]
+    tables = transfers.conn.execute(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'argus_net'").fetchone()[0]
+    assert tables == 1  # only the stream's delta is left
+
+
+def test_a_cycle_claims_only_committed_rows(transfers, fresh_dsn):
+    transfers.register("ids", "SELECT tran_id FROM transfers")
+    with psycopg.connect(fresh_dsn) as loader:  # a transaction left open during the cycle
+        loader.execute("INSERT INTO argus_inbox.transfers VALUES (1, '2024-01-01', 'a', 'b', 5)")
+        report = transfers.db.run()
+        assert report.rows_in == {"transfers": 0}
+        loader.commit()
+    assert transfers.db.run().rows_in == {"transfers": 1}
+    assert transfers.db.results("ids") == [(1,)]
+
+
+def test_rows_written_directly_to_the_inbox_are_claimed(transfers, fresh_dsn):
+    transfers.register("big", "SELECT tran_id FROM transfers WHERE amount > 10")
+    with psycopg.connect(fresh_dsn, autocommit=True) as other:
+        other.execute("INSERT INTO argus_inbox.transfers VALUES (1, '2024-01-01', 'a', 'b', 50), "
+                      "(2, '2024-01-01', 'a', 'b', 5)")
+    transfers.db.run()
+    assert transfers.db.results("big") == [(1,)]
+
+
+def test_second_cycle_does_not_overlap_a_running_one(transfers, fresh_dsn):
+    with psycopg.connect(fresh_dsn, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)
+        with pytest.raises(argus.CycleInProgressError, match="another argus cycle"):
+            transfers.db.run(wait=False)
+        waited = []
+
+        def second_cycle():
+            with argus.connect(fresh_dsn) as other:
+                waited.append(other.run())
+
+        worker = threading.Thread(target=second_cycle)
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive()  # run(wait=True) waits for the lock
+        holder.execute("SELECT pg_advisory_unlock(%s, %s)", CYCLE_LOCK)
+        worker.join(10)
+    assert waited and waited[0].run_id
+
+
+def test_a_failing_cycle_changes_nothing_and_is_logged(transfers):
+    transfers.register("inverse", "SELECT tran_id, 100 / amount AS inv FROM transfers "
+                                  "WHERE 100 / amount > 1")
+    transfers.register("ids", "SELECT tran_id FROM transfers")
+    transfers.insert("transfers", rows(1, 5))
+    transfers.run()
+    transfers.insert("transfers", [(99, D, "x", "y", Decimal(0))])  # division by zero
+    with pytest.raises(argus.CycleError, match="division by zero"):
+        transfers.db.run()
+    status, error = transfers.conn.execute(
+        "SELECT status, error FROM argus.runs ORDER BY run_id DESC LIMIT 1").fetchone()
+    assert status == "failed" and "division by zero" in error
+    assert transfers.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone() == (1,)
+    transfers.unregister("inverse")  # the others go on; the row was not lost
+    transfers.run()
+    assert (99,) in transfers.db.results("ids")
+
+
+def test_report_and_catalog_views_tell_what_happened(transfers):
+    transfers.register("big", "SELECT tran_id FROM transfers WHERE amount > 2500")
+    transfers.insert("transfers", rows(0, 100))
+    report = transfers.run()
+    run = transfers.conn.execute(
+        "SELECT status, rows_in, rows_per_stream, new_rows FROM argus.runs "
+        "WHERE run_id = %s", (report.run_id,)).fetchone()
+    assert run == ("ok", 100, {"transfers": 100}, {"big": report.new_rows["big"]})
+    (used_by, node_rows) = transfers.conn.execute(
+        "SELECT used_by, rows FROM argus.nodes WHERE kind = 'select'").fetchone()
+    assert used_by == ["big"] and node_rows == len(transfers.db.results("big"))
+    assert transfers.conn.execute(
+        "SELECT name, results FROM argus.queries").fetchone() == ("big", "argus_results.big")

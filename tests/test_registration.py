@@ -1,0 +1,113 @@
+"""Registration: bad input gets a clear error naming what is wrong, and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+import argus
+
+from .catalog_snapshot import snapshot
+from .fixtures import cases
+
+REFUSALS = cases("refusals.txt")
+
+
+@pytest.mark.parametrize("case", REFUSALS, ids=[c["title"] for c in REFUSALS])
+def test_refused_queries_name_the_problem_and_change_nothing(transfers, case):
+    transfers.register("existing", "SELECT tran_id FROM transfers WHERE amount > 1")
+    before = snapshot(transfers.conn)
+    error_class, _, fragment = case["error"].partition(" ")
+    with pytest.raises(getattr(argus, error_class)) as raised:
+        transfers.db.register_query("q", case["sql"])
+    assert fragment in str(raised.value)
+    assert snapshot(transfers.conn) == before
+
+
+HOSTILE_NAMES = ["", "a b", 'q"; DROP TABLE x; --', "q'", "1abc", "x" * 64, "é",
+                 "argus_q", "pg_q", "a;b", "a-b", None, 42]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=repr)
+def test_hostile_query_names_are_refused(transfers, name):
+    before = snapshot(transfers.conn)
+    with pytest.raises(argus.InvalidNameError):
+        transfers.db.register_query(name, "SELECT tran_id FROM transfers")
+    assert snapshot(transfers.conn) == before
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=repr)
+def test_hostile_stream_and_column_names_are_refused(db, name):
+    before = snapshot(db.conn)
+    with pytest.raises(argus.InvalidNameError):
+        db.create_stream(name, {"a": "int"})
+    with pytest.raises(argus.InvalidNameError):
+        db.create_stream("s", {name: "int"})
+    assert snapshot(db.conn) == before
+
+
+def test_names_are_folded_like_unquoted_identifiers(transfers):
+    info = transfers.register("BigOnes", "SELECT tran_id FROM Transfers WHERE amount > 1")
+    assert info.name == "bigones"
+    assert transfers.db.results("BIGONES") == []
+    with pytest.raises(argus.DuplicateNameError, match="already exists"):
+        transfers.db.register_query("bigones", "SELECT 1 FROM transfers")
+
+
+def test_duplicate_query_name_changes_nothing(transfers):
+    transfers.register("q", "SELECT tran_id FROM transfers WHERE amount > 1")
+    before = snapshot(transfers.conn)
+    with pytest.raises(argus.DuplicateNameError):
+        transfers.db.register_query("q", "SELECT tran_id FROM transfers WHERE amount > 2")
+    assert snapshot(transfers.conn) == before
+
+
+def test_unknown_query_errors(transfers):
+    for call in (transfers.db.unregister_query, transfers.db.results, transfers.db.new_results,
+                 transfers.db.explain):
+        with pytest.raises(argus.UnknownQueryError, match="unknown query 'nope'"):
+            call("nope")
+
+
+def test_a_long_hostile_predicate_is_quoted_not_executed(transfers):
+    evil = "x'); DROP TABLE argus_streams.transfers; --"
+    transfers.register("evil", f"SELECT tran_id FROM transfers WHERE sender = '{evil.replace(chr(39), chr(39) * 2)}'")
+    transfers.insert("transfers", [(1, "2024-01-01", evil, "b", 1), (2, "2024-01-01", "a", "b", 1)])
+    transfers.run()
+    assert transfers.db.results("evil") == [(1,)]
+
+
+def test_registration_info_and_explain(transfers):
+    info = transfers.register("big", "SELECT tran_id, amount * 2 AS dbl FROM transfers "
+                                     "WHERE amount > 10")
+    assert info.columns == [("tran_id", "bigint"), ("dbl", "numeric")]
+    assert [(n.kind, n.created) for n in info.nodes] == [("stream", False), ("select", True)]
+    text = transfers.db.explain("big")
+    assert '"t1"."amount" > 10' in text
+    assert "INSERT INTO" in text and "CREATE VIEW" in text and "insert-only path" in text
+
+
+def test_streams_refuse_bad_declarations(db):
+    before = snapshot(db.conn)
+    with pytest.raises(argus.InvalidNameError, match="unknown or unsupported type"):
+        db.create_stream("s", {"a": "text); DROP TABLE x; --"})
+    with pytest.raises(argus.InvalidNameError, match="unknown or unsupported type"):
+        db.create_stream("s", {"a": "no_such_type"})
+    with pytest.raises(argus.InvalidNameError, match="time column 'b'"):
+        db.create_stream("s", {"a": "int"}, time_column="b")
+    with pytest.raises(argus.InvalidNameError, match="non-empty dict"):
+        db.create_stream("s", {})
+    with pytest.raises(argus.DuplicateNameError, match="declared twice"):
+        db.create_stream("s", {"a": "int", "A": "int"})
+    assert snapshot(db.conn) == before
+    db.create_stream("s", {"a": "int"})
+    with pytest.raises(argus.DuplicateNameError, match="already exists"):
+        db.create_stream("S", {"a": "int"})
+
+
+def test_dropping_a_stream_in_use_is_refused(transfers):
+    transfers.register("q", "SELECT tran_id FROM transfers")
+    with pytest.raises(argus.ArgusError, match="used by queries q"):
+        transfers.db.drop_stream("transfers")
+    transfers.unregister("q")
+    transfers.db.drop_stream("transfers")
+    assert transfers.db.streams() == []
