@@ -39,11 +39,14 @@ class Argus:
             self.conn = psycopg.connect(dsn, autocommit=True, application_name="argus")
         except psycopg.OperationalError as exc:
             raise ServerError(f"cannot connect to PostgreSQL: {exc}".strip()) from None
-        version = self.conn.info.server_version
-        if version < 150000:
+        try:
+            version = self.conn.info.server_version
+            if version < 150000:
+                raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
+            catalog.migrate(self.conn)
+        except BaseException:
             self.conn.close()
-            raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
-        catalog.migrate(self.conn)
+            raise
 
     # -- streams ---------------------------------------------------------------
 

@@ -42,6 +42,8 @@ def installed_version(conn: psycopg.Connection) -> int | None:
 
 def migrate(conn: psycopg.Connection) -> int:
     """Bring the catalog to the latest version; return the number of files applied."""
+    if installed_version(conn) == latest_version():
+        return 0  # the common case, checked without waiting for a running cycle
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         current = installed_version(conn) or 0

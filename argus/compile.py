@@ -2,7 +2,8 @@
 
 A compiler turns a node of the network (and its parents) into the statements that
 create its tables, backfill it at registration, fill its delta in a cycle and flush the
-delta into its history. Pure: statements are built from sql_templates/, nothing runs.
+delta into its history. `program` assembles every node's cycle code into the body of
+one PL/pgSQL function. Pure: SQL is built from sql_templates/, nothing runs here.
 """
 
 from __future__ import annotations
@@ -123,3 +124,38 @@ COMPILERS: dict[str, Compiler] = {
     "stream": StreamCompiler(),
     "select": SelectCompiler(),
 }
+
+
+# -- the assembled cycle program ---------------------------------------------------
+
+def var(node_id: int) -> sql.SQL:
+    """The program variable holding the rows node `node_id` wrote to its delta."""
+    return sql.SQL(f"argus_n{int(node_id)}")
+
+
+def node_block(node: Node, parents: list[Node]) -> sql.Composed | None:
+    statement = COMPILERS[node.kind].delta(node, parents)
+    if statement is None:
+        return None
+    condition = sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(p.id)) for p in parents)
+    return render("program/node_block", condition=condition, statement=statement,
+                  var=var(node.id), id=sql.Literal(node.id))
+
+
+def flush_block(node: Node) -> sql.Composed:
+    return render("program/flush_block", var=var(node.id), statement=flush(node))
+
+
+def program(streams: list[tuple[str, Node]], node_ids: list[int],
+            blocks: list[sql.Composable], flushes: list[sql.Composable]) -> sql.Composed:
+    """The body of argus_net.cycle_program(argus_run): claim, evaluate, flush."""
+    declarations = sql.SQL("\n").join(sql.SQL("    {} bigint := 0;").format(var(i))
+                                       for i in node_ids)
+    claim_code = sql.SQL("")
+    if streams:
+        claim_code = render("program/claim_block", claim=claim(streams),
+                            vars=sql.SQL(", ").join(var(n.id) for _, n in streams),
+                            ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n in streams),
+                            count=sql.Literal(len(streams)))
+    return render("program/cycle_program", declarations=declarations, claim=claim_code,
+                  evaluate=sql.SQL("\n").join(blocks), flush=sql.SQL("\n").join(flushes))

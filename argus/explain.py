@@ -8,7 +8,7 @@ import psycopg
 from psycopg import sql
 
 from . import network
-from .compile import COMPILERS, SIGN_ID, T1, claim, flush
+from .compile import SIGN_ID, T1, claim
 from .names import changes_view, results_view
 from .registry import query_info
 from .templates import render
@@ -25,6 +25,8 @@ def explain(conn: psycopg.Connection, name: str) -> str:
                  JOIN argus_catalog.queries q USING (query_id) ORDER BY q.name"""):
         users.setdefault(node_id, []).append(query)
     stream_of = {node_id: stream for stream, node_id in net.streams.items()}
+    blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
+        "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
 
     def text(statement: sql.Composable) -> str:
         return textwrap.indent(statement.as_string(conn), "        ")
@@ -37,7 +39,6 @@ def explain(conn: psycopg.Connection, name: str) -> str:
            "  nodes, in evaluation order (join_level, sequence_id):"]
     for ref in info.nodes:
         node = net.nodes[ref.id]
-        parents = net.parents(node)
         path = "insert-only path" if node.insert_only else "signed path (retractions)"
         out.append(f"    node {node.id}  {node.kind}"
                    + (f" {stream_of[node.id]}" if node.id in stream_of else "")
@@ -48,14 +49,15 @@ def explain(conn: psycopg.Connection, name: str) -> str:
                    f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
         if "predicate" in node.definition:
             out.append(f"      predicate: {node.definition['predicate']}")
+        cycle_block, flush_block = blocks[node.id]
         if node.kind == "stream":
-            out.append("      cycle SQL (claim, one statement for all streams):")
+            out.append("      cycle code (claim; one statement for all streams):")
             out.append(text(claim([(stream_of[node.id], node)])))
         else:
-            out.append("      cycle SQL (fills the delta when a parent's delta has rows):")
-            out.append(text(COMPILERS[node.kind].delta(node, parents)))
-        out.append("      flush SQL (end of cycle):")
-        out.append(text(flush(node)))
+            out.append("      cycle code (argus_net.cycle_program; runs when a parent's delta has rows):")
+            out.append(textwrap.indent(textwrap.dedent(cycle_block), "        "))
+        out.append("      flush code (end of cycle):")
+        out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
     top = net.nodes[info.output_node]
     exprs = sql.SQL(", ").join(
         sql.SQL(e) for (e,) in conn.execute(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from .compile import COMPILERS, Node
+from .compile import COMPILERS, Node, flush_block, node_block, program
 from .errors import UnknownStreamError
 from .names import NETWORK_SCHEMA, node_delta
 from .plan import Plan, Scan, Select
@@ -128,6 +128,7 @@ class Builder:
                             [(node_id, i, c, e) for i, (c, e) in enumerate(zip(columns, exprs), 1)])
         compiler = COMPILERS[kind]
         execute_all(self.conn, compiler.create(node, parents))
+        store_blocks(self.conn, node, parents)
         backfill = compiler.backfill(node, parents)
         if backfill is not None:
             rows = self.conn.execute(backfill).rowcount
@@ -135,6 +136,31 @@ class Builder:
                               (rows, node_id))
         self.created.append(node)
         return node
+
+
+def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
+    """Compile the node's cycle code once, at creation; assemble() concatenates it."""
+    block = node_block(node, parents)
+    conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s "
+                 "WHERE node_id = %s",
+                 (block.as_string(conn) if block is not None else None,
+                  flush_block(node).as_string(conn), node.id))
+
+
+def assemble(conn: psycopg.Connection) -> None:
+    """Regenerate argus_net.cycle_program from the nodes' stored blocks. Called in the
+    transaction of every change to the network, so code and network never disagree."""
+    rows = conn.execute(
+        """SELECT n.node_id, n.cycle_block, n.flush_block, s.name
+             FROM argus_catalog.nodes n LEFT JOIN argus_catalog.streams s USING (node_id)
+            ORDER BY n.join_level, n.sequence_id, n.node_id""").fetchall()
+    streams = [(name, load_node(conn, node_id)) for node_id, _, _, name in rows if name]
+    body = program(streams, [r[0] for r in rows],
+                   [sql.SQL(block) for _, block, _, _ in rows if block],
+                   [sql.SQL(flush) for _, _, flush, _ in rows])
+    conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
+                         "LANGUAGE plpgsql AS {}").format(
+        sql.Identifier(NETWORK_SCHEMA, "cycle_program"), sql.Literal(body.as_string(conn))))
 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:

@@ -17,7 +17,7 @@ from .compile import SIGN_ID, T1
 from .errors import DuplicateNameError, QueryError, UnknownQueryError, UnsupportedQueryError
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
                     results_view)
-from .network import Builder, drop_unused
+from .network import Builder, assemble, drop_unused
 from .streams import stream_schemas
 from .templates import render
 
@@ -55,7 +55,9 @@ def register(conn: psycopg.Connection, name: str, sql_text: str) -> QueryInfo:
         _check_functions(conn, analyzed)
         _check_with_postgres(conn, analyzed)
         try:
-            return _build(conn, name, sql_text, analyzed)
+            info = _build(conn, name, sql_text, analyzed)
+            assemble(conn)
+            return info
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} cannot be maintained: "
                              f"{exc.diag.message_primary or exc}") from None
@@ -138,7 +140,9 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
                             (name,)).fetchone():
             raise UnknownQueryError(f"unknown query {name!r}")
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
-        return drop_unused(conn)
+        dropped = drop_unused(conn)
+        assemble(conn)
+        return dropped
 
 
 def query_info(conn: psycopg.Connection, name: str) -> QueryInfo:

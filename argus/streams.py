@@ -18,7 +18,7 @@ from .compile import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
                      UnknownStreamError)
 from .names import CYCLE_LOCK, STREAMS_SCHEMA, check_name, stream_history, stream_inbox
-from .network import execute_all, load_node
+from .network import assemble, execute_all, load_node, store_blocks
 from .templates import render
 
 _NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
@@ -109,6 +109,8 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
             (node_id, stream_id))
         node = load_node(conn, node_id)
         execute_all(conn, COMPILERS["stream"].create(node, []))
+        store_blocks(conn, node, [])
+        assemble(conn)
     return stream_schemas(conn)[name]
 
 
@@ -133,6 +135,7 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
             stream_inbox(name), stream_history(name), node.delta))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
+        assemble(conn)
 
 
 def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:

@@ -19,7 +19,7 @@ from .resources import resource_dir
 def template(name: str) -> sql.SQL:
     path = resource_dir("sql_templates") / f"{name}.sql"
     lines = [line for line in path.read_text().splitlines() if not line.startswith("--")]
-    return sql.SQL("\n".join(lines).strip().rstrip(";"))
+    return sql.SQL("\n".join(lines).strip("\n"))
 
 
 def render(name: str, **slots: sql.Composable) -> sql.Composed:

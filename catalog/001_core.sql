@@ -28,6 +28,8 @@ CREATE TABLE argus_catalog.nodes (
     hist_name   text NOT NULL,
     insert_only boolean NOT NULL DEFAULT true,
     hist_rows   bigint NOT NULL DEFAULT 0,   -- rows in the history, kept by every cycle
+    cycle_block text,                    -- PL/pgSQL that fills the delta (argus.compile)
+    flush_block text,                    -- PL/pgSQL that merges the delta into the history
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE UNIQUE INDEX nodes_signature ON argus_catalog.nodes (md5(signature));
@@ -112,11 +114,13 @@ CREATE TABLE argus_catalog.run_streams (
     PRIMARY KEY (run_id, stream)
 );
 
+-- Per-node statistics of each cycle (kept for the last runs only, see run_cycle).
 CREATE TABLE argus_catalog.run_nodes (
-    run_id  bigint NOT NULL REFERENCES argus_catalog.runs ON DELETE CASCADE,
-    node_id bigint NOT NULL,
-    rows    bigint NOT NULL,             -- rows written to the node's delta
-    ms      double precision NOT NULL,
+    run_id    bigint NOT NULL REFERENCES argus_catalog.runs ON DELETE CASCADE,
+    node_id   bigint NOT NULL,
+    inserted  bigint NOT NULL,           -- +1 rows written to the node's delta
+    retracted bigint NOT NULL,           -- -1 rows
+    ms        double precision NOT NULL,
     PRIMARY KEY (run_id, node_id)
 );
 
@@ -190,3 +194,67 @@ SELECT r.run_id,
        r.nodes_run,
        r.error
   FROM argus_catalog.runs r;
+
+-- One cycle, callable from Python, psql or pg_cron: SELECT argus.run_cycle();
+-- Takes the cycle lock (waiting, or returning NULL at once when wait is false), clears
+-- the previous cycle's deltas, runs the assembled network program and records what
+-- happened. A failure inside the program rolls the program back (claims included) and
+-- is recorded as a failed run; the function then returns normally with its run id.
+CREATE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_run   bigint;
+    v_last  bigint;
+    v_error text;
+    v_node  bigint;
+BEGIN
+    IF wait THEN
+        PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
+    ELSIF NOT pg_try_advisory_xact_lock(1095911253, 83) THEN
+        RAISE NOTICE 'argus: another cycle is running on this database; skipped';
+        RETURN NULL;
+    END IF;
+    SELECT max(run_id) INTO v_last FROM argus_catalog.runs WHERE status = 'ok';
+    INSERT INTO argus_catalog.runs (started_at, status)
+    VALUES (clock_timestamp(), 'running') RETURNING run_id INTO v_run;
+    BEGIN
+        -- the previous cycle's changes stop being the last cycle's changes
+        FOR v_node IN SELECT r.node_id FROM argus_catalog.run_nodes r
+                        JOIN argus_catalog.nodes n USING (node_id)
+                       WHERE r.run_id = v_last AND r.inserted + r.retracted > 0 LOOP
+            EXECUTE format('DELETE FROM argus_net.%I', 'n' || v_node || '_delta');
+        END LOOP;
+        PERFORM argus_net.cycle_program(v_run);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
+        UPDATE argus_catalog.runs SET status = 'failed', error = v_error,
+               finished_at = clock_timestamp() WHERE run_id = v_run;
+        RETURN v_run;
+    END;
+
+    INSERT INTO argus_catalog.run_streams (run_id, stream, rows)
+    SELECT v_run, s.name, coalesce(r.inserted, 0)
+      FROM argus_catalog.streams s
+      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = s.node_id;
+    INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
+    SELECT v_run, q.name, coalesce(r.inserted, 0), coalesce(r.retracted, 0)
+      FROM argus_catalog.queries q
+      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node;
+    UPDATE argus_catalog.nodes n SET hist_rows = n.hist_rows + r.inserted - r.retracted
+      FROM argus_catalog.run_nodes r
+     WHERE r.run_id = v_run AND r.node_id = n.node_id AND r.inserted + r.retracted > 0;
+    UPDATE argus_catalog.runs SET
+           status = 'ok', finished_at = clock_timestamp(),
+           rows_in = (SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams
+                       WHERE run_id = v_run),
+           nodes_run = (SELECT count(*) FROM argus_catalog.run_nodes r
+                          JOIN argus_catalog.nodes n USING (node_id)
+                         WHERE r.run_id = v_run AND n.kind <> 'stream')
+     WHERE run_id = v_run;
+    DELETE FROM argus_catalog.run_nodes WHERE run_id < v_run - 500;
+    RETURN v_run;
+END $$;
+
+-- Replaced by argus.network.assemble() whenever the network changes.
+CREATE FUNCTION argus_net.cycle_program(argus_run bigint) RETURNS void
+LANGUAGE plpgsql AS $$ BEGIN END $$;

@@ -1,0 +1,19 @@
+-- The network's execution code, assembled from every node's stored blocks in evaluation
+-- order whenever the network changes (ARGUS's code assembly). argus_n<id> holds the rows
+-- node <id> wrote to its delta this cycle; a node runs only if a parent's is non-zero.
+-- Every PL/pgSQL name starts with argus_, which user columns may not, so that none
+-- shadows a column in the embedded SQL.
+DECLARE
+    argus_t timestamptz;
+    argus_ids bigint[] := ARRAY[]::bigint[];
+    argus_ins bigint[] := ARRAY[]::bigint[];
+    argus_ret bigint[] := ARRAY[]::bigint[];
+    argus_ms float8[] := ARRAY[]::float8[];
+{declarations}
+BEGIN
+{claim}
+{evaluate}
+{flush}
+    INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms)
+    SELECT argus_run, u.* FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS u;
+END

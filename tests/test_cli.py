@@ -1,0 +1,79 @@
+"""The command line, against a real database."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from argus.cli import main
+
+
+def invoke(dsn, *args, input=None):
+    result = CliRunner().invoke(main, [*args, "--dsn", dsn], input=input, catch_exceptions=False)
+    return result
+
+
+def test_cli_walkthrough(fresh_dsn, tmp_path):
+    assert invoke(fresh_dsn, "init").exit_code == 0
+    out = invoke(fresh_dsn, "stream", "create", "transfers", "tran_id:bigint", "sender:text",
+                 "amount:numeric(14,2)")
+    assert out.exit_code == 0, out.output
+    query = tmp_path / "big.sql"
+    query.write_text("SELECT tran_id, amount FROM transfers WHERE amount > 100")
+    out = invoke(fresh_dsn, "register", "big", "-f", str(query))
+    assert out.exit_code == 0 and "registered" in out.output
+    out = invoke(fresh_dsn, "register", "small", "--sql", "SELECT tran_id FROM transfers WHERE amount < 5")
+    assert out.exit_code == 0
+
+    import argus
+
+    with argus.connect(fresh_dsn) as db:
+        db.insert("transfers", [(1, "a", 500), (2, "b", 1), (3, "c", 50)])
+    out = invoke(fresh_dsn, "run")
+    assert out.exit_code == 0 and "3 rows in" in out.output and "big: +1" in out.output
+    out = invoke(fresh_dsn, "results", "big")
+    assert "500.00" in out.output
+    out = invoke(fresh_dsn, "results", "small", "--changes")
+    assert "argus_sign" in out.output
+    out = invoke(fresh_dsn, "explain", "big")
+    assert "INSERT INTO" in out.output
+    out = invoke(fresh_dsn, "status")
+    assert "2 queries, 2 nodes" in out.output and "transfers" in out.output
+    out = invoke(fresh_dsn, "stream", "list")
+    assert "numeric(14,2)" in out.output
+    assert invoke(fresh_dsn, "drop", "big").exit_code == 0
+    assert invoke(fresh_dsn, "drop", "small").exit_code == 0
+    assert invoke(fresh_dsn, "stream", "drop", "transfers").exit_code == 0
+
+
+def test_cli_errors_are_clear_and_exit_nonzero(fresh_dsn):
+    out = invoke(fresh_dsn, "register", "q", "--sql", "SELECT x FROM nowhere")
+    assert out.exit_code == 1 and "unknown stream 'nowhere'" in out.output
+    out = invoke(fresh_dsn, "register", "q")
+    assert out.exit_code != 0 and "exactly one of --sql or -f" in out.output
+    out = invoke(fresh_dsn, "stream", "create", "s", "nocolon")
+    assert out.exit_code != 0 and "name:type" in out.output
+    out = invoke(fresh_dsn, "explain", "nope")
+    assert out.exit_code == 1 and "unknown query 'nope'" in out.output
+
+
+def test_run_skips_when_another_cycle_holds_the_lock(fresh_dsn):
+    import psycopg
+
+    from argus.names import CYCLE_LOCK
+
+    invoke(fresh_dsn, "init")
+    with psycopg.connect(fresh_dsn, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)
+        out = invoke(fresh_dsn, "run")
+    assert out.exit_code == 0 and "skipped" in out.output
+
+
+def test_demo_runs_on_a_given_server(admin_dsn):
+    out = invoke(admin_dsn, "demo", "--cycles", "2", "--history", "2000", "--batch", "500")
+    assert out.exit_code == 0, out.output
+    assert "cycle 2" in out.output and "re-running" in out.output
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE argus_demo WITH (FORCE)"))

@@ -1,0 +1,54 @@
+"""The embedded default: no DSN, a private PostgreSQL under $ARGUS_HOME."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+import argus
+from argus.cli import main
+from argus.embedded import EmbeddedServer
+
+pytestmark = pytest.mark.embedded
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARGUS_HOME", str(tmp_path / "argus-home"))
+    monkeypatch.delenv("ARGUS_DSN", raising=False)
+    yield tmp_path / "argus-home"
+    EmbeddedServer(tmp_path / "argus-home").stop()
+
+
+def test_connect_without_dsn_starts_and_reuses_a_private_server(home):
+    with argus.connect() as db:
+        db.create_stream("s", {"a": "int"})
+        db.register_query("pos", "SELECT a FROM s WHERE a > 0")
+        db.insert("s", [(1,), (-1,)])
+        db.run()
+        first_dsn = db.dsn
+    server = EmbeddedServer(home)
+    assert server.running()
+    assert "127.0.0.1" in first_dsn  # TCP on loopback, so Spark's JDBC can reach it
+    assert server.stop()
+    assert not server.running()
+    with argus.connect() as db:  # started again, same data
+        assert db.results("pos") == [(1,)]
+
+
+def test_the_embedded_server_needs_its_password(home):
+    with argus.connect():
+        pass
+    port = EmbeddedServer(home).settings()["port"]
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(f"postgresql://postgres:wrong@127.0.0.1:{port}/argus", connect_timeout=5)
+
+
+def test_demo_runs_on_the_embedded_default(home):
+    result = CliRunner().invoke(main, ["demo", "--cycles", "2", "--history", "1000",
+                                       "--batch", "300"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "cycle 2" in result.output
+    status = CliRunner().invoke(main, ["server", "status"])
+    assert "running" in status.output

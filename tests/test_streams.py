@@ -1,0 +1,74 @@
+"""Streams and loads: all rows or none, errors that name the row."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+import argus
+
+from .catalog_snapshot import snapshot
+
+
+def test_insert_accepts_tuples_and_dicts_and_counts(transfers):
+    n = transfers.insert("transfers", [
+        (1, dt.date(2024, 1, 1), "a", "b", Decimal("1.50")),
+        {"tran_id": 2, "sender": "c", "amount": 3},  # missing columns are NULL
+    ])
+    assert n == 2
+    transfers.register("all_rows", "SELECT * FROM transfers")
+    transfers.run()
+    assert sorted(transfers.db.results("all_rows")) == [
+        (1, dt.date(2024, 1, 1), "a", "b", Decimal("1.50")),
+        (2, None, "c", None, Decimal("3.00"))]
+
+
+@pytest.mark.parametrize("bad_rows, message", [
+    ([(1, "2024-01-01", "a", "b", 1), (2, "not a date", "a", "b", 1)],
+     "invalid input syntax for type date"),
+    ([(1, "2024-01-01", "a", "b", 1), (2, "2024-01-01", "a", "b")], "row 2: 4 values for 5"),
+    ([{"tran_id": 1, "amuont": 5}], "unknown columns ['amuont']"),
+    (["just a string"], "row 1: expected a tuple or a dict"),
+    ([(1, "2024-01-01", "a", "b", "12345678901234567")], "numeric field overflow"),
+])
+def test_a_bad_row_fails_the_whole_load(transfers, bad_rows, message):
+    with pytest.raises(argus.LoadError) as raised:
+        transfers.db.insert("transfers", bad_rows)
+    assert message in str(raised.value)
+    assert "nothing was loaded" in str(raised.value)
+    assert transfers.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone() == (0,)
+
+
+def test_copy_errors_name_the_line(transfers):
+    rows = [(i, "2024-01-01", "a", "b", 1) for i in range(5)] + [(5, "2024-13-45", "a", "b", 1)]
+    with pytest.raises(argus.LoadError, match="line 6"):
+        transfers.db.insert("transfers", rows)
+
+
+def test_not_null_columns_are_enforced_at_load(db):
+    db.create_stream("events", {"id": "bigint NOT NULL", "note": "text"})
+    with pytest.raises(argus.LoadError, match="null value in column \"id\""):
+        db.insert("events", [(1, "ok"), (None, "bad")])
+    assert db.streams()[0].columns == (("id", "bigint"), ("note", "text"))
+
+
+def test_unknown_stream(db):
+    with pytest.raises(argus.UnknownStreamError, match="unknown stream 'nope'"):
+        db.insert("nope", [(1,)])
+
+
+def test_stream_types_are_recorded_as_postgres_spells_them(db):
+    db.create_stream("s", {"a": "numeric(14,2)", "b": "timestamp with time zone",
+                           "c": "character varying(10)", "d": "int[]", "e": "double precision"})
+    assert db.streams()[0].columns == (
+        ("a", "numeric(14,2)"), ("b", "timestamp with time zone"),
+        ("c", "character varying(10)"), ("d", "integer[]"), ("e", "double precision"))
+
+
+def test_create_stream_is_transactional(db):
+    before = snapshot(db.conn)
+    with pytest.raises(argus.InvalidNameError):
+        db.create_stream("s", {"a": "int", "b": "bogus_type"})
+    assert snapshot(db.conn) == before
