@@ -209,7 +209,7 @@ def status(dsn: str | None) -> None:
 
 @main.command()
 @click.option("--cycles", default=5, show_default=True)
-@click.option("--history", default=50_000, show_default=True, help="Rows loaded first.")
+@click.option("--history", default=100_000, show_default=True, help="Rows loaded first.")
 @click.option("--batch", default=2_000, show_default=True, help="Rows per cycle.")
 @dsn_option
 @handle_errors
@@ -221,7 +221,8 @@ def demo(cycles: int, history: int, batch: int, dsn: str | None) -> None:
     from .demo import run_demo
 
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
-    run_demo(admin, cycles=cycles, history=history, batch=batch, console=console)
+    run_demo(admin, cycles=cycles, history=history, batch=batch, console=console,
+             explicit_dsn=bool(dsn))
 
 
 # -- the embedded server -------------------------------------------------------------
@@ -261,16 +262,24 @@ def server_status() -> None:
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--database", "-d", default=None, help="Another database on the same server "
+              "(e.g. argus_demo).")
 @dsn_option
 @click.pass_context
 @handle_errors
-def psql(ctx: click.Context, dsn: str | None) -> None:
-    """Open psql on the argus database (the system's psql, else the bundled one)."""
-    from .api import resolve_dsn
-    from .embedded import _bin_dir
+def psql(ctx: click.Context, database: str | None, dsn: str | None) -> None:
+    """Open psql on the argus database (the system's psql, else the bundled one).
+    Extra arguments go to psql, e.g. `argus psql -d argus_demo -- -c 'SELECT 1'`."""
+    from psycopg.conninfo import make_conninfo
 
-    exe = shutil.which("psql") or str(_bin_dir() / "psql")
-    os.execv(exe, [exe, resolve_dsn(dsn), *ctx.args])
+    from .api import resolve_dsn
+    from .embedded import bin_dir
+
+    target = resolve_dsn(dsn)
+    if database:
+        target = make_conninfo(target, dbname=database)
+    exe = shutil.which("psql") or str(bin_dir() / "psql")
+    os.execv(exe, [exe, target, *ctx.args])
 
 
 if __name__ == "__main__":

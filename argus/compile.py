@@ -64,10 +64,6 @@ def create_delta(node: Node) -> sql.Composed:
     return render("node/create_delta", delta=node.delta, hist=node.hist, sign=SIGN_ID)
 
 
-def clear_delta(node: Node) -> sql.Composed:
-    return render("node/clear_delta", delta=node.delta)
-
-
 def flush(node: Node) -> sql.Composed:
     """Merge the node's delta into its history at the end of a cycle."""
     return render("node/flush_insert_only", hist=node.hist, delta=node.delta,

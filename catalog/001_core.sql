@@ -207,6 +207,7 @@ DECLARE
     v_last  bigint;
     v_error text;
     v_node  bigint;
+    v_rows  bigint;
 BEGIN
     IF wait THEN
         PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
@@ -219,10 +220,15 @@ BEGIN
     VALUES (clock_timestamp(), 'running') RETURNING run_id INTO v_run;
     BEGIN
         -- the previous cycle's changes stop being the last cycle's changes
-        FOR v_node IN SELECT r.node_id FROM argus_catalog.run_nodes r
-                        JOIN argus_catalog.nodes n USING (node_id)
-                       WHERE r.run_id = v_last AND r.inserted + r.retracted > 0 LOOP
-            EXECUTE format('DELETE FROM argus_net.%I', 'n' || v_node || '_delta');
+        -- (DELETE keeps readers of the changes views unblocked; TRUNCATE is cheaper
+        -- for a large delta, e.g. after a bulk load)
+        FOR v_node, v_rows IN SELECT r.node_id, r.inserted + r.retracted
+                                FROM argus_catalog.run_nodes r
+                                JOIN argus_catalog.nodes n USING (node_id)
+                               WHERE r.run_id = v_last AND r.inserted + r.retracted > 0 LOOP
+            EXECUTE format(CASE WHEN v_rows > 10000 THEN 'TRUNCATE argus_net.%I'
+                                ELSE 'DELETE FROM argus_net.%I' END,
+                           'n' || v_node || '_delta');
         END LOOP;
         PERFORM argus_net.cycle_program(v_run);
     EXCEPTION WHEN OTHERS THEN

@@ -75,8 +75,9 @@ class Oracle:
         self.db.unregister_query(name)
         self.accumulated.pop(name, None)
 
-    def run(self):
-        report = self.db.run()
+    def run(self, cycle=None):
+        """Run a cycle (db.run, or `cycle()`, e.g. one started from SQL) and check."""
+        report = cycle() if cycle else self.db.run()
         self._mirror_pending()  # a cycle claims every row committed before it
         for name in list(self.accumulated):
             for *row, sign in self.db.new_results(name):

@@ -141,3 +141,21 @@ def test_report_and_catalog_views_tell_what_happened(transfers):
     assert used_by == ["big"] and node_rows == len(transfers.db.results("big"))
     assert transfers.conn.execute(
         "SELECT name, results FROM argus.queries").fetchone() == ("big", "argus_results.big")
+
+
+def test_a_cycle_run_from_sql_is_the_same_cycle(transfers, fresh_dsn):
+    transfers.register("big", "SELECT tran_id, amount FROM transfers WHERE amount > 2500")
+    transfers.insert("transfers", rows(0, 200))
+    with psycopg.connect(fresh_dsn, autocommit=True) as psql:
+        (run_id,) = transfers.run(lambda: psql.execute("SELECT argus.run_cycle()").fetchone())
+    assert transfers.conn.execute("SELECT status, rows_in FROM argus.runs WHERE run_id = %s",
+                                  (run_id,)).fetchone() == ("ok", 200)
+
+
+def test_a_large_delta_is_cleared_by_the_next_cycle(transfers):
+    transfers.register("everything", "SELECT tran_id FROM transfers")
+    transfers.insert("transfers", rows(0, 12_000))  # over the TRUNCATE threshold
+    transfers.run()
+    transfers.insert("transfers", rows(12_000, 3))
+    transfers.run()
+    assert len(transfers.db.new_results("everything")) == 3

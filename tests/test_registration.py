@@ -111,3 +111,12 @@ def test_dropping_a_stream_in_use_is_refused(transfers):
     transfers.unregister("q")
     transfers.db.drop_stream("transfers")
     assert transfers.db.streams() == []
+
+
+def test_a_registration_failing_in_its_backfill_changes_nothing(transfers):
+    transfers.insert("transfers", [(1, "2024-01-01", "a", "b", 0)])
+    transfers.run()
+    before = snapshot(transfers.conn)
+    with pytest.raises(argus.QueryError, match="division by zero"):
+        transfers.db.register_query("inv", "SELECT tran_id FROM transfers WHERE 100 / amount > 1")
+    assert snapshot(transfers.conn) == before
