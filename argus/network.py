@@ -45,17 +45,12 @@ def _node(row: tuple) -> Node:
 class Network:
     nodes: dict[int, Node]  # in evaluation order (join_level, sequence_id, node_id)
     streams: dict[str, int]  # stream name -> source node id
-    outputs: dict[str, int]  # query name -> output node id
-
-    def parents(self, node: Node) -> list[Node]:
-        return [self.nodes[p] for p in node.parents]
 
 
 def load(conn: psycopg.Connection) -> Network:
     rows = conn.execute(_LOAD + " ORDER BY n.join_level, n.sequence_id, n.node_id").fetchall()
     streams = dict(conn.execute("SELECT name, node_id FROM argus_catalog.streams").fetchall())
-    outputs = dict(conn.execute("SELECT name, output_node FROM argus_catalog.queries").fetchall())
-    return Network({row[0]: _node(row) for row in rows}, streams, outputs)
+    return Network({row[0]: _node(row) for row in rows}, streams)
 
 
 def load_node(conn: psycopg.Connection, node_id: int) -> Node:

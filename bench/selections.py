@@ -109,10 +109,11 @@ def main() -> None:
     print(f"{len(QUERIES)} selection queries, {args.history:,} rows of history, "
           f"batches of {args.batch:,} (median of {args.batches}), PostgreSQL "
           f"{conn.info.server_version // 10000}")
-    print(f"  argus cycle             {med['argus']:8.1f} ms")
-    print(f"  re-run from scratch     {med['rerun']:8.1f} ms   argus is {med['rerun'] / med['argus']:.1f}x faster")
-    print(f"  REFRESH MATERIALIZED    {med['matview']:8.1f} ms   argus is {med['matview'] / med['argus']:.1f}x faster")
-    print(f"  floor (COPY the batch)  {med['floor']:8.1f} ms")
+    for key, label in (("argus", "argus cycle"), ("rerun", "re-run from scratch"),
+                       ("matview", "REFRESH MATERIALIZED"), ("floor", "floor (COPY the batch)")):
+        faster = med[key] / med["argus"]
+        ratio = "" if key in ("argus", "floor") else f"   argus is {faster:.1f}x faster"
+        print(f"  {label:<24}{med[key]:8.1f} ms{ratio}")
     db.close()
 
 

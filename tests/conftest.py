@@ -60,7 +60,8 @@ def _create_database(admin: str, name: str, template: str | None = None) -> str:
 
 def _drop_database(admin: str, name: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
 
 
 @pytest.fixture(scope="session")
