@@ -1,6 +1,6 @@
 """From SQL text to a validated, canonical query: parse with sqlglot, refuse what the
-engine does not maintain, resolve columns against the stream schemas, and rename table
-aliases to the standard aliases (t1, …) that node SQL uses.
+engine does not maintain, resolve every column against the stream schemas (sqlglot's
+qualify), and hand the tree to the planner.
 
 Everything here is pure: no database access. What only PostgreSQL can check (types,
 function volatility) is checked at registration by `argus.registry`.
@@ -9,6 +9,7 @@ function volatility) is checked at registration by `argus.registry`.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,8 +20,9 @@ from sqlglot.optimizer.qualify import qualify
 
 from .errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownStreamError,
                      UnsupportedQueryError)
-from .names import fold, std_alias
-from .plan import Output, Plan, Scan, Select
+from .names import fold
+from .plan import Output
+from .planner import Planner
 
 DIALECT = "postgres"
 
@@ -44,24 +46,17 @@ class Analyzed:
     functions: frozenset[str]  # names of the functions it calls, for the volatility check
 
 
-# Constructs refused at registration, in the order they are looked for. Each later
-# capability removes its line here and adds a rule to the planner.
+# Constructs refused at registration, wherever they appear: they have no meaning (or no
+# incremental maintenance yet) for a continuous answer. The planner refuses the shapes
+# it cannot translate (FULL joins, scalar subqueries, …) itself.
 UNSUPPORTED: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.With, "WITH (common table expressions)"),
-    (exp.Join, "JOIN"),
     (exp.Window, "window functions (OVER)"),
-    (exp.AggFunc, "aggregate functions"),
-    (exp.Group, "GROUP BY"),
-    (exp.Having, "HAVING"),
-    (exp.Distinct, "DISTINCT"),
     (exp.Order, "ORDER BY"),
     (exp.Limit, "LIMIT"),
     (exp.Offset, "OFFSET"),
     (exp.Fetch, "FETCH"),
     (exp.Lateral, "LATERAL"),
     (exp.Unnest, "UNNEST"),
-    (exp.Subquery, "subqueries"),
-    (exp.Exists, "EXISTS (subquery)"),
     (exp.Lock, "FOR UPDATE/SHARE"),
     (exp.Into, "SELECT INTO"),
     (exp.Placeholder, "parameter placeholders"),
@@ -76,7 +71,7 @@ TIME_DEPENDENT: dict[type[exp.Expr], str] = {
     exp.Rand: "random()",
 }
 
-SET_OPERATIONS = {exp.Union: "UNION", exp.Except: "EXCEPT", exp.Intersect: "INTERSECT"}
+QUERY_TYPES = (exp.Select, exp.Union, exp.Except, exp.Intersect)
 
 
 def parse(sql_text: str) -> exp.Select:
@@ -93,10 +88,7 @@ def parse(sql_text: str) -> exp.Select:
         raise QuerySyntaxError(
             f"expected exactly one SELECT statement, found {len(statements)} statements")
     tree = statements[0]
-    for kind, name in SET_OPERATIONS.items():
-        if isinstance(tree, kind):
-            raise UnsupportedQueryError(name)
-    if not isinstance(tree, exp.Select):
+    if not isinstance(tree, QUERY_TYPES):
         raise QueryError(f"only SELECT queries can be registered, not {tree.key.upper()}")
     return tree
 
@@ -109,10 +101,8 @@ def _first_error(exc: ParseError) -> str:
     return str(exc)
 
 
-def refuse_unsupported(tree: exp.Select) -> None:
+def refuse_unsupported(tree: exp.Expr) -> None:
     for node in tree.walk():
-        if node is not tree and isinstance(node, exp.Select):
-            raise UnsupportedQueryError("subqueries")
         if type(node) in TIME_DEPENDENT:
             raise UnsupportedQueryError(
                 f"the function {TIME_DEPENDENT[type(node)]}",
@@ -122,60 +112,41 @@ def refuse_unsupported(tree: exp.Select) -> None:
                 raise UnsupportedQueryError(construct)
 
 
-def _from_table(tree: exp.Select) -> exp.Table:
-    source = tree.args.get("from_")
-    if source is None:
-        raise QueryError("the query reads no stream: it needs a FROM clause naming one")
-    table = source.this
-    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        raise UnsupportedQueryError(f"FROM {table.sql(DIALECT)}", "FROM must name a stream")
-    if table.args.get("db") or table.args.get("catalog"):
-        raise QueryError(f"stream names are not schema-qualified: use FROM {table.name}")
-    return table
-
-
-def _resolve_stream(table: exp.Table, streams: Mapping[str, StreamSchema]) -> StreamSchema:
-    ident = table.this
-    name = ident.this if ident.quoted else fold(ident.this)
-    if name not in streams:
-        known = ", ".join(sorted(streams)) or "none yet"
-        raise UnknownStreamError(f"unknown stream {name!r} (streams: {known})")
-    return streams[name]
+def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        if table.args.get("db") or table.args.get("catalog"):
+            raise QueryError(f"stream names are not schema-qualified: use FROM {table.name}")
+        ident = table.this
+        if not isinstance(ident, exp.Identifier):
+            raise UnsupportedQueryError(f"FROM {table.sql(DIALECT)}", "FROM must name a stream")
+        name = ident.this if ident.quoted else fold(ident.this)
+        if name not in streams and name not in ctes:
+            known = ", ".join(sorted(streams)) or "none yet"
+            raise UnknownStreamError(f"unknown stream {name!r} (streams: {known})")
 
 
 def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     tree = parse(sql_text)
     refuse_unsupported(tree)
-    stream = _resolve_stream(_from_table(tree), streams)
-    user_aliases = {e.alias for e in tree.expressions if isinstance(e, exp.Alias)}
-
+    _check_tables(tree, streams)
+    if not tree.find(exp.From):
+        raise QueryError("the query reads no stream: it needs a FROM clause naming one")
+    user_aliases = {a.alias for a in tree.find_all(exp.Alias)}
     try:
-        tree = qualify(tree, schema={stream.name: dict(stream.columns)}, dialect=DIALECT,
-                       expand_alias_refs=False)
+        tree = qualify(tree, schema={s.name: dict(s.columns) for s in streams.values()},
+                       dialect=DIALECT, expand_alias_refs=False, canonicalize_table_aliases=True)
     except OptimizeError as exc:
-        raise UnknownColumnError(
-            f"{_column_message(exc)} (stream {stream.name} has columns: "
-            f"{', '.join(stream.column_names)})") from None
-
-    alias = std_alias(1)
-    for column in tree.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias, quoted=True))
-    _from_table(tree).set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
-
-    outputs = tuple(_strip_added_alias(e, user_aliases) for e in tree.expressions)
-    tree.set("expressions", list(outputs))
-    where = tree.args.get("where")
-    predicate = where.this.sql(DIALECT) if where is not None else None
-
-    used = {c.name for o in outputs for c in o.find_all(exp.Column)}
-    # a node needs at least one column (PostgreSQL has no zero-column INSERT)
-    columns = tuple(c for c in stream.column_names if c in used) or stream.column_names[:1]
-    source: Plan = Scan(stream.name)
-    if predicate is not None:
-        source = Select(source, predicate, columns)
-    plan = Output(source, tuple(o.sql(DIALECT) for o in outputs))
-    return Analyzed(canonical=tree.sql(DIALECT), streams=(stream.name,), plan=plan,
-                    functions=function_names(tree))
+        known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
+        raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
+    refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
+    planner = Planner(streams, refs, user_aliases=user_aliases)
+    result = planner.query(tree)
+    exprs = tuple(f"{expr} AS {exp.to_identifier(name, quoted=True).sql(DIALECT)}"
+                  for name, expr in result.outputs)
+    used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
+    return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used),
+                    plan=Output(result.plan, exprs), functions=function_names(tree))
 
 
 def _column_message(exc: OptimizeError) -> str:
@@ -185,16 +156,6 @@ def _column_message(exc: OptimizeError) -> str:
         return text
     column, table = match.groups()
     return f"unknown column {column!r}" + (f" for table {table!r}" if table else "")
-
-
-def _strip_added_alias(projection: exp.Expr, user_aliases: set[str]) -> exp.Expr:
-    """Drop the aliases qualify() invents, so PostgreSQL names the columns as it would."""
-    if isinstance(projection, exp.Alias) and projection.alias not in user_aliases:
-        return projection.this
-    if (isinstance(projection, exp.Alias) and isinstance(projection.this, exp.Column)
-            and projection.this.name == projection.alias):
-        return projection.this
-    return projection
 
 
 def function_names(tree: exp.Expr) -> frozenset[str]:

@@ -2,8 +2,17 @@
 
 A compiler turns a node of the network (and its parents) into the statements that
 create its tables, backfill it at registration, fill its delta in a cycle and flush the
-delta into its history. `program` assembles every node's cycle code into the body of
-one PL/pgSQL function. Pure: SQL is built from sql_templates/, nothing runs here.
+delta into its history. Cycle statements are `Step`s: a statement, the PL/pgSQL
+condition under which it runs (which deltas must have rows) and whether it is planned
+at run time (EXECUTE: joins and lookups, whose best plan depends on the delta's size)
+or once (static: a scan of one delta). `program` assembles every node's steps into one
+PL/pgSQL function. Pure: SQL is built from sql_templates/, nothing runs here.
+
+Two paths: an insert-only node (every input append-only, an operator that only adds
+rows) appends its delta to its history. A node on the signed path (aggregates, left,
+anti joins, EXCEPT, and everything downstream of them) receives and emits -1 rows; its
+history carries argus_hash, a hash of each row's value, so that a retraction removes
+exactly the copies it names.
 """
 
 from __future__ import annotations
@@ -16,6 +25,12 @@ from psycopg import sql
 from .names import SIGN, node_delta, std_alias, stream_inbox
 from .templates import render
 
+T1 = sql.Identifier(std_alias(1))
+T2 = sql.Identifier(std_alias(2))
+SIGN_ID = sql.Identifier(SIGN)
+HASH = sql.Identifier("argus_hash")
+NETWORK = "argus_net"
+
 
 @dataclass(frozen=True)
 class Node:
@@ -24,63 +39,146 @@ class Node:
     join_level: int
     sequence_id: int
     parents: tuple[int, ...]
-    columns: tuple[str, ...]
+    columns: tuple[str, ...]  # visible columns, what children and views read
     exprs: tuple[str, ...]  # how each column is computed, over the parents' t1, t2, …
-    hist: sql.Identifier
+    hist_ref: tuple[str, str]  # (schema, table) of the history
     definition: dict = field(default_factory=dict, compare=False)
     insert_only: bool = True
+    types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
+
+    @property
+    def hist(self) -> sql.Identifier:
+        return sql.Identifier(*self.hist_ref)
 
     @property
     def delta(self) -> sql.Identifier:
         return node_delta(self.id)
 
-    @property
-    def column_list(self) -> sql.Composed:
-        return sql.SQL(", ").join(map(sql.Identifier, self.columns))
+    def aux(self, suffix: str) -> sql.Identifier:
+        return sql.Identifier(NETWORK, f"n{self.id}_{suffix}")
 
     @property
-    def expr_list(self) -> sql.Composed:
-        return sql.SQL(", ").join(map(sql.SQL, self.exprs))
+    def column_list(self) -> sql.Composed:
+        return cols(self.columns)
 
     @property
     def named_expr_list(self) -> sql.Composed:
-        return sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(c))
-                                  for e, c in zip(self.exprs, self.columns))
+        return named(self.exprs, self.columns)
 
 
-T1 = sql.Identifier(std_alias(1))
-SIGN_ID = sql.Identifier(SIGN)
+@dataclass(frozen=True)
+class Step:
+    statement: sql.Composable
+    condition: sql.Composable | None = None  # None: whenever the node runs
+    dynamic: bool = True
+
+
+# -- small SQL builders ----------------------------------------------------------------
+
+def cols(names, prefix: str | None = None) -> sql.Composed:
+    if prefix is None:
+        return sql.SQL(", ").join(map(sql.Identifier, names))
+    return sql.SQL(", ").join(sql.Identifier(prefix, n) for n in names)
+
+
+def named(exprs, names) -> sql.Composed:
+    return sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
+                              for e, n in zip(exprs, names))
+
+
+def row_hash(names, prefix: str | None = None) -> sql.Composed:
+    """The value hash of a row: NULL-safe, and equal for equal values (1.0 = 1.00)."""
+    if not names:
+        return sql.SQL("0::bigint")
+    return sql.SQL("hash_record_extended(ROW({}), 0)").format(cols(names, prefix))
+
+
+def expr_hash(exprs) -> sql.Composed:
+    if not exprs:
+        return sql.SQL("0::bigint")
+    return sql.SQL("hash_record_extended(ROW({}), 0)").format(
+        sql.SQL(", ").join(sql.SQL(e) for e in exprs))
+
+
+def same_row(names, a: str, b: str) -> sql.Composed:
+    """a's and b's rows have equal values (NULLs equal), found through argus_hash."""
+    if not names:
+        return sql.SQL("TRUE")
+    return sql.SQL("{}.argus_hash = {}.argus_hash AND ROW({}) IS NOT DISTINCT FROM ROW({})").format(
+        sql.Identifier(a), sql.Identifier(b), cols(names, a), cols(names, b))
+
+
+def var(node_id: int) -> sql.SQL:
+    """The program variable holding the rows node `node_id` wrote to its delta."""
+    return sql.SQL(f"argus_n{int(node_id)}")
+
+
+def any_rows(*nodes: Node) -> sql.Composed:
+    return sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(n.id)) for n in nodes)
+
+
+def all_rows(*nodes: Node) -> sql.Composed:
+    return sql.SQL(" AND ").join(sql.SQL("{} > 0").format(var(n.id)) for n in nodes)
+
+
+def signed_slots(node: Node) -> dict[str, sql.Composable]:
+    """Slots shared by templates that write a node's rows through a subquery `s`."""
+    hashing = not node.insert_only
+    return {
+        "columns": node.column_list, "s_columns": cols(node.columns, "s"),
+        "hash_column": sql.SQL(", argus_hash") if hashing else sql.SQL(""),
+        "hash_expr": sql.SQL(", ") + row_hash(node.columns, "s") if hashing else sql.SQL(""),
+        "sign": SIGN_ID, "t1": T1, "t2": T2,
+    }
 
 
 class Compiler(Protocol):
-    def create(self, node: Node, parents: list[Node]) -> list[sql.Composed]: ...
+    def create(self, node: Node, parents: list[Node]) -> list[sql.Composable]: ...
 
-    def backfill(self, node: Node, parents: list[Node]) -> sql.Composed | None: ...
+    def backfill(self, node: Node, parents: list[Node]) -> list[sql.Composable]: ...
 
-    def delta(self, node: Node, parents: list[Node]) -> sql.Composed | None: ...
+    def evaluate(self, node: Node, parents: list[Node]) -> list[Step]: ...
+
+    def flush(self, node: Node, parents: list[Node]) -> list[Step]: ...
 
 
 def create_delta(node: Node) -> sql.Composed:
     return render("node/create_delta", delta=node.delta, hist=node.hist, sign=SIGN_ID)
 
 
-def flush(node: Node) -> sql.Composed:
-    """Merge the node's delta into its history at the end of a cycle."""
-    return render("node/flush_insert_only", hist=node.hist, delta=node.delta,
-                  columns=node.column_list)
+def add_hash(node: Node) -> list[sql.Composable]:
+    return [] if node.insert_only else [render("node/add_hash", hist=node.hist)]
 
+
+def bag_flush(node: Node, names=None) -> list[Step]:
+    """Merge the delta into a history that holds one row per copy."""
+    names = node.columns if names is None else names
+    when = sql.SQL("{} > 0").format(var(node.id))
+    if node.insert_only:
+        return [Step(render("node/flush_insert_only", hist=node.hist, delta=node.delta,
+                            columns=cols(names)), when, dynamic=False)]
+    slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
+             "h_columns": cols(names, "h"), "n_columns": cols(names, "n")}
+    return [Step(render("node/flush_retract", **slots), when),
+            Step(render("node/flush_insert_signed", **slots), when)]
+
+
+# -- streams ---------------------------------------------------------------------------
 
 class StreamCompiler:
     """A stream's source node: its delta is filled by the cycle's claim statement."""
 
-    def create(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
+    def create(self, node, parents):
         return [create_delta(node)]
 
-    def backfill(self, node: Node, parents: list[Node]) -> None:
-        return None
+    def backfill(self, node, parents):
+        return []
 
-    def delta(self, node: Node, parents: list[Node]) -> None:
-        return None
+    def evaluate(self, node, parents):
+        return []
+
+    def flush(self, node, parents):
+        return bag_flush(node)
 
 
 def claim(streams: list[tuple[str, Node]]) -> sql.Composed:
@@ -97,49 +195,518 @@ def claim(streams: list[tuple[str, Node]]) -> sql.Composed:
                                                sql.SQL(", ").join(counts))
 
 
+# -- selection -------------------------------------------------------------------------
+
 class SelectCompiler:
-    def _slots(self, node: Node) -> dict[str, sql.Composable]:
-        return {"columns": node.column_list, "exprs": node.expr_list, "t1": T1,
-                "predicate": sql.SQL(node.definition["predicate"]), "sign": SIGN_ID}
+    def _slots(self, node: Node) -> dict:
+        predicate = node.definition.get("predicate") or "TRUE"
+        return {**signed_slots(node), "named_exprs": node.named_expr_list,
+                "predicate": sql.SQL(predicate)}
 
-    def create(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
+    def create(self, node, parents):
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
-                       parent_hist=parents[0].hist, t1=T1),
-                create_delta(node)]
+                       parent=parents[0].hist, t1=T1), *add_hash(node), create_delta(node)]
 
-    def backfill(self, node: Node, parents: list[Node]) -> sql.Composed:
-        return render("select/backfill", hist=node.hist, parent_hist=parents[0].hist,
-                      **self._slots(node))
+    def backfill(self, node, parents):
+        return [render("select/backfill", hist=node.hist, parent=parents[0].hist,
+                       **self._slots(node))]
 
-    def delta(self, node: Node, parents: list[Node]) -> sql.Composed:
-        return render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
-                      **self._slots(node))
+    def evaluate(self, node, parents):
+        return [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
+                            **self._slots(node)), dynamic=False)]
+
+    def flush(self, node, parents):
+        return bag_flush(node)
+
+
+# -- joins -----------------------------------------------------------------------------
+
+class JoinCompiler:
+    """Inner joins by the Rete rule; semi and anti joins (and the NULL-padded part of a
+    left join) by counting each left row's partners before and after the deltas."""
+
+    def _slots(self, node: Node, exprs=None) -> dict:
+        return {**signed_slots(node), "condition": sql.SQL(node.definition["condition"]),
+                "named_exprs": named(exprs or node.exprs, node.columns)}
+
+    def _padded(self, node: Node) -> tuple[str, ...]:
+        """A left join's columns for a left row without partner: right side NULL."""
+        return tuple(e if not e.startswith('"t2".') else f"CAST(NULL AS {t})"
+                     for e, t in zip(node.exprs, node.types))
+
+    def create(self, node, parents):
+        left, right = parents
+        if node.definition["kind"] in ("semi", "anti"):
+            statement = render("select/create", hist=node.hist, parent=left.hist, t1=T1,
+                               named_exprs=node.named_expr_list)
+        else:
+            statement = render("join/create", hist=node.hist, named_exprs=node.named_expr_list,
+                               left=left.hist, right=right.hist, t1=T1, t2=T2)
+        return [statement, *add_hash(node), create_delta(node)]
+
+    def backfill(self, node, parents):
+        left, right = parents
+        kind = node.definition["kind"]
+        statements = []
+        if kind in ("inner", "left"):
+            statements.append(render("join/backfill", hist=node.hist, left=left.hist,
+                                     right=right.hist, **self._slots(node)))
+        if kind != "inner":
+            exprs = self._padded(node) if kind == "left" else None
+            statements.append(render("join/partners_backfill", hist=node.hist, left=left.hist,
+                                     right=right.hist, **self._slots(node, exprs),
+                                     negate=sql.SQL("" if kind == "semi" else "NOT")))
+        return statements
+
+    def evaluate(self, node, parents):
+        left, right = parents
+        kind = node.definition["kind"]
+        steps = []
+        if kind in ("inner", "left"):
+            slots = self._slots(node)
+            for lt, rt, sign_expr, when in (
+                    (left.delta, right.hist, "t1", all_rows(left)),
+                    (left.hist, right.delta, "t2", all_rows(right)),
+                    (left.delta, right.delta, "t1 t2", all_rows(left, right))):
+                signs = sql.SQL(" * ").join(sql.SQL("{}.{}").format(sql.Identifier(t), SIGN_ID)
+                                            for t in sign_expr.split())
+                steps.append(Step(render("join/term", delta=node.delta, left=lt, right=rt,
+                                         sign_expr=signs, **slots), when))
+        if kind != "inner":
+            exprs = self._padded(node) if kind == "left" else None
+            slots = self._slots(node, exprs)
+            present_when_matched = kind == "semi"
+            test = sql.SQL("> 0" if present_when_matched else "= 0")
+            steps.append(Step(render("join/partners_new_rows", delta=node.delta,
+                                     left_delta=left.delta, right=right.hist,
+                                     right_delta=right.delta, test=test, **slots),
+                              all_rows(left)))
+            gained, lost = ("1", "-1") if present_when_matched else ("-1", "1")
+            steps.append(Step(render("join/partners_changed", delta=node.delta, left=left.hist,
+                                     right=right.hist, right_delta=right.delta,
+                                     on_gained=sql.SQL(gained), on_lost=sql.SQL(lost), **slots),
+                              all_rows(right)))
+        return steps
+
+    def flush(self, node, parents):
+        return bag_flush(node)
+
+
+# -- aggregates ------------------------------------------------------------------------
+
+# Bookkeeping per aggregate: (suffix, delta expression with {x} the argument and {s} the
+# row's sign, how old and delta combine). Final values are SQL over the bookkeeping
+# columns ({c}, {s}, … by suffix; {n} is the group's row count).
+_COUNT_X = ("c", "sum(CASE WHEN ({x}) IS NOT NULL THEN {s} ELSE 0 END)", "add")
+
+
+def _books(func: str, category: str, distinct: bool):
+    cast = {"exact": "::numeric", "float": "::float8"}.get(category, "")
+    if func == "count" and distinct:
+        return [("c", "count(DISTINCT {x})", "distinct")]
+    if func == "count":
+        return [_COUNT_X]
+    if func == "sum":
+        return [("s", "sum({s} * ({x}))", "add"), _COUNT_X]
+    if func == "avg":
+        return [("s", f"sum({{s}} * ({{x}}){cast})", "add"), _COUNT_X]
+    if func in ("min", "max"):
+        return [("m", f"{func}(CASE WHEN {{s}} > 0 THEN {{x}} END)", func)]
+    if func in ("var_samp", "var_pop", "stddev_samp", "stddev_pop"):
+        return [("s", f"sum({{s}} * ({{x}}){cast})", "add"),
+                ("q", f"sum({{s}} * ({{x}}){cast} * ({{x}}){cast})", "add"), _COUNT_X]
+    if func == "bool_and":
+        return [_COUNT_X, ("f", "sum(CASE WHEN ({x}) = false THEN {s} ELSE 0 END)", "add")]
+    if func == "bool_or":
+        return [_COUNT_X, ("t", "sum(CASE WHEN ({x}) = true THEN {s} ELSE 0 END)", "add")]
+    raise ValueError(func)
+
+
+def _final(func: str, category: str, arg: str | None) -> str:
+    if arg is None:
+        return "{n}"
+    if func == "count":
+        return "{c}"
+    if func in ("sum",):
+        return "CASE WHEN {c} > 0 THEN {s} END"
+    if func == "avg":
+        return "CASE WHEN {c} > 0 THEN {s} / {c} END"
+    if func in ("min", "max"):
+        return "{m}"
+    if func == "bool_and":
+        return "CASE WHEN {c} > 0 THEN {f} = 0 END"
+    if func == "bool_or":
+        return "CASE WHEN {c} > 0 THEN {t} > 0 END"
+    sample = func.endswith("samp")
+    minimum = "1" if sample else "0"
+    denominator = "({c} * ({c} - 1))" if sample else "({c} * {c})"
+    numerator = "({c} * {q} - {s} * {s})"
+    if category == "exact":  # as PostgreSQL's numeric_stddev_internal computes it
+        variance = f"{numerator} / {denominator}"
+        value = variance if func.startswith("var") else f"round(sqrt({variance}), scale({variance}))"
+        return f"CASE WHEN {{c}} > {minimum} THEN CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END END"
+    variance = f"greatest({numerator}, 0) / {denominator}"
+    value = variance if func.startswith("var") else f"sqrt({variance})"
+    return f"CASE WHEN {{c}} > {minimum} THEN {value} END"
+
+
+class AggregateCompiler:
+    """GROUP BY with algebraic aggregates kept from bookkeeping columns."""
+
+    def _model(self, node: Node, parent: Node):
+        d = node.definition
+        groups = [(g[0], g[1]) for g in d["groups"]]
+        aggs = []
+        for name, func, arg, distinct, category in d["aggregates"]:
+            books = [] if arg is None else [
+                (f"argus_{name}_{suffix}", expr, merge)
+                for suffix, expr, merge in _books(func, category, distinct)]
+            final = _final(func, category, arg)
+            aggs.append((name, func, arg, distinct, books, final))
+        return groups, aggs
+
+    def stored(self, node: Node) -> list[str]:
+        groups, aggs = self._model(node, None)
+        return ([g for g, _ in groups] + [a[0] for a in aggs] + ["argus_n"]
+                + [b[0] for a in aggs for b in a[4]])
+
+    def _finals(self, aggs, prefix: str) -> list[sql.Composable]:
+        out = []
+        for name, _, _, _, books, final in aggs:
+            refs = {"n": f'{prefix}."argus_n"'}
+            for bname, _, _ in books:
+                refs[bname.rsplit("_", 1)[1]] = f'{prefix}."{bname}"'
+            out.append(sql.SQL("{} AS {}").format(sql.SQL(final.format(**refs)),
+                                                  sql.Identifier(name)))
+        return out
+
+    def _common(self, node: Node, parent: Node) -> dict:
+        groups, aggs = self._model(node, parent)
+        gnames = [g for g, _ in groups]
+        gexprs = [e for _, e in groups]
+        global_ = not groups
+        f_columns = (
+            [sql.SQL("{}").format(sql.Identifier("n", g)) for g in gnames]
+            + self._finals(aggs, '"n"')
+            + [sql.SQL('"n"."argus_n"')]
+            + [sql.Identifier("n", b[0]) for a in aggs for b in a[4]])
+        return {
+            "groups": groups, "aggs": aggs, "gnames": gnames, "gexprs": gexprs,
+            "global": global_,
+            "group_named": named(gexprs, gnames),
+            "group_by": sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
+                sql.SQL(", ").join(sql.SQL(e) for e in gexprs)),
+            "comma": sql.SQL("") if global_ else sql.SQL(", "),
+            "f_columns": sql.SQL(", ").join(f_columns),
+            "keep": sql.SQL("TRUE" if global_ else '"n"."argus_n" > 0'),
+            "t1": T1, "sign": SIGN_ID,
+        }
+
+    def _select(self, node: Node, parent: Node) -> sql.Composed:
+        c = self._common(node, parent)
+        books = []
+        for name, func, arg, distinct, bks, _ in c["aggs"]:
+            for bname, expr, _ in bks:
+                books.append(sql.SQL(", {} AS {}").format(
+                    sql.SQL(expr.format(x=arg, s="1::smallint")), sql.Identifier(bname)))
+        return render("aggregate/select", f_columns=c["f_columns"],
+                      n_hash=row_hash(c["gnames"], "n"), group_named=c["group_named"],
+                      comma=c["comma"], book_backfill=sql.SQL("").join(books),
+                      parent=parent.hist, t1=T1, group_by=c["group_by"], keep=c["keep"])
+
+    def _distinct_aggs(self, node: Node):
+        return [(i, a) for i, a in enumerate(node.definition["aggregates"]) if a[3]]
+
+    def _values(self, c: dict, arg: str, source: sql.Identifier, count: str) -> sql.Composed:
+        key = c["gexprs"] + [f"({arg})"]
+        return render("aggregate/values", group_named=c["group_named"], comma=c["comma"],
+                      x=sql.SQL(arg), hash=expr_hash(key), count=sql.SQL(count),
+                      source=source, t1=T1,
+                      group_exprs=sql.SQL(", ").join(sql.SQL(e) for e in c["gexprs"]))
+
+    def create(self, node, parents):
+        parent = parents[0]
+        out = [sql.SQL("CREATE TABLE {} AS {} WITH NO DATA").format(
+                   node.hist, self._select(node, parent)),
+               sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
+               create_delta(node)]
+        c = self._common(node, parent)
+        for i, (name, _, arg, _, _) in self._distinct_aggs(node):
+            out.append(render("aggregate/aux_create", aux=node.aux(f"d{i}"),
+                              group_named=c["group_named"], comma=c["comma"],
+                              x=sql.SQL(arg), parent=parent.hist, t1=T1))
+        if (c["gexprs"] and not parent.insert_only
+                and any(a[1] in ("min", "max") for a in node.definition["aggregates"])):
+            out.append(render("aggregate/parent_index", name=sql.Identifier(f"argus_n{node.id}_groups"),
+                              parent=parent.hist, hash=expr_hash(c["gexprs"])))
+        return out
+
+    def backfill(self, node, parents):
+        parent = parents[0]
+        out = [sql.SQL("INSERT INTO {} ({}) {}").format(
+            node.hist, cols(self.stored(node) + ["argus_hash"]), self._select(node, parent))]
+        c = self._common(node, parent)
+        for i, (_, _, arg, _, _) in self._distinct_aggs(node):
+            out.append(render("aggregate/aux_backfill", aux=node.aux(f"d{i}"),
+                              key=cols(c["gnames"] + ["v"]),
+                              values=self._values(c, arg, parent.hist, "1")))
+        return out
+
+    def evaluate(self, node, parents):
+        parent = parents[0]
+        c = self._common(node, parent)
+        gnames, global_ = c["gnames"], c["global"]
+        stored = self.stored(node)
+        book_delta, book_merge, ctes, joins = [], [], [], []
+        match_dh = (lambda other: sql.SQL("TRUE") if global_ else sql.SQL(
+            "ROW({}) IS NOT DISTINCT FROM ROW({})").format(cols(gnames, other), cols(gnames, "dh")))
+        distinct_index = {a[0]: i for i, a in self._distinct_aggs(node)}
+        for k, (name, func, arg, distinct, books, _) in enumerate(c["aggs"]):
+            for bname, expr, merge in books:
+                b = sql.Identifier(bname)
+                if merge == "distinct":
+                    cte = sql.Identifier(f"cd{k}")
+                    i = distinct_index[name]
+                    values = self._values(c, arg, parent.delta, "t1.argus_sign")
+                    ctes.append(render(
+                        "aggregate/count_distinct", k=sql.SQL(str(k)), comma=c["comma"],
+                        x_groups=cols(gnames, "x"), values=values, aux=node.aux(f"d{i}"),
+                        a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
+                        x_group_by=sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
+                            cols(gnames, "x"))))
+                    joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(cte, match_dh(f"cd{k}")))
+                    book_merge.append(sql.SQL(", coalesce(o.{b}, 0) + coalesce({cte}.c, 0) AS {b}")
+                                      .format(b=b, cte=cte))
+                    continue
+                book_delta.append(sql.SQL(", {} AS {}").format(
+                    sql.SQL(expr.format(x=arg, s='"t1"."argus_sign"')), b))
+                if merge == "add":
+                    book_merge.append(sql.SQL(
+                        ", CASE WHEN dh.{b} IS NULL THEN o.{b} WHEN o.{b} IS NULL THEN dh.{b} "
+                        "ELSE o.{b} + dh.{b} END AS {b}").format(b=b))
+                else:  # min / max
+                    combine = sql.SQL("least" if merge == "min" else "greatest")
+                    if parent.insert_only:
+                        book_merge.append(sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(
+                            f=combine, b=b))
+                        continue
+                    cte = sql.Identifier(f"mm{k}")
+                    affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)")
+                                if global_ else sql.SQL(
+                                    "{} IN (SELECT dh.argus_hash FROM dh WHERE dh.argus_r > 0)")
+                                .format(expr_hash(c["gexprs"])))
+                    ctes.append(render(
+                        "aggregate/minmax", k=sql.SQL(str(k)), comma=c["comma"],
+                        w_groups=cols(gnames, "w"), u_groups=cols(gnames, "u"),
+                        func=sql.SQL(merge), group_named=c["group_named"], x=sql.SQL(arg),
+                        parent=parent.hist, parent_delta=parent.delta, t1=T1, sign=SIGN_ID,
+                        affected=affected,
+                        w_group_by=sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
+                            cols(gnames, "w"))))
+                    joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(cte, match_dh(f"mm{k}")))
+                    book_merge.append(sql.SQL(
+                        ", CASE WHEN dh.argus_r > 0 THEN {cte}.v ELSE {f}(o.{b}, dh.{b}) END AS {b}")
+                        .format(cte=cte, f=combine, b=b))
+        match_h = sql.SQL("TRUE") if global_ else same_row(gnames, "h", "dh")
+        match_o = sql.SQL("TRUE") if global_ else same_row(gnames, "o", "dh")
+        statement = render(
+            "aggregate/delta", delta=node.delta, stored=cols(stored), sign=SIGN_ID,
+            group_named=c["group_named"], comma=c["comma"], t1=T1,
+            book_delta=sql.SQL("").join(book_delta), parent_delta=parent.delta,
+            group_by=c["group_by"], d_hash=row_hash(gnames, "d"), hist=node.hist,
+            match_h=match_h,
+            ctes=sql.SQL("").join(sql.SQL(", ") + cte for cte in ctes),
+            dh_groups=cols(gnames, "dh"), book_merge=sql.SQL("").join(book_merge),
+            match_o=match_o, joins=sql.SQL("").join(joins), f_columns=c["f_columns"],
+            keep=c["keep"], o_stored=cols(stored, "o"), f_stored=cols(stored, "f"))
+        return [Step(statement)]
+
+    def flush(self, node, parents):
+        parent = parents[0]
+        steps = bag_flush(node, self.stored(node))
+        c = self._common(node, parent)
+        for i, (_, _, arg, _, _) in self._distinct_aggs(node):
+            steps.append(Step(render(
+                "aggregate/aux_flush", aux=node.aux(f"d{i}"),
+                values=self._values(c, arg, parent.delta, "t1.argus_sign"),
+                a_key=cols(c["gnames"] + ["v"], "a"), d_key=cols(c["gnames"] + ["v"], "d"),
+                key=cols(c["gnames"] + ["v"])), any_rows(parent)))
+        return steps
+
+
+# -- DISTINCT and set operations -----------------------------------------------------
+
+class DistinctCompiler:
+    """One history row per value with its multiplicity (argus_count)."""
+
+    def _slots(self, node: Node) -> dict:
+        names = node.columns
+        return {"columns": cols(names), "named": named(cols_sql(names, "t1"), names),
+                "t1_columns": cols(names, "t1"), "hash": row_hash(names, "t1"),
+                "h_columns": cols(names, "h"), "d_columns": cols(names, "d"),
+                "x_columns": cols(names, "x"), "t1": T1, "sign": SIGN_ID}
+
+    def create(self, node, parents):
+        return [render("distinct/create", hist=node.hist, parent=parents[0].hist,
+                       **self._slots(node)), create_delta(node)]
+
+    def backfill(self, node, parents):
+        return [render("distinct/backfill", hist=node.hist, parent=parents[0].hist,
+                       **self._slots(node))]
+
+    def evaluate(self, node, parents):
+        return [Step(render("distinct/delta", delta=node.delta, hist=node.hist,
+                            parent_delta=parents[0].delta, **self._slots(node)))]
+
+    def flush(self, node, parents):
+        return [Step(render("distinct/flush", hist=node.hist, parent_delta=parents[0].delta,
+                            **self._slots(node)), any_rows(parents[0]))]
+
+
+def cols_sql(names, prefix: str) -> list[str]:
+    return [f'"{prefix}"."{n}"' for n in names]
+
+
+_MULTIPLICITY = {
+    "intersect": "CASE WHEN {a} > 0 AND {b} > 0 THEN 1 ELSE 0 END",
+    "intersect_all": "least({a}, {b})",
+    "except": "CASE WHEN {a} > 0 AND {b} = 0 THEN 1 ELSE 0 END",
+    "except_all": "greatest({a} - {b}, 0)",
+}
+
+
+class SetOpCompiler:
+    """UNION ALL as a bag; INTERSECT / EXCEPT (and ALL) by counting each value's copies
+    in both inputs (aux table) and emitting the change of the output multiplicity."""
+
+    def _cast(self, node: Node, source: Node, alias: str) -> sql.Composed:
+        return sql.SQL(", ").join(
+            sql.SQL("CAST({} AS {}) AS {}").format(sql.Identifier(alias, s), sql.SQL(t),
+                                                   sql.Identifier(n))
+            for s, t, n in zip(source.columns, node.types, node.columns))
+
+    def _named(self, source: Node, names, alias: str) -> sql.Composed:
+        return sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.Identifier(alias, s),
+                                                             sql.Identifier(n))
+                                  for s, n in zip(source.columns, names))
+
+    def _counts(self, node: Node, left_src, right_src, lcount: str, rcount: str,
+                parents) -> sql.Composed:
+        left, right = parents
+        return render("setop/counts", u_columns=cols(node.columns, "u"),
+                      hash=row_hash(node.columns, "u"),
+                      left_cast=self._cast(node, left, "t1"), right_cast=self._cast(node, right, "t2"),
+                      left_count=sql.SQL(lcount), right_count=sql.SQL(rcount),
+                      left=left_src, right=right_src, t1=T1, t2=T2)
+
+    def create(self, node, parents):
+        left, right = parents
+        template = "setop/create_union_all" if node.definition["op"] == "union_all" else "setop/create"
+        return [render(template, hist=node.hist, aux=node.aux("counts"),
+                       left_named=self._named(left, node.columns, "t1"),
+                       right_named=self._named(right, node.columns, "t2"),
+                       left=left.hist, right=right.hist, t1=T1, t2=T2),
+                *add_hash(node), create_delta(node)]
+
+    def backfill(self, node, parents):
+        left, right = parents
+        op = node.definition["op"]
+        if op == "union_all":
+            return [render("setop/union_all_backfill", hist=node.hist, left=left.hist,
+                           right=right.hist, left_cast=self._cast(node, left, "t1"),
+                           right_cast=self._cast(node, right, "t1"), **signed_slots(node))]
+        m = sql.SQL(_MULTIPLICITY[op].format(a='"a"."argus_ca"', b='"a"."argus_cb"'))
+        slots = signed_slots(node)
+        return [render("setop/backfill", hist=node.hist, aux=node.aux("counts"),
+                       columns=node.column_list, c_columns=cols(node.columns, "c"),
+                       counts=self._counts(node, left.hist, right.hist, "1", "1", parents),
+                       hash_column=slots["hash_column"], a_columns=cols(node.columns, "a"),
+                       a_hash=sql.SQL(", a.argus_hash") if not node.insert_only else sql.SQL(""),
+                       m_aux=m)]
+
+    def evaluate(self, node, parents):
+        left, right = parents
+        op = node.definition["op"]
+        if op == "union_all":
+            return [Step(render("setop/union_all", delta=node.delta, source=src.delta,
+                                cast=self._cast(node, src, "t1"), **signed_slots(node)),
+                         all_rows(src), dynamic=False)
+                    for src in (left, right)]
+        fm = _MULTIPLICITY[op]
+        counts = self._counts(node, left.delta, right.delta, "t1.argus_sign", "t2.argus_sign",
+                              parents)
+        slots = signed_slots(node)
+        return [Step(render(
+            "setop/delta", delta=node.delta, columns=node.column_list,
+            hash_column=slots["hash_column"], sign=SIGN_ID,
+            x_columns=cols(node.columns, "x"),
+            x_hash=sql.SQL(", x.argus_hash") if not node.insert_only else sql.SQL(""),
+            m_old=sql.SQL(fm.format(a="y.oa", b="y.ob")),
+            m_new=sql.SQL(fm.format(a="(y.oa + y.da)", b="(y.ob + y.db)")),
+            counts=counts, aux=node.aux("counts"), a_columns=cols(node.columns, "a"),
+            c_columns=cols(node.columns, "c")))]
+
+    def flush(self, node, parents):
+        left, right = parents
+        steps = bag_flush(node)
+        if node.definition["op"] != "union_all":
+            counts = self._counts(node, left.delta, right.delta, "t1.argus_sign",
+                                  "t2.argus_sign", parents)
+            steps.append(Step(render("setop/flush", aux=node.aux("counts"), counts=counts,
+                                     a_columns=cols(node.columns, "a"),
+                                     c_columns=cols(node.columns, "c"),
+                                     columns=node.column_list), any_rows(left, right)))
+        return steps
 
 
 COMPILERS: dict[str, Compiler] = {
     "stream": StreamCompiler(),
     "select": SelectCompiler(),
+    "join": JoinCompiler(),
+    "aggregate": AggregateCompiler(),
+    "distinct": DistinctCompiler(),
+    "setop": SetOpCompiler(),
 }
 
 
 # -- the assembled cycle program ---------------------------------------------------
 
-def var(node_id: int) -> sql.SQL:
-    """The program variable holding the rows node `node_id` wrote to its delta."""
-    return sql.SQL(f"argus_n{int(node_id)}")
+def _step_code(step: Step, conn) -> sql.Composed:
+    if step.dynamic:
+        statement = sql.SQL("EXECUTE {}").format(sql.Literal(step.statement.as_string(conn)))
+    else:
+        statement = step.statement
+    return statement
 
 
-def node_block(node: Node, parents: list[Node]) -> sql.Composed | None:
-    statement = COMPILERS[node.kind].delta(node, parents)
-    if statement is None:
+def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+    steps = COMPILERS[node.kind].evaluate(node, parents)
+    if not steps:
         return None
-    condition = sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(p.id)) for p in parents)
-    return render("program/node_block", condition=condition, statement=statement,
-                  var=var(node.id), id=sql.Literal(node.id))
+    body = sql.SQL("\n").join(
+        render("program/step", condition=step.condition or sql.SQL("TRUE"),
+               statement=_step_code(step, conn), var=var(node.id))
+        for step in steps)
+    counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
+                    var=var(node.id), delta=node.delta, sign=SIGN_ID)
+    return render("program/node_block", condition=any_rows(*_unique(parents)), body=body,
+                  counts=counts, id=sql.Literal(node.id))
 
 
-def flush_block(node: Node) -> sql.Composed:
-    return render("program/flush_block", var=var(node.id), statement=flush(node))
+def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed:
+    steps = COMPILERS[node.kind].flush(node, parents)
+    return sql.SQL("\n").join(
+        render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
+               statement=_step_code(step, conn)) for step in steps)
+
+
+def _unique(nodes: list[Node]) -> list[Node]:
+    seen, out = set(), []
+    for n in nodes:
+        if n.id not in seen:
+            seen.add(n.id)
+            out.append(n)
+    return out
 
 
 def program(streams: list[tuple[str, Node]], node_ids: list[int],

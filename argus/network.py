@@ -6,16 +6,20 @@ reused, so equal subplans of different queries share one node and its tables.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
 import psycopg
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from .compile import COMPILERS, Node, flush_block, node_block, program
-from .errors import UnknownStreamError
+from .errors import QueryError, UnknownStreamError
 from .names import NETWORK_SCHEMA, node_delta
-from .plan import Plan, Scan, Select
+from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+from .planner import short
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
 
@@ -27,18 +31,39 @@ SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_nam
        coalesce((SELECT array_agg(c.name ORDER BY c.position)
                    FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}'),
        coalesce((SELECT array_agg(c.expr ORDER BY c.position)
+                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}'),
+       coalesce((SELECT array_agg(c.type ORDER BY c.position)
                    FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}')
   FROM argus_catalog.nodes n
+"""
+
+# Columns of a table and whether their type can be hashed (has a default hash opclass,
+# directly, through its base or element type, or by binary coercion).
+_COLUMN_TYPES = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod),
+       EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
+                WHERE am.amname = 'hash' AND oc.opcdefault
+                  AND oc.opcintype IN (t.oid, t.typbasetype,
+                      CASE WHEN t.typcategory = 'A' THEN 'anyarray'::regtype END,
+                      CASE WHEN t.typtype = 'e' THEN 'anyenum'::regtype END,
+                      CASE WHEN t.typtype = 'r' THEN 'anyrange'::regtype END))
+       OR EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
+                    JOIN pg_cast c ON c.castsource = t.oid AND c.casttarget = oc.opcintype
+                                  AND c.castmethod = 'b'
+                   WHERE am.amname = 'hash' AND oc.opcdefault)
+  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+ WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY a.attnum
 """
 
 
 def _node(row: tuple) -> Node:
     (node_id, kind, level, seq, hist_schema, hist_name, definition, insert_only, parents,
-     columns, exprs) = row
+     columns, exprs, types) = row
     return Node(id=node_id, kind=kind, join_level=level, sequence_id=seq,
                 parents=tuple(parents), columns=tuple(columns), exprs=tuple(exprs),
-                hist=sql.Identifier(hist_schema, hist_name), definition=definition,
-                insert_only=insert_only)
+                hist_ref=(hist_schema, hist_name), definition=definition,
+                insert_only=insert_only, types=tuple(types))
 
 
 @dataclass(frozen=True)
@@ -59,9 +84,17 @@ def load_node(conn: psycopg.Connection, node_id: int) -> Node:
     return _node(row)
 
 
-def execute_all(conn: psycopg.Connection, statements: list[sql.Composed]) -> None:
+def execute_all(conn: psycopg.Connection, statements) -> None:
     for statement in statements:
         conn.execute(statement)
+
+
+def _category(pg_type: str) -> str:
+    if pg_type in ("smallint", "integer", "bigint", "numeric"):
+        return "exact"
+    if pg_type in ("real", "double precision"):
+        return "float"
+    return "other"
 
 
 class Builder:
@@ -71,19 +104,59 @@ class Builder:
         self.conn = conn
         self.used: list[Node] = []  # every node the plan needs, bottom-up
         self.created: list[Node] = []
+        self._memo: dict[Plan, Node] = {}
 
     def node_for(self, plan: Plan) -> Node:
-        if isinstance(plan, Scan):
-            node = self._stream_node(plan.stream)
-        elif isinstance(plan, Select):
-            parent = self.node_for(plan.input)
-            exprs = tuple(sql.Identifier("t1", c).as_string(self.conn) for c in plan.columns)
-            node = self._ensure(kind="select", parents=[parent], columns=plan.columns,
-                                exprs=exprs, definition={"predicate": plan.predicate})
-        else:  # pragma: no cover - the analyzer produces nothing else yet
-            raise TypeError(f"no node kind for {type(plan).__name__}")
+        if plan in self._memo:
+            return self._memo[plan]
+        node = self._node_for(plan)
+        self._memo[plan] = node
         self.used.append(node)
         return node
+
+    def _node_for(self, plan: Plan) -> Node:
+        if isinstance(plan, Scan):
+            return self._stream_node(plan.stream)
+        if isinstance(plan, Select):
+            parent = self.node_for(plan.input)
+            return self._ensure("select", [parent], plan.columns,
+                                {"predicate": plan.predicate}, parent.insert_only)
+        if isinstance(plan, Join):
+            left, right = self.node_for(plan.left), self.node_for(plan.right)
+            insert_only = plan.kind in ("inner", "semi") and left.insert_only and right.insert_only
+            node = self._ensure("join", [left, right], plan.columns,
+                                {"kind": plan.kind, "condition": plan.condition}, insert_only)
+            self._index_join_keys(node, left, right)
+            return node
+        if isinstance(plan, Aggregate):
+            parent = self.node_for(plan.input)
+            args = [a.arg for a in plan.aggregates if a.arg is not None]
+            types = dict(zip(args, self._probe_types(parent, args)))
+            aggregates = [[a.name, a.func, a.arg, a.distinct,
+                           _category(types[a.arg]) if a.arg is not None else None]
+                          for a in plan.aggregates]
+            columns = list(plan.groups) + [
+                Col(a.name, f"{a.func}({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})")
+                for a in plan.aggregates]
+            return self._ensure("aggregate", [parent], tuple(columns),
+                                {"groups": [[g.name, g.expr] for g in plan.groups],
+                                 "aggregates": aggregates}, False)
+        if isinstance(plan, Distinct):
+            parent = self.node_for(plan.input)
+            columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
+                            for c in parent.columns)
+            return self._ensure("distinct", [parent], columns, {}, parent.insert_only)
+        if isinstance(plan, SetOp):
+            left, right = self.node_for(plan.left), self.node_for(plan.right)
+            if len(left.columns) != len(right.columns):
+                raise QueryError("each side of a set operation must have the same number "
+                                 "of columns")
+            # positional: column i of the left input matches column i of the right one
+            columns = tuple(Col(n, f"t1.{i} | t2.{i}") for i, n in enumerate(left.columns, 1))
+            insert_only = (plan.op in ("union_all", "intersect", "intersect_all")
+                           and left.insert_only and right.insert_only)
+            return self._ensure("setop", [left, right], columns, {"op": plan.op}, insert_only)
+        raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
 
     def _stream_node(self, stream: str) -> Node:
         row = self.conn.execute("SELECT node_id FROM argus_catalog.streams WHERE name = %s",
@@ -92,9 +165,24 @@ class Builder:
             raise UnknownStreamError(f"unknown stream {stream!r}")
         return load_node(self.conn, row[0])
 
-    def _ensure(self, *, kind: str, parents: list[Node], columns: tuple[str, ...],
-                exprs: tuple[str, ...], definition: dict) -> Node:
-        signature = json.dumps([kind, [p.id for p in parents], list(zip(columns, exprs)),
+    def _probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
+        """PostgreSQL's types of expressions over a node's rows."""
+        if not exprs:
+            return []
+        probe = sql.SQL("SELECT {} FROM (SELECT 1) AS d LEFT JOIN (SELECT {} FROM {} AS t1 "
+                        "LIMIT 0) AS s ON TRUE").format(
+            sql.SQL(", ").join(sql.SQL("pg_typeof(s.{})::text").format(sql.Identifier(f"e{i}"))
+                               for i in range(len(exprs))),
+            sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(f"e{i}"))
+                               for i, e in enumerate(exprs)),
+            parent.hist)
+        return list(self.conn.execute(probe).fetchone())
+
+    def _ensure(self, kind: str, parents: list[Node], columns, definition: dict,
+                insert_only: bool) -> Node:
+        names = tuple(c.name for c in columns)
+        exprs = tuple(c.expr for c in columns)
+        signature = json.dumps([kind, [p.id for p in parents], list(zip(names, exprs)),
                                 definition], sort_keys=True)
         found = self.conn.execute(
             "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
@@ -107,39 +195,98 @@ class Builder:
         level = max(p.join_level for p in parents) + (1 if len(parents) > 1 else 0)
         seq = max(p.sequence_id for p in parents) + SEQUENCE_GAP
         node = Node(id=node_id, kind=kind, join_level=level, sequence_id=seq,
-                    parents=tuple(p.id for p in parents), columns=columns, exprs=exprs,
-                    hist=sql.Identifier(NETWORK_SCHEMA, f"n{node_id}"), definition=definition)
+                    parents=tuple(p.id for p in parents), columns=names, exprs=exprs,
+                    hist_ref=(NETWORK_SCHEMA, f"n{node_id}"), definition=definition,
+                    insert_only=insert_only)
         self.conn.execute(
             """INSERT INTO argus_catalog.nodes
                    (node_id, kind, join_level, sequence_id, signature, definition,
                     hist_schema, hist_name, insert_only)
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
             (node_id, kind, level, seq, signature, json.dumps(definition), NETWORK_SCHEMA,
-             f"n{node_id}", node.insert_only))
+             f"n{node_id}", insert_only))
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO argus_catalog.edges VALUES (%s, %s, %s)",
                             [(node_id, i, p.id) for i, p in enumerate(parents, 1)])
             cur.executemany("INSERT INTO argus_catalog.node_columns VALUES (%s, %s, %s, %s)",
-                            [(node_id, i, c, e) for i, (c, e) in enumerate(zip(columns, exprs), 1)])
+                            [(node_id, i, c, e) for i, (c, e) in enumerate(zip(names, exprs), 1)])
         compiler = COMPILERS[kind]
         execute_all(self.conn, compiler.create(node, parents))
+        node = dataclasses.replace(node, types=self._record_types(node))
+        execute_all(self.conn, compiler.backfill(node, parents))
+        self.conn.execute(sql.SQL(
+            "UPDATE argus_catalog.nodes SET hist_rows = (SELECT count(*) FROM {}) "
+            "WHERE node_id = %s").format(node.hist), (node_id,))
         store_blocks(self.conn, node, parents)
-        backfill = compiler.backfill(node, parents)
-        if backfill is not None:
-            rows = self.conn.execute(backfill).rowcount
-            self.conn.execute("UPDATE argus_catalog.nodes SET hist_rows = %s WHERE node_id = %s",
-                              (rows, node_id))
         self.created.append(node)
         return node
+
+    def _record_types(self, node: Node) -> tuple[str, ...]:
+        rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()
+        types = {name: (pg_type, hashable) for name, pg_type, hashable in rows}
+        if not node.insert_only:
+            for name in node.columns:
+                if not types[name][1]:
+                    raise QueryError(
+                        f"column {name!r} has type {types[name][0]}, which PostgreSQL cannot "
+                        "compare for equality, so argus cannot retract its rows here (an "
+                        "aggregate, outer join, EXCEPT or DISTINCT is involved): cast it to a "
+                        "comparable type such as text or jsonb")
+        with self.conn.cursor() as cur:
+            cur.executemany("UPDATE argus_catalog.node_columns SET type = %s "
+                            "WHERE node_id = %s AND name = %s",
+                            [(types[n][0], node.id, n) for n in node.columns])
+        return tuple(types[n][0] for n in node.columns)
+
+    def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:
+        """Index the parents' histories on the columns the join condition compares with
+        the other side, so that a delta probes them instead of scanning."""
+        if node.definition.get("indexes") is not None:
+            return
+        created = []
+        for parent, column in join_keys(node.definition["condition"], left, right):
+            schema, table = parent.hist_ref
+            name = short(f"argus_{table}_{column}_idx")
+            self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
+                sql.Identifier(name), parent.hist, sql.Identifier(column)))
+            created.append([schema, name])
+        self.conn.execute(
+            "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
+            (json.dumps({"indexes": created}), node.id))
+
+
+def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, str]]:
+    """(parent, column) pairs of a join condition worth indexing: a column of one side
+    compared (=, <, <=, >, >=, BETWEEN) with an expression of the other side only."""
+    tree = sqlglot.parse_one(condition, read="postgres")
+    side = {"t1": left, "t2": right}
+    found: list[tuple[Node, str]] = []
+
+    def consider(column: exp.Expr, other: list[exp.Expr]) -> None:
+        if not isinstance(column, exp.Column) or column.table not in side:
+            return
+        tables = {c.table for o in other for c in o.find_all(exp.Column)}
+        if tables and tables <= {"t1", "t2"} - {column.table}:
+            pair = (side[column.table], column.name)
+            if pair not in found:
+                found.append(pair)
+
+    for node in tree.find_all(exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between):
+        if isinstance(node, exp.Between):
+            consider(node.this, [node.args["low"], node.args["high"]])
+        else:
+            consider(node.left, [node.right])
+            consider(node.right, [node.left])
+    return found
 
 
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
     """Compile the node's cycle code once, at creation; assemble() concatenates it."""
-    block = node_block(node, parents)
+    block = node_block(node, parents, conn)
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s "
                  "WHERE node_id = %s",
                  (block.as_string(conn) if block is not None else None,
-                  flush_block(node).as_string(conn), node.id))
+                  flush_block(node, parents, conn).as_string(conn), node.id))
 
 
 def assemble(conn: psycopg.Connection) -> None:
@@ -159,15 +306,29 @@ def assemble(conn: psycopg.Connection) -> None:
 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:
-    """Drop every non-stream node that no query needs, children before parents."""
+    """Drop every non-stream node that no query needs, children before parents, and the
+    join-key indexes no remaining node asked for."""
     rows = conn.execute(
-        """SELECT n.node_id, n.hist_schema, n.hist_name FROM argus_catalog.nodes n
+        """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes'
+             FROM argus_catalog.nodes n
             WHERE n.kind <> 'stream'
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
                                WHERE q.node_id = n.node_id)
             ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
-    for node_id, schema, name in rows:
-        conn.execute(sql.SQL("DROP TABLE {}, {}").format(sql.Identifier(schema, name),
-                                                         node_delta(node_id)))
+    indexes = []
+    for node_id, schema, name, node_indexes in rows:
+        aux = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+            (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
+        conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(
+            [sql.Identifier(schema, name), node_delta(node_id)]
+            + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"])))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
+        indexes += node_indexes or []
+    for schema, index in indexes:
+        still_used = conn.execute(
+            "SELECT 1 FROM argus_catalog.nodes WHERE definition->'indexes' @> %s::jsonb",
+            (json.dumps([[schema, index]]),)).fetchone()
+        if not still_used:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, index)))
     return [r[0] for r in rows]

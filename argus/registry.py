@@ -83,8 +83,10 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
     from sqlglot import exp
 
     tree = sqlglot.parse_one(analyzed.canonical, read="postgres")
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
-        table.set("db", exp.to_identifier(STREAMS_SCHEMA, quoted=True))
+        if table.name not in ctes:
+            table.set("db", exp.to_identifier(STREAMS_SCHEMA, quoted=True))
     try:
         with conn.transaction():
             conn.execute(sql.SQL("EXPLAIN {}").format(sql.SQL(tree.sql(dialect="postgres"))))

@@ -104,7 +104,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
             (stream_id, stream_history(name).as_string(conn)))
         conn.execute(
             """INSERT INTO argus_catalog.node_columns
-               SELECT %s, position, name, format('%%I', name)
+               SELECT %s, position, name, format('%%I', name), type
                  FROM argus_catalog.stream_columns WHERE stream_id = %s""",
             (node_id, stream_id))
         node = load_node(conn, node_id)

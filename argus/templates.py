@@ -22,5 +22,5 @@ def template(name: str) -> sql.SQL:
     return sql.SQL("\n".join(lines).strip("\n"))
 
 
-def render(name: str, **slots: sql.Composable) -> sql.Composed:
+def render(name: str, /, **slots: sql.Composable) -> sql.Composed:
     return template(name).format(**slots)

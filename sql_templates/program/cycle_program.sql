@@ -5,6 +5,9 @@
 -- shadows a column in the embedded SQL.
 DECLARE
     argus_t timestamptz;
+    argus_rc bigint;
+    argus_i bigint;
+    argus_r bigint;
     argus_ids bigint[] := ARRAY[]::bigint[];
     argus_ins bigint[] := ARRAY[]::bigint[];
     argus_ret bigint[] := ARRAY[]::bigint[];

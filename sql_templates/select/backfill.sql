@@ -1,3 +1,5 @@
 -- A new selection node starts from its parent's whole history.
-INSERT INTO {hist} ({columns})
-SELECT {exprs} FROM {parent_hist} AS {t1} WHERE {predicate}
+INSERT INTO {hist} ({columns}{hash_column})
+SELECT {s_columns}{hash_expr} FROM (
+    SELECT {named_exprs} FROM {parent} AS {t1} WHERE {predicate}
+) AS s

@@ -1,2 +1,2 @@
--- A selection node's history: the parent's columns it keeps, typed by PostgreSQL.
-CREATE TABLE {hist} AS SELECT {named_exprs} FROM {parent_hist} AS {t1} WITH NO DATA
+-- A selection node's history: the columns it keeps, typed by PostgreSQL.
+CREATE TABLE {hist} AS SELECT {named_exprs} FROM {parent} AS {t1} WITH NO DATA

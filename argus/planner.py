@@ -1,0 +1,550 @@
+"""SQL → plan: translate a qualified sqlglot tree (every column tied to its table alias,
+stars expanded) into the plan tree of `argus.plan`.
+
+The translation is the textbook one, kept small:
+- FROM items become relations; WHERE and inner-join ON conditions are split into
+  conjuncts; a conjunct on one relation is pushed below the joins (never below the
+  nullable side of a LEFT JOIN); the others become join conditions as soon as the
+  relations they mention are joined. Inner joins are ordered greedily so that each
+  next relation is connected to the ones already joined (no needless cross products);
+  n-way joins become cascades of 2-way joins.
+- EXISTS / NOT EXISTS / IN (subquery) conjuncts become semi- and anti-joins.
+- GROUP BY and aggregates become one Aggregate node; HAVING a selection above it.
+- DISTINCT, UNION, INTERSECT, EXCEPT (and ALL) become counting nodes.
+- Derived tables and WITH become sub-plans; a CTE used twice is one plan (one node).
+Anything else is refused with an UnsupportedQueryError naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .errors import QueryError, UnsupportedQueryError
+from .names import MAX_IDENTIFIER_BYTES
+from .plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+
+DIALECT = "postgres"
+AGG_ALIAS = "argus_agg"  # the pseudo-relation that names an aggregate's outputs
+
+# aggregate name (as PostgreSQL spells it) -> the canonical one argus maintains
+AGGREGATES = {
+    "count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
+    "stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
+    "variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
+    "bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or",
+    "logical_and": "bool_and", "logical_or": "bool_or",
+}
+
+
+def short(name: str) -> str:
+    """A column name within PostgreSQL's identifier limit, still unique."""
+    if len(name.encode()) <= MAX_IDENTIFIER_BYTES:
+        return name
+    digest = hashlib.md5(name.encode()).hexdigest()[:8]
+    return f"{name.encode()[:50].decode(errors='ignore')}_{digest}"
+
+
+def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
+    if condition is None:
+        return []
+    if isinstance(condition, exp.Paren):
+        return conjuncts(condition.this)
+    if isinstance(condition, exp.And):
+        return conjuncts(condition.left) + conjuncts(condition.right)
+    return [condition]
+
+
+def columns_of(expr: exp.Expr) -> list[exp.Column]:
+    """Column references of `expr`, including those inside its subqueries."""
+    return list(expr.find_all(exp.Column))
+
+
+def aliases_of(expr: exp.Expr) -> frozenset[str]:
+    return frozenset(c.table for c in columns_of(expr))
+
+
+def figure_name(expr: exp.Expr) -> str:
+    """The name PostgreSQL gives an unaliased output column (its FigureColname)."""
+    if isinstance(expr, exp.Alias):
+        return expr.alias
+    if isinstance(expr, exp.Paren):
+        return figure_name(expr.this)
+    if isinstance(expr, exp.Column):
+        return expr.name
+    if isinstance(expr, exp.Cast):
+        inner = figure_name(expr.this)
+        if inner != "?column?":
+            return inner
+        return _TYPE_NAMES.get(expr.to.this, expr.to.sql(DIALECT).lower())
+    if isinstance(expr, exp.Case):
+        return "case"
+    if isinstance(expr, exp.Func):
+        if isinstance(expr, exp.Anonymous):
+            return expr.name.lower()
+        head = expr.sql(DIALECT).split("(", 1)[0].strip()
+        if head.replace("_", "").isalnum() and not head[0].isdigit():
+            return head.lower()
+    return "?column?"
+
+
+_TYPE_NAMES = {
+    exp.DataType.Type.INT: "int4", exp.DataType.Type.BIGINT: "int8",
+    exp.DataType.Type.SMALLINT: "int2", exp.DataType.Type.BOOLEAN: "bool",
+    exp.DataType.Type.DOUBLE: "float8", exp.DataType.Type.FLOAT: "float4",
+    exp.DataType.Type.DECIMAL: "numeric", exp.DataType.Type.TEXT: "text",
+    exp.DataType.Type.VARCHAR: "varchar", exp.DataType.Type.DATE: "date",
+    exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamptz",
+}
+
+
+@dataclass
+class Rel:
+    """A relation while planning: its plan and where each SQL column lives in it."""
+
+    plan: Plan
+    cols: dict[tuple[str, str], str]  # (table alias, SQL column) -> plan column
+    aliases: frozenset[str]
+    nullable: frozenset[str] = frozenset()  # aliases on the padded side of a LEFT JOIN
+
+
+@dataclass
+class Result:
+    """A translated query expression: its plan and output expressions over it (t1)."""
+
+    plan: Plan
+    outputs: list[tuple[str, str]]  # (output name, SQL over the plan's columns as t1)
+
+
+@dataclass
+class _Conjunct:
+    expr: exp.Expr
+    aliases: frozenset[str]
+    used: bool = False
+
+
+def bind(expr: exp.Expr, inputs: list[Rel]) -> str:
+    """SQL for `expr` with each column replaced by its plan column in input t1, t2, …"""
+    def visit(node: exp.Expr) -> exp.Expr:
+        if not isinstance(node, exp.Column):
+            return node
+        key = (node.table, node.name)
+        for i, rel in enumerate(inputs, 1):
+            if key in rel.cols:
+                return exp.column(rel.cols[key], table=f"t{i}", quoted=True)
+        raise QueryError(f"column {node.sql(DIALECT)} cannot be used here")
+
+    return expr.copy().transform(visit).sql(DIALECT)
+
+
+def passthrough(rel: Rel, referenced: set[tuple[str, str]], i: int = 1) -> list[tuple[tuple[str, str], Col]]:
+    """Columns of `rel` the query mentions, as columns of a node whose input i is rel."""
+    out = []
+    for key, plan_col in rel.cols.items():
+        if key in referenced:
+            out.append((key, Col(plan_col, exp.column(plan_col, table=f"t{i}",
+                                                        quoted=True).sql(DIALECT))))
+    return out
+
+
+@dataclass
+class Planner:
+    streams: Mapping[str, object]  # name -> StreamSchema
+    refs: Counter = field(default_factory=Counter)  # (alias, column) -> mentions left
+    ctes: dict[str, exp.Expr] = field(default_factory=dict)
+    cte_results: dict[str, Result] = field(default_factory=dict)
+    user_aliases: set[str] = field(default_factory=set)
+    _instances: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _tags: dict[str, str] = field(default_factory=dict)
+
+    # -- query expressions -----------------------------------------------------------
+
+    def query(self, node: exp.Expr) -> Result:
+        while isinstance(node, exp.Subquery):
+            node = node.this
+        with_ = node.args.get("with_") or node.args.get("with")
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise UnsupportedQueryError("WITH RECURSIVE")
+            for cte in with_.expressions:
+                self.ctes[cte.alias] = cte.this
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            return self.set_operation(node)
+        if isinstance(node, exp.Select):
+            return self.select(node)
+        raise UnsupportedQueryError(f"{node.key.upper()} as a query")
+
+    def set_operation(self, node: exp.Expr) -> Result:
+        left, right = self.query(node.this), self.query(node.expression)
+        if len(left.outputs) != len(right.outputs):
+            raise QueryError(f"each {node.key.upper()} query must have the same number of "
+                             f"columns ({len(left.outputs)} and {len(right.outputs)})")
+        distinct = bool(node.args.get("distinct"))
+        op = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(node)]
+        lplan, rplan = self.materialize(left), self.materialize(right)
+        if op == "union":
+            plan: Plan = SetOp("union_all", lplan, rplan)
+            if distinct:
+                plan = Distinct(plan)
+        else:
+            plan = SetOp(op if distinct else f"{op}_all", lplan, rplan)
+        outputs = [(name, exp.column(col, table="t1", quoted=True).sql(DIALECT))
+                   for (name, _), col in zip(left.outputs, lplan.names)]
+        return Result(plan, outputs)
+
+    def materialize(self, result: Result) -> Plan:
+        """A plan whose columns are exactly the result's outputs, in order."""
+        names = self._unique([short(n) for n, _ in result.outputs])
+        plain = [exp.column(c, table="t1", quoted=True).sql(DIALECT) for c in result.plan.names]
+        if [e for _, e in result.outputs] == plain:
+            return result.plan
+        return Select(result.plan, None,
+                      tuple(Col(n, e) for n, (_, e) in zip(names, result.outputs)))
+
+    @staticmethod
+    def _unique(names: list[str]) -> list[str]:
+        seen: dict[str, int] = {}
+        out = []
+        for name in names:
+            n = seen.get(name, 0)
+            seen[name] = n + 1
+            out.append(name if n == 0 else short(f"{name}_{n + 1}"))
+        return out
+
+    # -- SELECT ----------------------------------------------------------------------
+
+    def select(self, sel: exp.Select) -> Result:
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on"):
+            raise UnsupportedQueryError("DISTINCT ON")
+        if sel.args.get("from_") is None:
+            raise QueryError("the query reads no stream: every SELECT needs a FROM clause")
+        rel, correlated = self.from_where(sel, outer=frozenset())
+        assert not correlated
+
+        projections = list(sel.expressions)
+        names = [self._output_name(p) for p in projections]
+        having = sel.args.get("having")
+        group = sel.args.get("group")
+        calls = self._aggregate_calls(projections + ([having.this] if having else []))
+        if group is not None or calls:
+            if group is not None and (group.args.get("rollup") or group.args.get("cube")
+                                      or group.args.get("grouping_sets")):
+                raise UnsupportedQueryError("ROLLUP / CUBE / GROUPING SETS")
+            keys = list(group.expressions) if group is not None else []
+            rel, rewrite = self.aggregate(rel, keys, calls)
+            projections = [rewrite(p) for p in projections]
+            if having is not None:
+                predicate = bind(rewrite(having.this), [rel])
+                self.consume([having.this])
+                rel = Rel(Select(rel.plan, predicate, self._identity(rel.plan)), rel.cols,
+                          rel.aliases)
+        elif having is not None:
+            raise UnsupportedQueryError("HAVING without GROUP BY or aggregates")
+
+        outputs = [(n, bind(self._unalias(p), [rel])) for n, p in zip(names, projections)]
+        result = Result(rel.plan, outputs)
+        if distinct is not None:
+            plan = Distinct(self.materialize(result))
+            result = Result(plan, [(n, exp.column(c, table="t1", quoted=True).sql(DIALECT))
+                                   for (n, _), c in zip(outputs, plan.names)])
+        return result
+
+    @staticmethod
+    def _identity(plan: Plan) -> tuple[Col, ...]:
+        return tuple(Col(c, exp.column(c, table="t1", quoted=True).sql(DIALECT))
+                     for c in plan.names)
+
+    @staticmethod
+    def _unalias(expr: exp.Expr) -> exp.Expr:
+        return expr.this if isinstance(expr, exp.Alias) else expr
+
+    def _output_name(self, projection: exp.Expr) -> str:
+        if isinstance(projection, exp.Alias) and projection.alias in self.user_aliases:
+            return projection.alias
+        return figure_name(self._unalias(projection))
+
+    # -- FROM and WHERE --------------------------------------------------------------
+
+    def from_where(self, sel: exp.Select, outer: frozenset[str]) -> tuple[Rel, list[exp.Expr]]:
+        """Plan FROM + WHERE. Conjuncts that mention `outer` aliases (a correlated
+        subquery's link to the enclosing query) are returned, not applied."""
+        items = [(None, sel.args["from_"].this, None)]
+        for join in sel.args.get("joins") or []:
+            if join.args.get("using") or join.args.get("method"):
+                raise UnsupportedQueryError("JOIN … USING / NATURAL JOIN",
+                                            "write the join condition with ON")
+            side = (join.side or "").upper()
+            kind = (join.kind or "").upper()
+            if side == "FULL":
+                raise UnsupportedQueryError("FULL OUTER JOIN")
+            if kind in ("SEMI", "ANTI") or kind == "LATERAL":
+                raise UnsupportedQueryError(f"{kind} JOIN")
+            items.append((side or "INNER", join.this, join.args.get("on")))
+
+        rels = [self.source(item) for _, item, _ in items]
+        local = frozenset().union(*(r.aliases for r in rels))
+        nullable: set[str] = set()
+        for (side, _, _), rel in zip(items, rels):
+            if side == "LEFT":
+                nullable |= rel.aliases
+        if any(side == "RIGHT" for side, _, _ in items):
+            raise UnsupportedQueryError("RIGHT OUTER JOIN", "write it as a LEFT JOIN")
+
+        where = sel.args.get("where")
+        pool: list[_Conjunct] = []
+        sublinks: list[exp.Expr] = []
+        correlated: list[exp.Expr] = []
+        for c in conjuncts(where.this if where else None):
+            if self._is_sublink(c):
+                sublinks.append(c)
+            elif aliases_of(c) & outer:
+                if aliases_of(c) - outer - local:
+                    raise UnsupportedQueryError("subqueries correlated over more than one level")
+                correlated.append(c)
+            else:
+                self._refuse_nested_subqueries(c)
+                pool.append(_Conjunct(c, aliases_of(c)))
+        on_conditions: dict[int, list[exp.Expr]] = {}
+        for i, (side, _, on) in enumerate(items):
+            for c in conjuncts(on):
+                self._refuse_nested_subqueries(c)
+                if side == "INNER":
+                    pool.append(_Conjunct(c, aliases_of(c)))
+                else:
+                    on_conditions.setdefault(i, []).append(c)
+
+        # push single-relation conjuncts below the joins
+        for i, rel in enumerate(rels):
+            mine = [c for c in pool if not c.used and c.aliases and c.aliases <= rel.aliases
+                    and not (c.aliases & nullable)]
+            if items[i][0] == "LEFT":  # ON conditions on the right side alone
+                here = [c for c in on_conditions.get(i, []) if aliases_of(c) <= rel.aliases]
+                on_conditions[i] = [c for c in on_conditions.get(i, []) if c not in here]
+                mine += [_Conjunct(c, aliases_of(c)) for c in here]
+            if mine:
+                for c in mine:
+                    c.used = True
+                rels[i] = self.filter(rel, [c.expr for c in mine])
+
+        # joins, left-deep
+        current = rels[0]
+        pending = list(range(1, len(rels)))
+        while pending:
+            i = pending[0]
+            if items[i][0] == "INNER":  # pick a connected inner relation first
+                boundary = next((j for j in pending if items[j][0] == "LEFT"), None)
+                candidates = [j for j in pending if boundary is None or j < boundary]
+                for j in candidates:
+                    if any(not c.used and c.aliases & rels[j].aliases
+                           and c.aliases & current.aliases
+                           and c.aliases <= current.aliases | rels[j].aliases for c in pool):
+                        i = j
+                        break
+            pending.remove(i)
+            right = rels[i]
+            if items[i][0] == "LEFT":
+                condition = on_conditions.get(i, [])
+                current = self.join(current, right, "left", condition)
+            else:
+                usable = [c for c in pool if not c.used
+                          and c.aliases <= current.aliases | right.aliases]
+                for c in usable:
+                    c.used = True
+                current = self.join(current, right, "inner", [c.expr for c in usable])
+
+        rest = [c.expr for c in pool if not c.used]
+        if rest:
+            current = self.filter(current, rest)
+        for link in sublinks:
+            current = self.sublink(current, link)
+        return current, correlated
+
+    @staticmethod
+    def _is_sublink(c: exp.Expr) -> bool:
+        inner = c.this if isinstance(c, exp.Not) else c
+        return isinstance(inner, exp.Exists) or (
+            isinstance(inner, exp.In) and inner.args.get("query") is not None)
+
+    @staticmethod
+    def _refuse_nested_subqueries(c: exp.Expr) -> None:
+        if c.find(exp.Select) is not None:
+            raise UnsupportedQueryError(
+                "subqueries here", "only [NOT] EXISTS (…) and IN (subquery) joined to the "
+                "rest of WHERE by AND, and subqueries in FROM, are maintained")
+
+    def source(self, item: exp.Expr) -> Rel:
+        alias = item.alias_or_name
+        if isinstance(item, exp.Subquery):
+            result = self.query(item.this)
+            return self._rel_of(result, alias)
+        if isinstance(item, exp.Table):
+            if item.args.get("db") or item.args.get("catalog"):
+                raise QueryError(f"stream names are not schema-qualified: use {item.name}")
+            if item.name in self.ctes:
+                if item.name not in self.cte_results:
+                    self.cte_results[item.name] = self.query(self.ctes[item.name])
+                return self._rel_of(self.cte_results[item.name], alias)
+            stream = self.streams.get(item.name)
+            if stream is None:
+                raise QueryError(f"unknown stream {item.name!r}")
+            plan = Scan(stream.name, stream.column_names)
+            return Rel(plan, {(alias, c): c for c in stream.column_names}, frozenset({alias}))
+        raise UnsupportedQueryError(f"FROM {item.sql(DIALECT)}")
+
+    def _rel_of(self, result: Result, alias: str) -> Rel:
+        plan = self.materialize(result)
+        return Rel(plan, {(alias, name): col for (name, _), col in zip(result.outputs, plan.names)},
+                   frozenset({alias}))
+
+    def consume(self, exprs: list[exp.Expr]) -> None:
+        """The columns of `exprs` are used up: a node above needs them only if some other
+        part of the query still mentions them (minimum column projection)."""
+        for e in exprs:
+            for c in columns_of(e):
+                self.refs[(c.table, c.name)] -= 1
+
+    @property
+    def live(self) -> set[tuple[str, str]]:
+        return {key for key, n in self.refs.items() if n > 0}
+
+    def filter(self, rel: Rel, predicates: list[exp.Expr]) -> Rel:
+        predicate = " AND ".join(f"({bind(p, [rel])})" if len(predicates) > 1 else bind(p, [rel])
+                                 for p in predicates)
+        self.consume(predicates)
+        kept = passthrough(rel, self.live)
+        if not kept:  # a node needs at least one column
+            key, plan_col = next(iter(rel.cols.items()))
+            kept = [(key, Col(plan_col, exp.column(plan_col, table="t1", quoted=True)
+                               .sql(DIALECT)))]
+        plan = Select(rel.plan, predicate, tuple(c for _, c in kept))
+        return Rel(plan, {key: c.name for key, c in kept}, rel.aliases, rel.nullable)
+
+    def join(self, left: Rel, right: Rel, kind: str, condition: list[exp.Expr]) -> Rel:
+        text = " AND ".join(bind(c, [left, right]) for c in condition) or "TRUE"
+        self.consume(condition)
+        columns, cols = [], {}
+        sides = (left,) if kind in ("semi", "anti") else (left, right)
+        for i, rel in enumerate(sides, 1):
+            for key, col in passthrough(rel, self.live, i):
+                name = short(f"{self._tag(key[0])}_{key[1]}")
+                columns.append(Col(name, col.expr))
+                cols[key] = name
+        if not columns:
+            key, plan_col = next(iter(left.cols.items()))
+            name = short(f"{self._tag(key[0])}_{key[1]}")
+            columns.append(Col(name, exp.column(plan_col, table="t1", quoted=True).sql(DIALECT)))
+            cols[key] = name
+        plan = Join(left.plan, right.plan, kind, text, tuple(columns))
+        if kind in ("semi", "anti"):
+            return Rel(plan, cols, left.aliases, left.nullable)
+        nullable = left.nullable | right.nullable | (right.aliases if kind == "left" else frozenset())
+        return Rel(plan, cols, left.aliases | right.aliases, nullable)
+
+    def _tag(self, alias: str) -> str:
+        """A short stable tag for a table alias in join column names (r1, r2, …)."""
+        if alias not in self._tags:
+            self._tags[alias] = f"r{len(self._tags) + 1}"
+        return self._tags[alias]
+
+    def sublink(self, outer: Rel, link: exp.Expr) -> Rel:
+        negated = isinstance(link, exp.Not)
+        inner = link.this if negated else link
+        if isinstance(inner, exp.In):
+            if negated:
+                raise UnsupportedQueryError("NOT IN (subquery)",
+                                            "its NULL semantics rarely mean what is meant; "
+                                            "write NOT EXISTS (…)")
+            subquery = inner.args["query"]
+            subquery = subquery.this if isinstance(subquery, exp.Subquery) else subquery
+        else:
+            subquery = inner.this
+        if not isinstance(subquery, exp.Select):
+            raise UnsupportedQueryError("set operations inside EXISTS / IN")
+        correlated_free = not (aliases_of(subquery) & outer.aliases)
+        if correlated_free:
+            result = self.query(subquery)
+            sub = self._rel_of(result, f"argus_sub{next(self._instances)}")
+            sub_outputs = [exp.column(name, table=next(iter(sub.aliases)), quoted=True)
+                           for name, _ in result.outputs]
+            correlation: list[exp.Expr] = []
+        else:
+            for arg in ("group", "having", "distinct", "with_"):
+                if subquery.args.get(arg):
+                    raise UnsupportedQueryError(
+                        f"{arg.rstrip('_').upper()} in a correlated subquery")
+            if self._aggregate_calls(list(subquery.expressions)):
+                raise UnsupportedQueryError("aggregates in a correlated subquery")
+            sub, correlation = self.from_where(subquery, outer=outer.aliases)
+            sub_outputs = [self._unalias(e) for e in subquery.expressions]
+        condition = list(correlation)
+        if isinstance(inner, exp.In):
+            if len(sub_outputs) != 1:
+                raise QueryError("the subquery of IN must return exactly one column")
+            condition.append(exp.EQ(this=inner.this.copy(), expression=sub_outputs[0].copy()))
+        return self.join(outer, sub, "anti" if negated else "semi", condition)
+
+    # -- aggregates ------------------------------------------------------------------
+
+    @staticmethod
+    def _aggregate_calls(exprs: list[exp.Expr]) -> list[exp.AggFunc]:
+        calls: dict[str, exp.AggFunc] = {}
+        for e in exprs:
+            for call in e.find_all(exp.AggFunc):
+                if call.find_ancestor(exp.Select) is not e.find_ancestor(exp.Select) and \
+                        call.find_ancestor(exp.Select) is not None and \
+                        call.find_ancestor(exp.Select) is not e.parent_select:
+                    continue
+                calls.setdefault(call.sql(DIALECT), call)
+        return list(calls.values())
+
+    def aggregate(self, rel: Rel, keys: list[exp.Expr], calls: list[exp.AggFunc]):
+        groups = tuple(Col(f"g{j}", bind(k, [rel])) for j, k in enumerate(keys, 1))
+        aggs, by_sql = [], {}
+        for k, call in enumerate(calls, 1):
+            aggs.append(self._agg(f"a{k}", call, rel))
+            by_sql[call.sql(DIALECT)] = f"a{k}"
+        key_sql = {k.sql(DIALECT): f"g{j}" for j, k in enumerate(keys, 1)}
+        plan = Aggregate(rel.plan, groups, tuple(aggs))
+        cols = {(AGG_ALIAS, c): c for c in plan.names}
+        new = Rel(plan, cols, frozenset({AGG_ALIAS}))
+
+        def rewrite(expr: exp.Expr) -> exp.Expr:
+            def visit(node: exp.Expr) -> exp.Expr:
+                text = node.sql(DIALECT)
+                if isinstance(node, exp.AggFunc) and text in by_sql:
+                    return exp.column(by_sql[text], table=AGG_ALIAS)
+                if text in key_sql and not isinstance(node, (exp.Alias, exp.Literal)):
+                    return exp.column(key_sql[text], table=AGG_ALIAS)
+                return node
+            return expr.copy().transform(visit)
+
+        return new, rewrite
+
+    def _agg(self, name: str, call: exp.AggFunc, rel: Rel) -> Agg:
+        if call.args.get("filter") or isinstance(call.parent, exp.Filter):
+            raise UnsupportedQueryError("aggregate FILTER (WHERE …)")
+        func = call.sql(DIALECT).split("(", 1)[0].strip().lower()
+        canonical = AGGREGATES.get(func)
+        if canonical is None:
+            raise UnsupportedQueryError(
+                f"the aggregate {func}()", "maintained aggregates: " + ", ".join(
+                    sorted({"count", "sum", "avg", "min", "max", "stddev", "variance",
+                            "stddev_pop", "var_pop", "bool_and", "bool_or"})))
+        arg = call.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if canonical != "count" or len(arg.expressions) != 1:
+                raise UnsupportedQueryError(f"{func}(DISTINCT …)",
+                                            "only count(DISTINCT x) is maintained")
+            arg = arg.expressions[0]
+        if isinstance(arg, exp.Star) or arg is None:
+            return Agg(name, "count", None)
+        if isinstance(arg, exp.Order) or call.find(exp.Order):
+            raise UnsupportedQueryError("ORDER BY inside an aggregate")
+        return Agg(name, canonical, bind(arg, [rel]), distinct)

@@ -1,0 +1,2 @@
+INSERT INTO {aux} ({key}, argus_hash, argus_count)
+SELECT d.*  FROM ({values}) AS d

@@ -1,0 +1,5 @@
+-- A new inner join starts from the join of its parents' histories.
+INSERT INTO {hist} ({columns}{hash_column})
+SELECT {s_columns}{hash_expr} FROM (
+    SELECT {named_exprs} FROM {left} AS {t1} JOIN {right} AS {t2} ON {condition}
+) AS s

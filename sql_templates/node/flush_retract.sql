@@ -1,0 +1,13 @@
+-- Signed path, part 1: for each row value whose copies net to -k this cycle, delete k
+-- of its copies from the history.
+DELETE FROM {hist} AS h USING (
+    SELECT v.argus_tid FROM (
+        SELECT h.ctid AS argus_tid, -n.argus_net AS argus_k,
+               row_number() OVER (PARTITION BY h.argus_hash, {h_columns}) AS argus_rn
+          FROM {hist} AS h
+          JOIN (SELECT {columns}, argus_hash, sum({sign}) AS argus_net FROM {delta}
+                 GROUP BY {columns}, argus_hash HAVING sum({sign}) < 0) AS n
+            ON h.argus_hash = n.argus_hash AND ROW({h_columns}) IS NOT DISTINCT FROM ROW({n_columns})
+    ) AS v WHERE v.argus_rn <= v.argus_k
+) AS victims
+WHERE h.ctid = victims.argus_tid

@@ -1,0 +1,2 @@
+        argus_i := {var};
+        argus_r := 0;

@@ -1,0 +1,3 @@
+    IF {condition} THEN
+        {statement};
+    END IF;
