@@ -231,10 +231,13 @@ class Planner:
         names = [self._output_name(p) for p in projections]
         having = sel.args.get("having")
         group = sel.args.get("group")
+        for part in projections + ([having] if having else []) + ([group] if group else []):
+            self._refuse_nested_subqueries(part)
         calls = self._aggregate_calls(projections + ([having.this] if having else []))
         if group is not None or calls:
-            if group is not None and (group.args.get("rollup") or group.args.get("cube")
-                                      or group.args.get("grouping_sets")):
+            if group is not None and (group.find(exp.Rollup, exp.Cube, exp.GroupingSets)
+                                      or any(group.args.get(k) for k in
+                                             ("rollup", "cube", "grouping_sets"))):
                 raise UnsupportedQueryError("ROLLUP / CUBE / GROUPING SETS")
             keys = list(group.expressions) if group is not None else []
             rel, rewrite = self.aggregate(rel, keys, calls)
@@ -276,9 +279,7 @@ class Planner:
         subquery's link to the enclosing query) are returned, not applied."""
         items = [(None, sel.args["from_"].this, None)]
         for join in sel.args.get("joins") or []:
-            if join.args.get("using") or join.args.get("method"):
-                raise UnsupportedQueryError("JOIN … USING / NATURAL JOIN",
-                                            "write the join condition with ON")
+            # qualify() has already turned USING and NATURAL into ON conditions
             side = (join.side or "").upper()
             kind = (join.kind or "").upper()
             if side == "FULL":
