@@ -108,6 +108,17 @@ def same_row(names, a: str, b: str) -> sql.Composed:
         sql.Identifier(a), sql.Identifier(b), cols(names, a), cols(names, b))
 
 
+def unqualified(expr: str) -> str:
+    """An expression over t1 as an index expression: without the table qualifier."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(expr, read="postgres")
+    for column in tree.find_all(exp.Column):
+        column.set("table", None)
+    return tree.sql(dialect="postgres")
+
+
 def var(node_id: int) -> sql.SQL:
     """The program variable holding the rows node `node_id` wrote to its delta."""
     return sql.SQL(f"argus_n{int(node_id)}")
@@ -297,7 +308,7 @@ class JoinCompiler:
 # Bookkeeping per aggregate: (suffix, delta expression with {x} the argument and {s} the
 # row's sign, how old and delta combine). Final values are SQL over the bookkeeping
 # columns ({c}, {s}, … by suffix; {n} is the group's row count).
-_COUNT_X = ("c", "sum(CASE WHEN ({x}) IS NOT NULL THEN {s} ELSE 0 END)", "add")
+_COUNT_X = ("c", "coalesce(sum(CASE WHEN ({x}) IS NOT NULL THEN {s} ELSE 0 END), 0)", "add")
 
 
 def _books(func: str, category: str, distinct: bool):
@@ -316,9 +327,11 @@ def _books(func: str, category: str, distinct: bool):
         return [("s", f"sum({{s}} * ({{x}}){cast})", "add"),
                 ("q", f"sum({{s}} * ({{x}}){cast} * ({{x}}){cast})", "add"), _COUNT_X]
     if func == "bool_and":
-        return [_COUNT_X, ("f", "sum(CASE WHEN ({x}) = false THEN {s} ELSE 0 END)", "add")]
+        return [_COUNT_X, ("f", "coalesce(sum(CASE WHEN ({x}) = false THEN {s} ELSE 0 END), 0)",
+                           "add")]
     if func == "bool_or":
-        return [_COUNT_X, ("t", "sum(CASE WHEN ({x}) = true THEN {s} ELSE 0 END)", "add")]
+        return [_COUNT_X, ("t", "coalesce(sum(CASE WHEN ({x}) = true THEN {s} ELSE 0 END), 0)",
+                           "add")]
     raise ValueError(func)
 
 
@@ -438,7 +451,8 @@ class AggregateCompiler:
         if (c["gexprs"] and not parent.insert_only
                 and any(a[1] in ("min", "max") for a in node.definition["aggregates"])):
             out.append(render("aggregate/parent_index", name=sql.Identifier(f"argus_n{node.id}_groups"),
-                              parent=parent.hist, hash=expr_hash(c["gexprs"])))
+                              parent=parent.hist,
+                              hash=expr_hash([unqualified(e) for e in c["gexprs"]])))
         return out
 
     def backfill(self, node, parents):

@@ -1,0 +1,81 @@
+"""Golden scenarios: scripts of streams, queries, batches and the rows each query must
+hold after each cycle (tests/scenarios/*.txt). Every step is also checked by the
+oracle, so a scenario checks both that argus equals PostgreSQL and that PostgreSQL
+gives the answer the scenario's author worked out by hand.
+
+Script lines:
+    == title                         starts a scenario
+    stream NAME (COL TYPE, ...)      create a stream
+    query NAME: SQL                  register a query (SQL may continue on indented lines)
+    drop NAME                        unregister a query
+    insert STREAM: [ROWS]            Python literals; NULL, date(…) and Decimal(…) allowed
+    cycle                            run a cycle, then check every query with the oracle
+    expect NAME: [ROWS]              the query's answer, as a bag
+    changes NAME: [ROWS]             the last cycle's changes, sign last
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from .oracle import Oracle, bag
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+NAMES = {"NULL": None, "date": dt.date, "Decimal": Decimal, "__builtins__": {}}
+
+
+def parse(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+    scenarios: list = []
+    for raw in path.read_text().splitlines():
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        if raw.startswith("=="):
+            scenarios.append((raw[2:].strip(), []))
+        elif raw[0].isspace():
+            verb, text = scenarios[-1][1][-1]
+            scenarios[-1][1][-1] = (verb, f"{text}\n{raw.strip()}")
+        else:
+            verb, _, text = raw.partition(" ")
+            scenarios[-1][1].append((verb, text))
+    return scenarios
+
+
+CASES = [(f"{path.stem}: {title}", steps) for path in sorted(SCENARIOS.glob("*.txt"))
+         for title, steps in parse(path)]
+
+
+def rows(text: str) -> list[tuple]:
+    value = eval(text, NAMES)  # noqa: S307 - our own fixture files
+    return [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in value]
+
+
+@pytest.mark.parametrize("steps", [s for _, s in CASES], ids=[t for t, _ in CASES])
+def test_scenario(db, steps):
+    oracle = Oracle(db)
+    for verb, text in steps:
+        if verb == "stream":
+            name, _, spec = text.partition("(")
+            columns = dict(c.strip().split(" ", 1) for c in spec.rstrip(")").split(","))
+            oracle.create_stream(name.strip(), columns)
+        elif verb == "query":
+            name, _, sql_text = text.partition(":")
+            oracle.register(name.strip(), sql_text.strip())
+        elif verb == "drop":
+            oracle.unregister(text.strip())
+        elif verb == "insert":
+            stream, _, literal = text.partition(":")
+            oracle.insert(stream.strip(), rows(literal))
+        elif verb == "cycle":
+            oracle.run()
+        elif verb == "expect":
+            name, _, literal = text.partition(":")
+            assert bag(db.results(name.strip())) == bag(rows(literal)), f"answer of {name}"
+        elif verb == "changes":
+            name, _, literal = text.partition(":")
+            assert bag(db.new_results(name.strip())) == bag(rows(literal)), f"changes of {name}"
+        else:
+            raise ValueError(f"unknown scenario step {verb!r}")
