@@ -133,9 +133,13 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
     user_aliases = {a.alias for a in tree.find_all(exp.Alias)}
+    schema = {s.name: dict(s.columns) for s in streams.values()}
     try:
-        tree = qualify(tree, schema={s.name: dict(s.columns) for s in streams.values()},
-                       dialect=DIALECT, expand_alias_refs=False, canonicalize_table_aliases=True)
+        # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY
+        # against output names too: check the first without GROUP BY, then qualify all.
+        qualify(_without_grouping(tree), schema=schema, dialect=DIALECT,
+                expand_alias_refs=False, canonicalize_table_aliases=True)
+        tree = qualify(tree, schema=schema, dialect=DIALECT, canonicalize_table_aliases=True)
     except OptimizeError as exc:
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
         raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
@@ -147,6 +151,19 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
     return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used),
                     plan=Output(result.plan, exprs), functions=function_names(tree))
+
+
+def _without_grouping(tree: exp.Expr) -> exp.Expr:
+    """A copy whose HAVING conditions are moved into WHERE and GROUP BY dropped, so that
+    qualify() without alias expansion checks their names as PostgreSQL does."""
+    copy = tree.copy()
+    for select in copy.find_all(exp.Select):
+        having = select.args.get("having")
+        select.set("group", None)
+        if having is not None:
+            select.set("having", None)
+            select.where(having.this, copy=False)
+    return copy
 
 
 def _column_message(exc: OptimizeError) -> str:

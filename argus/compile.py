@@ -101,10 +101,15 @@ def expr_hash(exprs) -> sql.Composed:
 
 
 def same_row(names, a: str, b: str) -> sql.Composed:
-    """a's and b's rows have equal values (NULLs equal), found through argus_hash."""
+    """a's and b's rows have equal values (NULLs equal), found through argus_hash.
+
+    The value comparison is wrapped in CASE: PostgreSQL estimates a bare
+    ROW(…) IS NOT DISTINCT FROM ROW(…) as one row whatever the inputs, and then picks
+    nested loops that scan a table per row; a CASE is estimated at one half."""
     if not names:
         return sql.SQL("TRUE")
-    return sql.SQL("{}.argus_hash = {}.argus_hash AND ROW({}) IS NOT DISTINCT FROM ROW({})").format(
+    return sql.SQL("{}.argus_hash = {}.argus_hash AND CASE WHEN ROW({}) IS NOT DISTINCT FROM "
+                   "ROW({}) THEN true ELSE false END").format(
         sql.Identifier(a), sql.Identifier(b), cols(names, a), cols(names, b))
 
 
@@ -473,7 +478,8 @@ class AggregateCompiler:
         stored = self.stored(node)
         book_delta, book_merge, ctes, joins = [], [], [], []
         match_dh = (lambda other: sql.SQL("TRUE") if global_ else sql.SQL(
-            "ROW({}) IS NOT DISTINCT FROM ROW({})").format(cols(gnames, other), cols(gnames, "dh")))
+            "CASE WHEN ROW({}) IS NOT DISTINCT FROM ROW({}) THEN true ELSE false END").format(
+                cols(gnames, other), cols(gnames, "dh")))
         distinct_index = {a[0]: i for i, a in self._distinct_aggs(node)}
         for k, (name, func, arg, distinct, books, _) in enumerate(c["aggs"]):
             for bname, expr, merge in books:
@@ -536,9 +542,20 @@ class AggregateCompiler:
         return [Step(statement)]
 
     def flush(self, node, parents):
+        """One row per group: update changed groups in place, insert new ones, delete
+        the ones that vanished."""
         parent = parents[0]
-        steps = bag_flush(node, self.stored(node))
         c = self._common(node, parent)
+        gnames = c["gnames"]
+        stored = self.stored(node)
+        slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
+                 "stored": cols(stored), "d_stored": cols(stored, "d"),
+                 "match": same_row(gnames, "h", "d"), "match_p": same_row(gnames, "p", "d")}
+        when = sql.SQL("{} > 0").format(var(node.id))
+        steps = [Step(render("aggregate/flush_update", **slots), when)]
+        if not c["global"]:  # a global aggregate's one row never appears or vanishes
+            steps += [Step(render("aggregate/flush_insert", **slots), when),
+                      Step(render("aggregate/flush_delete", **slots), when)]
         for i, (_, _, arg, _, _) in self._distinct_aggs(node):
             steps.append(Step(render(
                 "aggregate/aux_flush", aux=node.aux(f"d{i}"),

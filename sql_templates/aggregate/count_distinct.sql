@@ -7,5 +7,5 @@ cd{k} AS (
       FROM (SELECT dd.*, coalesce(a.argus_count, 0) AS old
               FROM ({values}) AS dd
               LEFT JOIN {aux} AS a ON a.argus_hash = dd.argus_hash
-                   AND ROW({a_key}) IS NOT DISTINCT FROM ROW({dd_key})) AS x{x_group_by}
+                   AND CASE WHEN ROW({a_key}) IS NOT DISTINCT FROM ROW({dd_key}) THEN true ELSE false END) AS x{x_group_by}
 )

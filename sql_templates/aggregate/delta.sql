@@ -19,7 +19,9 @@ WITH d AS (
     SELECT {f_columns}, n.argus_hash FROM n WHERE {keep}
 )
 SELECT {o_stored}, o.argus_hash, -1 FROM o
- WHERE NOT EXISTS (SELECT 1 FROM f WHERE ROW({f_stored}) IS NOT DISTINCT FROM ROW({o_stored}))
+ WHERE NOT EXISTS (SELECT 1 FROM f WHERE f.argus_hash = o.argus_hash
+                                     AND CASE WHEN ROW({f_stored}) IS NOT DISTINCT FROM ROW({o_stored}) THEN true ELSE false END)
 UNION ALL
 SELECT {f_stored}, f.argus_hash, 1 FROM f
- WHERE NOT EXISTS (SELECT 1 FROM o WHERE ROW({o_stored}) IS NOT DISTINCT FROM ROW({f_stored}))
+ WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.argus_hash = f.argus_hash
+                                     AND CASE WHEN ROW({o_stored}) IS NOT DISTINCT FROM ROW({f_stored}) THEN true ELSE false END)

@@ -7,7 +7,7 @@ DELETE FROM {hist} AS h USING (
           FROM {hist} AS h
           JOIN (SELECT {columns}, argus_hash, sum({sign}) AS argus_net FROM {delta}
                  GROUP BY {columns}, argus_hash HAVING sum({sign}) < 0) AS n
-            ON h.argus_hash = n.argus_hash AND ROW({h_columns}) IS NOT DISTINCT FROM ROW({n_columns})
+            ON h.argus_hash = n.argus_hash AND CASE WHEN ROW({h_columns}) IS NOT DISTINCT FROM ROW({n_columns}) THEN true ELSE false END
     ) AS v WHERE v.argus_rn <= v.argus_k
 ) AS victims
 WHERE h.ctid = victims.argus_tid

@@ -6,6 +6,6 @@ SELECT {x_columns}{x_hash}, CASE WHEN x.m_new > x.m_old THEN 1 ELSE -1 END
           FROM (SELECT c.*, coalesce(a.argus_ca, 0) AS oa, coalesce(a.argus_cb, 0) AS ob
                   FROM ({counts}) AS c
                   LEFT JOIN {aux} AS a ON a.argus_hash = c.argus_hash
-                       AND ROW({a_columns}) IS NOT DISTINCT FROM ROW({c_columns})) AS y) AS x,
+                       AND CASE WHEN ROW({a_columns}) IS NOT DISTINCT FROM ROW({c_columns}) THEN true ELSE false END) AS y) AS x,
        generate_series(1, abs(x.m_new - x.m_old))
  WHERE x.m_new <> x.m_old
