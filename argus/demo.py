@@ -20,17 +20,18 @@ QUERIES = {
     "big_transfers": """
         SELECT tran_id, tran_date, sender, receiver, amount
           FROM transfers WHERE amount > 1000000""",
-    "round_millions": """
-        SELECT tran_id, sender, amount / 1000000 AS millions
-          FROM transfers WHERE amount >= 1000000 AND amount % 1000000 < 1000""",
-    "weekend_large": """
-        SELECT tran_id, tran_date, to_char(tran_date, 'Dy') AS day, amount
-          FROM transfers
-         WHERE extract(isodow FROM tran_date) >= 6 AND amount > 250000""",
+    "big_then_half": """
+        SELECT r1.tran_id AS first_id, r2.tran_id AS second_id, r2.amount
+          FROM transfers r1 JOIN transfers r2 ON r2.sender = r1.receiver
+         WHERE r1.amount > 1000000 AND r2.amount >= r1.amount * 0.5
+           AND r2.tran_date BETWEEN r1.tran_date AND r1.tran_date + 20""",
+    "heavy_senders": """
+        SELECT sender, count(*) AS transfers, sum(amount) AS total
+          FROM transfers GROUP BY sender HAVING sum(amount) > 20000000""",
     "watchlist": """
         SELECT tran_id, sender, receiver, amount * 0.92 AS amount_eur
           FROM transfers
-         WHERE sender IN ('acct00007', 'acct00042', 'acct01234') AND amount > 5000""",
+         WHERE sender IN ('acct00007', 'acct00042', 'acct01234', 'acct12345') AND amount > 5000""",
 }
 
 
@@ -47,7 +48,7 @@ def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: 
              console: Console | None = None, explicit_dsn: bool = False) -> dict[str, int]:
     console = console or Console()
     dsn = demo_dsn(admin_dsn)
-    gen = TransferGenerator(seed=7)
+    gen = TransferGenerator(seed=7, accounts=20_000)
     totals: dict[str, int] = {}
     with Argus(dsn) as db:
         db.create_stream("transfers", TRANSFER_COLUMNS, time_column="tran_date")

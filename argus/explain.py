@@ -14,6 +14,27 @@ from .registry import query_info
 from .templates import render
 
 
+def describe(node) -> list[str]:
+    """What a node computes, in a line or two."""
+    d = node.definition
+    if node.kind == "select":
+        return [f"where {d['predicate']}"] if d.get("predicate") else ["projection"]
+    if node.kind == "join":
+        return [f"{d['kind']} join on {d['condition']}"] + (
+            [f"indexed join keys: {', '.join('.'.join(i) for i in d['indexes'])}"]
+            if d.get("indexes") else [])
+    if node.kind == "aggregate":
+        groups = ", ".join(e for _, e in d["groups"]) or "(one global group)"
+        aggs = ", ".join(f"{name} = {func}({'DISTINCT ' if distinct else ''}{arg or '*'})"
+                         for name, func, arg, distinct, _ in d["aggregates"])
+        return [f"group by {groups}", f"aggregates: {aggs}"]
+    if node.kind == "distinct":
+        return ["one row per distinct value, with its multiplicity"]
+    if node.kind == "setop":
+        return [f"{d['op'].replace('_', ' ').upper()} of its two parents (columns by position)"]
+    return []
+
+
 def explain(conn: psycopg.Connection, name: str) -> str:
     info = query_info(conn, name)
     net = network.load(conn)
@@ -47,8 +68,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
                    + f"  {path}  used by: {', '.join(users.get(node.id, []))}")
         out.append(f"      history {node.hist.as_string(conn)}, delta "
                    f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
-        if "predicate" in node.definition:
-            out.append(f"      predicate: {node.definition['predicate']}")
+        out += [f"      {line}" for line in describe(node)]
         cycle_block, flush_block = blocks[node.id]
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")

@@ -27,7 +27,7 @@ ROWS = {"r": st.lists(st.tuples(NULLABLE, st.integers(0, 2), NULLABLE), max_size
 COMPARE = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 AGGREGATES = ["count(*)", "count({x})", "sum({x})", "min({x})", "max({x})", "avg({x})",
               "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})"]
-EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "400"))
 _names = itertools.count()
 
 
