@@ -146,11 +146,37 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
     planner = Planner(streams, refs, user_aliases=user_aliases)
     result = planner.query(tree)
+    _check_clock_uses(result.plan)
     exprs = tuple(f"{expr} AS {exp.to_identifier(name, quoted=True).sql(DIALECT)}"
                   for name, expr in result.outputs)
     used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
     return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used),
                     plan=Output(result.plan, exprs), functions=function_names(tree))
+
+
+def _check_clock_uses(plan) -> None:
+    """argus_now() is allowed in temporal filters (a WHERE or HAVING condition on one
+    relation) and in the query's output; anywhere else its value would be frozen into
+    stored rows at the clock they were computed at."""
+    from .plan import Aggregate, Join, Select
+    from .temporal import NOW
+
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        texts = []
+        if isinstance(node, Select):
+            texts = [c.expr for c in node.columns]
+        elif isinstance(node, Join):
+            texts = [node.condition] + [c.expr for c in node.columns]
+        elif isinstance(node, Aggregate):
+            texts = [g.expr for g in node.groups] + [a.arg or "" for a in node.aggregates]
+        if any(NOW in t for t in texts):
+            raise UnsupportedQueryError(
+                "argus_now() here", "use it in a WHERE or HAVING condition on one relation "
+                "(a temporal filter such as t > argus_now() - interval '1 hour') or in the "
+                "query's output columns")
+        stack += [getattr(node, a) for a in ("input", "left", "right") if hasattr(node, a)]
 
 
 def _without_grouping(tree: exp.Expr) -> exp.Expr:

@@ -23,6 +23,7 @@ from typing import Protocol
 from psycopg import sql
 
 from .names import SIGN, node_delta, std_alias, stream_inbox
+from .temporal import Bound, at_previous_clock
 from .templates import render
 
 T1 = sql.Identifier(std_alias(1))
@@ -197,42 +198,101 @@ class StreamCompiler:
         return bag_flush(node)
 
 
-def claim(streams: list[tuple[str, Node]]) -> sql.Composed:
+def claim(streams: list[tuple[str, Node, str | None]]) -> sql.Composed:
     """One statement that claims every stream's inbox under one snapshot, so a load that
-    wrote to several streams in one transaction is claimed whole by one cycle."""
-    parts, counts = [], []
-    for i, (name, node) in enumerate(streams):
+    wrote to several streams in one transaction is claimed whole by one cycle. Returns
+    the rows claimed per stream, then the largest event time claimed."""
+    parts, counts, times, late = [], [], [], []
+    for i, (name, node, time_column) in enumerate(streams):
         claimed = sql.Identifier(f"claimed_{i}")
         parts.append(render("stream/claim", claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
                             inbox=stream_inbox(name), delta=node.delta,
                             columns=node.column_list, sign=SIGN_ID))
         counts.append(sql.SQL("(SELECT count(*) FROM {})").format(claimed))
-    return sql.SQL("WITH {} SELECT {}").format(sql.SQL(",\n").join(parts),
-                                               sql.SQL(", ").join(counts))
+        if time_column:
+            times.append(sql.SQL("(SELECT max({})::timestamptz FROM {})").format(
+                sql.Identifier(time_column), claimed))
+            late.append(sql.SQL("(SELECT count(*) FROM {} WHERE {} < argus.clock_now())").format(
+                claimed, sql.Identifier(time_column)))
+        else:
+            late.append(sql.SQL("0"))
+    latest = (sql.SQL("greatest({})").format(sql.SQL(", ").join(times)) if times
+              else sql.SQL("NULL::timestamptz"))
+    return sql.SQL("WITH {} SELECT {}, {}, ARRAY[{}]::bigint[]").format(
+        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), latest,
+        sql.SQL(", ").join(late))
 
 
 # -- selection -------------------------------------------------------------------------
 
 class SelectCompiler:
+    """Selection and projection. A temporal selection (its predicate reads the clock)
+    also retracts its rows that expire as the clock rises and, unless its predicate is
+    a lower bound, takes in old parent rows that start to satisfy it."""
+
     def _slots(self, node: Node) -> dict:
         predicate = node.definition.get("predicate") or "TRUE"
         return {**signed_slots(node), "named_exprs": node.named_expr_list,
                 "predicate": sql.SQL(predicate)}
 
+    def _temporal(self, node: Node, parents: list[Node]) -> list[Step]:
+        d = node.definition
+        moved = sql.SQL("argus_clock_moved")
+        if d["monotone"]:
+            expired = " OR ".join(Bound(*b).failed() for b in d["bounds"])
+        else:
+            expired = "NOT coalesce(({}), false)".format(") AND (".join(d["clock_conjuncts"]))
+        steps = [Step(render("select/expire", delta=node.delta, hist=node.hist,
+                             columns=node.column_list, t1_columns=cols(node.columns, "t1"),
+                             expired=sql.SQL(expired), t1=T1, sign=SIGN_ID), moved)]
+        if not d["monotone"]:
+            slots = self._slots(node)
+            steps.append(Step(render("select/enter", delta=node.delta, parent=parents[0].hist,
+                                     previous=sql.SQL(at_previous_clock(d["predicate"])),
+                                     **{**slots, "hash_expr": row_hash(node.columns, "s")}),
+                              moved))
+        return steps
+
     def create(self, node, parents):
+        indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(b[0]))
+                   for b in node.definition.get("bounds", [])]
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
-                       parent=parents[0].hist, t1=T1), *add_hash(node), create_delta(node)]
+                       parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
+                create_delta(node)]
 
     def backfill(self, node, parents):
         return [render("select/backfill", hist=node.hist, parent=parents[0].hist,
                        **self._slots(node))]
 
     def evaluate(self, node, parents):
-        return [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
-                            **self._slots(node)), dynamic=False)]
+        steps = [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
+                             **self._slots(node)), all_rows(parents[0]), dynamic=False)]
+        if node.definition.get("temporal"):
+            steps += self._temporal(node, parents)
+        return steps
 
     def flush(self, node, parents):
         return bag_flush(node)
+
+
+def purge_block(node: Node, children: list[Node]) -> sql.Composed | None:
+    """Delete the rows of `node` that no consumer can need again, when every consumer
+    is a selection with lower time bounds on columns passed through from `node`."""
+    if not children or any(not (c.kind == "select" and c.definition.get("monotone")
+                                and c.definition.get("bounds")) for c in children):
+        return None
+    failed, horizons = [], []
+    for child in children:
+        passthrough = {name: expr for name, expr in zip(child.columns, child.exprs)}
+        bounds = [Bound(*b) for b in child.definition["bounds"]]
+        if any(passthrough.get(b.column) != f'"t1"."{b.column}"' or b.column not in node.columns
+               for b in bounds):
+            return None
+        failed.append("(" + " OR ".join(b.failed() for b in bounds) + ")")
+        horizons.append("greatest(" + ", ".join(f"({b.expr})" for b in bounds) + ")")
+    return render("node/purge", hist=node.hist, failed=sql.SQL(" AND ".join(failed)),
+                  horizon=sql.SQL("least(" + ", ".join(horizons) + ")"),
+                  id=sql.Literal(node.id))
 
 
 # -- joins -----------------------------------------------------------------------------
@@ -720,7 +780,10 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
         for step in steps)
     counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
                     var=var(node.id), delta=node.delta, sign=SIGN_ID)
-    return render("program/node_block", condition=any_rows(*_unique(parents)), body=body,
+    condition = any_rows(*_unique(parents))
+    if node.definition.get("temporal"):
+        condition = sql.SQL("{} OR argus_clock_moved").format(condition)
+    return render("program/node_block", condition=condition, body=body,
                   counts=counts, id=sql.Literal(node.id))
 
 
@@ -740,16 +803,19 @@ def _unique(nodes: list[Node]) -> list[Node]:
     return out
 
 
-def program(streams: list[tuple[str, Node]], node_ids: list[int],
-            blocks: list[sql.Composable], flushes: list[sql.Composable]) -> sql.Composed:
-    """The body of argus_net.cycle_program(argus_run): claim, evaluate, flush."""
+def program(streams: list[tuple[str, Node, str | None]], node_ids: list[int],
+            blocks: list[sql.Composable], flushes: list[sql.Composable],
+            purges: list[sql.Composable]) -> sql.Composed:
+    """The body of argus_net.cycle_program(argus_run): claim, evaluate, flush, purge."""
     declarations = sql.SQL("\n").join(sql.SQL("    {} bigint := 0;").format(var(i))
                                        for i in node_ids)
     claim_code = sql.SQL("")
     if streams:
         claim_code = render("program/claim_block", claim=claim(streams),
-                            vars=sql.SQL(", ").join(var(n.id) for _, n in streams),
-                            ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n in streams),
+                            vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
+                            ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
+                            names=sql.SQL(", ").join(sql.Literal(s) for s, _, _ in streams),
                             count=sql.Literal(len(streams)))
     return render("program/cycle_program", declarations=declarations, claim=claim_code,
-                  evaluate=sql.SQL("\n").join(blocks), flush=sql.SQL("\n").join(flushes))
+                  evaluate=sql.SQL("\n").join(blocks), flush=sql.SQL("\n").join(flushes),
+                  purge=sql.SQL("\n").join(purges))

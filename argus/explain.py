@@ -72,7 +72,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         cycle_block, flush_block = blocks[node.id]
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")
-            out.append(text(claim([(stream_of[node.id], node)])))
+            out.append(text(claim([(stream_of[node.id], node, None)])))
         else:
             out.append("      cycle code (in argus_net.cycle_program; runs when a parent's "
                        "delta has rows):")

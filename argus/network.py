@@ -15,11 +15,12 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from .compile import COMPILERS, Node, flush_block, node_block, program
+from .compile import COMPILERS, Node, flush_block, node_block, program, purge_block
 from .errors import QueryError, UnknownStreamError
 from .names import NETWORK_SCHEMA, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
+from .temporal import classify, clock_conjuncts
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
 
@@ -119,10 +120,24 @@ class Builder:
             return self._stream_node(plan.stream)
         if isinstance(plan, Select):
             parent = self.node_for(plan.input)
-            return self._ensure("select", [parent], plan.columns,
-                                {"predicate": plan.predicate}, parent.insert_only)
+            temporal, bounds, monotone = classify(plan.predicate)
+            definition = {"predicate": plan.predicate}
+            if temporal:
+                definition.update(temporal=True, monotone=monotone,
+                                  bounds=[[b.column, b.op, b.expr] for b in bounds],
+                                  clock_conjuncts=clock_conjuncts(plan.predicate))
+                self._check_horizon(parent, bounds if monotone else [])
+            else:
+                self._check_horizon(parent, None)
+            node = self._ensure("select", [parent], plan.columns, definition,
+                                parent.insert_only and not temporal)
+            if temporal:
+                self._index_parent(node, parent, [b.column for b in bounds])
+            return node
         if isinstance(plan, Join):
             left, right = self.node_for(plan.left), self.node_for(plan.right)
+            self._check_horizon(left, None)
+            self._check_horizon(right, None)
             insert_only = plan.kind in ("inner", "semi") and left.insert_only and right.insert_only
             node = self._ensure("join", [left, right], plan.columns,
                                 {"kind": plan.kind, "condition": plan.condition}, insert_only)
@@ -130,6 +145,7 @@ class Builder:
             return node
         if isinstance(plan, Aggregate):
             parent = self.node_for(plan.input)
+            self._check_horizon(parent, None)
             args = [a.arg for a in plan.aggregates if a.arg is not None]
             types = dict(zip(args, self._probe_types(parent, args)))
             aggregates = [[a.name, a.func, a.arg, a.distinct,
@@ -143,11 +159,14 @@ class Builder:
                                  "aggregates": aggregates}, False)
         if isinstance(plan, Distinct):
             parent = self.node_for(plan.input)
+            self._check_horizon(parent, None)
             columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
                             for c in parent.columns)
             return self._ensure("distinct", [parent], columns, {}, parent.insert_only)
         if isinstance(plan, SetOp):
             left, right = self.node_for(plan.left), self.node_for(plan.right)
+            self._check_horizon(left, None)
+            self._check_horizon(right, None)
             if len(left.columns) != len(right.columns):
                 raise QueryError("each side of a set operation must have the same number "
                                  "of columns")
@@ -157,6 +176,37 @@ class Builder:
                            and left.insert_only and right.insert_only)
             return self._ensure("setop", [left, right], columns, {"op": plan.op}, insert_only)
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
+
+    def _check_horizon(self, parent: Node, bounds) -> None:
+        """A node whose old rows were purged can only feed a new consumer that would
+        never read them: a selection whose lower time bounds lie at or after the
+        horizon. `bounds` is None for any other consumer."""
+        horizon = self.conn.execute("SELECT horizon FROM argus_catalog.nodes WHERE node_id = %s",
+                                    (parent.id,)).fetchone()[0]
+        if horizon is None:
+            return
+        stream = self.conn.execute("SELECT name FROM argus_catalog.streams WHERE node_id = %s",
+                                   (parent.id,)).fetchone()
+        what = f"stream {stream[0]!r}" if stream else f"node {parent.id}"
+        if bounds:
+            starts = "greatest(" + ", ".join(f"({b.expr})" for b in bounds) + ")"
+            (ok, start) = self.conn.execute(sql.SQL(
+                "SELECT ({})::timestamptz >= %s::timestamptz, ({})::text").format(
+                    sql.SQL(starts), sql.SQL(starts)), (horizon,)).fetchone()
+            if ok:
+                return
+            need = f"rows from {start} on"
+        else:
+            need = "all of its rows"
+        raise QueryError(
+            f"{what} keeps only its rows from {horizon} on: older rows were purged because "
+            f"every query reading it is windowed; this query needs {need}. Give it a "
+            f"window that starts at or after {horizon}.")
+
+    def _index_parent(self, node: Node, parent: Node, columns: list[str]) -> None:
+        """Index the parent on the time columns the node's bounds compare, so that
+        purging the parent finds its old rows without a scan."""
+        self._record_indexes(node, [(parent, c) for c in columns if c in parent.columns])
 
     def _stream_node(self, stream: str) -> Node:
         row = self.conn.execute("SELECT node_id FROM argus_catalog.streams WHERE name = %s",
@@ -241,10 +291,13 @@ class Builder:
     def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:
         """Index the parents' histories on the columns the join condition compares with
         the other side, so that a delta probes them instead of scanning."""
-        if node.definition.get("indexes") is not None:
+        self._record_indexes(node, join_keys(node.definition["condition"], left, right))
+
+    def _record_indexes(self, node: Node, keys: list[tuple[Node, str]]) -> None:
+        if node not in self.created or node.definition.get("indexes") is not None:
             return
         created = []
-        for parent, column in join_keys(node.definition["condition"], left, right):
+        for parent, column in keys:
             schema, table = parent.hist_ref
             name = short(f"argus_{table}_{column}_idx")
             self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
@@ -296,10 +349,21 @@ def assemble(conn: psycopg.Connection) -> None:
         """SELECT n.node_id, n.cycle_block, n.flush_block, s.name
              FROM argus_catalog.nodes n LEFT JOIN argus_catalog.streams s USING (node_id)
             ORDER BY n.join_level, n.sequence_id, n.node_id""").fetchall()
-    streams = [(name, load_node(conn, node_id)) for node_id, _, _, name in rows if name]
+    times = dict(conn.execute("SELECT name, time_column FROM argus_catalog.streams").fetchall())
+    streams = [(name, load_node(conn, node_id), times[name])
+               for node_id, _, _, name in rows if name]
+    net = load(conn)
+    outputs = {r[0] for r in conn.execute("SELECT output_node FROM argus_catalog.queries")}
+    children: dict[int, list[Node]] = {}
+    for node in net.nodes.values():
+        for parent in set(node.parents):
+            children.setdefault(parent, []).append(node)
+    purges = [purge_block(node, children.get(node.id, [])) for node in net.nodes.values()
+              if node.id not in outputs]
     body = program(streams, [r[0] for r in rows],
                    [sql.SQL(block) for _, block, _, _ in rows if block],
-                   [sql.SQL(flush) for _, _, flush, _ in rows])
+                   [sql.SQL(flush) for _, _, flush, _ in rows],
+                   [p for p in purges if p is not None])
     conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
                          "LANGUAGE plpgsql AS {}").format(
         sql.Identifier(NETWORK_SCHEMA, "cycle_program"), sql.Literal(body.as_string(conn))))

@@ -28,6 +28,7 @@ from sqlglot import exp
 from .errors import QueryError, UnsupportedQueryError
 from .names import MAX_IDENTIFIER_BYTES
 from .plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+from .temporal import calls_user_clock, rewrite_user_calls
 
 DIALECT = "postgres"
 AGG_ALIAS = "argus_agg"  # the pseudo-relation that names an aggregate's outputs
@@ -139,7 +140,7 @@ def bind(expr: exp.Expr, inputs: list[Rel]) -> str:
                 return exp.column(rel.cols[key], table=f"t{i}", quoted=True)
         raise QueryError(f"column {node.sql(DIALECT)} cannot be used here")
 
-    return expr.copy().transform(visit).sql(DIALECT)
+    return rewrite_user_calls(expr.copy().transform(visit)).sql(DIALECT)
 
 
 def passthrough(rel: Rel, referenced: set[tuple[str, str]], i: int = 1) -> list[tuple[tuple[str, str], Col]]:
@@ -418,7 +419,10 @@ class Planner:
         predicate = " AND ".join(f"({bind(p, [rel])})" if len(predicates) > 1 else bind(p, [rel])
                                  for p in predicates)
         self.consume(predicates)
-        kept = passthrough(rel, self.live)
+        # a temporal filter re-reads its own rows as the clock moves: keep its columns
+        clock_columns = {(c.table, c.name) for p in predicates if calls_user_clock(p)
+                         for c in columns_of(p)}
+        kept = passthrough(rel, self.live | clock_columns)
         if not kept:  # a node needs at least one column
             key, plan_col = next(iter(rel.cols.items()))
             kept = [(key, Col(plan_col, exp.column(plan_col, table="t1", quoted=True)

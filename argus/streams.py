@@ -21,6 +21,7 @@ from .names import CYCLE_LOCK, STREAMS_SCHEMA, check_name, stream_history, strea
 from .network import assemble, execute_all, load_node, store_blocks
 from .templates import render
 
+TIME_TYPES = ("date", "timestamp without time zone", "timestamp with time zone")
 _NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
 
 
@@ -107,6 +108,14 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                SELECT %s, position, name, format('%%I', name), type
                  FROM argus_catalog.stream_columns WHERE stream_id = %s""",
             (node_id, stream_id))
+        if time_column is not None:
+            (pg_type,) = conn.execute(
+                "SELECT type FROM argus_catalog.stream_columns WHERE stream_id = %s AND name = %s",
+                (stream_id, time_column)).fetchone()
+            if pg_type not in TIME_TYPES:
+                raise InvalidNameError(
+                    f"stream {name!r}: time column {time_column!r} has type {pg_type}; an "
+                    f"event time must be one of {', '.join(TIME_TYPES)}")
         node = load_node(conn, node_id)
         execute_all(conn, COMPILERS["stream"].create(node, []))
         store_blocks(conn, node, [])

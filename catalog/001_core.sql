@@ -31,6 +31,7 @@ CREATE TABLE argus_catalog.nodes (
     hist_rows   bigint NOT NULL DEFAULT 0,   -- rows in the history, kept by every cycle
     cycle_block text,                    -- PL/pgSQL that fills the delta (argus.compile)
     flush_block text,                    -- PL/pgSQL that merges the delta into the history
+    horizon     text,                    -- rows before this were purged (windowed consumers)
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE UNIQUE INDEX nodes_signature ON argus_catalog.nodes (md5(signature));
@@ -99,10 +100,37 @@ CREATE TABLE argus_catalog.query_nodes (
 CREATE INDEX query_nodes_node ON argus_catalog.query_nodes (node_id);
 
 -- The cycle log. Names are copied, not referenced, so the log outlives drops.
+-- The stream clock: the largest event time claimed so far, over every stream with a
+-- time column. argus_now() reads it; `previous` is its value before the current cycle.
+CREATE TABLE argus_catalog.clock (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    now       timestamptz,
+    previous  timestamptz
+);
+INSERT INTO argus_catalog.clock DEFAULT VALUES;
+
+CREATE FUNCTION argus.clock_now() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
+CREATE FUNCTION argus.clock_previous() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
+
+-- argus_now(), as queries are written (and as psql users run them from scratch). Node
+-- code calls argus.clock_now() instead, which does not depend on the search_path.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') THEN
+        CREATE OR REPLACE FUNCTION public.argus_now() RETURNS timestamptz
+        LANGUAGE sql STABLE AS 'SELECT now FROM argus_catalog.clock';
+    END IF;
+END $$;
+CREATE FUNCTION argus.argus_now() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
+
 CREATE TABLE argus_catalog.runs (
     run_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     started_at  timestamptz NOT NULL,
     finished_at timestamptz,
+    clock       timestamptz,             -- the stream clock after the cycle's claim
     status      text NOT NULL CHECK (status IN ('running', 'ok', 'failed')),
     rows_in     bigint NOT NULL DEFAULT 0,
     nodes_run   int NOT NULL DEFAULT 0,
@@ -113,6 +141,7 @@ CREATE TABLE argus_catalog.run_streams (
     run_id bigint NOT NULL REFERENCES argus_catalog.runs ON DELETE CASCADE,
     stream text NOT NULL,
     rows   bigint NOT NULL,
+    late   bigint NOT NULL DEFAULT 0,        -- rows with an event time before the clock
     PRIMARY KEY (run_id, stream)
 );
 
@@ -177,6 +206,7 @@ SELECT n.node_id,
        format('%I.%I', 'argus_net', 'n' || n.node_id || '_delta') AS delta,
        n.insert_only,
        n.hist_rows AS rows,
+       n.horizon,
        n.created_at
   FROM argus_catalog.nodes n;
 
@@ -189,11 +219,14 @@ SELECT r.run_id,
        r.rows_in,
        (SELECT jsonb_object_agg(s.stream, s.rows) FROM argus_catalog.run_streams s
          WHERE s.run_id = r.run_id) AS rows_per_stream,
+       (SELECT jsonb_object_agg(s.stream, s.late) FROM argus_catalog.run_streams s
+         WHERE s.run_id = r.run_id AND s.late > 0) AS late_rows,
        (SELECT jsonb_object_agg(q.query, q.inserted) FROM argus_catalog.run_queries q
          WHERE q.run_id = r.run_id AND (q.inserted > 0 OR q.retracted > 0)) AS new_rows,
        (SELECT jsonb_object_agg(q.query, q.retracted) FROM argus_catalog.run_queries q
          WHERE q.run_id = r.run_id AND q.retracted > 0) AS retracted_rows,
        r.nodes_run,
+       r.clock,
        r.error
   FROM argus_catalog.runs r;
 
@@ -240,10 +273,6 @@ BEGIN
         RETURN v_run;
     END;
 
-    INSERT INTO argus_catalog.run_streams (run_id, stream, rows)
-    SELECT v_run, s.name, coalesce(r.inserted, 0)
-      FROM argus_catalog.streams s
-      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = s.node_id;
     INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
     SELECT v_run, q.name, coalesce(r.inserted, 0), coalesce(r.retracted, 0)
       FROM argus_catalog.queries q
@@ -252,7 +281,7 @@ BEGIN
       FROM argus_catalog.run_nodes r
      WHERE r.run_id = v_run AND r.node_id = n.node_id AND r.inserted + r.retracted > 0;
     UPDATE argus_catalog.runs SET
-           status = 'ok', finished_at = clock_timestamp(),
+           status = 'ok', finished_at = clock_timestamp(), clock = argus.clock_now(),
            rows_in = (SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams
                        WHERE run_id = v_run),
            nodes_run = (SELECT count(*) FROM argus_catalog.run_nodes r

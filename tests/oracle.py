@@ -92,7 +92,8 @@ class Oracle:
     def expected(self, query: str) -> Counter:
         """The query's SQL, as registered, run from scratch over the mirror."""
         with self.conn.transaction():
-            self.conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(MIRROR)))
+            self.conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(
+                sql.Identifier(MIRROR)))
             rows = self.conn.execute(query).fetchall()  # test-authored SQL
         return bag(rows)
 

@@ -1,6 +1,15 @@
--- Claim every stream's inbox in one statement, under one snapshot.
+-- Claim every stream's inbox in one statement, under one snapshot, and advance the
+-- stream clock to the largest event time claimed so far. Rows older than the clock
+-- (late) are claimed like any other, and counted.
     argus_t := clock_timestamp();
-    {claim} INTO {vars};
+    {claim} INTO {vars}, argus_claimed_time, argus_late;
+    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late)
+    SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],
+                                      argus_late) AS u;
+    argus_clock_old := argus.clock_now();
+    argus_clock_new := greatest(argus_clock_old, argus_claimed_time);
+    argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;
+    UPDATE argus_catalog.clock SET previous = now, now = argus_clock_new;
     argus_ids := argus_ids || ARRAY[{ids}]::bigint[];
     argus_ins := argus_ins || ARRAY[{vars}]::bigint[];
     argus_ret := argus_ret || array_fill(0::bigint, ARRAY[{count}]);

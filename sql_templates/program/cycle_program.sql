@@ -8,6 +8,11 @@ DECLARE
     argus_rc bigint;
     argus_i bigint;
     argus_r bigint;
+    argus_claimed_time timestamptz;
+    argus_late bigint[];
+    argus_clock_old timestamptz;
+    argus_clock_new timestamptz;
+    argus_clock_moved boolean := false;
     argus_ids bigint[] := ARRAY[]::bigint[];
     argus_ins bigint[] := ARRAY[]::bigint[];
     argus_ret bigint[] := ARRAY[]::bigint[];
@@ -17,6 +22,7 @@ BEGIN
 {claim}
 {evaluate}
 {flush}
+{purge}
     INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms)
     SELECT argus_run, u.* FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS u;
 END

@@ -1,0 +1,129 @@
+"""Temporal filters: predicates against the stream clock, argus_now().
+
+A query writes `argus_now()`; node code calls argus.clock_now() (the clock after this
+cycle's claim) and argus.clock_previous() (before it), which do not depend on the
+search_path. A selection whose predicate reads the clock is *temporal*: as the clock
+advances, rows leave it (and, for predicates that are not lower bounds, enter it).
+
+A lower bound — `col > E` or `col >= E` with E rising with the clock (argus_now() plus or
+minus constants, date_trunc of it) — is monotone: a row that fails it once fails it
+forever. Such nodes need not look for entering rows, find expiring rows through an
+index, and let their parents purge the rows that fail every consumer's bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+DIALECT = "postgres"
+USER_FUNCTION = "argus_now"
+NOW = "argus.clock_now()"
+PREVIOUS = "argus.clock_previous()"
+
+_FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
+_NEGATED = {">": "<=", ">=": "<"}
+
+
+def _is_clock(node: exp.Expr, name: str = "clock_now") -> bool:
+    return (isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous)
+            and node.expression.name.lower() == name and node.this.name.lower() == "argus")
+
+
+def clock_call(name: str = "clock_now") -> exp.Expr:
+    return sqlglot.parse_one(f"argus.{name}()", read=DIALECT)
+
+
+def rewrite_user_calls(tree: exp.Expr) -> exp.Expr:
+    """argus_now() as a user writes it -> argus.clock_now() as node code calls it."""
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Anonymous) and node.name.lower() == USER_FUNCTION:
+            return clock_call()
+        return node
+    return tree.transform(visit)
+
+
+def reads_clock(sql_text: str | None) -> bool:
+    return bool(sql_text) and NOW in sql_text
+
+
+def calls_user_clock(tree: exp.Expr) -> bool:
+    return any(node.name.lower() == USER_FUNCTION for node in tree.find_all(exp.Anonymous))
+
+
+def at_previous_clock(sql_text: str) -> str:
+    """The same predicate evaluated at the clock before this cycle."""
+    tree = sqlglot.parse_one(sql_text, read=DIALECT)
+    return tree.transform(
+        lambda n: clock_call("clock_previous") if _is_clock(n) else n).sql(DIALECT)
+
+
+@dataclass(frozen=True)
+class Bound:
+    column: str  # a column of the node's input (t1), by name
+    op: str  # '>' or '>='
+    expr: str  # rises with the clock
+
+    def failed(self, alias: str = "t1") -> str:
+        """SQL true for rows of `alias` that fail the bound now, and so forever."""
+        column = exp.column(self.column, table=alias, quoted=True).sql(DIALECT)
+        return f"{column} {_NEGATED[self.op]} ({self.expr})"
+
+
+def _rising(expr: exp.Expr) -> bool:
+    """True if expr only rises (or stays) as the clock rises."""
+    if _is_clock(expr):
+        return True
+    if isinstance(expr, (exp.Add, exp.Sub)):
+        left, right = expr.left, expr.right
+        constant = not any(_is_clock(n) for n in right.walk())
+        return constant and _rising(left)
+    if isinstance(expr, (exp.Cast, exp.Paren)):
+        return _rising(expr.this)
+    if isinstance(expr, (exp.DateTrunc, exp.TimestampTrunc)):
+        unit = expr.args.get("unit")
+        return _rising(expr.this) and (unit is None or not any(_is_clock(n) for n in unit.walk()))
+    return False
+
+
+def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
+    """(temporal, lower bounds found, every temporal conjunct is a lower bound)."""
+    if not reads_clock(predicate):
+        return False, [], True
+    tree = sqlglot.parse_one(predicate, read=DIALECT)
+    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+    bounds, monotone = [], True
+    for conjunct in conjuncts:
+        while isinstance(conjunct, exp.Paren):
+            conjunct = conjunct.this
+        if not any(_is_clock(n) for n in conjunct.walk()):
+            continue
+        bound = _bound(conjunct)
+        if bound is None:
+            monotone = False
+        else:
+            bounds.append(bound)
+    return True, bounds, monotone
+
+
+def clock_conjuncts(predicate: str) -> list[str]:
+    """The conjuncts of a predicate that read the clock."""
+    tree = sqlglot.parse_one(predicate, read=DIALECT)
+    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+    return [c.sql(DIALECT) for c in conjuncts if any(_is_clock(n) for n in c.walk())]
+
+
+def _bound(conjunct: exp.Expr) -> Bound | None:
+    if type(conjunct) not in _FLIP:
+        return None
+    left, right = conjunct.left, conjunct.right
+    kind = type(conjunct)
+    if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
+        left, right, kind = right, left, _FLIP[kind]
+    if kind not in (exp.GT, exp.GTE) or not isinstance(left, exp.Column):
+        return None
+    if not _rising(right):
+        return None
+    return Bound(left.name, ">" if kind is exp.GT else ">=", right.sql(DIALECT))
