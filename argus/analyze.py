@@ -137,8 +137,9 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     try:
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY
         # against output names too: check the first without GROUP BY, then qualify all.
-        qualify(_without_grouping(tree), schema=schema, dialect=DIALECT,
-                expand_alias_refs=False, canonicalize_table_aliases=True)
+        if _may_reference_output_names(tree):
+            qualify(_without_grouping(tree), schema=schema, dialect=DIALECT,
+                    expand_alias_refs=False, canonicalize_table_aliases=True)
         tree = qualify(tree, schema=schema, dialect=DIALECT, canonicalize_table_aliases=True)
     except OptimizeError as exc:
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
@@ -177,6 +178,18 @@ def _check_clock_uses(plan) -> None:
                 "(a temporal filter such as t > argus_now() - interval '1 hour') or in the "
                 "query's output columns")
         stack += [getattr(node, a) for a in ("input", "left", "right") if hasattr(node, a)]
+
+
+def _may_reference_output_names(tree: exp.Expr) -> bool:
+    """Does some WHERE or HAVING mention, unqualified, a name its SELECT gives an
+    output column? Only then can PostgreSQL's and sqlglot's name resolution differ."""
+    for select in tree.find_all(exp.Select):
+        names = {e.alias for e in select.expressions if isinstance(e, exp.Alias)}
+        for clause in (select.args.get("where"), select.args.get("having")):
+            if clause is not None and any(not c.table and c.name in names
+                                          for c in clause.find_all(exp.Column)):
+                return True
+    return False
 
 
 def _without_grouping(tree: exp.Expr) -> exp.Expr:

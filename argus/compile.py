@@ -22,6 +22,7 @@ from typing import Protocol
 
 from psycopg import sql
 
+from .aggregates import Book, Model, Spec
 from .names import SIGN, node_delta, std_alias, stream_inbox
 from .temporal import Bound, at_previous_clock
 from .templates import render
@@ -370,258 +371,162 @@ class JoinCompiler:
 
 # -- aggregates ------------------------------------------------------------------------
 
-# Bookkeeping per aggregate: (suffix, delta expression with {x} the argument and {s} the
-# row's sign, how old and delta combine). Final values are SQL over the bookkeeping
-# columns ({c}, {s}, … by suffix; {n} is the group's row count).
-_COUNT_X = ("c", "coalesce(sum(CASE WHEN ({x}) IS NOT NULL THEN {s} ELSE 0 END), 0)", "add")
-
-
-def _books(func: str, category: str, distinct: bool):
-    cast = {"exact": "::numeric", "float": "::float8"}.get(category, "")
-    if func == "count" and distinct:
-        return [("c", "count(DISTINCT {x})", "distinct")]
-    if func == "count":
-        return [_COUNT_X]
-    if func == "sum":
-        return [("s", "sum({s} * ({x}))", "add"), _COUNT_X]
-    if func == "avg":
-        return [("s", f"sum({{s}} * ({{x}}){cast})", "add"), _COUNT_X]
-    if func in ("min", "max"):
-        return [("m", f"{func}(CASE WHEN {{s}} > 0 THEN {{x}} END)", func)]
-    if func in ("var_samp", "var_pop", "stddev_samp", "stddev_pop"):
-        return [("s", f"sum({{s}} * ({{x}}){cast})", "add"),
-                ("q", f"sum({{s}} * ({{x}}){cast} * ({{x}}){cast})", "add"), _COUNT_X]
-    if func == "bool_and":
-        return [_COUNT_X, ("f", "coalesce(sum(CASE WHEN ({x}) = false THEN {s} ELSE 0 END), 0)",
-                           "add")]
-    if func == "bool_or":
-        return [_COUNT_X, ("t", "coalesce(sum(CASE WHEN ({x}) = true THEN {s} ELSE 0 END), 0)",
-                           "add")]
-    raise ValueError(func)
-
-
-def _final(func: str, category: str, arg: str | None) -> str:
-    if arg is None:
-        return "{n}"
-    if func == "count":
-        return "{c}"
-    if func in ("sum",):
-        return "CASE WHEN {c} > 0 THEN {s} END"
-    if func == "avg":
-        return "CASE WHEN {c} > 0 THEN {s} / {c} END"
-    if func in ("min", "max"):
-        return "{m}"
-    if func == "bool_and":
-        return "CASE WHEN {c} > 0 THEN {f} = 0 END"
-    if func == "bool_or":
-        return "CASE WHEN {c} > 0 THEN {t} > 0 END"
-    sample = func.endswith("samp")
-    minimum = "1" if sample else "0"
-    denominator = "({c} * ({c} - 1))" if sample else "({c} * {c})"
-    numerator = "({c} * {q} - {s} * {s})"
-    if category == "exact":  # as PostgreSQL's numeric_stddev_internal computes it
-        variance = f"{numerator} / {denominator}"
-        value = variance if func.startswith("var") else f"round(sqrt({variance}), scale({variance}))"
-        return f"CASE WHEN {{c}} > {minimum} THEN CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END END"
-    variance = f"greatest({numerator}, 0) / {denominator}"
-    value = variance if func.startswith("var") else f"sqrt({variance})"
-    return f"CASE WHEN {{c}} > {minimum} THEN {value} END"
-
-
 class AggregateCompiler:
-    """GROUP BY with algebraic aggregates kept from bookkeeping columns."""
+    """GROUP BY with algebraic aggregates updated from bookkeeping columns
+    (`argus.aggregates`): one history row per group, updated in place."""
 
-    def _model(self, node: Node, parent: Node):
-        d = node.definition
-        groups = [(g[0], g[1]) for g in d["groups"]]
-        aggs = []
-        for name, func, arg, distinct, category in d["aggregates"]:
-            books = [] if arg is None else [
-                (f"argus_{name}_{suffix}", expr, merge)
-                for suffix, expr, merge in _books(func, category, distinct)]
-            final = _final(func, category, arg)
-            aggs.append((name, func, arg, distinct, books, final))
-        return groups, aggs
-
-    def stored(self, node: Node) -> list[str]:
-        groups, aggs = self._model(node, None)
-        return ([g for g, _ in groups] + [a[0] for a in aggs] + ["argus_n"]
-                + [b[0] for a in aggs for b in a[4]])
-
-    def _finals(self, aggs, prefix: str) -> list[sql.Composable]:
-        out = []
-        for name, _, _, _, books, final in aggs:
-            refs = {"n": f'{prefix}."argus_n"'}
-            for bname, _, _ in books:
-                refs[bname.rsplit("_", 1)[1]] = f'{prefix}."{bname}"'
-            out.append(sql.SQL("{} AS {}").format(sql.SQL(final.format(**refs)),
-                                                  sql.Identifier(name)))
-        return out
-
-    def _common(self, node: Node, parent: Node) -> dict:
-        groups, aggs = self._model(node, parent)
-        gnames = [g for g, _ in groups]
-        gexprs = [e for _, e in groups]
-        global_ = not groups
-        f_columns = (
-            [sql.SQL("{}").format(sql.Identifier("n", g)) for g in gnames]
-            + self._finals(aggs, '"n"')
-            + [sql.SQL('"n"."argus_n"')]
-            + [sql.Identifier("n", b[0]) for a in aggs for b in a[4]])
+    def _slots(self, model: Model) -> dict:
+        global_ = model.is_global
+        finals = [sql.SQL("{} AS {}").format(sql.SQL(s.final_over("n")), sql.Identifier(s.name))
+                  for s in model.specs]
         return {
-            "groups": groups, "aggs": aggs, "gnames": gnames, "gexprs": gexprs,
-            "global": global_,
-            "group_named": named(gexprs, gnames),
+            "group_named": named(model.group_exprs, model.group_names),
             "group_by": sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
-                sql.SQL(", ").join(sql.SQL(e) for e in gexprs)),
+                sql.SQL(", ").join(map(sql.SQL, model.group_exprs))),
             "comma": sql.SQL("") if global_ else sql.SQL(", "),
-            "f_columns": sql.SQL(", ").join(f_columns),
+            "f_columns": sql.SQL(", ").join(
+                [sql.Identifier("n", g) for g in model.group_names] + finals
+                + [sql.Identifier("n", "argus_n")]
+                + [sql.Identifier("n", b.column) for _, b in model.books]),
             "keep": sql.SQL("TRUE" if global_ else '"n"."argus_n" > 0'),
             "t1": T1, "sign": SIGN_ID,
         }
 
-    def _select(self, node: Node, parent: Node) -> sql.Composed:
-        c = self._common(node, parent)
-        books = []
-        for name, func, arg, distinct, bks, _ in c["aggs"]:
-            for bname, expr, _ in bks:
-                books.append(sql.SQL(", {} AS {}").format(
-                    sql.SQL(expr.format(x=arg, s="1::smallint")), sql.Identifier(bname)))
-        return render("aggregate/select", f_columns=c["f_columns"],
-                      n_hash=row_hash(c["gnames"], "n"), group_named=c["group_named"],
-                      comma=c["comma"], book_backfill=sql.SQL("").join(books),
-                      parent=parent.hist, t1=T1, group_by=c["group_by"], keep=c["keep"])
+    def _group_by(self, model: Model, alias: str) -> sql.Composable:
+        if model.is_global:
+            return sql.SQL("")
+        return sql.SQL(" GROUP BY {}").format(cols(model.group_names, alias))
 
-    def _distinct_aggs(self, node: Node):
-        return [(i, a) for i, a in enumerate(node.definition["aggregates"]) if a[3]]
+    def _same_group(self, model: Model, other: str) -> sql.Composable:
+        """`other` is dh's group: a join of small intermediate results."""
+        if model.is_global:
+            return sql.SQL("TRUE")
+        return sql.SQL("CASE WHEN ROW({}) IS NOT DISTINCT FROM ROW({}) THEN true ELSE false "
+                       "END").format(cols(model.group_names, other),
+                                     cols(model.group_names, "dh"))
 
-    def _values(self, c: dict, arg: str, source: sql.Identifier, count: str) -> sql.Composed:
-        key = c["gexprs"] + [f"({arg})"]
-        return render("aggregate/values", group_named=c["group_named"], comma=c["comma"],
-                      x=sql.SQL(arg), hash=expr_hash(key), count=sql.SQL(count),
-                      source=source, t1=T1,
-                      group_exprs=sql.SQL(", ").join(sql.SQL(e) for e in c["gexprs"]))
+    def _from_scratch(self, model: Model, parent: Node) -> sql.Composed:
+        books = [sql.SQL(", {} AS {}").format(sql.SQL(b.over(s.arg, "1::smallint")),
+                                              sql.Identifier(b.column)) for s, b in model.books]
+        return render("aggregate/select", n_hash=row_hash(model.group_names, "n"),
+                      book_backfill=sql.SQL("").join(books), parent=parent.hist,
+                      **self._slots(model))
+
+    def _values(self, model: Model, spec: Spec, source: sql.Identifier,
+                count: str) -> sql.Composed:
+        """(group, value) pairs of COUNT(DISTINCT value) with their signed counts."""
+        return render("aggregate/values", group_named=named(model.group_exprs, model.group_names),
+                      comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                      x=sql.SQL(spec.arg), hash=expr_hash(model.group_exprs + [f"({spec.arg})"]),
+                      count=sql.SQL(count), source=source, t1=T1,
+                      group_exprs=sql.SQL(", ").join(map(sql.SQL, model.group_exprs)))
 
     def create(self, node, parents):
-        parent = parents[0]
+        model, parent = Model.of(node.definition), parents[0]
         out = [sql.SQL("CREATE TABLE {} AS {} WITH NO DATA").format(
-                   node.hist, self._select(node, parent)),
+                   node.hist, self._from_scratch(model, parent)),
                sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
                create_delta(node)]
-        c = self._common(node, parent)
-        for i, (name, _, arg, _, _) in self._distinct_aggs(node):
-            out.append(render("aggregate/aux_create", aux=node.aux(f"d{i}"),
-                              group_named=c["group_named"], comma=c["comma"],
-                              x=sql.SQL(arg), parent=parent.hist, t1=T1))
-        if (c["gexprs"] and not parent.insert_only
-                and any(a[1] in ("min", "max") for a in node.definition["aggregates"])):
-            out.append(render("aggregate/parent_index", name=sql.Identifier(f"argus_n{node.id}_groups"),
-                              parent=parent.hist,
-                              hash=expr_hash([unqualified(e) for e in c["gexprs"]])))
+        for spec in model.distinct_specs:
+            out.append(render("aggregate/aux_create", aux=node.aux(f"d{spec.index}"),
+                              x=sql.SQL(spec.arg), parent=parent.hist,
+                              **{k: v for k, v in self._slots(model).items()
+                                 if k in ("group_named", "comma", "t1")}))
+        if model.group_exprs and not parent.insert_only and model.has_extremes:
+            out.append(render("aggregate/parent_index",
+                              name=sql.Identifier(f"argus_n{node.id}_groups"), parent=parent.hist,
+                              hash=expr_hash([unqualified(e) for e in model.group_exprs])))
         return out
 
     def backfill(self, node, parents):
-        parent = parents[0]
+        model, parent = Model.of(node.definition), parents[0]
         out = [sql.SQL("INSERT INTO {} ({}) {}").format(
-            node.hist, cols(self.stored(node) + ["argus_hash"]), self._select(node, parent))]
-        c = self._common(node, parent)
-        for i, (_, _, arg, _, _) in self._distinct_aggs(node):
-            out.append(render("aggregate/aux_backfill", aux=node.aux(f"d{i}"),
-                              key=cols(c["gnames"] + ["v"]),
-                              values=self._values(c, arg, parent.hist, "1")))
+            node.hist, cols(model.stored + ["argus_hash"]), self._from_scratch(model, parent))]
+        for spec in model.distinct_specs:
+            out.append(render("aggregate/aux_backfill", aux=node.aux(f"d{spec.index}"),
+                              key=cols(model.group_names + ["v"]),
+                              values=self._values(model, spec, parent.hist, "1")))
         return out
 
+    def _combine(self, node: Node, model: Model, spec: Spec, book: Book, parent: Node):
+        """(merged bookkeeping column, extra CTE, its join) for one book."""
+        b, k = sql.Identifier(book.column), spec.index
+        if book.combine == "add":
+            return sql.SQL(", CASE WHEN dh.{b} IS NULL THEN o.{b} WHEN o.{b} IS NULL THEN dh.{b} "
+                           "ELSE o.{b} + dh.{b} END AS {b}").format(b=b), None
+        if book.combine == "distinct":
+            cte = sql.Identifier(f"cd{k}")
+            gnames = model.group_names
+            return (sql.SQL(", coalesce(o.{b}, 0) + coalesce({cte}.c, 0) AS {b}").format(
+                        b=b, cte=cte),
+                    render("aggregate/count_distinct", k=sql.SQL(str(k)),
+                           comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                           x_groups=cols(gnames, "x"), aux=node.aux(f"d{spec.index}"),
+                           values=self._values(model, spec, parent.delta, "t1.argus_sign"),
+                           a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
+                           x_group_by=self._group_by(model, "x")))
+        extreme = sql.SQL("least" if book.combine == "min" else "greatest")
+        if parent.insert_only:  # no row ever leaves: the new extreme is old vs inserted
+            return sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(f=extreme, b=b), None
+        cte = sql.Identifier(f"mm{k}")
+        affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)") if model.is_global
+                    else sql.SQL("{} IN (SELECT dh.argus_hash FROM dh WHERE dh.argus_r > 0)")
+                    .format(expr_hash(model.group_exprs)))
+        return (sql.SQL(", CASE WHEN dh.argus_r > 0 THEN {cte}.v ELSE {f}(o.{b}, dh.{b}) END "
+                        "AS {b}").format(cte=cte, f=extreme, b=b),
+                render("aggregate/minmax", k=sql.SQL(str(k)),
+                       comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                       w_groups=cols(model.group_names, "w"), u_groups=cols(model.group_names, "u"),
+                       func=sql.SQL(book.combine), x=sql.SQL(spec.arg), parent=parent.hist,
+                       parent_delta=parent.delta, affected=affected,
+                       group_named=named(model.group_exprs, model.group_names),
+                       t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))
+
     def evaluate(self, node, parents):
-        parent = parents[0]
-        c = self._common(node, parent)
-        gnames, global_ = c["gnames"], c["global"]
-        stored = self.stored(node)
-        book_delta, book_merge, ctes, joins = [], [], [], []
-        match_dh = (lambda other: sql.SQL("TRUE") if global_ else sql.SQL(
-            "CASE WHEN ROW({}) IS NOT DISTINCT FROM ROW({}) THEN true ELSE false END").format(
-                cols(gnames, other), cols(gnames, "dh")))
-        distinct_index = {a[0]: i for i, a in self._distinct_aggs(node)}
-        for k, (name, func, arg, distinct, books, _) in enumerate(c["aggs"]):
-            for bname, expr, merge in books:
-                b = sql.Identifier(bname)
-                if merge == "distinct":
-                    cte = sql.Identifier(f"cd{k}")
-                    i = distinct_index[name]
-                    values = self._values(c, arg, parent.delta, "t1.argus_sign")
-                    ctes.append(render(
-                        "aggregate/count_distinct", k=sql.SQL(str(k)), comma=c["comma"],
-                        x_groups=cols(gnames, "x"), values=values, aux=node.aux(f"d{i}"),
-                        a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
-                        x_group_by=sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
-                            cols(gnames, "x"))))
-                    joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(cte, match_dh(f"cd{k}")))
-                    book_merge.append(sql.SQL(", coalesce(o.{b}, 0) + coalesce({cte}.c, 0) AS {b}")
-                                      .format(b=b, cte=cte))
-                    continue
-                book_delta.append(sql.SQL(", {} AS {}").format(
-                    sql.SQL(expr.format(x=arg, s='"t1"."argus_sign"')), b))
-                if merge == "add":
-                    book_merge.append(sql.SQL(
-                        ", CASE WHEN dh.{b} IS NULL THEN o.{b} WHEN o.{b} IS NULL THEN dh.{b} "
-                        "ELSE o.{b} + dh.{b} END AS {b}").format(b=b))
-                else:  # min / max
-                    combine = sql.SQL("least" if merge == "min" else "greatest")
-                    if parent.insert_only:
-                        book_merge.append(sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(
-                            f=combine, b=b))
-                        continue
-                    cte = sql.Identifier(f"mm{k}")
-                    affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)")
-                                if global_ else sql.SQL(
-                                    "{} IN (SELECT dh.argus_hash FROM dh WHERE dh.argus_r > 0)")
-                                .format(expr_hash(c["gexprs"])))
-                    ctes.append(render(
-                        "aggregate/minmax", k=sql.SQL(str(k)), comma=c["comma"],
-                        w_groups=cols(gnames, "w"), u_groups=cols(gnames, "u"),
-                        func=sql.SQL(merge), group_named=c["group_named"], x=sql.SQL(arg),
-                        parent=parent.hist, parent_delta=parent.delta, t1=T1, sign=SIGN_ID,
-                        affected=affected,
-                        w_group_by=sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
-                            cols(gnames, "w"))))
-                    joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(cte, match_dh(f"mm{k}")))
-                    book_merge.append(sql.SQL(
-                        ", CASE WHEN dh.argus_r > 0 THEN {cte}.v ELSE {f}(o.{b}, dh.{b}) END AS {b}")
-                        .format(cte=cte, f=combine, b=b))
-        match_h = sql.SQL("TRUE") if global_ else same_row(gnames, "h", "dh")
-        match_o = sql.SQL("TRUE") if global_ else same_row(gnames, "o", "dh")
+        model, parent = Model.of(node.definition), parents[0]
+        deltas, merges, ctes, joins = [], [], [], []
+        for spec, book in model.books:
+            merge, cte = self._combine(node, model, spec, book, parent)
+            merges.append(merge)
+            if book.combine != "distinct":
+                deltas.append(sql.SQL(", {} AS {}").format(
+                    sql.SQL(book.over(spec.arg, '"t1"."argus_sign"')), sql.Identifier(book.column)))
+            if cte is not None:
+                ctes.append(cte)
+                name = f"{'cd' if book.combine == 'distinct' else 'mm'}{spec.index}"
+                joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(
+                    sql.Identifier(name), self._same_group(model, name)))
+        gnames, stored = model.group_names, model.stored
         statement = render(
-            "aggregate/delta", delta=node.delta, stored=cols(stored), sign=SIGN_ID,
-            group_named=c["group_named"], comma=c["comma"], t1=T1,
-            book_delta=sql.SQL("").join(book_delta), parent_delta=parent.delta,
-            group_by=c["group_by"], d_hash=row_hash(gnames, "d"), hist=node.hist,
-            match_h=match_h,
+            "aggregate/delta", delta=node.delta, stored=cols(stored), hist=node.hist,
+            book_delta=sql.SQL("").join(deltas), parent_delta=parent.delta,
+            d_hash=row_hash(gnames, "d"), dh_groups=cols(gnames, "dh"),
+            match_h=sql.SQL("TRUE") if model.is_global else same_row(gnames, "h", "dh"),
+            match_o=sql.SQL("TRUE") if model.is_global else same_row(gnames, "o", "dh"),
             ctes=sql.SQL("").join(sql.SQL(", ") + cte for cte in ctes),
-            dh_groups=cols(gnames, "dh"), book_merge=sql.SQL("").join(book_merge),
-            match_o=match_o, joins=sql.SQL("").join(joins), f_columns=c["f_columns"],
-            keep=c["keep"], o_stored=cols(stored, "o"), f_stored=cols(stored, "f"))
+            book_merge=sql.SQL("").join(merges), joins=sql.SQL("").join(joins),
+            o_stored=cols(stored, "o"), f_stored=cols(stored, "f"), **self._slots(model))
         return [Step(statement)]
 
     def flush(self, node, parents):
         """One row per group: update changed groups in place, insert new ones, delete
-        the ones that vanished."""
-        parent = parents[0]
-        c = self._common(node, parent)
-        gnames = c["gnames"]
-        stored = self.stored(node)
+        the ones that vanished; then the COUNT(DISTINCT) per-value counts."""
+        model, parent = Model.of(node.definition), parents[0]
+        gnames, stored = model.group_names, model.stored
         slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
                  "stored": cols(stored), "d_stored": cols(stored, "d"),
                  "match": same_row(gnames, "h", "d"), "match_p": same_row(gnames, "p", "d")}
         when = sql.SQL("{} > 0").format(var(node.id))
         steps = [Step(render("aggregate/flush_update", **slots), when)]
-        if not c["global"]:  # a global aggregate's one row never appears or vanishes
+        if not model.is_global:  # a global aggregate's one row never appears or vanishes
             steps += [Step(render("aggregate/flush_insert", **slots), when),
                       Step(render("aggregate/flush_delete", **slots), when)]
-        for i, (_, _, arg, _, _) in self._distinct_aggs(node):
+        for spec in model.distinct_specs:
             steps.append(Step(render(
-                "aggregate/aux_flush", aux=node.aux(f"d{i}"),
-                values=self._values(c, arg, parent.delta, "t1.argus_sign"),
-                a_key=cols(c["gnames"] + ["v"], "a"), d_key=cols(c["gnames"] + ["v"], "d"),
-                key=cols(c["gnames"] + ["v"])), any_rows(parent)))
+                "aggregate/aux_flush", aux=node.aux(f"d{spec.index}"),
+                values=self._values(model, spec, parent.delta, "t1.argus_sign"),
+                a_key=cols(gnames + ["v"], "a"), d_key=cols(gnames + ["v"], "d"),
+                key=cols(gnames + ["v"])), any_rows(parent)))
         return steps
 
 
@@ -686,13 +591,15 @@ class SetOpCompiler:
         left, right = parents
         return render("setop/counts", u_columns=cols(node.columns, "u"),
                       hash=row_hash(node.columns, "u"),
-                      left_cast=self._cast(node, left, "t1"), right_cast=self._cast(node, right, "t2"),
+                      left_cast=self._cast(node, left, "t1"),
+                      right_cast=self._cast(node, right, "t2"),
                       left_count=sql.SQL(lcount), right_count=sql.SQL(rcount),
                       left=left_src, right=right_src, t1=T1, t2=T2)
 
     def create(self, node, parents):
         left, right = parents
-        template = "setop/create_union_all" if node.definition["op"] == "union_all" else "setop/create"
+        union_all = node.definition["op"] == "union_all"
+        template = "setop/create_union_all" if union_all else "setop/create"
         return [render(template, hist=node.hist, aux=node.aux("counts"),
                        left_named=self._named(left, node.columns, "t1"),
                        right_named=self._named(right, node.columns, "t2"),

@@ -73,8 +73,25 @@ class Network:
     streams: dict[str, int]  # stream name -> source node id
 
 
+_LOAD_ALL = """
+WITH e AS (SELECT child_id, array_agg(parent_id ORDER BY position) AS parents
+             FROM argus_catalog.edges GROUP BY child_id),
+     c AS (SELECT node_id, array_agg(name ORDER BY position) AS names,
+                  array_agg(expr ORDER BY position) AS exprs,
+                  array_agg(type ORDER BY position) AS types
+             FROM argus_catalog.node_columns GROUP BY node_id)
+SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
+       n.definition, n.insert_only, coalesce(e.parents, '{}'), coalesce(c.names, '{}'),
+       coalesce(c.exprs, '{}'), coalesce(c.types, '{}')
+  FROM argus_catalog.nodes n
+  LEFT JOIN e ON e.child_id = n.node_id
+  LEFT JOIN c ON c.node_id = n.node_id
+ ORDER BY n.join_level, n.sequence_id, n.node_id
+"""
+
+
 def load(conn: psycopg.Connection) -> Network:
-    rows = conn.execute(_LOAD + " ORDER BY n.join_level, n.sequence_id, n.node_id").fetchall()
+    rows = conn.execute(_LOAD_ALL).fetchall()
     streams = dict(conn.execute("SELECT name, node_id FROM argus_catalog.streams").fetchall())
     return Network({row[0]: _node(row) for row in rows}, streams)
 
@@ -126,9 +143,9 @@ class Builder:
                 definition.update(temporal=True, monotone=monotone,
                                   bounds=[[b.column, b.op, b.expr] for b in bounds],
                                   clock_conjuncts=clock_conjuncts(plan.predicate))
-                self._check_horizon(parent, bounds if monotone else [])
+                self.check_horizon(parent, bounds if monotone else [])
             else:
-                self._check_horizon(parent, None)
+                self.check_horizon(parent, None)
             node = self._ensure("select", [parent], plan.columns, definition,
                                 parent.insert_only and not temporal)
             if temporal:
@@ -136,8 +153,8 @@ class Builder:
             return node
         if isinstance(plan, Join):
             left, right = self.node_for(plan.left), self.node_for(plan.right)
-            self._check_horizon(left, None)
-            self._check_horizon(right, None)
+            self.check_horizon(left, None)
+            self.check_horizon(right, None)
             insert_only = plan.kind in ("inner", "semi") and left.insert_only and right.insert_only
             node = self._ensure("join", [left, right], plan.columns,
                                 {"kind": plan.kind, "condition": plan.condition}, insert_only)
@@ -145,7 +162,7 @@ class Builder:
             return node
         if isinstance(plan, Aggregate):
             parent = self.node_for(plan.input)
-            self._check_horizon(parent, None)
+            self.check_horizon(parent, None)
             args = [a.arg for a in plan.aggregates if a.arg is not None]
             types = dict(zip(args, self._probe_types(parent, args)))
             aggregates = [[a.name, a.func, a.arg, a.distinct,
@@ -159,14 +176,14 @@ class Builder:
                                  "aggregates": aggregates}, False)
         if isinstance(plan, Distinct):
             parent = self.node_for(plan.input)
-            self._check_horizon(parent, None)
+            self.check_horizon(parent, None)
             columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
                             for c in parent.columns)
             return self._ensure("distinct", [parent], columns, {}, parent.insert_only)
         if isinstance(plan, SetOp):
             left, right = self.node_for(plan.left), self.node_for(plan.right)
-            self._check_horizon(left, None)
-            self._check_horizon(right, None)
+            self.check_horizon(left, None)
+            self.check_horizon(right, None)
             if len(left.columns) != len(right.columns):
                 raise QueryError("each side of a set operation must have the same number "
                                  "of columns")
@@ -177,7 +194,7 @@ class Builder:
             return self._ensure("setop", [left, right], columns, {"op": plan.op}, insert_only)
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
 
-    def _check_horizon(self, parent: Node, bounds) -> None:
+    def check_horizon(self, parent: Node, bounds) -> None:
         """A node whose old rows were purged can only feed a new consumer that would
         never read them: a selection whose lower time bounds lie at or after the
         horizon. `bounds` is None for any other consumer."""
@@ -345,14 +362,12 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
 def assemble(conn: psycopg.Connection) -> None:
     """Regenerate argus_net.cycle_program from the nodes' stored blocks. Called in the
     transaction of every change to the network, so code and network never disagree."""
-    rows = conn.execute(
-        """SELECT n.node_id, n.cycle_block, n.flush_block, s.name
-             FROM argus_catalog.nodes n LEFT JOIN argus_catalog.streams s USING (node_id)
-            ORDER BY n.join_level, n.sequence_id, n.node_id""").fetchall()
-    times = dict(conn.execute("SELECT name, time_column FROM argus_catalog.streams").fetchall())
-    streams = [(name, load_node(conn, node_id), times[name])
-               for node_id, _, _, name in rows if name]
     net = load(conn)
+    blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
+        "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
+    streams = [(name, net.nodes[node_id], time_column) for name, node_id, time_column in
+               conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
+                            "ORDER BY name")]
     outputs = {r[0] for r in conn.execute("SELECT output_node FROM argus_catalog.queries")}
     children: dict[int, list[Node]] = {}
     for node in net.nodes.values():
@@ -360,9 +375,9 @@ def assemble(conn: psycopg.Connection) -> None:
             children.setdefault(parent, []).append(node)
     purges = [purge_block(node, children.get(node.id, [])) for node in net.nodes.values()
               if node.id not in outputs]
-    body = program(streams, [r[0] for r in rows],
-                   [sql.SQL(block) for _, block, _, _ in rows if block],
-                   [sql.SQL(flush) for _, _, flush, _ in rows],
+    body = program(streams, list(net.nodes),
+                   [sql.SQL(blocks[n][0]) for n in net.nodes if blocks[n][0]],
+                   [sql.SQL(blocks[n][1]) for n in net.nodes],
                    [p for p in purges if p is not None])
     conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
                          "LANGUAGE plpgsql AS {}").format(

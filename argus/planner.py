@@ -143,7 +143,8 @@ def bind(expr: exp.Expr, inputs: list[Rel]) -> str:
     return rewrite_user_calls(expr.copy().transform(visit)).sql(DIALECT)
 
 
-def passthrough(rel: Rel, referenced: set[tuple[str, str]], i: int = 1) -> list[tuple[tuple[str, str], Col]]:
+def passthrough(rel: Rel, referenced: set[tuple[str, str]],
+                i: int = 1) -> list[tuple[tuple[str, str], Col]]:
     """Columns of `rel` the query mentions, as columns of a node whose input i is rel."""
     out = []
     for key, plan_col in rel.cols.items():
@@ -448,7 +449,8 @@ class Planner:
         plan = Join(left.plan, right.plan, kind, text, tuple(columns))
         if kind in ("semi", "anti"):
             return Rel(plan, cols, left.aliases, left.nullable)
-        nullable = left.nullable | right.nullable | (right.aliases if kind == "left" else frozenset())
+        padded = right.aliases if kind == "left" else frozenset()
+        nullable = left.nullable | right.nullable | padded
         return Rel(plan, cols, left.aliases | right.aliases, nullable)
 
     def _tag(self, alias: str) -> str:

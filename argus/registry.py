@@ -100,6 +100,7 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
 def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed) -> QueryInfo:
     builder = Builder(conn)
     top = builder.node_for(analyzed.plan.input)
+    builder.check_horizon(top, None)  # the views read the top node's whole history
     exprs = sql.SQL(", ").join(map(sql.SQL, analyzed.plan.exprs))
     try:
         with conn.transaction():

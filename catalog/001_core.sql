@@ -109,6 +109,13 @@ CREATE TABLE argus_catalog.clock (
 );
 INSERT INTO argus_catalog.clock DEFAULT VALUES;
 
+-- Settings an operator may change with UPDATE (one row).
+CREATE TABLE argus_catalog.settings (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    purge     boolean NOT NULL DEFAULT true  -- delete history no windowed query needs
+);
+INSERT INTO argus_catalog.settings DEFAULT VALUES;
+
 CREATE FUNCTION argus.clock_now() RETURNS timestamptz
 LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
 CREATE FUNCTION argus.clock_previous() RETURNS timestamptz

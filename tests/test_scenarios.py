@@ -5,13 +5,15 @@ gives the answer the scenario's author worked out by hand.
 
 Script lines:
     == title                         starts a scenario
-    stream NAME (COL TYPE, ...)      create a stream
+    stream NAME (COL TYPE, ...)      create a stream [… ) time COL: with an event time]
     query NAME: SQL                  register a query (SQL may continue on indented lines)
     drop NAME                        unregister a query
     insert STREAM: [ROWS]            Python literals; NULL, date(…) and Decimal(…) allowed
     cycle                            run a cycle, then check every query with the oracle
     expect NAME: [ROWS]              the query's answer, as a bag
     changes NAME: [ROWS]             the last cycle's changes, sign last
+    rows STREAM: N                   how many rows the stream's history keeps
+    refused NAME: FRAGMENT | SQL     registering SQL fails with FRAGMENT in the message
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ import datetime as dt
 from decimal import Decimal
 from pathlib import Path
 
+import re
+
 import pytest
+from psycopg import sql
+
+from argus import ArgusError
+from argus.names import stream_history
 
 from .oracle import Oracle, bag
 
 SCENARIOS = Path(__file__).parent / "scenarios"
-NAMES = {"NULL": None, "date": dt.date, "Decimal": Decimal, "__builtins__": {}}
+NAMES = {"NULL": None, "date": dt.date, "datetime": dt.datetime, "Decimal": Decimal,
+         "__builtins__": {}}
 
 
 def parse(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -58,9 +67,10 @@ def test_scenario(db, steps):
     oracle = Oracle(db)
     for verb, text in steps:
         if verb == "stream":
+            text, _, time_column = text.partition(") time ")
             name, _, spec = text.partition("(")
             columns = dict(c.strip().split(" ", 1) for c in spec.rstrip(")").split(","))
-            oracle.create_stream(name.strip(), columns)
+            oracle.create_stream(name.strip(), columns, time_column=time_column.strip() or None)
         elif verb == "query":
             name, _, sql_text = text.partition(":")
             oracle.register(name.strip(), sql_text.strip())
@@ -74,6 +84,16 @@ def test_scenario(db, steps):
         elif verb == "expect":
             name, _, literal = text.partition(":")
             assert bag(db.results(name.strip())) == bag(rows(literal)), f"answer of {name}"
+        elif verb == "rows":  # rows kept in a stream's history (bounded state)
+            stream, _, count = text.partition(":")
+            kept = db.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                stream_history(stream.strip()))).fetchone()[0]
+            assert kept == int(count), f"{stream} keeps {kept} rows, expected {count}"
+        elif verb == "refused":  # a query whose registration must fail
+            name, _, rest = text.partition(":")
+            fragment, _, sql_text = rest.partition("|")
+            with pytest.raises(ArgusError, match=re.escape(fragment.strip())):
+                db.register_query(name.strip(), sql_text.strip())
         elif verb == "changes":
             name, _, literal = text.partition(":")
             assert bag(db.new_results(name.strip())) == bag(rows(literal)), f"changes of {name}"

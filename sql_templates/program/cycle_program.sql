@@ -13,6 +13,7 @@ DECLARE
     argus_clock_old timestamptz;
     argus_clock_new timestamptz;
     argus_clock_moved boolean := false;
+    argus_purge boolean := (SELECT purge FROM argus_catalog.settings);
     argus_ids bigint[] := ARRAY[]::bigint[];
     argus_ins bigint[] := ARRAY[]::bigint[];
     argus_ret bigint[] := ARRAY[]::bigint[];
