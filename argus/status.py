@@ -17,16 +17,22 @@ def status_tables(conn: psycopg.Connection) -> list:
     info = conn.info
     header = (f"argus catalog v{installed_version(conn)} in database {info.dbname!r} "
               f"on {info.host}:{info.port}")
-    streams = Table("stream", "history rows", "waiting in inbox", title="streams",
-                    title_justify="left")
-    for name, history in conn.execute(
-            """SELECT s.name, n.hist_rows FROM argus_catalog.streams s
+    (clock,) = conn.execute("SELECT argus.clock_now()").fetchone()
+    header += f"; stream clock {clock if clock is not None else '(no event time yet)'}"
+    streams = Table("stream", "history rows", "kept from", "waiting in inbox",
+                    title="streams", title_justify="left")
+    for name, history, horizon in conn.execute(
+            """SELECT s.name, n.hist_rows, n.horizon FROM argus_catalog.streams s
                  JOIN argus_catalog.nodes n USING (node_id) ORDER BY s.name""").fetchall():
         (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT FROM {} LIMIT %s) w")
                                   .format(stream_inbox(name)), (INBOX_COUNT_LIMIT + 1,)).fetchone()
-        streams.add_row(name, f"{history:,}", f"{waiting:,}" if waiting <= INBOX_COUNT_LIMIT
+        streams.add_row(name, f"{history:,}", horizon or "(everything)",
+                        f"{waiting:,}" if waiting <= INBOX_COUNT_LIMIT
                         else f"over {INBOX_COUNT_LIMIT:,}")
 
+    (state,) = conn.execute(
+        "SELECT coalesce(sum(hist_rows), 0) FROM argus_catalog.nodes WHERE kind <> 'stream'"
+    ).fetchone()
     queries, nodes, shared, uses = conn.execute(
         """SELECT (SELECT count(*) FROM argus_catalog.queries),
                   (SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'),
@@ -36,7 +42,8 @@ def status_tables(conn: psycopg.Connection) -> list:
                   (SELECT count(*) FROM argus_catalog.query_nodes
                      JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream')""").fetchone()
     network = (f"{queries} queries, {nodes} nodes ({shared} shared by several queries); "
-               f"sharing ratio {uses / nodes if nodes else 0:.2f} query uses per node")
+               f"sharing ratio {uses / nodes if nodes else 0:.2f} query uses per node; "
+               f"{state:,} rows of node state")
 
     runs = Table("run", "started", "ms", "status", "rows in", "nodes run", "error",
                  title="recent cycles", title_justify="left")

@@ -249,7 +249,8 @@ DECLARE
     v_last  bigint;
     v_error text;
     v_node  bigint;
-    v_rows  bigint;
+    v_delta text;
+    v_timeout text;
 BEGIN
     IF wait THEN
         PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
@@ -261,17 +262,27 @@ BEGIN
     INSERT INTO argus_catalog.runs (started_at, status)
     VALUES (clock_timestamp(), 'running') RETURNING run_id INTO v_run;
     BEGIN
-        -- the previous cycle's changes stop being the last cycle's changes
-        -- (DELETE keeps readers of the changes views unblocked; TRUNCATE is cheaper
-        -- for a large delta, e.g. after a bulk load)
-        FOR v_node, v_rows IN SELECT r.node_id, r.inserted + r.retracted
-                                FROM argus_catalog.run_nodes r
-                                JOIN argus_catalog.nodes n USING (node_id)
-                               WHERE r.run_id = v_last AND r.inserted + r.retracted > 0 LOOP
-            EXECUTE format(CASE WHEN v_rows > 10000 THEN 'TRUNCATE argus_net.%I'
-                                ELSE 'DELETE FROM argus_net.%I' END,
-                           'n' || v_node || '_delta');
+        -- The previous cycle's changes stop being the last cycle's changes. DELETE is
+        -- cheap for a small delta, but leaves dead rows that autovacuum may not clear
+        -- between two cycles; once a delta's file has grown past 8 pages, TRUNCATE it
+        -- (unless a reader of its changes view holds it: then DELETE, and next time).
+        v_timeout := current_setting('lock_timeout');
+        PERFORM set_config('lock_timeout', '50ms', true);
+        FOR v_node IN SELECT r.node_id FROM argus_catalog.run_nodes r
+                        JOIN argus_catalog.nodes n USING (node_id)
+                       WHERE r.run_id = v_last AND r.inserted + r.retracted > 0 LOOP
+            v_delta := format('argus_net.%I', 'n' || v_node || '_delta');
+            IF pg_relation_size(v_delta::regclass) > 8 * current_setting('block_size')::int THEN
+                BEGIN
+                    EXECUTE 'TRUNCATE ' || v_delta;
+                EXCEPTION WHEN lock_not_available THEN
+                    EXECUTE 'DELETE FROM ' || v_delta;
+                END;
+            ELSE
+                EXECUTE 'DELETE FROM ' || v_delta;
+            END IF;
         END LOOP;
+        PERFORM set_config('lock_timeout', v_timeout, true);
         PERFORM argus_net.cycle_program(v_run);
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
