@@ -353,14 +353,16 @@ class JoinCompiler:
             exprs = self._padded(node) if kind == "left" else None
             slots = self._slots(node, exprs)
             present_when_matched = kind == "semi"
-            test = sql.SQL("> 0" if present_when_matched else "= 0")
-            steps.append(Step(render("join/partners_new_rows", delta=node.delta,
+            growing = "_growing" if right.insert_only else ""
+            steps.append(Step(render(f"join/partners_new_rows{growing}", delta=node.delta,
                                      left_delta=left.delta, right=right.hist,
-                                     right_delta=right.delta, test=test, **slots),
-                              all_rows(left)))
+                                     right_delta=right.delta,
+                                     test=sql.SQL("> 0" if present_when_matched else "= 0"),
+                                     negate=sql.SQL("" if present_when_matched else "NOT"),
+                                     **slots), all_rows(left)))
             gained, lost = ("1", "-1") if present_when_matched else ("-1", "1")
-            steps.append(Step(render("join/partners_changed", delta=node.delta, left=left.hist,
-                                     right=right.hist, right_delta=right.delta,
+            steps.append(Step(render(f"join/partners_changed{growing}", delta=node.delta,
+                                     left=left.hist, right=right.hist, right_delta=right.delta,
                                      on_gained=sql.SQL(gained), on_lost=sql.SQL(lost), **slots),
                               all_rows(right)))
         return steps

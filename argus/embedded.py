@@ -49,7 +49,10 @@ def _free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """Can the server listen on `port`? (Like PostgreSQL, ignore connections of a
+    previous server still in TIME_WAIT, so a restart keeps its port and its DSN.)"""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

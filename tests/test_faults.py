@@ -1,0 +1,195 @@
+"""Faults: killed cycle processes, a crashed server, concurrent cycles and loaders.
+
+Whatever happens, afterwards every row loaded is in its stream's history exactly once,
+no batch is processed twice, and every query equals its SQL run from scratch.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import argus
+from argus.embedded import EmbeddedServer
+
+from .oracle import Oracle
+
+QUERIES = {
+    "big": "SELECT id, amount FROM tr WHERE amount > 500",
+    "pairs": "SELECT a.id AS first, b.id AS second FROM tr a JOIN tr b ON b.snd = a.rcv",
+    "per_sender": "SELECT snd, count(*) AS n, sum(amount) AS total, max(amount) AS top "
+                  "FROM tr GROUP BY snd HAVING count(*) > 1",
+    "lonely": "SELECT id FROM tr a WHERE NOT EXISTS (SELECT 1 FROM tr b WHERE b.snd = a.rcv)",
+}
+
+CYCLE_SCRIPT = """
+import sys, argus
+with argus.connect(sys.argv[1]) as db:
+    db.run()
+"""
+
+
+def setup_workload(db) -> Oracle:
+    oracle = Oracle(db)
+    oracle.create_stream("tr", {"id": "int", "snd": "int", "rcv": "int", "amount": "int"})
+    for name, query in QUERIES.items():
+        oracle.register(name, query)
+    return oracle
+
+
+def rows(rng: random.Random, start: int, n: int) -> list[tuple]:
+    return [(i, rng.randint(0, 50_000), rng.randint(0, 50_000), rng.randint(1, 1000))
+            for i in range(start, start + n)]
+
+
+def assert_exactly_once(db, expected_ids: range) -> None:
+    ids = [r[0] for r in db.conn.execute("SELECT id FROM argus_streams.tr ORDER BY id")]
+    assert ids == list(expected_ids), "rows were lost or claimed twice"
+    claimed = db.conn.execute(
+        "SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams s "
+        "JOIN argus_catalog.runs r USING (run_id) WHERE r.status = 'ok'").fetchone()[0]
+    assert claimed == len(expected_ids), "the cycle log does not add up to the rows claimed"
+
+
+@pytest.mark.slow
+def test_cycles_killed_at_random_points_lose_and_repeat_nothing(db, fresh_dsn):
+    rng = random.Random(1)
+    oracle = setup_workload(db)
+    script = Path(tempfile.mkdtemp()) / "cycle.py"
+    script.write_text(CYCLE_SCRIPT)
+    next_id, kills = 0, 0
+    for _ in range(40):
+        batch = rows(rng, next_id, 1000)
+        next_id += len(batch)
+        oracle.insert("tr", batch)
+        process = subprocess.Popen([sys.executable, str(script), fresh_dsn])
+        time.sleep(rng.uniform(0.2, 1.2))  # the cycle may be connecting, claiming,
+        if process.poll() is None:          # evaluating, flushing or committing
+            process.send_signal(signal.SIGKILL)
+            kills += 1
+        process.wait()
+    # the killed cycles' sessions may still be finishing on the server: wait for them
+    deadline = time.time() + 120
+    while db.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                          "current_database() AND pid <> pg_backend_pid()").fetchone()[0]:
+        assert time.time() < deadline
+        time.sleep(0.1)
+    oracle.accumulated.clear()  # cycles ran in other processes: their changes were not seen
+    oracle.run()  # claims whatever the killed cycles left; checks every query
+    assert_exactly_once(db, range(next_id))
+    completed = db.conn.execute("SELECT count(*) FROM argus_catalog.runs "
+                                "WHERE status = 'ok'").fetchone()[0] - 1
+    assert kills > 10 and completed > 3  # some were killed, some finished
+    print(f"\n{kills} of 40 cycle processes killed, {completed} completed")
+
+
+@pytest.mark.slow
+def test_concurrent_cycles_and_a_loader_never_overlap(db, fresh_dsn):
+    rng = random.Random(2)
+    oracle = setup_workload(db)
+    loaded: list[tuple] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def loader() -> None:
+        try:
+            with argus.connect(fresh_dsn) as mine:
+                start = 0
+                while not stop.is_set() and start < 30_000:
+                    batch = rows(random.Random(start), start, 50)
+                    mine.insert("tr", batch)
+                    loaded.extend(batch)
+                    start += len(batch)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    def cycler(count: int) -> None:
+        try:
+            with argus.connect(fresh_dsn) as mine:
+                for _ in range(count):
+                    try:
+                        mine.run(wait=rng.random() < 0.5)
+                    except argus.CycleInProgressError:
+                        pass
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loader)] + [
+        threading.Thread(target=cycler, args=(60,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads[1:]:
+        t.join()
+    stop.set()
+    threads[0].join()
+    assert not errors, errors
+    oracle.pending.append(("tr", loaded))
+    oracle.accumulated.clear()  # the cycles ran in other sessions
+    oracle.run()
+    assert_exactly_once(db, range(len(loaded)))
+    runs = db.conn.execute("SELECT started_at, finished_at FROM argus_catalog.runs "
+                           "WHERE status = 'ok' ORDER BY started_at").fetchall()
+    for (_, end), (start, _) in zip(runs, runs[1:]):
+        assert end <= start, "two cycles overlapped"
+    print(f"\n{len(runs)} cycles by 4 concurrent runners, {len(loaded)} rows loaded meanwhile")
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_a_server_crash_mid_cycle_loses_nothing(tmp_path):
+    """Stop PostgreSQL with an immediate shutdown (a crash) while cycles run."""
+    server = EmbeddedServer(tmp_path / "home")
+    dsn = server.ensure_running()
+    rng = random.Random(3)
+    loaded: list[tuple] = []
+    mid_cycle = 0
+    try:
+        with argus.connect(dsn) as db:
+            setup_workload(db)
+        for _ in range(6):
+            with argus.connect(dsn) as db:
+                batch = rows(rng, len(loaded), 5000)
+                db.insert("tr", batch)
+                loaded += batch
+            worker = subprocess.Popen([sys.executable, "-c", CYCLE_SCRIPT, dsn],
+                                      stderr=subprocess.DEVNULL)
+            deadline = time.time() + 10
+            with psycopg.connect(dsn, autocommit=True) as watcher:
+                while time.time() < deadline and worker.poll() is None:
+                    if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE query "
+                                       "LIKE %s AND state = 'active'",
+                                       ("%run_cycle%",)).fetchone()[0]:
+                        break
+                    time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, 0.15))  # into the cycle: claiming, evaluating, flushing
+            mid_cycle += worker.poll() is None
+            server._pgexec("pg_ctl", "-D", str(server.pgdata), "-m", "immediate", "-w", "stop")
+            worker.wait()
+            server.ensure_running()  # crash recovery
+        with argus.connect(dsn) as db:
+            oracle = Oracle(db)  # its mirror table was created by setup_workload
+            oracle.pending.append(("tr", loaded))
+            oracle.run()  # claims what the crashed cycles did not commit; checks queries
+            assert_exactly_once(db, range(len(loaded)))
+    finally:
+        server.stop()
+    assert mid_cycle >= 3
+    print(f"\n6 server crashes, {mid_cycle} of them during a cycle")
+
+
+def test_a_bad_query_does_not_break_cycles_for_the_others(transfers):
+    transfers.register("fine", "SELECT tran_id FROM transfers")
+    with pytest.raises(argus.QueryError):
+        transfers.db.register_query("broken", "SELECT tran_id FROM transfers WHERE sender > 1")
+    transfers.insert("transfers", [(1, "2024-01-01", "a", "b", 5)])
+    transfers.run()
+    assert transfers.db.results("fine") == [(1,)]
