@@ -9,6 +9,7 @@ import psycopg
 from psycopg import sql
 
 from . import catalog, cycle, registry, streams
+from . import loads as load_ops
 from .analyze import StreamSchema
 from .cycle import CycleReport
 from .errors import ServerError
@@ -60,8 +61,19 @@ class Argus:
     def streams(self) -> list[StreamSchema]:
         return list(streams.stream_schemas(self.conn).values())
 
-    def insert(self, stream: str, rows: Iterable[object]) -> int:
-        return streams.insert(self.conn, stream, rows)
+    def insert(self, stream: str, rows: Iterable[object], load_id: str | None = None) -> int:
+        """COPY rows (tuples in column order, or dicts) into the stream's inbox, all or
+        none. With a load_id the load happens at most once: loading the same id again
+        loads nothing and returns 0 (see `load` for the details)."""
+        return load_ops.load_rows(self.conn, stream, rows, load_id).rows
+
+    def load(self, stream: str, rows: Iterable[object], load_id: str | None = None
+             ) -> load_ops.LoadResult:
+        return load_ops.load_rows(self.conn, stream, rows, load_id)
+
+    def loads(self) -> list[tuple]:
+        return self.conn.execute("SELECT load_id, stream, rows, source, loaded_at "
+                                 "FROM argus_catalog.loads ORDER BY loaded_at").fetchall()
 
     # -- queries ---------------------------------------------------------------
 

@@ -136,6 +136,34 @@ def register(name: str, sql_text: str | None, path: Path | None, dsn: str | None
 
 
 @main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--stream", required=True, help="The stream to load into.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "json"]), default=None,
+              help="File format (default: from the file name).")
+@click.option("--header/--no-header", default=True, show_default=True,
+              help="CSV: the first line names the columns.")
+@click.option("--load-id", default=None,
+              help="Loads with the same id happen once (default: path, size and mtime).")
+@click.option("--master", default=None, help="Spark master URL (default: local[2]).")
+@click.option("--batch-size", default=10_000, show_default=True, help="JDBC batch size.")
+@dsn_option
+@handle_errors
+def load(path: Path, stream: str, fmt: str | None, header: bool, load_id: str | None,
+         master: str | None, batch_size: int, dsn: str | None) -> None:
+    """Load a CSV, Parquet or JSON file into STREAM with Spark, exactly once."""
+    from .spark import load_file
+
+    result = load_file(str(path), stream, dsn, fmt=fmt, header=header, load_id=load_id,
+                       master=master, batch_size=batch_size,
+                       progress=lambda message: err_console.print(f"[dim]{message}[/]"))
+    if result.duplicate:
+        console.print(f"load {result.load_id} was loaded before: nothing loaded")
+    else:
+        console.print(f"{result.rows:,} rows loaded into {result.stream} "
+                      f"(load id {result.load_id}); the next cycle claims them")
+
+
+@main.command()
 @click.argument("name")
 @dsn_option
 @handle_errors
@@ -224,6 +252,60 @@ def demo(cycles: int, history: int, batch: int, dsn: str | None) -> None:
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
     run_demo(admin, cycles=cycles, history=history, batch=batch, console=console,
              explicit_dsn=bool(dsn))
+
+
+# -- scheduling ----------------------------------------------------------------------
+
+@main.command()
+@click.option("--every", default=None, help="Run a cycle every 5m, 1h, 1d (pg_cron: also 30s).")
+@click.option("--cron", "cron_expr", default=None, help="A cron expression instead of --every.")
+@click.option("--pg-cron", is_flag=True, help="Schedule inside PostgreSQL with pg_cron.")
+@click.option("--log", type=click.Path(path_type=Path), default=None,
+              help="Where cron appends each cycle's output (default: in the argus data dir).")
+@click.option("--list", "listing", is_flag=True, help="List the scheduled cycles.")
+@dsn_option
+@handle_errors
+def schedule(every: str | None, cron_expr: str | None, pg_cron: bool, log: Path | None,
+             listing: bool, dsn: str | None) -> None:
+    """Run cycles on a schedule: a crontab entry (or a pg_cron job) per database."""
+    from . import schedule as sched
+    from .api import resolve_dsn
+
+    if listing:
+        table = Table("schedule", "database", "runs", title="scheduled cycles",
+                      title_justify="left")
+        for entry in sched.entries():
+            table.add_row(entry.schedule, entry.target, "cron: argus run")
+        if pg_cron:
+            for name, expression, database in sched.pg_cron_jobs(resolve_dsn(dsn)):
+                table.add_row(expression, database, f"pg_cron job {name}")
+        console.print(table)
+        return
+    target = resolve_dsn(dsn)
+    with _connect(target):
+        pass  # the catalog exists before anything runs a cycle
+    expression = sched.cron_expression(every, cron_expr, seconds_ok=pg_cron)
+    if pg_cron:
+        job = sched.schedule_pg_cron(target, expression)
+        console.print(f"pg_cron job {job} runs SELECT argus.run_cycle() on {expression!r}")
+    else:
+        entry = sched.schedule_cron(target, expression, log)
+        console.print(f"crontab: {entry.schedule} argus run (database {entry.target}); "
+                      f"output appended to {log or sched.default_home() / 'cycles.log'}")
+
+
+@main.command()
+@click.option("--pg-cron", is_flag=True, help="Remove the pg_cron job instead.")
+@dsn_option
+@handle_errors
+def unschedule(pg_cron: bool, dsn: str | None) -> None:
+    """Stop running this database's cycles on a schedule."""
+    from . import schedule as sched
+    from .api import resolve_dsn
+
+    target = resolve_dsn(dsn)
+    removed = sched.unschedule_pg_cron(target) if pg_cron else sched.unschedule_cron(target)
+    console.print("unscheduled" if removed else "nothing was scheduled for this database")
 
 
 # -- the embedded server -------------------------------------------------------------

@@ -22,9 +22,10 @@ INBOX_SCHEMA = "argus_inbox"  # where loaders (psql, COPY, Spark) write new rows
 NETWORK_SCHEMA = "argus_net"  # history and delta tables of the network's nodes
 RESULTS_SCHEMA = "argus_results"  # one view per query: its current answer
 CHANGES_SCHEMA = "argus_changes"  # one view per query: the last cycle's signed changes
+STAGING_SCHEMA = "argus_staging"  # per-load tables Spark writes before the load commits
 
 SCHEMAS = (API_SCHEMA, CATALOG_SCHEMA, STREAMS_SCHEMA, INBOX_SCHEMA, NETWORK_SCHEMA,
-           RESULTS_SCHEMA, CHANGES_SCHEMA)
+           RESULTS_SCHEMA, CHANGES_SCHEMA, STAGING_SCHEMA)
 
 SIGN = "argus_sign"  # +1 insert / -1 retraction, on every delta table and changes view
 RESERVED_PREFIX = "argus_"  # user columns may not start with it, so SIGN never collides

@@ -157,13 +157,9 @@ def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
             for name, time_column, cols, types in rows}
 
 
-def insert(conn: psycopg.Connection, stream: str, rows: Iterable[object]) -> int:
+def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
+              rows: Iterable[object]) -> int:
     """COPY rows into the stream's inbox in one transaction: all of them or none."""
-    name = check_name(stream, "stream")
-    schema = stream_schemas(conn).get(name)
-    if schema is None:
-        raise UnknownStreamError(f"unknown stream {stream!r}")
-    columns = schema.column_names
     copy_sql = sql.SQL("COPY {} ({}) FROM STDIN").format(
         stream_inbox(name), sql.SQL(", ").join(map(sql.Identifier, columns)))
     count = 0

@@ -8,6 +8,7 @@ CREATE SCHEMA argus_inbox;     -- one table per stream: rows written but not yet
 CREATE SCHEMA argus_net;       -- n<id> (history) and n<id>_delta tables of network nodes
 CREATE SCHEMA argus_results;   -- one view per query: its current answer
 CREATE SCHEMA argus_changes;   -- one view per query: what the last cycle changed
+CREATE SCHEMA argus_staging;   -- per-load tables that Spark writes before a load commits
 
 CREATE TABLE argus_catalog.schema_version (
     version    int PRIMARY KEY,
@@ -98,6 +99,15 @@ CREATE TABLE argus_catalog.query_nodes (
     PRIMARY KEY (query_id, node_id)
 );
 CREATE INDEX query_nodes_node ON argus_catalog.query_nodes (node_id);
+
+-- Loads with an id: each is moved into its stream's inbox exactly once.
+CREATE TABLE argus_catalog.loads (
+    load_id   text PRIMARY KEY,
+    stream    text NOT NULL,
+    rows      bigint NOT NULL,
+    source    text,                      -- 'copy', 'spark', a path
+    loaded_at timestamptz NOT NULL DEFAULT now()
+);
 
 -- The cycle log. Names are copied, not referenced, so the log outlives drops.
 -- The stream clock: the largest event time claimed so far, over every stream with a
@@ -216,6 +226,9 @@ SELECT n.node_id,
        n.horizon,
        n.created_at
   FROM argus_catalog.nodes n;
+
+CREATE VIEW argus.loads AS
+SELECT load_id, stream, rows, source, loaded_at FROM argus_catalog.loads;
 
 CREATE VIEW argus.runs AS
 SELECT r.run_id,

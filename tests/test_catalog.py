@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 import argus
-from argus import analyze, catalog, names, streams
+from argus import analyze, catalog, names, schedule, streams
 
 
 def test_migrate_is_idempotent_and_versioned(fresh_dsn):
@@ -29,7 +29,7 @@ def test_catalog_views_exist_for_psql_users(db):
         db.conn.execute(f"SELECT * FROM argus.{view}").fetchall()  # noqa: S608 - constants
 
 
-@pytest.mark.parametrize("module", [analyze, catalog, names, streams])
+@pytest.mark.parametrize("module", [analyze, catalog, names, schedule, streams])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0

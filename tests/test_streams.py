@@ -72,3 +72,25 @@ def test_create_stream_is_transactional(db):
     with pytest.raises(argus.InvalidNameError):
         db.create_stream("s", {"a": "int", "b": "bogus_type"})
     assert snapshot(db.conn) == before
+
+
+def test_a_load_id_loads_at_most_once(transfers):
+    rows = [(1, "2024-01-01", "a", "b", 5), (2, "2024-01-01", "a", "b", 6)]
+    first = transfers.db.load("transfers", rows, load_id="file-001")
+    again = transfers.db.load("transfers", rows, load_id="file-001")
+    assert (first.rows, first.duplicate) == (2, False)
+    assert (again.rows, again.duplicate) == (0, True)
+    assert transfers.db.insert("transfers", rows, load_id="file-001") == 0
+    assert transfers.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone() == (2,)
+    assert transfers.conn.execute(
+        "SELECT load_id, stream, rows, source FROM argus.loads").fetchall() == [
+        ("file-001", "transfers", 2, "copy")]
+
+
+def test_a_failed_load_with_an_id_can_be_retried(transfers):
+    bad = [(1, "2024-01-01", "a", "b", 5), (2, "not a date", "a", "b", 6)]
+    with pytest.raises(argus.LoadError, match="line 2"):
+        transfers.db.load("transfers", bad, load_id="file-002")
+    assert transfers.db.loads() == []  # the id was not recorded: a retry loads
+    good = [(1, "2024-01-01", "a", "b", 5), (2, "2024-01-02", "a", "b", 6)]
+    assert transfers.db.load("transfers", good, load_id="file-002").rows == 2

@@ -1,0 +1,103 @@
+"""Loads with an id, exactly once: a load's rows reach its stream's inbox in the same
+transaction that records its id, so a retried or re-run load is a no-op and a crashed
+one leaves nothing behind.
+
+Rows given in Python are COPied straight into the inbox inside that transaction. Spark
+writes from many tasks and connections, which may retry: it writes into a per-load
+staging table, each row tagged with its partition and position, and `commit_staged`
+moves the rows into the inbox — each (partition, position) once — and records the id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from .errors import LoadError
+from .names import STAGING_SCHEMA, check_name, stream_inbox
+from .streams import copy_rows, stream_schemas
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    load_id: str | None
+    stream: str
+    rows: int
+    duplicate: bool = False  # the id was loaded before: nothing was loaded this time
+
+
+def _claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) -> bool:
+    """Record the load id in the current transaction; False if it was loaded before.
+    A concurrent load of the same id waits here until the first one commits."""
+    return conn.execute(
+        """INSERT INTO argus_catalog.loads (load_id, stream, rows, source)
+           VALUES (%s, %s, 0, %s) ON CONFLICT (load_id) DO NOTHING RETURNING 1""",
+        (load_id, stream, source)).fetchone() is not None
+
+
+def load_rows(conn: psycopg.Connection, stream: str, rows: Iterable[object],
+              load_id: str | None = None) -> LoadResult:
+    """COPY rows into the inbox in one transaction, recording `load_id` if given."""
+    name = check_name(stream, "stream")
+    schema = stream_schemas(conn).get(name)
+    if schema is None:
+        from .errors import UnknownStreamError
+
+        raise UnknownStreamError(f"unknown stream {stream!r}")
+    with conn.transaction():
+        if load_id is not None and not _claim_id(conn, load_id, name, "copy"):
+            return LoadResult(load_id, name, 0, duplicate=True)
+        count = copy_rows(conn, name, schema.column_names, rows)
+        if load_id is not None:
+            conn.execute("UPDATE argus_catalog.loads SET rows = %s WHERE load_id = %s",
+                         (count, load_id))
+    return LoadResult(load_id, name, count)
+
+
+def staging_table(load_id: str) -> sql.Identifier:
+    digest = hashlib.sha1(load_id.encode()).hexdigest()[:20]
+    return sql.Identifier(STAGING_SCHEMA, f"load_{digest}")
+
+
+def already_loaded(conn: psycopg.Connection, load_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM argus_catalog.loads WHERE load_id = %s",
+                        (load_id,)).fetchone() is not None
+
+
+def prepare_staging(conn: psycopg.Connection, stream: str, load_id: str) -> sql.Identifier:
+    """A fresh staging table shaped like the inbox (NOT NULL included), plus the
+    (partition, position) tag of each row."""
+    table = staging_table(load_id)
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+        conn.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING DEFAULTS "
+                             "INCLUDING CONSTRAINTS, argus_part int, argus_row bigint)").format(
+            table, stream_inbox(stream)))
+    return table
+
+
+def commit_staged(conn: psycopg.Connection, stream: str, load_id: str,
+                  source: str) -> LoadResult:
+    """Move a staged load into the inbox, once, and drop the staging table."""
+    table = staging_table(load_id)
+    columns = sql.SQL(", ").join(map(sql.Identifier, stream_schemas(conn)[stream].column_names))
+    with conn.transaction():
+        if not _claim_id(conn, load_id, stream, source):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+            return LoadResult(load_id, stream, 0, duplicate=True)
+        try:
+            count = conn.execute(sql.SQL(
+                "INSERT INTO {} ({}) SELECT {} FROM (SELECT DISTINCT ON (argus_part, argus_row) "
+                "* FROM {}) AS staged").format(stream_inbox(stream), columns, columns, table)
+            ).rowcount
+        except psycopg.errors.UndefinedTable:
+            raise LoadError(f"load {load_id!r}: its staged rows are gone (was it committed "
+                            "by another process?); nothing was loaded") from None
+        conn.execute("UPDATE argus_catalog.loads SET rows = %s WHERE load_id = %s",
+                     (count, load_id))
+        conn.execute(sql.SQL("DROP TABLE {}").format(table))
+    return LoadResult(load_id, stream, count)

@@ -1,0 +1,149 @@
+"""The Spark pipeline: DataFrames and files into streams over JDBC, exactly once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+import argus
+from argus.loads import commit_staged, prepare_staging
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+spark_mod = pytest.importorskip("argus.spark")
+if shutil.which("java") is None:
+    pytest.skip("Spark needs Java", allow_module_level=True)
+if spark_mod.jdbc_jar() is None:
+    pytest.skip("no PostgreSQL JDBC jar (Debian: libpostgresql-jdbc-java)",
+                allow_module_level=True)
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_mod.session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def events(db):
+    db.create_stream("events", {"id": "bigint NOT NULL", "day": "date", "v": "numeric(10,2)"})
+    db.register_query("big", "SELECT id, v FROM events WHERE v > 5")
+    return db
+
+
+def inbox(db) -> list[tuple]:
+    return db.conn.execute("SELECT id, day, v FROM argus_inbox.events ORDER BY id").fetchall()
+
+
+def test_a_dataframe_loads_exactly_once(spark, events, fresh_dsn):
+    df = spark.createDataFrame([(1, "2024-01-01", 3.5), (2, "2024-01-02", 7.25)],
+                               "id long, day string, v double")
+    first = spark_mod.load(df, "events", fresh_dsn, load_id="batch-1")
+    again = spark_mod.load(df, "events", fresh_dsn, load_id="batch-1")
+    assert (first.rows, again.rows, again.duplicate) == (2, 0, True)
+    assert len(inbox(events)) == 2
+    events.run()
+    assert sorted(events.results("big")) == [(2, 7.25)]
+    assert events.conn.execute("SELECT count(*) FROM pg_tables "
+                               "WHERE schemaname = 'argus_staging'").fetchone() == (0,)
+
+
+def test_a_retried_partition_is_moved_once(spark, events, fresh_dsn):
+    """Simulate a task that wrote its partition twice (retry, speculation)."""
+    df = spark.createDataFrame([(i, "2024-01-01", float(i)) for i in range(100)],
+                               "id long, day string, v double").repartition(4)
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        table = prepare_staging(conn, "events", "retry-1")
+    url, props = spark_mod.jdbc_target(fresh_dsn)
+    from pyspark.sql import functions as F
+
+    tagged = df.select("id", "day", "v", F.spark_partition_id().alias("argus_part"),
+                       F.monotonically_increasing_id().alias("argus_row")).cache()
+    for _ in range(2):  # the same partitions, written twice
+        tagged.write.mode("append").jdbc(url, table.as_string(events.conn), properties=props)
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        result = commit_staged(conn, "events", "retry-1", "test")
+    assert result.rows == 100 and len(inbox(events)) == 100
+
+
+def test_a_job_killed_before_commit_leaves_nothing_and_can_rerun(events, fresh_dsn, tmp_path):
+    """A Spark job killed after staging but before its commit: re-running it loads once."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, argus.spark as s
+        import argus.loads as loads
+        spark = s.session()
+        df = spark.createDataFrame([(i, "2024-01-01", 1.0) for i in range(50)],
+                                   "id long, day string, v double")
+        if os.environ.get("CRASH"):
+            loads.commit_staged = lambda *a, **k: os._exit(9)   # dies before committing
+            s.commit_staged = loads.commit_staged
+        s.load(df, "events", {fresh_dsn!r}, load_id="job-7")
+    """))
+    crashed = subprocess.run([sys.executable, str(script)], env={**os.environ, "CRASH": "1"})
+    assert crashed.returncode == 9
+    assert inbox(events) == []  # staged, never committed
+    subprocess.run([sys.executable, str(script)], check=True)
+    subprocess.run([sys.executable, str(script)], check=True)  # a second re-run: no-op
+    assert len(inbox(events)) == 50
+
+
+def test_schema_mismatches_fail_before_anything_is_loaded(spark, events, fresh_dsn):
+    extra = spark.createDataFrame([(1, 2)], "id long, colour long")
+    with pytest.raises(argus.LoadError, match="'colour' is not in stream 'events'"):
+        spark_mod.load(extra, "events", fresh_dsn)
+    wrong = spark.createDataFrame([(1, True)], "id long, day boolean")
+    with pytest.raises(argus.LoadError, match="cannot feed date"):
+        spark_mod.load(wrong, "events", fresh_dsn)
+    no_id = spark.createDataFrame([("2024-01-01",)], "day string")
+    with pytest.raises(argus.LoadError, match="NOT NULL columns missing .*id"):
+        spark_mod.load(no_id, "events", fresh_dsn)
+    assert inbox(events) == [] and events.loads() == []
+
+
+@pytest.mark.parametrize("row, message", [
+    ((1, "2024-02-30", 1.0), "date/time field value out of range"),
+    ((None, "2024-01-01", 1.0), 'null value in column "id"'),
+])
+def test_a_bad_row_fails_the_load_and_names_it(spark, events, fresh_dsn, row, message):
+    df = spark.createDataFrame([(5, "2024-01-01", 1.0), row], "id long, day string, v double")
+    with pytest.raises(argus.LoadError, match=message):
+        spark_mod.load(df, "events", fresh_dsn, load_id="bad-1")
+    assert inbox(events) == [] and events.loads() == []
+
+
+def test_argus_load_reads_a_csv_file_once(events, fresh_dsn, tmp_path):
+    data = tmp_path / "events.csv"
+    data.write_text("id,day,v\n1,2024-01-01,9.5\n2,2024-01-02,1.5\n")
+    from argus.cli import main
+
+    for _ in range(2):  # the same file twice: loaded once
+        result = CliRunner().invoke(main, ["load", "--stream", "events", str(data),
+                                           "--dsn", fresh_dsn], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    assert len(inbox(events)) == 2
+    assert "loaded before" in result.output
+
+
+def test_generated_transfers_feed_the_queries(spark, db, fresh_dsn):
+    from argus.datagen import TRANSFER_COLUMNS
+    from argus.sparkgen import transfers
+
+    db.create_stream("transfers", TRANSFER_COLUMNS, time_column="tran_date")
+    db.register_query("big", "SELECT tran_id FROM transfers WHERE amount > 1000000")
+    df = transfers(spark, 20_000)
+    result = spark_mod.load(df, "transfers", fresh_dsn, load_id="gen-1")
+    assert result.rows == df.count() > 20_000  # the chains came along
+    db.run()
+    expected = db.conn.execute("SELECT count(*) FROM argus_streams.transfers "
+                               "WHERE amount > 1000000").fetchone()[0]
+    assert len(db.results("big")) == expected > 0
