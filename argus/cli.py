@@ -240,9 +240,11 @@ def status(dsn: str | None) -> None:
 @click.option("--cycles", default=5, show_default=True)
 @click.option("--history", default=100_000, show_default=True, help="Rows loaded first.")
 @click.option("--batch", default=2_000, show_default=True, help="Rows per cycle.")
+@click.option("--spark", "use_spark", is_flag=True,
+              help="Generate and load the data with Spark (needs the spark extra and Java).")
 @dsn_option
 @handle_errors
-def demo(cycles: int, history: int, batch: int, dsn: str | None) -> None:
+def demo(cycles: int, history: int, batch: int, use_spark: bool, dsn: str | None) -> None:
     """Run a demo: transfers, a few queries, several cycles (in database argus_demo)."""
     from psycopg.conninfo import make_conninfo
 
@@ -251,7 +253,7 @@ def demo(cycles: int, history: int, batch: int, dsn: str | None) -> None:
 
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
     run_demo(admin, cycles=cycles, history=history, batch=batch, console=console,
-             explicit_dsn=bool(dsn))
+             explicit_dsn=bool(dsn), use_spark=use_spark)
 
 
 # -- scheduling ----------------------------------------------------------------------

@@ -44,24 +44,45 @@ def demo_dsn(admin_dsn: str) -> str:
     return make_conninfo(admin_dsn, dbname=DEMO_DATABASE)
 
 
+def _loader(dsn: str, use_spark: bool, console: Console):
+    """load(db, n): the next n generated transfers into the stream, by Python or Spark."""
+    if not use_spark:
+        gen = TransferGenerator(seed=7, accounts=20_000)
+        return lambda db, n: db.insert("transfers", gen.batch(n))
+    from . import spark as argus_spark
+    from .sparkgen import transfers
+
+    console.print("[dim]starting Spark (local mode) to generate and load the data[/]")
+    session = argus_spark.session(app="argus-demo")
+    state = {"next": 1}
+
+    def load(db: Argus, n: int) -> int:
+        df = transfers(session, n, first_id=state["next"], accounts=20_000, seed=state["next"])
+        state["next"] += n
+        return argus_spark.load(df, "transfers", dsn, load_id=f"demo-{state['next']}").rows
+    return load
+
+
 def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: int = 2_000,
-             console: Console | None = None, explicit_dsn: bool = False) -> dict[str, int]:
+             console: Console | None = None, explicit_dsn: bool = False,
+             use_spark: bool = False) -> dict[str, int]:
     console = console or Console()
     dsn = demo_dsn(admin_dsn)
-    gen = TransferGenerator(seed=7, accounts=20_000)
+    load = _loader(dsn, use_spark, console)
     totals: dict[str, int] = {}
     with Argus(dsn) as db:
         db.create_stream("transfers", TRANSFER_COLUMNS, time_column="tran_date")
-        db.insert("transfers", gen.batch(history))
-        db.run()
-        console.print(f"[bold]stream[/] transfers: {history:,} rows of history loaded")
+        load(db, history)
+        first = db.run()
+        console.print(f"[bold]stream[/] transfers: {first.total_in:,} rows of history loaded"
+                      + (" by Spark" if use_spark else ""))
         for name, text in QUERIES.items():
             info = db.register_query(name, text)
             shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]
             console.print(f"[bold]registered[/] {name}: {len(db.results(name)):,} rows from "
                           f"history" + (f", sharing node {shared}" if shared else ""))
         for i in range(1, cycles + 1):
-            db.insert("transfers", gen.batch(batch))
+            load(db, batch)
             report = db.run()
             console.rule(f"cycle {i}: {report.total_in:,} new transfers, "
                          f"{report.seconds * 1000:.1f} ms")

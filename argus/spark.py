@@ -101,9 +101,10 @@ def jdbc_target(dsn: str) -> tuple[str, dict[str, str]]:
     if host.startswith("/"):
         raise LoadError(f"Spark's JDBC driver needs TCP, and this DSN names the Unix socket "
                         f"{host}: give a host name or address")
-    url = f"jdbc:postgresql://{host}:{parts.get('port') or 5432}/{parts.get('dbname') or 'postgres'}"
+    port, database = parts.get("port") or 5432, parts.get("dbname") or "postgres"
+    url = f"jdbc:postgresql://{host}:{port}/{database}"
     props = {"driver": "org.postgresql.Driver", "user": parts.get("user") or "postgres",
-             "stringtype": "unspecified"}
+             "stringtype": "unspecified", "reWriteBatchedInserts": "true"}
     if parts.get("password"):
         props["password"] = parts["password"]
     return url, props
@@ -183,7 +184,8 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
         say("moving the staged rows into the inbox")
         result = commit_staged(conn, name, load_id, source)
         seconds = time.perf_counter() - started
-        say(f"{result.rows:,} rows in {seconds:.1f} s ({result.rows / max(seconds, 1e-9):,.0f} rows/s)")
+        rate = result.rows / max(seconds, 1e-9)
+        say(f"{result.rows:,} rows in {seconds:.1f} s ({rate:,.0f} rows/s)")
         return result
 
 

@@ -4,6 +4,7 @@ produced in parallel by Spark instead of row by row in Python."""
 from __future__ import annotations
 
 START_DATE = "2024-01-01"
+FOLLOW_UP_IDS = 1_000_000_000  # follow-up transfers' ids: the original's plus this
 
 
 def transfers(spark, rows: int, first_id: int = 1, accounts: int = 2000,
@@ -24,7 +25,7 @@ def transfers(spark, rows: int, first_id: int = 1, accounts: int = 2000,
         F.least(F.round(F.exp(F.randn(seed + 3) * 2.2 + 8), 2), F.lit(9e11))
         .cast("decimal(14,2)").alias("amount"))
     follow = (base.where((F.col("amount") > 100000) & (F.rand(seed + 4) < chain_share))
-              .select((F.col("tran_id") + rows).alias("tran_id"),
+              .select((F.col("tran_id") + FOLLOW_UP_IDS).alias("tran_id"),
                       F.date_add("tran_date", (F.rand(seed + 5) * 24 + 1).cast("int"))
                       .alias("tran_date"),
                       F.col("receiver").alias("sender"), account(6).alias("receiver"),

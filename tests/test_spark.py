@@ -147,3 +147,15 @@ def test_generated_transfers_feed_the_queries(spark, db, fresh_dsn):
     expected = db.conn.execute("SELECT count(*) FROM argus_streams.transfers "
                                "WHERE amount > 1000000").fetchone()[0]
     assert len(db.results("big")) == expected > 0
+
+
+def test_the_demo_runs_on_spark_generated_data(admin_dsn):
+    from argus.cli import main
+
+    out = CliRunner().invoke(main, ["demo", "--spark", "--cycles", "2", "--history", "5000",
+                                    "--batch", "1000", "--dsn", admin_dsn],
+                             catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert "by Spark" in out.output and "cycle 2" in out.output
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute("DROP DATABASE argus_demo WITH (FORCE)")

@@ -1,0 +1,57 @@
+"""Benchmark: loading with Spark over JDBC (exactly once, through a staging table)
+against PostgreSQL's own COPY of the same rows, in one run.
+
+Usage: python bench/load.py [--dsn DSN] [--rows N] [--batch-size N] [--partitions N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+import argus
+from argus import spark as argus_spark
+from argus.api import resolve_dsn
+from argus.datagen import TRANSFER_COLUMNS
+from argus.sparkgen import transfers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", default=None)
+    parser.add_argument("--rows", type=int, default=500_000)
+    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--partitions", type=int, default=2)
+    args = parser.parse_args()
+    admin = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS argus_bench WITH (FORCE)")
+        conn.execute("CREATE DATABASE argus_bench")
+    dsn = make_conninfo(admin, dbname="argus_bench")
+    spark = argus_spark.session()
+    df = transfers(spark, args.rows).coalesce(args.partitions).cache()
+    rows = df.collect()  # the same rows, for COPY
+    with argus.connect(dsn) as db:
+        db.create_stream("transfers", TRANSFER_COLUMNS)
+        started = time.perf_counter()
+        result = argus_spark.load(df, "transfers", dsn, load_id="bench-spark",
+                                  batch_size=args.batch_size)
+        spark_s = time.perf_counter() - started
+        db.conn.execute("TRUNCATE argus_inbox.transfers")
+        started = time.perf_counter()
+        db.insert("transfers", [tuple(r) for r in rows])
+        copy_s = time.perf_counter() - started
+    n = result.rows
+    print(f"{n:,} transfer rows, {args.partitions} Spark partitions, JDBC batch size "
+          f"{args.batch_size:,}")
+    print(f"  Spark JDBC load (exactly once): {spark_s:6.2f} s  {n / spark_s:10,.0f} rows/s")
+    print(f"  COPY from Python (argus insert): {copy_s:6.2f} s  {n / copy_s:10,.0f} rows/s")
+    print(f"  Spark / COPY throughput: {copy_s / spark_s:.2f}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
