@@ -10,17 +10,14 @@ Usage: python bench/algebra.py [--dsn DSN] [--history N] [--batch N] [--batches 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections import Counter
 
-import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 import argus
-from argus.api import resolve_dsn
+from common import arguments, fresh_database  # bench/common.py
 from argus.datagen import TRANSFER_COLUMNS, TransferGenerator
 
 QUERIES = {
@@ -41,21 +38,12 @@ QUERIES = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn", default=None)
-    parser.add_argument("--history", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=1_000)
-    parser.add_argument("--batches", type=int, default=10)
-    args = parser.parse_args()
-    admin = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
+    args = arguments(__doc__, history=100_000, batch=1_000, batches=10)
     print(f"{args.history:,} rows of history, batches of {args.batch:,} "
           f"(median of {args.batches})")
     for name, query in QUERIES.items():
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS argus_bench WITH (FORCE)")
-            conn.execute("CREATE DATABASE argus_bench")
         gen = TransferGenerator(seed=3)
-        with argus.connect(make_conninfo(admin, dbname="argus_bench")) as db:
+        with argus.connect(fresh_database(args.dsn)) as db:
             db.create_stream("transfers", TRANSFER_COLUMNS, time_column="tran_date")
             db.insert("transfers", gen.batch(args.history))
             db.run()

@@ -6,31 +6,19 @@ Usage: python bench/load.py [--dsn DSN] [--rows N] [--batch-size N] [--partition
 
 from __future__ import annotations
 
-import argparse
 import time
 
-import psycopg
-from psycopg.conninfo import make_conninfo
 
 import argus
+from common import arguments, fresh_database  # bench/common.py
 from argus import spark as argus_spark
-from argus.api import resolve_dsn
 from argus.datagen import TRANSFER_COLUMNS
 from argus.sparkgen import transfers
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn", default=None)
-    parser.add_argument("--rows", type=int, default=500_000)
-    parser.add_argument("--batch-size", type=int, default=10_000)
-    parser.add_argument("--partitions", type=int, default=2)
-    args = parser.parse_args()
-    admin = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS argus_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE argus_bench")
-    dsn = make_conninfo(admin, dbname="argus_bench")
+    args = arguments(__doc__, rows=500_000, batch_size=10_000, partitions=2)
+    dsn = fresh_database(args.dsn)
     spark = argus_spark.session()
     df = transfers(spark, args.rows).coalesce(args.partitions).cache()
     rows = df.collect()  # the same rows, for COPY

@@ -14,16 +14,13 @@ Usage: python bench/selections.py [--dsn DSN] [--history N] [--batch N] [--batch
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
-import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 import argus
-from argus.api import resolve_dsn
+from common import arguments, fresh_database  # bench/common.py
 from argus.datagen import TRANSFER_COLUMNS, TransferGenerator
 
 QUERIES = [f"SELECT tran_id, amount FROM transfers WHERE amount > {t}"
@@ -48,18 +45,8 @@ def timed(fn) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn", default=None)
-    parser.add_argument("--history", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=1_000)
-    parser.add_argument("--batches", type=int, default=10)
-    args = parser.parse_args()
-
-    admin = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS argus_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE argus_bench")
-    dsn = make_conninfo(admin, dbname="argus_bench")
+    args = arguments(__doc__, history=100_000, batch=1_000, batches=10)
+    dsn = fresh_database(args.dsn)
     gen = TransferGenerator(seed=1)
     db = argus.connect(dsn)
     db.create_stream("transfers", TRANSFER_COLUMNS, time_column="tran_date")

@@ -8,17 +8,14 @@ Usage: python bench/windows.py [--dsn DSN] [--cycles N] [--batch N]
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import random
 import statistics
 import time
 
-import psycopg
-from psycopg.conninfo import make_conninfo
 
 import argus
-from argus.api import resolve_dsn
+from common import arguments, fresh_database  # bench/common.py
 
 QUERY = """
     SELECT a.id AS first, b.id AS second, c.id AS third
@@ -29,14 +26,11 @@ QUERY = """
        AND c.t BETWEEN b.t AND b.t + interval '20 minutes'"""
 
 
-def run(admin: str, purge: bool, cycles: int, batch: int) -> dict[int, tuple[int, float]]:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS argus_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE argus_bench")
+def run(dsn: str | None, purge: bool, cycles: int, batch: int) -> dict[int, tuple[int, float]]:
     rng = random.Random(11)
     marks: dict[int, tuple[int, float]] = {}
     times: list[float] = []
-    with argus.connect(make_conninfo(admin, dbname="argus_bench")) as db:
+    with argus.connect(fresh_database(dsn)) as db:
         db.conn.execute("UPDATE argus_catalog.settings SET purge = %s", (purge,))
         db.create_stream("tr", {"id": "bigint", "snd": "int", "rcv": "int", "t": "timestamp"},
                          time_column="t")
@@ -61,16 +55,11 @@ def run(admin: str, purge: bool, cycles: int, batch: int) -> dict[int, tuple[int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn", default=None)
-    parser.add_argument("--cycles", type=int, default=200)
-    parser.add_argument("--batch", type=int, default=200, help="rows per cycle (1 minute)")
-    args = parser.parse_args()
-    admin = make_conninfo(resolve_dsn(args.dsn), dbname="postgres")
+    args = arguments(__doc__, cycles=200, batch=200)
     print(f"windowed 3-way join, {args.batch} rows per cycle, 1 minute of event time per "
           f"cycle, 1-hour windows; retained rows = all nodes' histories (stream included)")
     for purge in (True, False):
-        marks = run(admin, purge, args.cycles, args.batch)
+        marks = run(args.dsn, purge, args.cycles, args.batch)
         for cycle, (retained, ms) in sorted(marks.items()):
             state = "on " if purge else "off"
             print(f"  purge {state}  after {cycle:4d} cycles: {retained:>10,} rows retained, "
