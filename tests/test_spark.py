@@ -159,3 +159,50 @@ def test_the_demo_runs_on_spark_generated_data(admin_dsn):
     assert "by Spark" in out.output and "cycle 2" in out.output
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute("DROP DATABASE argus_demo WITH (FORCE)")
+
+
+def test_tpch_initial_load_and_refresh_batches(db, fresh_dsn, tmp_path):
+    tpch = pytest.importorskip("argus.tpch")
+    pytest.importorskip("duckdb", reason="the tpch extra is not installed")
+    from .oracle import Oracle
+
+    data = tpch.generate(0.01, tmp_path / "tpch", batches=2, share=0.01)
+    oracle = Oracle(db)
+    for table in tpch.TABLES:
+        oracle.create_stream(table, data.columns[table],
+                             time_column={"orders": "o_orderdate"}.get(table))
+    oracle.register("revenue_by_segment", """
+        SELECT c_mktsegment, count(*) AS orders, sum(o_totalprice) AS revenue
+          FROM customer JOIN orders ON o_custkey = c_custkey
+         GROUP BY c_mktsegment""")
+    oracle.register("late_lines", """
+        SELECT l_orderkey, count(*) AS n FROM lineitem
+         WHERE l_receiptdate > l_commitdate GROUP BY l_orderkey HAVING count(*) > 3""")
+    files = [data.initial] + data.refresh
+    for i, batch in enumerate(files):
+        for table, path in batch.items():
+            spark_mod.load_file(str(path), table, fresh_dsn, load_id=f"tpch-{i}-{table}")
+        # the oracle mirrors what argus loaded: the streams' histories after the cycle
+        oracle.accumulated.clear()
+        db.run()
+        for table in batch:
+            db.conn.execute(f"TRUNCATE oracle_mirror.{table}")  # noqa: S608 - constants
+            db.conn.execute(f"INSERT INTO oracle_mirror.{table} "  # noqa: S608
+                            f"SELECT * FROM argus_streams.{table}")
+        oracle.check()
+    (orders,) = db.conn.execute("SELECT count(*) FROM argus_streams.orders").fetchone()
+    assert orders == 15_000  # scale 0.01: every order loaded exactly once
+
+
+def test_argus_gen_writes_parquet(tmp_path):
+    pytest.importorskip("duckdb", reason="the tpch extra is not installed")
+    from argus.cli import main
+
+    out = CliRunner().invoke(main, ["gen", "tpch", "--scale", "0.01", "--batches", "3",
+                                    "--out", str(tmp_path / "tpch")], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "tpch" / "lineitem_refresh_03.parquet").is_file()
+    out = CliRunner().invoke(main, ["gen", "transfers", "--rows", "1000",
+                                    "--out", str(tmp_path / "tr")], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert list((tmp_path / "tr").glob("*.parquet"))
