@@ -60,20 +60,39 @@ def assert_exactly_once(db, expected_ids: range) -> None:
     assert claimed == len(expected_ids), "the cycle log does not add up to the rows claimed"
 
 
+def wait_until_cycle_runs(process: subprocess.Popen) -> None:
+    """Until the process's cycle is executing on the server (or the process ended)."""
+    deadline = time.time() + 30
+    with psycopg.connect(process.args[-1], autocommit=True) as watcher:
+        while time.time() < deadline and process.poll() is None:
+            if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s "
+                               "AND state = 'active' AND datname = current_database()",
+                               ("%run_cycle%",)).fetchone()[0]:
+                return
+            time.sleep(0.005)
+
+
 @pytest.mark.slow
 def test_cycles_killed_at_random_points_lose_and_repeat_nothing(db, fresh_dsn):
     rng = random.Random(1)
     oracle = setup_workload(db)
     script = Path(tempfile.mkdtemp()) / "cycle.py"
     script.write_text(CYCLE_SCRIPT)
-    next_id, kills = 0, 0
-    for _ in range(40):
+    next_id, kills, duration = 0, 0, 0.3
+    for i in range(40):
         batch = rows(rng, next_id, 1000)
         next_id += len(batch)
         oracle.insert("tr", batch)
         process = subprocess.Popen([sys.executable, str(script), fresh_dsn])
-        time.sleep(rng.uniform(0.2, 1.2))  # the cycle may be connecting, claiming,
-        if process.poll() is None:          # evaluating, flushing or committing
+        if i % 5 == 4:  # every fifth cycle completes, and tells how long a cycle takes
+            process.wait()
+            duration = db.conn.execute(
+                "SELECT extract(epoch FROM finished_at - started_at) FROM argus_catalog.runs "
+                "WHERE status = 'ok' ORDER BY run_id DESC LIMIT 1").fetchone()[0] or duration
+            continue
+        wait_until_cycle_runs(process)
+        time.sleep(rng.uniform(0.0, 0.9) * float(duration))  # claiming, evaluating, flushing
+        if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
         process.wait()
