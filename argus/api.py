@@ -15,6 +15,7 @@ from .cycle import CycleReport
 from .errors import ServerError
 from .names import changes_view, check_name, results_view
 from .registry import QueryInfo
+from .sharing import Sharing
 
 
 def resolve_dsn(dsn: str | None) -> str:
@@ -28,14 +29,19 @@ def resolve_dsn(dsn: str | None) -> str:
     return default_server().ensure_running()
 
 
-def connect(dsn: str | None = None) -> Argus:
-    """Connect to a PostgreSQL database and make sure it holds the current catalog."""
-    return Argus(resolve_dsn(dsn))
+def connect(dsn: str | None = None, sharing: Sharing | str | None = None) -> Argus:
+    """Connect to a PostgreSQL database and make sure it holds the current catalog.
+
+    sharing: how the queries this connection registers share the network's nodes —
+    "selection" (ARGUS's sharing-selection, the default), "match-plan" or "none";
+    default $ARGUS_SHARING, else "selection"."""
+    return Argus(resolve_dsn(dsn), sharing)
 
 
 class Argus:
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, sharing: Sharing | str | None = None) -> None:
         self.dsn = dsn
+        self.sharing = Sharing.of(sharing or os.environ.get("ARGUS_SHARING"))
         try:
             self.conn = psycopg.connect(dsn, autocommit=True, application_name="argus")
         except psycopg.OperationalError as exc:
@@ -78,7 +84,7 @@ class Argus:
     # -- queries ---------------------------------------------------------------
 
     def register_query(self, name: str, sql_text: str) -> QueryInfo:
-        return registry.register(self.conn, name, sql_text)
+        return registry.register(self.conn, name, sql_text, self.sharing)
 
     def unregister_query(self, name: str) -> None:
         registry.unregister(self.conn, name)

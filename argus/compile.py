@@ -577,26 +577,34 @@ _MULTIPLICITY = {
 
 class SetOpCompiler:
     """UNION ALL as a bag; INTERSECT / EXCEPT (and ALL) by counting each value's copies
-    in both inputs (aux table) and emitting the change of the output multiplicity."""
+    in both inputs (aux table) and emitting the change of the output multiplicity.
+    Each input's columns are the ones the definition names (a shared parent may have
+    more), matched by position."""
 
-    def _cast(self, node: Node, source: Node, alias: str) -> sql.Composed:
+    @staticmethod
+    def _source_columns(node: Node, side: str, source: Node) -> list[str]:
+        return node.definition.get(side) or list(source.columns)
+
+    def _cast(self, node: Node, side: str, source: Node, alias: str) -> sql.Composed:
         return sql.SQL(", ").join(
             sql.SQL("CAST({} AS {}) AS {}").format(sql.Identifier(alias, s), sql.SQL(t),
                                                    sql.Identifier(n))
-            for s, t, n in zip(source.columns, node.types, node.columns))
+            for s, t, n in zip(self._source_columns(node, side, source), node.types,
+                               node.columns))
 
-    def _named(self, source: Node, names, alias: str) -> sql.Composed:
+    def _named(self, node: Node, side: str, source: Node, alias: str) -> sql.Composed:
         return sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.Identifier(alias, s),
                                                              sql.Identifier(n))
-                                  for s, n in zip(source.columns, names))
+                                  for s, n in zip(self._source_columns(node, side, source),
+                                                  node.columns))
 
     def _counts(self, node: Node, left_src, right_src, lcount: str, rcount: str,
                 parents) -> sql.Composed:
         left, right = parents
         return render("setop/counts", u_columns=cols(node.columns, "u"),
                       hash=row_hash(node.columns, "u"),
-                      left_cast=self._cast(node, left, "t1"),
-                      right_cast=self._cast(node, right, "t2"),
+                      left_cast=self._cast(node, "left", left, "t1"),
+                      right_cast=self._cast(node, "right", right, "t2"),
                       left_count=sql.SQL(lcount), right_count=sql.SQL(rcount),
                       left=left_src, right=right_src, t1=T1, t2=T2)
 
@@ -605,8 +613,8 @@ class SetOpCompiler:
         union_all = node.definition["op"] == "union_all"
         template = "setop/create_union_all" if union_all else "setop/create"
         return [render(template, hist=node.hist, aux=node.aux("counts"),
-                       left_named=self._named(left, node.columns, "t1"),
-                       right_named=self._named(right, node.columns, "t2"),
+                       left_named=self._named(node, "left", left, "t1"),
+                       right_named=self._named(node, "right", right, "t2"),
                        left=left.hist, right=right.hist, t1=T1, t2=T2),
                 *add_hash(node), create_delta(node)]
 
@@ -615,8 +623,9 @@ class SetOpCompiler:
         op = node.definition["op"]
         if op == "union_all":
             return [render("setop/union_all_backfill", hist=node.hist, left=left.hist,
-                           right=right.hist, left_cast=self._cast(node, left, "t1"),
-                           right_cast=self._cast(node, right, "t1"), **signed_slots(node))]
+                           right=right.hist, left_cast=self._cast(node, "left", left, "t1"),
+                           right_cast=self._cast(node, "right", right, "t1"),
+                           **signed_slots(node))]
         m = sql.SQL(_MULTIPLICITY[op].format(a='"a"."argus_ca"', b='"a"."argus_cb"'))
         slots = signed_slots(node)
         return [render("setop/backfill", hist=node.hist, aux=node.aux("counts"),
@@ -631,9 +640,9 @@ class SetOpCompiler:
         op = node.definition["op"]
         if op == "union_all":
             return [Step(render("setop/union_all", delta=node.delta, source=src.delta,
-                                cast=self._cast(node, src, "t1"), **signed_slots(node)),
+                                cast=self._cast(node, side, src, "t1"), **signed_slots(node)),
                          all_rows(src), dynamic=False)
-                    for src in (left, right)]
+                    for side, src in (("left", left), ("right", right))]
         fm = _MULTIPLICITY[op]
         counts = self._counts(node, left.delta, right.delta, "t1.argus_sign", "t2.argus_sign",
                               parents)

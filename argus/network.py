@@ -15,11 +15,16 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
+from . import index
+from . import index as index_tables
+from .blocks import Indexed, describe, is_spj, substitute
+from .canon import map_atom
 from .compile import COMPILERS, Node, flush_block, node_block, program, purge_block
 from .errors import QueryError, UnknownStreamError
 from .names import NETWORK_SCHEMA, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
+from .sharing import BlockBuilder, IndexEntry, Sharing, _fresh, column_name, source_atoms
 from .temporal import classify, clock_conjuncts
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
@@ -116,83 +121,230 @@ def _category(pg_type: str) -> str:
 
 
 class Builder:
-    """Maps plans to nodes inside the registration's transaction."""
+    """Maps plans to nodes inside the registration's transaction.
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    Selections and inner joins are covered through the computation index
+    (`argus.sharing`); every other plan node is shared when an equal node (same kind,
+    parents, columns and definition: its signature) exists. Shared nodes name their
+    columns their own way, so each plan's columns are mapped to its node's (`names`),
+    and SQL over a plan's inputs is renamed before it becomes a node's."""
+
+    def __init__(self, conn: psycopg.Connection, sharing: Sharing | None = None,
+                 query: str = "") -> None:
         self.conn = conn
-        self.used: list[Node] = []  # every node the plan needs, bottom-up
+        self.sharing = sharing or Sharing()
+        self.query = query  # salts the signatures of nodes that must not be shared
         self.created: list[Node] = []
+        self.names: dict[Plan, dict[str, str]] = {}  # plan column -> node column
         self._memo: dict[Plan, Node] = {}
+        self._candidates: dict[tuple, list] = {}
 
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
             return self._memo[plan]
         node = self._node_for(plan)
         self._memo[plan] = node
-        self.used.append(node)
         return node
 
     def _node_for(self, plan: Plan) -> Node:
         if isinstance(plan, Scan):
-            return self._stream_node(plan.stream)
-        if isinstance(plan, Select):
-            parent = self.node_for(plan.input)
-            temporal, bounds, monotone = classify(plan.predicate)
-            definition = {"predicate": plan.predicate}
-            if temporal:
-                definition.update(temporal=True, monotone=monotone,
-                                  bounds=[[b.column, b.op, b.expr] for b in bounds],
-                                  clock_conjuncts=clock_conjuncts(plan.predicate))
-                self.check_horizon(parent, bounds if monotone else [])
-            else:
-                self.check_horizon(parent, None)
-            node = self._ensure("select", [parent], plan.columns, definition,
-                                parent.insert_only and not temporal)
-            if temporal:
-                self._index_parent(node, parent, [b.column for b in bounds])
+            node = self._stream_node(plan.stream)
+            self.names[plan] = {c: c for c in plan.columns}
             return node
-        if isinstance(plan, Join):
+        if is_spj(plan):
+            block = describe(plan, self._source, canonical=self.sharing.canonicalize)
+            node, self.names[plan] = BlockBuilder(self, block).build()
+            return node
+        if isinstance(plan, Select):  # a temporal filter
+            parent = self.node_for(plan.input)
+            predicate = self.renamed(plan.predicate, t1=plan.input)
+            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
+                            for c in plan.columns)
+            temporal, bounds, monotone = classify(predicate)
+            definition = {"predicate": predicate, "temporal": True, "monotone": monotone,
+                          "bounds": [[b.column, b.op, b.expr] for b in bounds],
+                          "clock_conjuncts": clock_conjuncts(predicate)}
+            self.check_horizon(parent, bounds if monotone else [])
+            node = self._ensure("select", [parent], columns, definition, False)
+            self._index_parent(node, parent, [b.column for b in bounds])
+            self.names[plan] = {c.name: c.name for c in columns}
+            return node
+        if isinstance(plan, Join):  # left, semi and anti joins
             left, right = self.node_for(plan.left), self.node_for(plan.right)
             self.check_horizon(left, None)
             self.check_horizon(right, None)
-            insert_only = plan.kind in ("inner", "semi") and left.insert_only and right.insert_only
-            node = self._ensure("join", [left, right], plan.columns,
-                                {"kind": plan.kind, "condition": plan.condition}, insert_only)
+            inputs = {"t1": plan.left, "t2": plan.right}
+            columns = tuple(Col(c.name, self.renamed(c.expr, **inputs)) for c in plan.columns)
+            condition = self.renamed(plan.condition, **inputs)
+            insert_only = plan.kind == "semi" and left.insert_only and right.insert_only
+            node = self._ensure("join", [left, right], columns,
+                                {"kind": plan.kind, "condition": condition}, insert_only)
             self._index_join_keys(node, left, right)
+            self.names[plan] = {c.name: c.name for c in columns}
             return node
         if isinstance(plan, Aggregate):
             parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
-            args = [a.arg for a in plan.aggregates if a.arg is not None]
+            groups = tuple(Col(g.name, self.renamed(g.expr, t1=plan.input)) for g in plan.groups)
+            aggs = [dataclasses.replace(a, arg=self.renamed(a.arg, t1=plan.input))
+                    if a.arg is not None else a for a in plan.aggregates]
+            args = [a.arg for a in aggs if a.arg is not None]
             types = dict(zip(args, self._probe_types(parent, args)))
             aggregates = [[a.name, a.func, a.arg, a.distinct,
                            _category(types[a.arg]) if a.arg is not None else None]
-                          for a in plan.aggregates]
-            columns = list(plan.groups) + [
+                          for a in aggs]
+            columns = list(groups) + [
                 Col(a.name, f"{a.func}({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})")
-                for a in plan.aggregates]
+                for a in aggs]
+            self.names[plan] = {n: n for n in plan.names}
             return self._ensure("aggregate", [parent], tuple(columns),
-                                {"groups": [[g.name, g.expr] for g in plan.groups],
+                                {"groups": [[g.name, g.expr] for g in groups],
                                  "aggregates": aggregates}, False)
         if isinstance(plan, Distinct):
             parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
+            # the parent may be a shared node with more columns than this plan reads
             columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
-                            for c in parent.columns)
+                            for c in self.columns_of(plan.input))
+            self.names[plan] = self.names[plan.input]
             return self._ensure("distinct", [parent], columns, {}, parent.insert_only)
         if isinstance(plan, SetOp):
             left, right = self.node_for(plan.left), self.node_for(plan.right)
             self.check_horizon(left, None)
             self.check_horizon(right, None)
-            if len(left.columns) != len(right.columns):
+            sides = {"left": self.columns_of(plan.left), "right": self.columns_of(plan.right)}
+            if len(sides["left"]) != len(sides["right"]):
                 raise QueryError("each side of a set operation must have the same number "
                                  "of columns")
             # positional: column i of the left input matches column i of the right one
-            columns = tuple(Col(n, f"t1.{i} | t2.{i}") for i, n in enumerate(left.columns, 1))
+            columns = tuple(Col(n, f"t1.{i} | t2.{i}") for i, n in enumerate(sides["left"], 1))
             insert_only = (plan.op in ("union_all", "intersect", "intersect_all")
                            and left.insert_only and right.insert_only)
-            return self._ensure("setop", [left, right], columns, {"op": plan.op}, insert_only)
+            self.names[plan] = self.names[plan.left]
+            return self._ensure("setop", [left, right], columns, {"op": plan.op, **sides},
+                                insert_only)
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
+
+    def renamed(self, text: str, **inputs: Plan) -> str:
+        """SQL over plan inputs (t1, t2) as SQL over their nodes' columns."""
+        maps = {alias: self.names[p] for alias, p in inputs.items()}
+        if all(k == v for m in maps.values() for k, v in m.items()):
+            return text
+        return substitute(text, {alias: {n: exp.column(c, table=alias, quoted=True)
+                                         for n, c in m.items()}
+                                 for alias, m in maps.items()}).sql("postgres")
+
+    def columns_of(self, plan: Plan) -> list[str]:
+        """The node columns holding a plan's columns, in the plan's order."""
+        return [self.names[plan][n] for n in plan.names]
+
+    def _source(self, plan: Plan) -> tuple[int, dict[str, str], dict[str, str]]:
+        node = self.node_for(plan)
+        return node.id, self.names[plan], dict(zip(node.columns, node.types))
+
+    def ancestors(self, node_id: int) -> list[int]:
+        """The node and every node it is computed from, in evaluation order."""
+        rows = self.conn.execute(
+            """WITH RECURSIVE a(id) AS (SELECT %s::bigint UNION
+                   SELECT e.parent_id FROM argus_catalog.edges e JOIN a ON e.child_id = a.id)
+               SELECT a.id FROM a JOIN argus_catalog.nodes n ON n.node_id = a.id
+                ORDER BY n.join_level, n.sequence_id, n.node_id""", (node_id,)).fetchall()
+        return [r[0] for r in rows]
+
+    # -- what argus.sharing asks of the network ----------------------------------------
+
+    def load(self, node_id: int) -> Node:
+        return load_node(self.conn, node_id)
+
+    def candidates(self, sources, shapes) -> list[Indexed]:
+        key = (index.sources_key(sources), frozenset(shapes))
+        if key not in self._candidates:
+            self._candidates[key] = index.candidates(self.conn, sources, shapes)
+        return self._candidates[key]
+
+    def source_index(self, node: Node) -> Indexed:
+        (rows,) = self.conn.execute("SELECT hist_rows FROM argus_catalog.nodes "
+                                    "WHERE node_id = %s", (node.id,)).fetchone()
+        return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns), rows)
+
+    def sources_of(self, node: Node) -> list[int]:
+        found = index.block_of(self.conn, node.id)
+        return [node.id] if found is None else found[0]
+
+    def atoms(self, node: Node) -> dict[str, str]:
+        if index.block_of(self.conn, node.id) is None:
+            return source_atoms(node.columns)
+        return index.node_atoms(self.conn, node.id)
+
+    def column(self, node: Node, atom: str) -> str:
+        return self.atoms(node)[atom]
+
+    def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
+                    entry: IndexEntry) -> Node:
+        self.check_horizon(parent, None)
+        return self._ensure("select", [parent], tuple(columns), {"predicate": predicate},
+                            parent.insert_only, entry)
+
+    def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
+                  entry: IndexEntry) -> Node:
+        self.check_horizon(left, None)
+        self.check_horizon(right, None)
+        node = self._ensure("join", [left, right], tuple(columns),
+                            {"kind": "inner", "condition": condition},
+                            left.insert_only and right.insert_only, entry,
+                            salted=not self.sharing.join_sharing)
+        self._index_join_keys(node, left, right)
+        return node
+
+    def enrich(self, node: Node, atoms: set[str]) -> Node:
+        """Projection enrichment: add columns holding `atoms` (over the node's STAs) to
+        a shared selection or join node, first to the parents that lack them, and
+        refill it from its parents. Its children and the views over it read columns by
+        name, so they are unaffected."""
+        parents = [self.load(p) for p in node.parents]
+        width = len(self.sources_of(parents[0])) if node.kind == "join" else None
+        wanted: dict[int, set[str]] = {}
+        plan = []
+        for atom in sorted(atoms):
+            k = int(atom.split(".", 1)[0].strip('"')[1:])
+            side = 1 if node.kind == "select" or k <= width else 2
+            parent_atom = atom if side == 1 or node.kind == "select" else \
+                map_atom(atom, {k: k - width})
+            wanted.setdefault(side, set()).add(parent_atom)
+            plan.append((atom, side, parent_atom))
+        for side, parent_atoms in wanted.items():
+            parent = parents[side - 1]
+            missing = parent_atoms - set(self.atoms(parent))
+            if missing:
+                parents[side - 1] = self.enrich(parent, missing)
+        taken = set(node.columns)
+        added = []
+        for atom, side, parent_atom in plan:
+            parent = parents[side - 1]
+            column = self.atoms(parent)[parent_atom]
+            name = _fresh(column_name(atom, len(self.sources_of(node))), taken)
+            pg_type = dict(zip(parent.columns, parent.types))[column]
+            added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
+                          pg_type, atom))
+        for table in (node.hist, node.delta):
+            self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
+                sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
+                for n, _, t, _ in added)))
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO argus_catalog.node_columns (node_id, position, name, expr, type, atom) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [(node.id, len(node.columns) + i, n, e, t, a)
+                 for i, (n, e, t, a) in enumerate(added, 1)])
+        node = self.load(node.id)
+        self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
+                          (signature(node.kind, parents, node.columns, node.exprs,
+                                     node.definition, None), node.id))
+        self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
+        execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
+        store_blocks(self.conn, node, parents)
+        self._candidates.clear()
+        return node
 
     def check_horizon(self, parent: Node, bounds) -> None:
         """A node whose old rows were purged can only feed a new consumer that would
@@ -246,16 +398,20 @@ class Builder:
         return list(self.conn.execute(probe).fetchone())
 
     def _ensure(self, kind: str, parents: list[Node], columns, definition: dict,
-                insert_only: bool) -> Node:
+                insert_only: bool, entry: IndexEntry | None = None,
+                salted: bool = False) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
-        signature = json.dumps([kind, [p.id for p in parents], list(zip(names, exprs)),
-                                definition], sort_keys=True)
+        salt = self.query if salted or self.sharing.strategy == "none" else None
+        signature_text = signature(kind, parents, names, exprs, definition, salt)
         found = self.conn.execute(
             "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
-            (signature,)).fetchone()
+            (signature_text,)).fetchone()
         if found:
-            return load_node(self.conn, found[0])
+            node = load_node(self.conn, found[0])
+            if entry is not None and index.block_of(self.conn, node.id) is None:
+                self._record(node, parents, entry)
+            return node
 
         (node_id,) = self.conn.execute(
             "SELECT nextval(pg_get_serial_sequence('argus_catalog.nodes', 'node_id'))").fetchone()
@@ -270,7 +426,7 @@ class Builder:
                    (node_id, kind, join_level, sequence_id, signature, definition,
                     hist_schema, hist_name, insert_only)
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-            (node_id, kind, level, seq, signature, json.dumps(definition), NETWORK_SCHEMA,
+            (node_id, kind, level, seq, signature_text, json.dumps(definition), NETWORK_SCHEMA,
              f"n{node_id}", insert_only))
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO argus_catalog.edges VALUES (%s, %s, %s)",
@@ -285,8 +441,15 @@ class Builder:
             "UPDATE argus_catalog.nodes SET hist_rows = (SELECT count(*) FROM {}) "
             "WHERE node_id = %s").format(node.hist), (node_id,))
         store_blocks(self.conn, node, parents)
+        if entry is not None:
+            self._record(node, parents, entry)
         self.created.append(node)
         return node
+
+    def _record(self, node: Node, parents: list[Node], entry: IndexEntry) -> None:
+        index.record_block(self.conn, node.id, entry.sources, entry.predset, entry.dpredset,
+                           entry.atoms, [p.id for p in parents])
+        self._candidates.clear()
 
     def _record_types(self, node: Node) -> tuple[str, ...]:
         rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()
@@ -323,6 +486,13 @@ class Builder:
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
+
+
+def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
+    """A node's canonical definition: an equal signature means the same node."""
+    definition = {k: v for k, v in definition.items() if k != "indexes"}
+    parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
+    return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
 
 
 def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, str]]:
@@ -410,4 +580,6 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
             (json.dumps([[schema, index]]),)).fetchone()
         if not still_used:
             conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, index)))
+    if rows:
+        index_tables.drop_orphans(conn)
     return [r[0] for r in rows]

@@ -18,6 +18,7 @@ from .errors import DuplicateNameError, QueryError, UnknownQueryError, Unsupport
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
                     results_view)
 from .network import Builder, assemble, drop_unused
+from .sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
 
@@ -44,7 +45,8 @@ class QueryInfo:
     nodes: list[NodeInfo]
 
 
-def register(conn: psycopg.Connection, name: str, sql_text: str) -> QueryInfo:
+def register(conn: psycopg.Connection, name: str, sql_text: str,
+             sharing: Sharing | None = None) -> QueryInfo:
     name = check_name(name, "query")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
@@ -55,7 +57,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str) -> QueryInfo:
         _check_functions(conn, analyzed)
         _check_with_postgres(conn, analyzed)
         try:
-            info = _build(conn, name, sql_text, analyzed)
+            info = _build(conn, name, sql_text, analyzed, sharing or Sharing())
             assemble(conn)
             return info
         except psycopg.Error as exc:
@@ -97,11 +99,13 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
                          ) from None
 
 
-def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed) -> QueryInfo:
-    builder = Builder(conn)
+def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed,
+           sharing: Sharing) -> QueryInfo:
+    builder = Builder(conn, sharing, query=name)
     top = builder.node_for(analyzed.plan.input)
     builder.check_horizon(top, None)  # the views read the top node's whole history
-    exprs = sql.SQL(", ").join(map(sql.SQL, analyzed.plan.exprs))
+    output = [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
+    exprs = sql.SQL(", ").join(map(sql.SQL, output))
     try:
         with conn.transaction():
             conn.execute(render("query/results_view", view=results_view(name), exprs=exprs,
@@ -126,12 +130,13 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)
-                         in enumerate(zip(columns, analyzed.plan.exprs), 1)])
+                         in enumerate(zip(columns, output), 1)])
+        used = builder.ancestors(top.id)
         cur.executemany("INSERT INTO argus_catalog.query_nodes VALUES (%s, %s)",
-                        [(query_id, n) for n in sorted({n.id for n in builder.used})])
+                        [(query_id, n) for n in used])
     created = {n.id for n in builder.created}
     return QueryInfo(name=name, sql=sql_text, columns=columns, output_node=top.id,
-                     nodes=[NodeInfo(n.id, n.kind, n.id in created) for n in builder.used])
+                     nodes=[NodeInfo(n, builder.load(n).kind, n in created) for n in used])
 
 
 def unregister(conn: psycopg.Connection, name: str) -> list[int]:

@@ -1,0 +1,264 @@
+"""Select-project-join blocks: what a plan's selections and inner joins compute, in the
+terms the computation index matches on.
+
+A block joins *instances* i1, i2, … of *sources* (a stream's node, or a node that is
+not a selection or inner join: an aggregate, a left join, a temporal filter …) under a
+set of conditions, and projects output columns. Conditions are kept as the user wrote
+them (to run) and as canonical PredSets (to match); columns are instance atoms
+`"i2"."amount"`. A node of the network is indexed with the block it computes, over its
+own Standard Table Aliases; `matches` finds the assignments of a node's STAs to a
+query's instances under which the node holds every row the query needs, and what is
+left to filter (the residual). Pure: no database access.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from .canon import (Clause, Literal, PredSet, atom_instances, canonicalize, clause_implies,
+                    column_atom, map_clause)
+from .plan import Join, Plan, Select
+from .temporal import reads_clock
+
+DIALECT = "postgres"
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One conjunct of a block's condition."""
+
+    predset: PredSet  # canonical, for matching
+    sql: exp.Expr  # as written, columns as instance atoms, for running
+    instances: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Block:
+    sources: tuple[int, ...]  # instance k reads the node sources[k - 1]
+    conds: tuple[Cond, ...]
+    outputs: tuple[tuple[str, exp.Expr], ...]  # the plan's columns over instance atoms
+    tree: object  # the planner's join order: an instance number or a (left, right) pair
+    types: Mapping[str, str]  # column atom -> PostgreSQL type
+
+    @property
+    def instances(self) -> frozenset[int]:
+        return frozenset(range(1, len(self.sources) + 1))
+
+    def within(self, subset: frozenset[int]) -> list[Cond]:
+        return [c for c in self.conds if c.instances <= subset]
+
+    def connected(self, subset: frozenset[int]) -> bool:
+        """Are the instances of `subset` linked by conditions among themselves?"""
+        if len(subset) <= 1:
+            return True
+        seen, todo = set(), [min(subset)]
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            for c in self.within(subset):
+                if i in c.instances:
+                    todo += list(c.instances - seen)
+        return seen == set(subset)
+
+
+def is_spj(plan: Plan) -> bool:
+    """Selections (not temporal ones: they change with the clock) and inner joins."""
+    if isinstance(plan, Select):
+        return not reads_clock(plan.predicate)
+    return isinstance(plan, Join) and plan.kind == "inner"
+
+
+Source = Callable[[Plan], tuple[int, Mapping[str, str], Mapping[str, str]]]
+# a source plan -> (its node id, plan column -> node column, node column -> type)
+
+
+def describe(plan: Plan, source: Source, *, canonical: bool = True) -> Block:
+    """The block of a plan whose top is a selection or inner join (or any plan: then
+    the block is that one source, unfiltered)."""
+    sources: list[int] = []
+    conds: list[Cond] = []
+    types: dict[str, str] = {}
+
+    def add_conds(condition: exp.Expr) -> None:
+        for conjunct in _conjuncts(condition):
+            conds.append(Cond(canonicalize(conjunct, types.get, enabled=canonical), conjunct,
+                              instances_of(conjunct)))
+
+    def walk(p: Plan) -> tuple[dict[str, exp.Expr], object]:
+        if isinstance(p, Select) and is_spj(p):
+            inputs, tree = walk(p.input)
+            if p.predicate:
+                add_conds(substitute(p.predicate, {"t1": inputs}))
+            return {c.name: substitute(c.expr, {"t1": inputs}) for c in p.columns}, tree
+        if isinstance(p, Join) and is_spj(p):
+            left, ltree = walk(p.left)
+            right, rtree = walk(p.right)
+            add_conds(substitute(p.condition, {"t1": left, "t2": right}))
+            return ({c.name: substitute(c.expr, {"t1": left, "t2": right}) for c in p.columns},
+                    (ltree, rtree))
+        node_id, names, column_types = source(p)
+        sources.append(node_id)
+        k = len(sources)
+        for column, pg_type in column_types.items():
+            types[column_atom(k, column)] = pg_type
+        return {n: exp.column(names[n], table=f"i{k}", quoted=True) for n in p.names}, k
+
+    outputs, tree = walk(plan)
+    return Block(tuple(sources), tuple(conds), tuple((n, outputs[n]) for n in plan.names),
+                 tree, types)
+
+
+def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    if isinstance(e, exp.Boolean) and e.this is True:
+        return []
+    return [e]
+
+
+def substitute(sql_text: str, inputs: Mapping[str, Mapping[str, exp.Expr]]) -> exp.Expr:
+    """Parse SQL over a node's inputs (t1, t2 …) and replace each input column by its
+    expression over instance atoms."""
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table in inputs:
+            return inputs[node.table][node.name].copy()
+        return node
+
+    return sqlglot.parse_one(sql_text, read=DIALECT).transform(visit)
+
+
+def instances_of(e: exp.Expr) -> frozenset[int]:
+    return frozenset(int(c.table[1:]) for c in e.find_all(exp.Column)
+                     if c.table.startswith("i") and c.table[1:].isdigit())
+
+
+def atoms_of(e: exp.Expr) -> set[str]:
+    """The instance column atoms an expression reads."""
+    return {column_atom(int(c.table[1:]), c.name) for c in e.find_all(exp.Column)
+            if c.table.startswith("i") and c.table[1:].isdigit()}
+
+
+def atom_text(e: exp.Expr) -> str:
+    return e.sql(DIALECT)
+
+
+def render(e: exp.Expr, columns: Mapping[str, tuple[str, str]]) -> str:
+    """SQL of an expression over instance atoms, each atom replaced by (alias, column)
+    of the node that evaluates it."""
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table.startswith("i"):
+            alias, name = columns[node.sql(DIALECT)]
+            return exp.column(name, table=alias, quoted=True)
+        return node
+
+    return e.copy().transform(visit).sql(DIALECT)
+
+
+def rename_instances(e: exp.Expr, mapping: Mapping[int, int]) -> exp.Expr:
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table.startswith("i") \
+                and node.table[1:].isdigit():
+            return exp.column(node.name, table=f"i{mapping[int(node.table[1:])]}", quoted=True)
+        return node
+
+    return e.copy().transform(visit)
+
+
+# -- matching a node's block against a query's ------------------------------------------
+
+@dataclass(frozen=True)
+class Indexed:
+    """A node as the computation index records it."""
+
+    node_id: int
+    sources: tuple[int, ...]  # in the node's STA order
+    predset: PredSet  # over the node's STAs
+    columns: Mapping[str, str]  # canonical atom (over the node's STAs) -> node column
+    rows: int
+
+
+@dataclass(frozen=True)
+class Match:
+    node: Indexed
+    mapping: Mapping[int, int]  # node STA -> query instance
+    residual: tuple[Cond, ...]  # the query's conditions the node does not guarantee
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """Query atom -> node column, for the atoms the node has."""
+        from .canon import map_atom
+        return {map_atom(atom, self.mapping): name for atom, name in self.node.columns.items()}
+
+
+def matches(node: Indexed, block: Block, subset: frozenset[int]) -> Iterator[Match]:
+    """Every assignment of the node's STAs to the instances of `subset` under which the
+    node's PredSet is implied by the query's conditions on `subset`."""
+    if len(node.sources) != len(subset):
+        return
+    query_clauses = [c for cond in block.within(subset) for c in cond.predset]
+    node_clauses = [(clause, _stas(clause)) for clause in node.predset]
+    order = sorted(subset)
+
+    def implied(clause: Clause, mapping: dict[int, int]) -> bool:
+        mapped = map_clause(clause, mapping)
+        return any(clause_implies(q, mapped) for q in query_clauses)
+
+    def assign(j: int, mapping: dict[int, int]) -> Iterator[dict[int, int]]:
+        if j > len(node.sources):
+            yield dict(mapping)
+            return
+        for q in order:
+            if q in mapping.values() or block.sources[q - 1] != node.sources[j - 1]:
+                continue
+            mapping[j] = q
+            if all(implied(c, mapping) for c, stas in node_clauses
+                   if j in stas and stas <= mapping.keys()):
+                yield from assign(j + 1, mapping)
+            del mapping[j]
+
+    # clauses over no instance (constants) are checked once, up front
+    if not all(implied(c, {}) for c, stas in node_clauses if not stas):
+        return
+    for mapping in assign(1, {}):
+        guaranteed = [map_clause(c, mapping) for c in node.predset]
+        residual = tuple(cond for cond in block.within(subset)
+                         if not all(any(clause_implies(g, c) for g in guaranteed)
+                                    for c in cond.predset))
+        yield Match(node, mapping, residual)
+
+
+def _stas(clause: Clause) -> frozenset[int]:
+    return frozenset(i for lit in clause for atom, _ in lit.terms for i in atom_instances(atom))
+
+
+def connected_subsets(block: Block, size: int) -> list[frozenset[int]]:
+    return [frozenset(s) for s in itertools.combinations(sorted(block.instances), size)
+            if block.connected(frozenset(s))]
+
+
+def tree_subsets(tree: object) -> list[frozenset[int]]:
+    """The instance sets of the planner's join tree, leaves first."""
+    if isinstance(tree, int):
+        return [frozenset({tree})]
+    left, right = tree
+    subsets = tree_subsets(left) + tree_subsets(right)
+    return subsets + [subsets[len(tree_subsets(left)) - 1] | subsets[-1]]
+
+
+def tree_order(tree: object) -> list[int]:
+    if isinstance(tree, int):
+        return [tree]
+    return tree_order(tree[0]) + tree_order(tree[1])
+
+
+__all__ = ["Block", "Cond", "Indexed", "Literal", "Match", "atoms_of", "connected_subsets",
+           "describe", "is_spj", "matches", "render", "tree_order", "tree_subsets"]

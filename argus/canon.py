@@ -1,0 +1,564 @@
+"""Canonical predicates (ARGUS §5.1.1): a condition as a PredSet — a set of OR-clauses
+of literal predicates (CNF) — where equivalent literals written differently are equal
+values, and implication between literals, clauses and PredSets (subsumption, §5.1.3).
+
+A literal is a linear form `Σ coef·atom  op  constant`, normalized so that its atoms
+are sorted and the first has coefficient 1: `amount > 10`, `10 < amount`,
+`NOT (amount <= 10)` and `amount - 10 > 0` are the same `Literal`. Terms are moved
+across the comparison only where PostgreSQL's arithmetic is exact (integers, numeric,
+dates; timestamps with fixed-length intervals), so two equal literals are true for the
+same rows. Elsewhere (floats, text, functions) a comparison is only put in a standard
+orientation; anything else is an opaque literal, equal only to itself.
+
+Atoms name columns of instances as `"i1"."amount"`: instance numbers are the Standard
+Table Aliases of §5.1.2, renumbered by `Literal.mapped` when a node's STAs are matched
+against a query's. Pure: no database access.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+DIALECT = "postgres"
+MAX_CLAUSES = 32  # CNF of a condition beyond this is kept as one opaque literal
+
+COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+               exp.GTE: ">="}
+FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<",
+          "is null": "is not null", "is not null": "is null"}
+
+# A constant: (kind, value). Ordered kinds can be compared for subsumption.
+Const = tuple[str, object]
+ORDERED = {"num", "interval", "date", "timestamp"}
+
+
+@dataclass(frozen=True, order=True)
+class Literal:
+    """`Σ coef·atom op const`; op 'is null' / 'is not null' have no constant; op 'true'
+    is an opaque boolean expression (its one atom)."""
+
+    terms: tuple[tuple[str, Fraction], ...]
+    op: str
+    const: tuple[str, str] | None  # (kind, canonical text); the value is `value`
+
+    @property
+    def value(self):
+        return None if self.const is None else _parse_const(self.const)
+
+    @property
+    def text(self) -> str:
+        if self.op == "true":
+            return self.terms[0][0]
+        lhs = _linear_text(self.terms)
+        if self.const is None:
+            return f"{lhs} {self.op.upper()}"
+        return f"{lhs} {self.op} {_const_text(self.const)}"
+
+    @property
+    def lhs(self) -> str:
+        return self.terms[0][0] if self.op == "true" else _linear_text(self.terms)
+
+    @property
+    def instances(self) -> frozenset[int]:
+        return frozenset(i for atom, _ in self.terms for i in atom_instances(atom))
+
+    @property
+    def shape(self) -> str:
+        """The left side with instance numbers erased: literals that could match under
+        some assignment of STAs have equal shapes (the index's prefilter)."""
+        return " | ".join(sorted(INSTANCE.sub('"i".', atom) for atom, _ in self.terms))
+
+    def mapped(self, mapping: Mapping[int, int]) -> Literal:
+        """The same literal with instance i renamed mapping[i], renormalized."""
+        terms = [(map_atom(atom, mapping), coef) for atom, coef in self.terms]
+        if self.op == "true":
+            return Literal(tuple(terms), "true", None)
+        return _normalize(terms, self.op, None if self.const is None
+                          else (self.const[0], self.value))
+
+
+Clause = frozenset[Literal]  # an OR-predicate
+PredSet = frozenset[Clause]  # a conjunction of OR-predicates
+
+
+def clause_text(clause: Clause) -> str:
+    return " OR ".join(sorted(lit.text for lit in clause))
+
+
+def predset_text(predset: PredSet) -> str:
+    return " AND ".join(sorted(f"({clause_text(c)})" if len(c) > 1 else clause_text(c)
+                               for c in predset))
+
+
+def clause_instances(clause: Clause) -> frozenset[int]:
+    return frozenset().union(*(lit.instances for lit in clause))
+
+
+def map_clause(clause: Clause, mapping: Mapping[int, int]) -> Clause:
+    return frozenset(lit.mapped(mapping) for lit in clause)
+
+
+# -- atoms -----------------------------------------------------------------------------
+
+INSTANCE = re.compile(r'"i(\d+)"\.')
+_COLUMN_ATOM = re.compile(r'^"i(\d+)"\."((?:[^"]|"")*)"$')
+
+
+def column_atom(instance: int, column: str) -> str:
+    return exp.column(column, table=f"i{instance}", quoted=True).sql(DIALECT)
+
+
+def atom_instances(atom: str) -> set[int]:
+    return {int(n) for n in INSTANCE.findall(atom)}
+
+
+def map_atom(atom: str, mapping: Mapping[int, int]) -> str:
+    match = _COLUMN_ATOM.match(atom)
+    if match:
+        return f'"i{mapping[int(match.group(1))]}".' + atom[len(f'"i{match.group(1)}".'):]
+    return _map_opaque(atom, tuple(sorted(mapping.items())))
+
+
+@lru_cache(maxsize=4096)
+def _map_opaque(atom: str, mapping: tuple[tuple[int, int], ...]) -> str:
+    table = {f"i{a}": f"i{b}" for a, b in mapping}
+
+    def rename(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table in table:
+            return exp.column(node.name, table=table[node.table], quoted=True)
+        return node
+
+    return sqlglot.parse_one(atom, read=DIALECT).transform(rename).sql(DIALECT)
+
+
+# -- canonicalization ----------------------------------------------------------------
+
+TypeOf = Callable[[str], str | None]  # column atom -> PostgreSQL type, None if unknown
+
+
+def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True) -> PredSet:
+    """The PredSet of a condition whose columns are instance atoms ("i1"."c").
+
+    With enabled=False (the benchmark's NonCanon configuration) every top-level
+    conjunct is an opaque literal: equal only to the same text, implying nothing else.
+    """
+    if not enabled:
+        return frozenset(frozenset({_opaque(c)}) for c in _conjuncts(condition))
+    clauses = _cnf(condition, type_of, negated=False)
+    if clauses is None:
+        return frozenset({frozenset({_opaque(condition)})})
+    return frozenset(c for c in clauses if not any(_tautology(lit) for lit in c))
+
+
+def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
+    e = _strip(e)
+    if isinstance(e, exp.And):
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
+
+
+def _strip(e: exp.Expr) -> exp.Expr:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return e
+
+
+def _cnf(e: exp.Expr, type_of: TypeOf, negated: bool) -> list[Clause] | None:
+    """CNF clauses of e (of NOT e when negated); None when it would grow too large."""
+    e = _strip(e)
+    if isinstance(e, exp.Not):
+        return _cnf(e.this, type_of, not negated)
+    if isinstance(e, (exp.And, exp.Or)):
+        conjunction = isinstance(e, exp.And) != negated
+        left = _cnf(e.left, type_of, negated)
+        right = _cnf(e.right, type_of, negated)
+        if left is None or right is None:
+            return None
+        if conjunction:
+            return _dedupe(left + right)
+        product = [a | b for a in left for b in right]
+        return None if len(product) > MAX_CLAUSES else _dedupe(product)
+    if isinstance(e, exp.Between) and not e.args.get("symmetric"):
+        x, low, high = e.this, e.args["low"], e.args["high"]
+        ge = _comparison(x, ">=", low, type_of)
+        le = _comparison(x, "<=", high, type_of)
+        if negated:  # NOT BETWEEN: x < low OR x > high
+            return [frozenset({_negate(ge), _negate(le)})]
+        return [frozenset({ge}), frozenset({le})]
+    if isinstance(e, exp.In) and not e.args.get("query") and e.expressions:
+        literals = [_comparison(e.this, "=", v, type_of) for v in e.expressions]
+        if negated:  # NOT IN (list): x <> v for every v
+            return [frozenset({_negate(lit)}) for lit in literals]
+        return [frozenset(literals)]
+    return [frozenset({_literal(e, type_of, negated)})]
+
+
+def _dedupe(clauses: list[Clause]) -> list[Clause]:
+    return list(dict.fromkeys(clauses))
+
+
+def _literal(e: exp.Expr, type_of: TypeOf, negated: bool) -> Literal:
+    op = COMPARISONS.get(type(e))
+    if op is not None:
+        lit = _comparison(e.this, op, e.expression, type_of)
+    elif isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
+        lit = Literal(((_atom_text(e.this), Fraction(1)),),
+                      "is not null" if e.args.get("negate") else "is null", None)
+    elif isinstance(e, exp.Boolean) and e.this is False:
+        lit = Literal((("FALSE", Fraction(1)),), "true", None)
+    else:
+        lit = _opaque(e)
+    return _negate(lit) if negated else lit
+
+
+def _negate(lit: Literal) -> Literal:
+    if lit.op == "true":
+        return _opaque(exp.Not(this=exp.Paren(this=sqlglot.parse_one(lit.terms[0][0],
+                                                                    read=DIALECT))))
+    return Literal(lit.terms, NEGATE[lit.op], lit.const)
+
+
+def _opaque(e: exp.Expr) -> Literal:
+    return Literal(((_atom_text(e), Fraction(1)),), "true", None)
+
+
+def _tautology(lit: Literal) -> bool:
+    return lit.op == "true" and lit.terms[0][0] == "TRUE"
+
+
+def _atom_text(e: exp.Expr) -> str:
+    return _strip(e).sql(DIALECT)
+
+
+def _comparison(left: exp.Expr, op: str, right: exp.Expr, type_of: TypeOf) -> Literal:
+    lin_l, lin_r = _linear(left, type_of), _linear(right, type_of)
+    if lin_l is not None and lin_r is not None:
+        terms = dict(lin_l.terms)
+        for atom, coef in lin_r.terms.items():
+            terms[atom] = terms.get(atom, Fraction(0)) - coef
+        terms = {a: c for a, c in terms.items() if c != 0}
+        const = _subtract(lin_r.const, lin_l.const)
+        if terms and const is not None and _exact_domain(terms, const, type_of):
+            return _normalize(list(terms.items()), op, const)
+    # only orient: the constant (if any) to the right, else sides in text order
+    const_l, const_r = _constant(left), _constant(right)
+    if const_r is not None and const_l is None:
+        return _normalize([(_atom_text(left), Fraction(1))], op, const_r)
+    if const_l is not None and const_r is None:
+        return _normalize([(_atom_text(right), Fraction(1))], FLIP[op], const_l)
+    if const_l is None and const_r is None:
+        a, b = _atom_text(left), _atom_text(right)
+        if a != b:
+            return _normalize([(a, Fraction(1)), (b, Fraction(-1))], op, ("num", Fraction(0)))
+    return _opaque(exp.Paren(this=_build(left, op, right)))
+
+
+def _build(left: exp.Expr, op: str, right: exp.Expr) -> exp.Expr:
+    cls = {v: k for k, v in COMPARISONS.items()}[op]
+    return cls(this=left.copy(), expression=right.copy())
+
+
+def _normalize(terms: list[tuple[str, Fraction]], op: str, const) -> Literal:
+    """Sort atoms, scale so that the first coefficient is 1 (flipping the comparison
+    when it was negative). const: (kind, value) or None."""
+    terms = sorted(terms)
+    lead = terms[0][1]
+    if lead != 1:
+        if const is None or const[0] not in ("num", "interval"):
+            return Literal(tuple(terms), op, None if const is None else _store(const))
+        terms = [(a, c / lead) for a, c in terms]
+        const = (const[0], _scale(const, 1 / lead))
+        if lead < 0:
+            op = FLIP[op]
+    return Literal(tuple(terms), op, None if const is None else _store(const))
+
+
+# -- linear forms ------------------------------------------------------------------------
+
+@dataclass
+class _Lin:
+    terms: dict[str, Fraction]
+    const: tuple[str, object]  # ('num', Fraction) or ('interval', timedelta)
+
+
+_EXACT = re.compile(r"^(smallint|integer|bigint|numeric.*|date)$")
+_ZERO = ("num", Fraction(0))
+
+
+def _exact_domain(terms: dict[str, Fraction], const, type_of: TypeOf) -> bool:
+    """Is moving terms across the comparison exact for these atoms and constant?"""
+    types = [type_of(a) for a in terms]
+    if any(t is None for t in types):
+        return False
+    if all(_EXACT.match(t) for t in types):
+        return const[0] == "num"
+    if all(t.startswith("timestamp") for t in types) and const[0] == "interval":
+        with_tz = any("with time zone" in t for t in types)
+        return const[1] is not _UNSAFE and not (with_tz and const[1].days)
+    return False
+
+
+def _linear(e: exp.Expr, type_of: TypeOf) -> _Lin | None:
+    e = _strip(e)
+    if isinstance(e, exp.Column):
+        atom = _atom_text(e)
+        return _Lin({atom: Fraction(1)}, _ZERO) if type_of(atom) else None
+    const = _constant(e)
+    if const is not None:
+        return _Lin({}, const) if const[0] in ("num", "interval") else None
+    if isinstance(e, exp.Neg):
+        inner = _linear(e.this, type_of)
+        return None if inner is None else _times(inner, Fraction(-1))
+    if isinstance(e, (exp.Add, exp.Sub)):
+        a, b = _linear(e.left, type_of), _linear(e.right, type_of)
+        if a is None or b is None:
+            return None
+        if isinstance(e, exp.Sub):
+            b = _times(b, Fraction(-1))
+        const = _add(a.const, b.const)
+        if const is None:
+            return None
+        terms = dict(a.terms)
+        for atom, coef in b.terms.items():
+            terms[atom] = terms.get(atom, Fraction(0)) + coef
+        return _Lin(terms, const)
+    if isinstance(e, exp.Mul):
+        a, b = _linear(e.left, type_of), _linear(e.right, type_of)
+        for x, y in ((a, b), (b, a)):
+            if x is not None and y is not None and not y.terms and y.const[0] == "num":
+                return _times(x, y.const[1])
+    return None
+
+
+def _times(lin: _Lin, k: Fraction) -> _Lin | None:
+    if lin.const[0] == "interval" and (lin.const[1] is _UNSAFE or k.denominator != 1):
+        return None
+    return _Lin({a: c * k for a, c in lin.terms.items()}, (lin.const[0], _scale(lin.const, k)))
+
+
+def _add(a, b):
+    if a == _ZERO:
+        return b
+    if b == _ZERO:
+        return a
+    if a[0] == b[0] == "num":
+        return ("num", a[1] + b[1])
+    if a[0] == b[0] == "interval" and _UNSAFE not in (a[1], b[1]):
+        return ("interval", a[1] + b[1])
+    return None
+
+
+def _subtract(a, b):
+    if b == _ZERO:
+        return a
+    negated = _scale(b, Fraction(-1)) if b[0] in ("num", "interval") else None
+    return None if negated is None else _add(a, (b[0], negated))
+
+
+def _scale(const, k: Fraction):
+    kind, value = const
+    if kind == "num":
+        return value * k
+    if kind == "interval" and value is not _UNSAFE:
+        if k.denominator != 1:
+            return _UNSAFE
+        return value * int(k)
+    raise ValueError(f"cannot scale a {kind} constant")
+
+
+# -- constants ---------------------------------------------------------------------------
+
+_UNSAFE = object()  # an interval with months or years: not a fixed length
+_UNITS = {"microsecond": dt.timedelta(microseconds=1), "millisecond": dt.timedelta(milliseconds=1),
+          "second": dt.timedelta(seconds=1), "minute": dt.timedelta(minutes=1),
+          "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1),
+          "week": dt.timedelta(weeks=1)}
+
+
+def _constant(e: exp.Expr):
+    """(kind, value) of a constant expression, or None."""
+    e = _strip(e)
+    if isinstance(e, exp.Neg):
+        inner = _constant(e.this)
+        if inner is not None and inner[0] in ("num", "interval"):
+            return (inner[0], _scale(inner, Fraction(-1)))
+        return None
+    if isinstance(e, exp.Literal):
+        if e.is_string:
+            return ("str", e.this)
+        try:
+            return ("num", Fraction(e.this))
+        except (ValueError, ZeroDivisionError):
+            return None
+    if isinstance(e, exp.Boolean):
+        return ("bool", bool(e.this))
+    if isinstance(e, exp.Interval):
+        return ("interval", _interval(e))
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal) and e.this.is_string:
+        to = e.to.this
+        try:
+            if to == exp.DataType.Type.DATE:
+                return ("date", dt.date.fromisoformat(e.this.this.strip()))
+            if to == exp.DataType.Type.TIMESTAMP:
+                return ("timestamp", dt.datetime.fromisoformat(e.this.this.strip()))
+        except ValueError:
+            return None
+        if to == exp.DataType.Type.INTERVAL:
+            return ("interval", _interval_text(e.this.this))
+    return None
+
+
+def _interval(e: exp.Interval):
+    text = e.this.this if isinstance(e.this, exp.Literal) else None
+    if text is None:
+        return _UNSAFE
+    unit = e.args.get("unit")
+    return _interval_text(f"{text} {unit.name}" if unit is not None else text)
+
+
+def _interval_text(text: str):
+    parts = re.findall(r"([-+]?\d+(?:\.\d+)?)\s*([a-z]+)", text.lower())
+    if not parts or re.sub(r"[-+]?\d+(?:\.\d+)?\s*[a-z]+|\s", "", text.lower()):
+        return _UNSAFE
+    total = dt.timedelta()
+    for number, unit in parts:
+        unit = unit.rstrip("s") if unit not in ("ms", "us") else unit
+        unit = {"min": "minute", "sec": "second", "ms": "millisecond", "us": "microsecond",
+                "hr": "hour", "mon": "month"}.get(unit, unit)
+        if unit not in _UNITS:
+            return _UNSAFE
+        total += _UNITS[unit] * float(Fraction(number))
+    return total
+
+
+def _store(const) -> tuple[str, str]:
+    """A constant as (kind, canonical text): hashable and stored in the catalog."""
+    kind, value = const
+    if kind == "num":
+        return ("num", str(value))  # Fraction text: '10', '-1/3'
+    if kind == "interval":
+        return ("interval", "unsafe" if value is _UNSAFE else repr(value.total_seconds()))
+    if kind in ("date", "timestamp"):
+        return (kind, value.isoformat())
+    return (kind, str(value))
+
+
+def _parse_const(const: tuple[str, str]):
+    kind, text = const
+    if kind == "num":
+        return Fraction(text)
+    if kind == "interval":
+        return _UNSAFE if text == "unsafe" else dt.timedelta(seconds=float(text))
+    if kind == "date":
+        return dt.date.fromisoformat(text)
+    if kind == "timestamp":
+        return dt.datetime.fromisoformat(text)
+    if kind == "bool":
+        return text == "True"
+    return text
+
+
+def _const_text(const: tuple[str, str]) -> str:
+    kind, text = const
+    if kind == "num":
+        value = Fraction(text)
+        if value.denominator == 1:
+            return str(value.numerator)
+        return text if not _is_decimal(value) else _decimal(value)
+    if kind == "interval":
+        return f"interval '{text} seconds'"
+    if kind in ("str", "date", "timestamp"):
+        quoted = text.replace("'", "''")
+        return f"'{quoted}'" if kind == "str" else f"{kind.upper()} '{quoted}'"
+    return text.upper()
+
+
+def _is_decimal(value: Fraction) -> bool:
+    d = value.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    return d == 1
+
+
+def _decimal(value: Fraction) -> str:
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 50
+        return format((Decimal(value.numerator) / Decimal(value.denominator)).normalize(), "f")
+
+
+def _linear_text(terms) -> str:
+    out = []
+    for i, (atom, coef) in enumerate(terms):
+        sign = "-" if coef < 0 else "+"
+        size = abs(coef)
+        factor = "" if size == 1 else (f"{_decimal(size) if _is_decimal(size) else size}*")
+        if i == 0:
+            out.append(("-" if sign == "-" else "") + factor + atom)
+        else:
+            out.append(f" {sign} {factor}{atom}")
+    return "".join(out)
+
+
+# -- subsumption -----------------------------------------------------------------------
+
+def implies(p: Literal, q: Literal) -> bool:
+    """Does p imply q (every row satisfying p satisfies q)? Sound, not complete."""
+    if p == q:
+        return True
+    if p.terms != q.terms or p.op == "true" or q.op == "true":
+        return False
+    if q.op == "is not null":
+        return p.op not in ("is null",)
+    if p.const is None or q.const is None:
+        return False
+    a, b = p.value, q.value
+    if p.const[0] != q.const[0] or a is _UNSAFE or b is _UNSAFE:
+        return False
+    if p.const[0] not in ORDERED:
+        return p.op == "=" and q.op == "<>" and a != b
+    return _OP_IMPLIES[p.op][q.op](a, b)
+
+
+_OP_IMPLIES = {
+    "=": {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b,
+          "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b},
+    ">": {">": lambda a, b: a >= b, ">=": lambda a, b: a >= b, "<>": lambda a, b: b <= a},
+    ">=": {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<>": lambda a, b: b < a},
+    "<": {"<": lambda a, b: a <= b, "<=": lambda a, b: a <= b, "<>": lambda a, b: b >= a},
+    "<=": {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, "<>": lambda a, b: b > a},
+    "<>": {},
+}
+for _table in _OP_IMPLIES.values():
+    for _op in ("=", "<>", "<", "<=", ">", ">="):
+        _table.setdefault(_op, lambda a, b: False)
+
+
+def clause_implies(c: Clause, d: Clause) -> bool:
+    """c ⇒ d when every literal of c implies some literal of d."""
+    return all(any(implies(p, q) for q in d) for p in c)
+
+
+def predset_implies(p: PredSet, q: PredSet) -> bool:
+    """P ⇒ Q when every clause of Q is implied by some clause of P."""
+    return all(any(clause_implies(c, d) for c in p) for d in q)
+
+
+def relation(p: PredSet, q: PredSet) -> str:
+    """'equivalent', 'implies' (p is the more selective), 'implied-by' or 'none'."""
+    forward, backward = predset_implies(p, q), predset_implies(q, p)
+    if forward and backward:
+        return "equivalent"
+    return "implies" if forward else "implied-by" if backward else "none"

@@ -1,0 +1,178 @@
+"""The computation index in the catalog (catalog/002_index.sql): record what a new node
+computes, and find the nodes that could compute part of a new query.
+
+The search is SQL over B-tree indexes: nodes joining the same sources (the topology
+layer), pruned to those whose every OR-predicate has a literal on a left side the
+query constrains (literal layer). The survivors' PredSets are read back as `Literal`s
+and matched exactly, with subsumption and STA assignment, by `argus.blocks.matches`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+
+import psycopg
+
+from .blocks import Indexed
+from .canon import Literal, PredSet, clause_text, predset_text
+
+
+def sources_key(sources: Iterable[int]) -> str:
+    return ",".join(str(s) for s in sorted(sources))
+
+
+def predset_id(conn: psycopg.Connection, predset: PredSet) -> int:
+    """The id of a PredSet, inserting it and its OR-predicates and literals if new."""
+    canonical = predset_text(predset)
+    found = conn.execute("SELECT predset_id FROM argus_catalog.predsets "
+                         "WHERE md5(canonical) = md5(%s)", (canonical,)).fetchone()
+    if found:
+        return found[0]
+    (pid,) = conn.execute("INSERT INTO argus_catalog.predsets (canonical) VALUES (%s) "
+                          "RETURNING predset_id", (canonical,)).fetchone()
+    for clause in predset:
+        oid = _orpred_id(conn, clause)
+        conn.execute("INSERT INTO argus_catalog.predset_orpreds VALUES (%s, %s) "
+                     "ON CONFLICT DO NOTHING", (pid, oid))
+    return pid
+
+
+def _orpred_id(conn: psycopg.Connection, clause) -> int:
+    canonical = clause_text(clause)
+    found = conn.execute("SELECT orpred_id FROM argus_catalog.orpreds "
+                         "WHERE md5(canonical) = md5(%s)", (canonical,)).fetchone()
+    if found:
+        return found[0]
+    (oid,) = conn.execute("INSERT INTO argus_catalog.orpreds (canonical) VALUES (%s) "
+                          "RETURNING orpred_id", (canonical,)).fetchone()
+    for literal in clause:
+        conn.execute("INSERT INTO argus_catalog.orpred_literals VALUES (%s, %s) "
+                     "ON CONFLICT DO NOTHING", (oid, _literal_id(conn, literal)))
+    return oid
+
+
+def _literal_id(conn: psycopg.Connection, literal: Literal) -> int:
+    found = conn.execute("SELECT literal_id FROM argus_catalog.literals "
+                         "WHERE md5(canonical) = md5(%s)", (literal.text,)).fetchone()
+    if found:
+        return found[0]
+    kind, const = literal.const if literal.const is not None else (None, None)
+    (lid,) = conn.execute(
+        """INSERT INTO argus_catalog.literals (canonical, lhs, shape, op, const_kind, const, terms)
+           VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING literal_id""",
+        (literal.text, literal.lhs, literal.shape, literal.op, kind, const,
+         json.dumps([[atom, str(coef)] for atom, coef in literal.terms]))).fetchone()
+    return lid
+
+
+def record_block(conn: psycopg.Connection, node_id: int, sources: Sequence[int],
+                 predset: PredSet, dpredset: PredSet | None, atoms: Mapping[str, str],
+                 parents: Sequence[int]) -> None:
+    """Index a selection or join node: its sources in STA order, its PredSet over them,
+    the condition it applies to its parents, and the atom each column holds."""
+    svoa, jvoas = _voas(conn, node_id, parents)
+    conn.execute(
+        """INSERT INTO argus_catalog.topology
+               (node_id, sources, sources_key, predset_id, dpredset_id, svoa, jvoas)
+           VALUES (%s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (node_id) DO UPDATE SET predset_id = excluded.predset_id""",
+        (node_id, list(sources), sources_key(sources), predset_id(conn, predset),
+         predset_id(conn, dpredset) if dpredset is not None else None, svoa, jvoas))
+    record_atoms(conn, node_id, atoms)
+
+
+def record_atoms(conn: psycopg.Connection, node_id: int, atoms: Mapping[str, str]) -> None:
+    """atoms: node column -> canonical atom over the node's STAs."""
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE argus_catalog.node_columns SET atom = %s "
+                        "WHERE node_id = %s AND name = %s",
+                        [(atom, node_id, name) for name, atom in atoms.items()])
+
+
+def _voas(conn: psycopg.Connection, node_id: int, parents: Sequence[int]):
+    """ARGUS's shortcuts: a selection's SVOA is its closest join-or-source ancestor (a
+    join's is itself); JVOAs are the SVOAs of a join's parents (a selection inherits
+    its SVOA's)."""
+    rows = dict((r[0], r[1:]) for r in conn.execute(
+        "SELECT node_id, svoa, jvoas FROM argus_catalog.topology WHERE node_id = ANY(%s)",
+        (list(parents),)))
+    if len(parents) == 1:
+        parent = parents[0]
+        svoa, jvoas = rows.get(parent, (parent, None))
+        return svoa if svoa is not None else parent, jvoas
+    return node_id, [rows.get(p, (p, None))[0] or p for p in parents]
+
+
+_CANDIDATES = """
+SELECT t.node_id, t.sources, n.hist_rows
+  FROM argus_catalog.topology t JOIN argus_catalog.nodes n USING (node_id)
+ WHERE t.sources_key = %(key)s
+   AND NOT EXISTS (
+       SELECT 1 FROM argus_catalog.predset_orpreds po
+        WHERE po.predset_id = t.predset_id
+          AND NOT EXISTS (SELECT 1 FROM argus_catalog.orpred_literals ol
+                            JOIN argus_catalog.literals l USING (literal_id)
+                           WHERE ol.orpred_id = po.orpred_id AND l.shape = ANY(%(shapes)s)))
+"""
+
+_LITERALS = """
+SELECT t.node_id, po.orpred_id, l.terms, l.op, l.const_kind, l.const
+  FROM argus_catalog.topology t
+  JOIN argus_catalog.predset_orpreds po ON po.predset_id = t.predset_id
+  JOIN argus_catalog.orpred_literals ol ON ol.orpred_id = po.orpred_id
+  JOIN argus_catalog.literals l ON l.literal_id = ol.literal_id
+ WHERE t.node_id = ANY(%s)
+"""
+
+
+def candidates(conn: psycopg.Connection, sources: Iterable[int],
+               shapes: Iterable[str]) -> list[Indexed]:
+    """Indexed nodes joining exactly these sources whose PredSets the query could imply."""
+    rows = conn.execute(_CANDIDATES, {"key": sources_key(sources),
+                                      "shapes": sorted(set(shapes))}).fetchall()
+    if not rows:
+        return []
+    ids = [r[0] for r in rows]
+    clauses: dict[int, dict[int, set[Literal]]] = {i: {} for i in ids}
+    for node_id, orpred, terms, op, kind, const in conn.execute(_LITERALS, (ids,)):
+        literal = Literal(tuple((atom, Fraction(coef)) for atom, coef in terms), op,
+                          (kind, const) if kind is not None else None)
+        clauses[node_id].setdefault(orpred, set()).add(literal)
+    columns: dict[int, dict[str, str]] = {i: {} for i in ids}
+    for node_id, atom, name in conn.execute(
+            "SELECT node_id, atom, name FROM argus_catalog.node_columns "
+            "WHERE node_id = ANY(%s) AND atom IS NOT NULL", (ids,)):
+        columns[node_id][atom] = name
+    return [Indexed(node_id, tuple(srcs), frozenset(frozenset(c) for c in
+                                                   clauses[node_id].values()),
+                    columns[node_id], hist_rows)
+            for node_id, srcs, hist_rows in rows]
+
+
+def node_atoms(conn: psycopg.Connection, node_id: int) -> dict[str, str]:
+    """Canonical atom -> column of an indexed node."""
+    return {atom: name for atom, name in conn.execute(
+        "SELECT atom, name FROM argus_catalog.node_columns WHERE node_id = %s "
+        "AND atom IS NOT NULL", (node_id,))}
+
+
+def block_of(conn: psycopg.Connection, node_id: int) -> tuple[list[int], int] | None:
+    """(sources in STA order, width) of an indexed node, None if it is not indexed."""
+    row = conn.execute("SELECT sources FROM argus_catalog.topology WHERE node_id = %s",
+                       (node_id,)).fetchone()
+    return None if row is None else (list(row[0]), len(row[0]))
+
+
+def drop_orphans(conn: psycopg.Connection) -> None:
+    """Forget PredSets, OR-predicates and literals no indexed node uses any more."""
+    conn.execute("""DELETE FROM argus_catalog.predsets p WHERE NOT EXISTS (
+                        SELECT 1 FROM argus_catalog.topology t
+                         WHERE p.predset_id IN (t.predset_id, t.dpredset_id))""")
+    conn.execute("""DELETE FROM argus_catalog.orpreds o WHERE NOT EXISTS (
+                        SELECT 1 FROM argus_catalog.predset_orpreds p
+                         WHERE p.orpred_id = o.orpred_id)""")
+    conn.execute("""DELETE FROM argus_catalog.literals l WHERE NOT EXISTS (
+                        SELECT 1 FROM argus_catalog.orpred_literals o
+                         WHERE o.literal_id = l.literal_id)""")

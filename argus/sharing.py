@@ -1,0 +1,289 @@
+"""Incremental multiple-query optimization for select-project-join blocks (ARGUS §5.2).
+
+Given a query's block, find what the network already computes and add only the rest:
+
+- **sharing-selection** (the default): among the connected subsets of the query's
+  instances, from the largest down, find indexed nodes that hold every row the subset
+  needs (equal or weaker PredSets, any assignment of STAs), and start from the one with
+  the fewest rows; then join the remaining instances one at a time.
+- **match-plan**: the same, but only for the subsets the query's own plan joins.
+- **none**: every node is the query's own.
+
+A node chosen though it is less selective than needed is not extended by a selection
+of its own: its residual conditions ride along into the next join (or a final
+selection), as in ARGUS. Each single instance becomes the exact selection node of its
+local conditions, shared when equal, built from the smallest node that subsumes it
+otherwise. A shared node lacking a column the query needs is enriched with it
+(projection enrichment) instead of being built again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
+                     rename_instances, tree_order, tree_subsets)
+from .canon import PredSet, column_atom, map_atom, map_clause
+from .index import candidates
+from .plan import Col
+from .planner import short
+
+STRATEGIES = ("selection", "match-plan", "none")
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How registration shares: strategy, and two switches that exist to measure what
+    each technique is worth (the ARGUS thesis' Table 1)."""
+
+    strategy: str = "selection"
+    canonicalize: bool = True  # canonical literals and subsumption (off: exact text)
+    join_sharing: bool = True  # share join nodes (off: only selections are shared)
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"sharing must be one of {', '.join(STRATEGIES)}, "
+                             f"not {self.strategy!r}")
+
+    @classmethod
+    def of(cls, value: Sharing | str | None) -> Sharing:
+        if isinstance(value, Sharing):
+            return value
+        return cls(value or "selection")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What a new selection or join node computes, for the computation index."""
+
+    sources: tuple[int, ...]
+    predset: PredSet
+    dpredset: PredSet
+    atoms: Mapping[str, str]  # node column -> atom over the node's STAs
+
+
+@dataclass
+class Part:
+    """A node that computes the query's instances `subset`, except `residual`."""
+
+    node: object  # argus.compile.Node
+    subset: frozenset[int]
+    sta: dict[int, int]  # query instance -> the node's STA
+    residual: list[Cond] = field(default_factory=list)
+
+    def node_atom(self, atom: str) -> str:
+        return map_atom(atom, self.sta)
+
+
+class BlockBuilder:
+    """Covers one block with nodes, through `builder` (argus.network.Builder)."""
+
+    def __init__(self, builder, block: Block) -> None:
+        self.builder = builder
+        self.block = block
+        self.sharing: Sharing = builder.sharing
+        self.outputs = {name: e for name, e in block.outputs}
+
+    # -- the plan ------------------------------------------------------------------
+
+    def build(self) -> tuple[object, dict[str, str]]:
+        """The node computing the block, and where each of the plan's columns is in it."""
+        order = tree_order(self.block.tree)
+        current = self._best_cover() or self.leaf(order[0])
+        remaining = [i for i in order if i not in current.subset]
+        while remaining:
+            nxt = next((i for i in remaining
+                        if self.block.connected(current.subset | {i})), remaining[0])
+            remaining.remove(nxt)
+            current = self.join(current, self.leaf(nxt))
+        return self.finish(current)
+
+    def _subsets(self) -> list[frozenset[int]]:
+        if self.sharing.strategy == "none" or not self.sharing.join_sharing:
+            return []
+        n = len(self.block.sources)
+        if self.sharing.strategy == "match-plan":
+            found = [s for s in tree_subsets(self.block.tree) if len(s) > 1]
+            return sorted(found, key=len, reverse=True)
+        return [s for size in range(n, 1, -1) for s in connected_subsets(self.block, size)]
+
+    def _best_cover(self) -> Part | None:
+        best: Match | None = None
+        size = None
+        for subset in self._subsets():
+            if size is not None and len(subset) < size:
+                break  # the largest covered subsets win; among them, the fewest rows
+            for match in self._matches(subset):
+                size = len(subset)
+                if best is None or _cost(match) < _cost(best):
+                    best = match
+        if best is None:
+            return None
+        subset = frozenset(best.mapping.values())
+        inverse = {q: j for j, q in best.mapping.items()}
+        return Part(self.builder.load(best.node.node_id), subset, inverse, list(best.residual))
+
+    def _matches(self, subset: frozenset[int]) -> list[Match]:
+        sources = [self.block.sources[i - 1] for i in sorted(subset)]
+        shapes = {lit.shape for cond in self.block.within(subset)
+                  for clause in cond.predset for lit in clause}
+        found = []
+        for node in self.builder.candidates(sources, shapes):
+            found += matches(node, self.block, subset)
+        return found
+
+    # -- parts -----------------------------------------------------------------------
+
+    def leaf(self, i: int) -> Part:
+        """The exact selection of instance i's local conditions."""
+        single = frozenset({i})
+        source = self.builder.load(self.block.sources[i - 1])
+        local = self.block.within(single)
+        if not local:
+            return Part(source, single, {i: 1})
+        options = [Match(self.builder.source_index(source), {1: i}, tuple(local))]
+        if self.sharing.strategy != "none":
+            options += self._matches(single)
+        best = min(options, key=_cost)
+        part = Part(self.builder.load(best.node.node_id), single, {i: 1}, list(best.residual))
+        if not part.residual:
+            return part
+        return self.select(part, self._needed(single, []))
+
+    def join(self, left: Part, right: Part) -> Part:
+        subset = left.subset | right.subset
+        applied = left.residual + right.residual + [
+            c for c in self.block.within(subset)
+            if not c.instances <= left.subset and not c.instances <= right.subset]
+        keep = self._needed(subset, [])
+        condition_atoms = set().union(*(atoms_of(c.sql) for c in applied))
+        self._ensure(left, {a for a in keep | condition_atoms if _instance(a) in left.subset})
+        self._ensure(right, {a for a in keep | condition_atoms if _instance(a) in right.subset})
+        width = len(self.builder.sources_of(left.node))
+        sta = dict(left.sta) | {q: width + k for q, k in right.sta.items()}
+        where = {a: ("t1", self.builder.column(left.node, left.node_atom(a)))
+                 for a in keep | condition_atoms if _instance(a) in left.subset}
+        where |= {a: ("t2", self.builder.column(right.node, right.node_atom(a)))
+                  for a in keep | condition_atoms if _instance(a) in right.subset}
+        condition = " AND ".join(f"({render(c.sql, where)})" for c in applied) or "TRUE"
+        columns, atoms = self._columns(sorted(keep), sta, where, len(subset))
+        entry = IndexEntry(
+            tuple(self.builder.sources_of(left.node)) + tuple(self.builder.sources_of(right.node)),
+            self._predset(subset, sta), self._predset_of(applied, sta), atoms)
+        node = self.builder.make_join(left.node, right.node, condition, columns, entry)
+        return Part(node, subset, sta)
+
+    def select(self, part: Part, keep: set[str], computed: dict[str, exp.Expr] | None = None
+               ) -> Part:
+        """A selection node over part.node applying its residual conditions; it keeps
+        the atoms `keep` and computes `computed` (plan column -> expression)."""
+        computed = computed or {}
+        atoms = keep | set().union(*(atoms_of(c.sql) for c in part.residual),
+                                   *(atoms_of(e) for e in computed.values()))
+        self._ensure(part, atoms)
+        where = {a: ("t1", self.builder.column(part.node, part.node_atom(a))) for a in atoms}
+        predicate = " AND ".join(f"({render(c.sql, where)})" for c in part.residual) or None
+        columns, node_atoms = self._columns(sorted(keep), part.sta, where, len(part.subset))
+        taken = {c.name for c in columns}
+        for name, e in computed.items():
+            column = _fresh(short(name), taken)
+            columns.append(Col(column, render(e, where)))
+            node_atoms[column] = rename_instances(e, part.sta).sql("postgres")
+        entry = IndexEntry(tuple(self.builder.sources_of(part.node)),
+                           self._predset(part.subset, part.sta),
+                           self._predset_of(part.residual, part.sta), node_atoms)
+        node = self.builder.make_select(part.node, predicate, columns, entry)
+        return Part(node, part.subset, part.sta)
+
+    def finish(self, part: Part) -> tuple[object, dict[str, str]]:
+        """Apply what is left, compute the outputs the node lacks, name the outputs."""
+        plain = {n: e for n, e in self.outputs.items() if isinstance(e, exp.Column)}
+        computed = {n: e for n, e in self.outputs.items() if n not in plain}
+        have = self.builder.atoms(part.node)
+        missing = {n: e for n, e in computed.items()
+                   if rename_instances(e, part.sta).sql("postgres") not in have}
+        keep = {e.sql("postgres") for e in plain.values()}
+        if part.residual or missing:
+            part = self.select(part, keep, computed)
+        else:
+            self._ensure(part, keep)
+        have = self.builder.atoms(part.node)
+        names = {n: have[part.node_atom(e.sql("postgres"))] for n, e in plain.items()}
+        names |= {n: have[rename_instances(e, part.sta).sql("postgres")]
+                  for n, e in computed.items()}
+        return part.node, names
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _needed(self, subset: frozenset[int], residual: list[Cond]) -> set[str]:
+        """Atoms of `subset` still needed above a node computing it: by the outputs, by
+        conditions linking it to other instances, and by its residual."""
+        needed = set().union(*(atoms_of(e) for e in self.outputs.values()))
+        for cond in self.block.conds:
+            if cond.instances & subset and not cond.instances <= subset:
+                needed |= atoms_of(cond.sql)
+        for cond in residual:
+            needed |= atoms_of(cond.sql)
+        return {a for a in needed if _instance(a) in subset}
+
+    def _ensure(self, part: Part, atoms: set[str]) -> None:
+        missing = {part.node_atom(a) for a in atoms} - set(self.builder.atoms(part.node))
+        if missing:
+            part.node = self.builder.enrich(part.node, missing)
+
+    def _columns(self, atoms: list[str], sta: dict[int, int], where, width: int):
+        columns, names = [], {}
+        taken: set[str] = set()
+        for atom in atoms:
+            node_atom = map_atom(atom, sta)
+            name = _fresh(column_name(node_atom, width), taken)
+            alias, column = where[atom]
+            columns.append(Col(name, exp.column(column, table=alias, quoted=True).sql("postgres")))
+            names[name] = node_atom
+        return columns, names
+
+    def _predset(self, subset: frozenset[int], sta: dict[int, int]) -> PredSet:
+        return self._predset_of(self.block.within(subset), sta)
+
+    @staticmethod
+    def _predset_of(conds: list[Cond], sta: dict[int, int]) -> PredSet:
+        return frozenset(map_clause(c, sta) for cond in conds for c in cond.predset)
+
+
+def _cost(match: Match) -> tuple:
+    """ARGUS's cost of sharing a node: the rows left to process (its size)."""
+    return (match.node.rows, len(match.residual), match.node.node_id)
+
+
+def _instance(atom: str) -> int:
+    return int(atom.split(".", 1)[0].strip('"')[1:])
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = short(f"{name}_{n}")
+    taken.add(candidate)
+    return candidate
+
+
+def column_name(atom: str, width: int) -> str:
+    """A node column's name from its atom: the source column in a one-source node,
+    t<STA>_<column> in a join."""
+    column = sqlglot.parse_one(atom, read="postgres")
+    if width == 1:
+        return short(column.name)
+    return short(f"t{column.table[1:]}_{column.name}")
+
+
+def source_atoms(columns) -> dict[str, str]:
+    """atom -> column of a source node (STA 1)."""
+    return {column_atom(1, c): c for c in columns}
+
+
+__all__ = ["BlockBuilder", "IndexEntry", "Indexed", "Sharing", "STRATEGIES", "candidates"]
