@@ -63,6 +63,32 @@ def _spec(func: str, category: str, distinct: bool):
     return table[func]
 
 
+def _merged(func: str, category: str, sources: dict[str, list[str]]):
+    """(bookkeeping, final) of an aggregate computed from a finer aggregate node's rows
+    (ARGUS's vertical expansion): each book adds up (or takes the extreme of) the
+    parent's book of the same kind, cast to the type the direct book would have, so
+    the final value is the same expression over the same values."""
+    books, final = _spec(func, category, False)  # count(*): one count book, "c"
+    merged = []
+    for suffix, _, combine in books:
+        column, pg_type = sources[suffix]
+        x = f'"t1"."{column}"'
+        if combine in ("min", "max"):
+            change = f"{combine}(CASE WHEN {{s}} > 0 THEN {x} END)"
+        elif suffix in ("c", "f", "t"):
+            change = f"CAST(coalesce(sum({{s}} * {x}), 0) AS {pg_type})"
+        else:
+            change = f"CAST(sum({{s}} * {x}) AS {pg_type})"
+        merged.append((suffix, change, combine))
+    return merged, final
+
+
+def books_needed(func: str, category: str | None) -> list[tuple[str, str, str]]:
+    """(suffix, change, combine) of the books an aggregate is computed from (count(*):
+    one count book, the rows' count)."""
+    return _spec(func, category, False)[0]
+
+
 @dataclass(frozen=True)
 class Book:
     column: str
@@ -97,8 +123,14 @@ class Model:
     @classmethod
     def of(cls, definition: dict) -> Model:
         specs = []
-        for i, (name, func, arg, distinct, category) in enumerate(definition["aggregates"]):
-            if arg is None:
+        for i, entry in enumerate(definition["aggregates"]):
+            name, func, arg, distinct, category = entry[:5]
+            merge = entry[5] if len(entry) > 5 else None
+            if merge is not None:
+                books, final = _merged(func, category, merge["from"])
+                arg = merge["from"].get("m", [None])[0]
+                arg = f'"t1"."{arg}"' if arg else None
+            elif arg is None:
                 books, final = [], "{n}"
             else:
                 books, final = _spec(func, category, distinct)

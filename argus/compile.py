@@ -373,6 +373,10 @@ class JoinCompiler:
 
 # -- aggregates ------------------------------------------------------------------------
 
+def parent_index_name(node_id: int) -> str:
+    return f"argus_n{int(node_id)}_groups"
+
+
 class AggregateCompiler:
     """GROUP BY with algebraic aggregates updated from bookkeeping columns
     (`argus.aggregates`): one history row per group, updated in place."""
@@ -407,7 +411,7 @@ class AggregateCompiler:
                        "END").format(cols(model.group_names, other),
                                      cols(model.group_names, "dh"))
 
-    def _from_scratch(self, model: Model, parent: Node) -> sql.Composed:
+    def from_scratch(self, model: Model, parent: Node) -> sql.Composed:
         books = [sql.SQL(", {} AS {}").format(sql.SQL(b.over(s.arg, "1::smallint")),
                                               sql.Identifier(b.column)) for s, b in model.books]
         return render("aggregate/select", n_hash=row_hash(model.group_names, "n"),
@@ -428,7 +432,7 @@ class AggregateCompiler:
         # fillfactor 50: groups are updated in place; free room in each page makes those
         # updates HOT, so the page's dead versions are pruned without waiting for VACUUM
         out = [sql.SQL("CREATE TABLE {} WITH (fillfactor = 50) AS {} WITH NO DATA").format(
-                   node.hist, self._from_scratch(model, parent)),
+                   node.hist, self.from_scratch(model, parent)),
                sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
                create_delta(node)]
         for spec in model.distinct_specs:
@@ -436,16 +440,22 @@ class AggregateCompiler:
                               x=sql.SQL(spec.arg), parent=parent.hist,
                               **{k: v for k, v in self._slots(model).items()
                                  if k in ("group_named", "comma", "t1")}))
-        if model.group_exprs and not parent.insert_only and model.has_extremes:
-            out.append(render("aggregate/parent_index",
-                              name=sql.Identifier(f"argus_n{node.id}_groups"), parent=parent.hist,
-                              hash=expr_hash([unqualified(e) for e in model.group_exprs])))
-        return out
+        return out + self.parent_index(node, parent)
+
+    @staticmethod
+    def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
+        """MIN/MAX under retraction re-read the parent's rows of the affected groups."""
+        model = Model.of(node.definition)
+        if not (model.group_exprs and not parent.insert_only and model.has_extremes):
+            return []
+        return [render("aggregate/parent_index", name=sql.Identifier(parent_index_name(node.id)),
+                       parent=parent.hist,
+                       hash=expr_hash([unqualified(e) for e in model.group_exprs]))]
 
     def backfill(self, node, parents):
         model, parent = Model.of(node.definition), parents[0]
         out = [sql.SQL("INSERT INTO {} ({}) {}").format(
-            node.hist, cols(model.stored + ["argus_hash"]), self._from_scratch(model, parent))]
+            node.hist, cols(model.stored + ["argus_hash"]), self.from_scratch(model, parent))]
         for spec in model.distinct_specs:
             out.append(render("aggregate/aux_backfill", aux=node.aux(f"d{spec.index}"),
                               key=cols(model.group_names + ["v"]),

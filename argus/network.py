@@ -15,11 +15,13 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from . import index
+from . import index, regroup
 from . import index as index_tables
+from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, substitute
 from .canon import map_atom
-from .compile import COMPILERS, Node, flush_block, node_block, program, purge_block
+from .compile import (COMPILERS, Node, flush_block, node_block, parent_index_name, program,
+                      purge_block)
 from .errors import QueryError, UnknownStreamError
 from .names import NETWORK_SCHEMA, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -165,7 +167,7 @@ class Builder:
                           "bounds": [[b.column, b.op, b.expr] for b in bounds],
                           "clock_conjuncts": clock_conjuncts(predicate)}
             self.check_horizon(parent, bounds if monotone else [])
-            node = self._ensure("select", [parent], columns, definition, False)
+            node = self.ensure("select", [parent], columns, definition, False)
             self._index_parent(node, parent, [b.column for b in bounds])
             self.names[plan] = {c.name: c.name for c in columns}
             return node
@@ -177,7 +179,7 @@ class Builder:
             columns = tuple(Col(c.name, self.renamed(c.expr, **inputs)) for c in plan.columns)
             condition = self.renamed(plan.condition, **inputs)
             insert_only = plan.kind == "semi" and left.insert_only and right.insert_only
-            node = self._ensure("join", [left, right], columns,
+            node = self.ensure("join", [left, right], columns,
                                 {"kind": plan.kind, "condition": condition}, insert_only)
             self._index_join_keys(node, left, right)
             self.names[plan] = {c.name: c.name for c in columns}
@@ -186,20 +188,13 @@ class Builder:
             parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
             groups = tuple(Col(g.name, self.renamed(g.expr, t1=plan.input)) for g in plan.groups)
-            aggs = [dataclasses.replace(a, arg=self.renamed(a.arg, t1=plan.input))
-                    if a.arg is not None else a for a in plan.aggregates]
-            args = [a.arg for a in aggs if a.arg is not None]
-            types = dict(zip(args, self._probe_types(parent, args)))
-            aggregates = [[a.name, a.func, a.arg, a.distinct,
-                           _category(types[a.arg]) if a.arg is not None else None]
-                          for a in aggs]
-            columns = list(groups) + [
-                Col(a.name, f"{a.func}({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})")
-                for a in aggs]
-            self.names[plan] = {n: n for n in plan.names}
-            return self._ensure("aggregate", [parent], tuple(columns),
-                                {"groups": [[g.name, g.expr] for g in groups],
-                                 "aggregates": aggregates}, False)
+            aggs = tuple(dataclasses.replace(a, arg=self.renamed(a.arg, t1=plan.input))
+                         if a.arg is not None else a for a in plan.aggregates)
+            args = sorted({a.arg for a in aggs if a.arg is not None})
+            categories = {a: _category(t) for a, t in zip(args, self.probe_types(parent, args))}
+            node, self.names[plan] = regroup.aggregate(self, parent,
+                                                       regroup.Want(groups, aggs, categories))
+            return node
         if isinstance(plan, Distinct):
             parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
@@ -207,7 +202,7 @@ class Builder:
             columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
                             for c in self.columns_of(plan.input))
             self.names[plan] = self.names[plan.input]
-            return self._ensure("distinct", [parent], columns, {}, parent.insert_only)
+            return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
         if isinstance(plan, SetOp):
             left, right = self.node_for(plan.left), self.node_for(plan.right)
             self.check_horizon(left, None)
@@ -221,7 +216,7 @@ class Builder:
             insert_only = (plan.op in ("union_all", "intersect", "intersect_all")
                            and left.insert_only and right.insert_only)
             self.names[plan] = self.names[plan.left]
-            return self._ensure("setop", [left, right], columns, {"op": plan.op, **sides},
+            return self.ensure("setop", [left, right], columns, {"op": plan.op, **sides},
                                 insert_only)
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
 
@@ -282,14 +277,14 @@ class Builder:
     def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
                     entry: IndexEntry) -> Node:
         self.check_horizon(parent, None)
-        return self._ensure("select", [parent], tuple(columns), {"predicate": predicate},
+        return self.ensure("select", [parent], tuple(columns), {"predicate": predicate},
                             parent.insert_only, entry)
 
     def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
                   entry: IndexEntry) -> Node:
         self.check_horizon(left, None)
         self.check_horizon(right, None)
-        node = self._ensure("join", [left, right], tuple(columns),
+        node = self.ensure("join", [left, right], tuple(columns),
                             {"kind": "inner", "condition": condition},
                             left.insert_only and right.insert_only, entry,
                             salted=not self.sharing.join_sharing)
@@ -384,7 +379,7 @@ class Builder:
             raise UnknownStreamError(f"unknown stream {stream!r}")
         return load_node(self.conn, row[0])
 
-    def _probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
+    def probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
         """PostgreSQL's types of expressions over a node's rows."""
         if not exprs:
             return []
@@ -397,7 +392,7 @@ class Builder:
             parent.hist)
         return list(self.conn.execute(probe).fetchone())
 
-    def _ensure(self, kind: str, parents: list[Node], columns, definition: dict,
+    def ensure(self, kind: str, parents: list[Node], columns, definition: dict,
                 insert_only: bool, entry: IndexEntry | None = None,
                 salted: bool = False) -> Node:
         names = tuple(c.name for c in columns)
@@ -450,6 +445,83 @@ class Builder:
         index.record_block(self.conn, node.id, entry.sources, entry.predset, entry.dpredset,
                            entry.atoms, [p.id for p in parents])
         self._candidates.clear()
+
+    def restructure(self, node: Node, definition: dict, columns: list[Col],
+                    new_parent: Node | None = None) -> Node:
+        """Change an aggregate node in place — more aggregates (horizontal expansion), or
+        computed from a finer aggregate (rerouting): its tables gain the new stored
+        columns and lose the obsolete ones, and it is refilled from its parent. Its
+        visible columns keep their names and values, so its consumers are unaffected."""
+        parent = new_parent or self.load(node.parents[0])
+        compiler = COMPILERS["aggregate"]
+        old, new = Model.of(node.definition), Model.of(definition)
+        probe = sql.Identifier("argus_restructure_probe")
+        self.conn.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS {} WITH NO DATA")
+                          .format(probe, compiler.from_scratch(new, parent)))
+        types = dict(self.conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'argus_restructure_probe'::regclass AND attnum > 0").fetchall())
+        self.conn.execute(sql.SQL("DROP TABLE {}").format(probe))
+        add = [c for c in new.stored if c not in old.stored]
+        drop = [c for c in old.stored if c not in new.stored]
+        for table in (node.hist, node.delta):
+            changes = [sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(c), sql.SQL(types[c]))
+                       for c in add]
+            changes += [sql.SQL("DROP COLUMN {}").format(sql.Identifier(c)) for c in drop]
+            if changes:
+                self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(
+                    table, sql.SQL(", ").join(changes)))
+        self.conn.execute("DELETE FROM argus_catalog.node_columns WHERE node_id = %s",
+                          (node.id,))
+        with self.conn.cursor() as cur:
+            cur.executemany("INSERT INTO argus_catalog.node_columns VALUES (%s, %s, %s, %s)",
+                            [(node.id, i, c.name, c.expr) for i, c in enumerate(columns, 1)])
+        node = dataclasses.replace(node, parents=(parent.id,), definition=definition,
+                                   columns=tuple(c.name for c in columns),
+                                   exprs=tuple(c.expr for c in columns))
+        node = dataclasses.replace(node, types=self._record_types(node))
+        self.conn.execute(
+            "UPDATE argus_catalog.nodes SET definition = %s, signature = %s WHERE node_id = %s",
+            (json.dumps(definition), signature("aggregate", [parent], node.columns, node.exprs,
+                                               definition, self.query), node.id))
+        if new_parent is not None:
+            old_parent = self.load(self.conn.execute(
+                "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",
+                (node.id,)).fetchone()[0])
+            self.conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+                sql.Identifier(old_parent.hist_ref[0], parent_index_name(node.id))))
+            self._move(node, new_parent)
+            execute_all(self.conn, compiler.parent_index(node, parent))
+        aux = [r[0] for r in self.conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+            (NETWORK_SCHEMA, f"n{node.id}\\_d%"))]
+        self.conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(
+            [node.hist] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
+                           if t != f"n{node.id}_delta"])))
+        execute_all(self.conn, compiler.backfill(node, [parent]))
+        store_blocks(self.conn, node, [parent])
+        return node
+
+    def _move(self, node: Node, parent: Node) -> None:
+        """Make `parent` the node's only parent, after it in evaluation order (ARGUS's
+        sort IDs: the node and its same-level descendants move up only if needed), and
+        a node of every query that uses the node."""
+        self.conn.execute("UPDATE argus_catalog.edges SET parent_id = %s WHERE child_id = %s",
+                          (parent.id, node.id))
+        self.conn.execute("INSERT INTO argus_catalog.query_nodes SELECT query_id, %s "
+                          "FROM argus_catalog.query_nodes WHERE node_id = %s "
+                          "ON CONFLICT DO NOTHING", (parent.id, node.id))
+        todo = [(node.id, parent.join_level, parent.sequence_id)]
+        while todo:
+            node_id, level, after = todo.pop()
+            row = self.conn.execute(
+                "UPDATE argus_catalog.nodes SET sequence_id = %s WHERE node_id = %s "
+                "AND join_level = %s AND sequence_id <= %s RETURNING sequence_id",
+                (after + SEQUENCE_GAP, node_id, level, after)).fetchone()
+            if row is None:
+                continue
+            todo += [(child, level, row[0]) for (child,) in self.conn.execute(
+                "SELECT child_id FROM argus_catalog.edges WHERE parent_id = %s", (node_id,))]
 
     def _record_types(self, node: Node) -> tuple[str, ...]:
         rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()

@@ -1,0 +1,260 @@
+"""Aggregate sharing (ARGUS §5.3): an aggregate the network already computes, or can
+compute from a finer one, is not built again.
+
+For a new `GROUP BY D` over an input node X, the index (group_topology, group_exprs)
+gives the aggregate nodes over X whose groups contain D. Then, in order:
+
+- an aggregate with exactly the groups D is shared, after *horizontal expansion* (its
+  missing aggregates and their bookkeeping added, and the node refilled) if needed;
+- else the smallest finer aggregate `GROUP BY D ∪ E` that holds the books the query's
+  aggregates need (counts, sums, sums of squares, extremes — algebraic ones only) is
+  regrouped: *vertical expansion*, a new aggregate node over it whose books add up
+  its books (`argus.aggregates`);
+- else a new aggregate over X is built, and every existing coarser aggregate over X
+  that it can serve, and that would read fewer rows from it than from X, is
+  *rerouted* to be computed from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from .aggregates import books_needed
+from .compile import Node
+from .plan import Agg, Col
+
+MINMAX = ("min", "max")
+
+
+@dataclass(frozen=True)
+class Want:
+    """A new aggregate: groups and aggregates over the input X's columns."""
+
+    groups: tuple[Col, ...]
+    aggs: tuple[Agg, ...]
+    categories: dict  # argument SQL -> 'exact' | 'float' | 'other'
+
+
+@dataclass
+class Offer:
+    """An aggregate node over X and what it holds."""
+
+    node: Node
+    rows: int
+    groups: dict[str, str]  # canonical group expression over X -> column
+    rerolled: bool
+    specs: dict[tuple, str]  # (func, arg over X, distinct) -> aggregate column
+    books: dict[tuple, tuple[str, str]]  # (arg over X, suffix or min/max) -> (column, change)
+
+
+def _key(arg: str | None, suffix: str, combine: str) -> tuple:
+    return (arg, combine if combine in MINMAX else suffix)
+
+
+def offer(builder, node_id: int) -> Offer:
+    node = builder.load(node_id)
+    d = node.definition
+    canon = [c for (c,) in builder.conn.execute(
+        "SELECT canonical FROM argus_catalog.group_exprs WHERE node_id = %s ORDER BY position",
+        (node_id,))]
+    rows, rerolled = builder.conn.execute(
+        "SELECT n.hist_rows, g.rerolled FROM argus_catalog.nodes n JOIN "
+        "argus_catalog.group_topology g USING (node_id) WHERE node_id = %s",
+        (node_id,)).fetchone()
+    specs, books = {}, {}
+    if not rerolled:
+        books[(None, "c")] = ("argus_n", "")  # every direct aggregate counts X's rows
+    for entry in d["aggregates"]:
+        name, func, arg, distinct, category = entry[:5]
+        merged = len(entry) > 5
+        arg_x = entry[5]["arg"] if merged else arg
+        specs[(func, arg_x, distinct)] = name
+        if distinct or (arg is None and not merged):
+            continue
+        for suffix, change, combine in books_needed(func, category):
+            books[_key(arg_x, suffix, combine)] = (f"argus_{name}_{suffix}", change)
+    return Offer(node, rows, dict(zip(canon, [g for g, _ in d["groups"]])), rerolled,
+                 specs, books)
+
+
+def serve(off: Offer, want: Want, types: dict) -> list[dict] | None:
+    """For each wanted aggregate, the books of `off` it is computed from (suffix ->
+    [column, type]); None when some aggregate cannot be computed from them."""
+    out = []
+    for a in want.aggs:
+        if a.distinct:
+            return None
+        category = want.categories.get(a.arg)
+        sources = {}
+        for suffix, change, combine in books_needed(a.func, category):
+            got = off.books.get(_key(a.arg, suffix, combine))
+            if got is None:
+                return None
+            column, offered = got
+            exact_sum = category == "exact" and suffix in ("s", "q")
+            if offered and offered != change and not exact_sum:
+                return None  # e.g. a real sum where a float8 one is needed
+            sources[suffix] = [column, types[(a.func, a.arg, suffix)]]
+        out.append(sources)
+    return out
+
+
+def book_types(builder, parent: Node, want: Want) -> dict:
+    """PostgreSQL's type of each book a direct computation over X would keep."""
+    keys, exprs = [], []
+    for a in want.aggs:
+        for suffix, change, _ in books_needed(a.func, want.categories.get(a.arg)):
+            keys.append((a.func, a.arg, suffix))
+            exprs.append(change.format(x=a.arg, s="1::smallint") if a.arg is not None
+                         else "count(*)")
+    return dict(zip(keys, builder.probe_types(parent, exprs)))
+
+
+def candidates(builder, input_id: int, groups: list[str]) -> list[int]:
+    return [r[0] for r in builder.conn.execute(
+        """SELECT g.node_id FROM argus_catalog.group_topology g
+             JOIN argus_catalog.nodes n USING (node_id)
+            WHERE g.input_id = %s
+              AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
+                               WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
+                                                  WHERE e.node_id = g.node_id
+                                                    AND e.canonical = w.canonical))
+            ORDER BY n.hist_rows, g.node_id""", (input_id, groups))]
+
+
+def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
+    """The node computing `want` over `parent`, and where each plan column is in it."""
+    groups = [g.expr for g in want.groups]
+    if builder.sharing.strategy != "none" and len(set(groups)) == len(groups):
+        offers = [offer(builder, n) for n in candidates(builder, parent.id, groups)]
+        for off in offers:
+            if set(off.groups) == set(groups):
+                missing = [a for a in want.aggs
+                           if (a.func, a.arg, a.distinct) not in off.specs]
+                if missing and (off.rerolled or any(a.distinct for a in missing)):
+                    continue
+                if missing:
+                    off = expand(builder, off, Want(want.groups, tuple(missing),
+                                                    want.categories))
+                return off.node, _names(off, want)
+        types = book_types(builder, parent, want)
+        finer = [(off, sources) for off in offers if off.rows < _rows(builder, parent)
+                 for sources in [serve(off, want, types)] if sources is not None]
+        if finer:
+            off, sources = min(finer, key=lambda f: (f[0].rows, f[0].node.id))
+            return _regroup(builder, parent, off, want, sources)
+    node = _direct(builder, parent, want)
+    if builder.sharing.strategy != "none":
+        reroute(builder, parent, node)
+    return node, {n: n for n in [g.name for g in want.groups] + [a.name for a in want.aggs]}
+
+
+def _names(off: Offer, want: Want) -> dict[str, str]:
+    names = {g.name: off.groups[g.expr] for g in want.groups}
+    return names | {a.name: off.specs[(a.func, a.arg, a.distinct)] for a in want.aggs}
+
+
+def _rows(builder, node: Node) -> int:
+    return builder.conn.execute("SELECT hist_rows FROM argus_catalog.nodes WHERE node_id = %s",
+                                (node.id,)).fetchone()[0]
+
+
+def _entry(a: Agg, category) -> list:
+    return [a.name, a.func, a.arg, a.distinct, category]
+
+
+def _columns(groups, aggs) -> tuple[Col, ...]:
+    return tuple(groups) + tuple(
+        Col(a.name, f"{a.func}({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})") for a in aggs)
+
+
+def _direct(builder, parent: Node, want: Want) -> Node:
+    definition = {"groups": [[g.name, g.expr] for g in want.groups],
+                  "aggregates": [_entry(a, want.categories.get(a.arg)) for a in want.aggs]}
+    node = builder.ensure("aggregate", [parent], _columns(want.groups, want.aggs), definition,
+                          False)
+    record(builder, node, parent.id, [g.expr for g in want.groups], rerolled=False)
+    return node
+
+
+def _regroup(builder, parent: Node, off: Offer, want: Want, sources) -> tuple[Node, dict]:
+    groups = tuple(Col(g.name, sql.Identifier("t1", off.groups[g.expr]).as_string(builder.conn))
+                   for g in want.groups)
+    aggregates = [_entry(a, want.categories.get(a.arg)) + [{"from": src, "arg": a.arg}]
+                  for a, src in zip(want.aggs, sources)]
+    node = builder.ensure("aggregate", [off.node], _columns(groups, want.aggs),
+                          {"groups": [[g.name, g.expr] for g in groups],
+                           "aggregates": aggregates}, False)
+    record(builder, node, parent.id, [g.expr for g in want.groups], rerolled=True)
+    return node, {n: n for n in [g.name for g in want.groups] + [a.name for a in want.aggs]}
+
+
+def record(builder, node: Node, input_id: int, groups: list[str], rerolled: bool) -> None:
+    conn = builder.conn
+    inserted = conn.execute(
+        "INSERT INTO argus_catalog.group_topology VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (node_id) DO NOTHING RETURNING 1",
+        (node.id, input_id, len(groups), rerolled)).fetchone()
+    if inserted:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO argus_catalog.group_exprs VALUES (%s, %s, %s)",
+                            [(node.id, i, g) for i, g in enumerate(groups, 1)])
+
+
+def expand(builder, off: Offer, extra: Want) -> Offer:
+    """Horizontal expansion: add aggregates (and their books) to a direct aggregate
+    node, then refill it from its parent."""
+    node = off.node
+    taken = set(node.columns) | {e[0] for e in node.definition["aggregates"]}
+    added = []
+    for a in extra.aggs:
+        name, n = a.name, 1
+        while name in taken:
+            n += 1
+            name = f"x{n}"
+        taken.add(name)
+        added.append(dataclasses.replace(a, name=name))
+    definition = dict(node.definition)
+    definition["aggregates"] = definition["aggregates"] + [
+        _entry(a, extra.categories.get(a.arg)) for a in added]
+    columns = [Col(c, e) for c, e in zip(node.columns, node.exprs)] + list(_columns((), added))
+    builder.restructure(node, definition, columns)
+    return offer(builder, node.id)
+
+
+def reroute(builder, parent: Node, new: Node) -> None:
+    """Compute existing coarser aggregates over `parent` from the new, finer `new`
+    when it can serve them and is smaller than `parent`."""
+    new_off = offer(builder, new.id)
+    if new_off.rows >= _rows(builder, parent):
+        return
+    for node_id, in builder.conn.execute(
+            """SELECT g.node_id FROM argus_catalog.group_topology g
+                WHERE g.input_id = %s AND NOT g.rerolled AND g.node_id <> %s
+                  AND g.width < %s""", (parent.id, new.id, len(new_off.groups))).fetchall():
+        off = offer(builder, node_id)
+        if not set(off.groups) < set(new_off.groups):
+            continue
+        d = off.node.definition
+        want = Want(tuple(Col(name, canon) for canon, name in off.groups.items()),
+                    tuple(Agg(e[0], e[1], e[2], e[3]) for e in d["aggregates"]),
+                    {e[2]: e[4] for e in d["aggregates"] if e[2] is not None})
+        sources = serve(new_off, want, book_types(builder, parent, want))
+        if sources is None:
+            continue
+        groups = [[name, sql.Identifier("t1", new_off.groups[canon]).as_string(builder.conn)]
+                  for canon, name in off.groups.items()]
+        order = {name: i for i, (name, _) in enumerate(d["groups"])}
+        groups.sort(key=lambda g: order[g[0]])
+        definition = {"groups": groups,
+                      "aggregates": [e[:5] + [{"from": src, "arg": e[2]}]
+                                     for e, src in zip(d["aggregates"], sources)]}
+        columns = [Col(c, e) for c, e in zip(off.node.columns, off.node.exprs)]
+        builder.restructure(off.node, definition, columns, new_parent=new)
+        builder.conn.execute("UPDATE argus_catalog.group_topology SET rerolled = true "
+                             "WHERE node_id = %s", (node_id,))
+
+
