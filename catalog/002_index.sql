@@ -80,11 +80,12 @@ CREATE TABLE argus_catalog.group_exprs (
 );
 CREATE INDEX group_exprs_canonical ON argus_catalog.group_exprs (md5(canonical));
 
--- Set operations: the operands of a chain of UNION ALL (ARGUS §5.4).
+-- Set operations (ARGUS §5.4): the operands of a UNION ALL chain, flattened, or of an
+-- INTERSECT, each as 'node id:column,column,…' (the columns it reads, by position).
 CREATE TABLE argus_catalog.setop_topology (
     node_id  bigint PRIMARY KEY REFERENCES argus_catalog.nodes ON DELETE CASCADE,
     op       text NOT NULL,
-    operands bigint[] NOT NULL           -- sorted node ids of the flattened operands
+    operands text[] NOT NULL             -- sorted
 );
 CREATE INDEX setop_topology_operands ON argus_catalog.setop_topology USING gin (operands);
 
