@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from .canon import (Clause, Literal, PredSet, atom_instances, canonicalize, clause_implies,
+from .canon import (Clause, PredSet, atom_instances, canonicalize, clause_implies,
                     column_atom, map_clause)
 from .plan import Join, Plan, Select
 from .temporal import reads_clock
@@ -147,10 +147,6 @@ def atoms_of(e: exp.Expr) -> set[str]:
             if c.table.startswith("i") and c.table[1:].isdigit()}
 
 
-def atom_text(e: exp.Expr) -> str:
-    return e.sql(DIALECT)
-
-
 def render(e: exp.Expr, columns: Mapping[str, tuple[str, str]]) -> str:
     """SQL of an expression over instance atoms, each atom replaced by (alias, column)
     of the node that evaluates it."""
@@ -191,12 +187,6 @@ class Match:
     node: Indexed
     mapping: Mapping[int, int]  # node STA -> query instance
     residual: tuple[Cond, ...]  # the query's conditions the node does not guarantee
-
-    @property
-    def columns(self) -> dict[str, str]:
-        """Query atom -> node column, for the atoms the node has."""
-        from .canon import map_atom
-        return {map_atom(atom, self.mapping): name for atom, name in self.node.columns.items()}
 
 
 def matches(node: Indexed, block: Block, subset: frozenset[int]) -> Iterator[Match]:
@@ -249,9 +239,8 @@ def tree_subsets(tree: object) -> list[frozenset[int]]:
     """The instance sets of the planner's join tree, leaves first."""
     if isinstance(tree, int):
         return [frozenset({tree})]
-    left, right = tree
-    subsets = tree_subsets(left) + tree_subsets(right)
-    return subsets + [subsets[len(tree_subsets(left)) - 1] | subsets[-1]]
+    left, right = map(tree_subsets, tree)
+    return left + right + [left[-1] | right[-1]]
 
 
 def tree_order(tree: object) -> list[int]:
@@ -259,6 +248,3 @@ def tree_order(tree: object) -> list[int]:
         return [tree]
     return tree_order(tree[0]) + tree_order(tree[1])
 
-
-__all__ = ["Block", "Cond", "Indexed", "Literal", "Match", "atoms_of", "connected_subsets",
-           "describe", "is_spj", "matches", "render", "tree_order", "tree_subsets"]

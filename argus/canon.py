@@ -61,6 +61,8 @@ class Literal:
         lhs = _linear_text(self.terms)
         if self.const is None:
             return f"{lhs} {self.op.upper()}"
+        if self.const == ("num", "0") and len(self.terms) == 2 and self.terms[1][1] == -1:
+            return f"{self.terms[0][0]} {self.op} {self.terms[1][0]}"  # a comparison of two
         return f"{lhs} {self.op} {_const_text(self.const)}"
 
     @property
@@ -446,7 +448,9 @@ def _store(const) -> tuple[str, str]:
     if kind == "num":
         return ("num", str(value))  # Fraction text: '10', '-1/3'
     if kind == "interval":
-        return ("interval", "unsafe" if value is _UNSAFE else repr(value.total_seconds()))
+        if value is _UNSAFE:
+            return ("interval", "unsafe")
+        return ("interval", _decimal(Fraction(value // dt.timedelta(microseconds=1), 10**6)))
     if kind in ("date", "timestamp"):
         return (kind, value.isoformat())
     return (kind, str(value))
@@ -457,7 +461,9 @@ def _parse_const(const: tuple[str, str]):
     if kind == "num":
         return Fraction(text)
     if kind == "interval":
-        return _UNSAFE if text == "unsafe" else dt.timedelta(seconds=float(text))
+        if text == "unsafe":
+            return _UNSAFE
+        return dt.timedelta(microseconds=int(Fraction(text) * 10**6))
     if kind == "date":
         return dt.date.fromisoformat(text)
     if kind == "timestamp":

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from . import __version__
 from .errors import ArgusError, CycleInProgressError
+from .sharing import STRATEGIES
 
 console = Console()
 err_console = Console(stderr=True)
@@ -34,10 +35,10 @@ def handle_errors(func):
     return wrapper
 
 
-def _connect(dsn: str | None):
+def _connect(dsn: str | None, sharing: str | None = None):
     from .api import connect
 
-    return connect(dsn)
+    return connect(dsn, sharing)
 
 
 @click.group()
@@ -119,14 +120,18 @@ def stream_drop(name: str, dsn: str | None) -> None:
 @click.option("-f", "--file", "path", type=click.Path(exists=True, dir_okay=False,
                                                        path_type=Path),
               help="A file holding the query's SQL ('-' for stdin).")
+@click.option("--sharing", type=click.Choice(STRATEGIES), default=None,
+              help="How to share the network's nodes (default $ARGUS_SHARING, else "
+                   "selection).")
 @dsn_option
 @handle_errors
-def register(name: str, sql_text: str | None, path: Path | None, dsn: str | None) -> None:
+def register(name: str, sql_text: str | None, path: Path | None, sharing: str | None,
+             dsn: str | None) -> None:
     """Register continuous query NAME."""
     if (sql_text is None) == (path is None):
         raise click.UsageError("give the query with exactly one of --sql or -f FILE")
     text = sql_text if sql_text is not None else path.read_text()
-    with _connect(dsn) as db:
+    with _connect(dsn, sharing) as db:
         info = db.register_query(name, text)
         created = [n.id for n in info.nodes if n.created]
         shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]

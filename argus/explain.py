@@ -25,9 +25,12 @@ def describe(node) -> list[str]:
             if d.get("indexes") else [])
     if node.kind == "aggregate":
         groups = ", ".join(e for _, e in d["groups"]) or "(one global group)"
-        aggs = ", ".join(f"{name} = {func}({'DISTINCT ' if distinct else ''}{arg or '*'})"
-                         for name, func, arg, distinct, _ in d["aggregates"])
-        return [f"group by {groups}", f"aggregates: {aggs}"]
+        aggs = ", ".join(f"{e[0]} = {e[1]}({'DISTINCT ' if e[3] else ''}{e[2] or '*'})"
+                         for e in d["aggregates"])
+        merged = any(len(e) > 5 for e in d["aggregates"])
+        return [f"group by {groups}", f"aggregates: {aggs}"] + (
+            ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
+            if merged else [])
     if node.kind == "distinct":
         return ["one row per distinct value, with its multiplicity"]
     if node.kind == "setop":
@@ -48,6 +51,8 @@ def explain(conn: psycopg.Connection, name: str) -> str:
     stream_of = {node_id: stream for stream, node_id in net.streams.items()}
     blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
         "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
+    indexed = {node_id: (sources, predset) for node_id, sources, predset in conn.execute(
+        "SELECT node_id, sources, predset FROM argus.index")}
 
     def text(statement: sql.Composable) -> str:
         return textwrap.indent(statement.as_string(conn), "        ")
@@ -69,6 +74,10 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         out.append(f"      history {node.hist.as_string(conn)}, delta "
                    f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
         out += [f"      {line}" for line in describe(node)]
+        if node.id in indexed:
+            sources, predset = indexed[node.id]
+            stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
+            out.append(f"      computes ({stas}): {predset or 'every row'}")
         cycle_block, flush_block = blocks[node.id]
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
 import psycopg
+from psycopg import sql
 
 from .blocks import Indexed
 from .canon import Literal, PredSet, clause_text, predset_text
@@ -25,32 +26,27 @@ def sources_key(sources: Iterable[int]) -> str:
 
 def predset_id(conn: psycopg.Connection, predset: PredSet) -> int:
     """The id of a PredSet, inserting it and its OR-predicates and literals if new."""
-    canonical = predset_text(predset)
-    found = conn.execute("SELECT predset_id FROM argus_catalog.predsets "
-                         "WHERE md5(canonical) = md5(%s)", (canonical,)).fetchone()
-    if found:
-        return found[0]
-    (pid,) = conn.execute("INSERT INTO argus_catalog.predsets (canonical) VALUES (%s) "
-                          "RETURNING predset_id", (canonical,)).fetchone()
-    for clause in predset:
-        oid = _orpred_id(conn, clause)
+    pid, new = _interned(conn, "predsets", predset_text(predset))
+    for clause in predset if new else ():
+        oid, new_clause = _interned(conn, "orpreds", clause_text(clause))
         conn.execute("INSERT INTO argus_catalog.predset_orpreds VALUES (%s, %s) "
                      "ON CONFLICT DO NOTHING", (pid, oid))
+        for literal in clause if new_clause else ():
+            conn.execute("INSERT INTO argus_catalog.orpred_literals VALUES (%s, %s) "
+                         "ON CONFLICT DO NOTHING", (oid, _literal_id(conn, literal)))
     return pid
 
 
-def _orpred_id(conn: psycopg.Connection, clause) -> int:
-    canonical = clause_text(clause)
-    found = conn.execute("SELECT orpred_id FROM argus_catalog.orpreds "
-                         "WHERE md5(canonical) = md5(%s)", (canonical,)).fetchone()
+def _interned(conn: psycopg.Connection, table: str, canonical: str) -> tuple[int, bool]:
+    """(id, newly inserted) of a canonical text in argus_catalog.predsets or .orpreds."""
+    ref = sql.Identifier("argus_catalog", table)
+    found = conn.execute(sql.SQL("SELECT * FROM {} WHERE md5(canonical) = md5(%s)").format(ref),
+                         (canonical,)).fetchone()
     if found:
-        return found[0]
-    (oid,) = conn.execute("INSERT INTO argus_catalog.orpreds (canonical) VALUES (%s) "
-                          "RETURNING orpred_id", (canonical,)).fetchone()
-    for literal in clause:
-        conn.execute("INSERT INTO argus_catalog.orpred_literals VALUES (%s, %s) "
-                     "ON CONFLICT DO NOTHING", (oid, _literal_id(conn, literal)))
-    return oid
+        return found[0], False
+    inserted = conn.execute(sql.SQL("INSERT INTO {} (canonical) VALUES (%s) RETURNING *")
+                            .format(ref), (canonical,)).fetchone()
+    return inserted[0], True
 
 
 def _literal_id(conn: psycopg.Connection, literal: Literal) -> int:

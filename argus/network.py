@@ -16,7 +16,6 @@ from psycopg import sql
 from sqlglot import exp
 
 from . import index, regroup
-from . import index as index_tables
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, substitute
 from .canon import map_atom
@@ -26,7 +25,7 @@ from .errors import QueryError, UnknownStreamError
 from .names import NETWORK_SCHEMA, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
-from .sharing import BlockBuilder, IndexEntry, Sharing, _fresh, column_name, source_atoms
+from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name, source_atoms
 from .temporal import classify, clock_conjuncts
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
@@ -359,7 +358,7 @@ class Builder:
         for atom, side, parent_atom in plan:
             parent = parents[side - 1]
             column = self.atoms(parent)[parent_atom]
-            name = _fresh(column_name(atom, len(self.sources_of(node))), taken)
+            name = fresh_name(column_name(atom, len(self.sources_of(node))), taken)
             pg_type = dict(zip(parent.columns, parent.types))[column]
             added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
                           pg_type, atom))
@@ -369,8 +368,8 @@ class Builder:
                 for n, _, t, _ in added)))
         with self.conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO argus_catalog.node_columns (node_id, position, name, expr, type, atom) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
+                "INSERT INTO argus_catalog.node_columns "
+                "(node_id, position, name, expr, type, atom) VALUES (%s, %s, %s, %s, %s, %s)",
                 [(node.id, len(node.columns) + i, n, e, t, a)
                  for i, (n, e, t, a) in enumerate(added, 1)])
         node = self.load(node.id)
@@ -710,12 +709,12 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
             + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"])))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         indexes += node_indexes or []
-    for schema, index in indexes:
+    for schema, name in indexes:
         still_used = conn.execute(
             "SELECT 1 FROM argus_catalog.nodes WHERE definition->'indexes' @> %s::jsonb",
-            (json.dumps([[schema, index]]),)).fetchone()
+            (json.dumps([[schema, name]]),)).fetchone()
         if not still_used:
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, index)))
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))
     if rows:
-        index_tables.drop_orphans(conn)
+        index.drop_orphans(conn)
     return [r[0] for r in rows]

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
+from .blocks import (Block, Cond, Match, atoms_of, connected_subsets, matches, render,
                      rename_instances, tree_order, tree_subsets)
 from .canon import PredSet, column_atom, map_atom, map_clause
-from .index import candidates
 from .plan import Col
 from .planner import short
 
@@ -190,7 +189,7 @@ class BlockBuilder:
         columns, node_atoms = self._columns(sorted(keep), part.sta, where, len(part.subset))
         taken = {c.name for c in columns}
         for name, e in computed.items():
-            column = _fresh(short(name), taken)
+            column = fresh_name(short(name), taken)
             columns.append(Col(column, render(e, where)))
             node_atoms[column] = rename_instances(e, part.sta).sql("postgres")
         entry = IndexEntry(tuple(self.builder.sources_of(part.node)),
@@ -240,7 +239,7 @@ class BlockBuilder:
         taken: set[str] = set()
         for atom in atoms:
             node_atom = map_atom(atom, sta)
-            name = _fresh(column_name(node_atom, width), taken)
+            name = fresh_name(column_name(node_atom, width), taken)
             alias, column = where[atom]
             columns.append(Col(name, exp.column(column, table=alias, quoted=True).sql("postgres")))
             names[name] = node_atom
@@ -256,14 +255,14 @@ class BlockBuilder:
 
 def _cost(match: Match) -> tuple:
     """ARGUS's cost of sharing a node: the rows left to process (its size)."""
-    return (match.node.rows, len(match.residual), match.node.node_id)
+    return (match.node.rows, len(match.residual), -len(match.node.predset), match.node.node_id)
 
 
 def _instance(atom: str) -> int:
     return int(atom.split(".", 1)[0].strip('"')[1:])
 
 
-def _fresh(name: str, taken: set[str]) -> str:
+def fresh_name(name: str, taken: set[str]) -> str:
     candidate, n = name, 1
     while candidate in taken:
         n += 1
@@ -285,5 +284,3 @@ def source_atoms(columns) -> dict[str, str]:
     """atom -> column of a source node (STA 1)."""
     return {column_atom(1, c): c for c in columns}
 
-
-__all__ = ["BlockBuilder", "IndexEntry", "Indexed", "Sharing", "STRATEGIES", "candidates"]

@@ -1,0 +1,105 @@
+"""Sharing (issue: incremental multiple-query optimization): the nodes each query of a
+family ends up using (fixtures/sharing.txt), dropping, and the index's bookkeeping."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import argus
+
+from .fixtures import cases
+from .oracle import Oracle
+
+RESERVED = {"title", "sharing"}
+
+
+def transfer_rows(rng: random.Random, start: int, n: int, day: int = 1) -> list[tuple]:
+    return [(i, f"2024-01-{day + rng.randint(0, 20):02d}", f"a{rng.randint(0, 6)}",
+             f"a{rng.randint(0, 6)}", rng.randint(1, 10_000)) for i in range(start, start + n)]
+
+
+def setup(db) -> Oracle:
+    oracle = Oracle(db)
+    oracle.create_stream("transfers", {"tran_id": "bigint", "tran_date": "date",
+                                       "sender": "text", "receiver": "text",
+                                       "amount": "numeric(14,2)"})
+    oracle.insert("transfers", transfer_rows(random.Random(7), 0, 300))
+    oracle.run()
+    return oracle
+
+
+def shapes(db, creators: dict[int, str]) -> dict[str, str]:
+    out = {}
+    for info in db.queries():
+        out[info.name] = " ".join(f"{n.kind}@{creators[n.id]}" for n in info.nodes
+                                  if n.kind != "stream")
+    return out
+
+
+@pytest.mark.parametrize("case", cases("sharing.txt"), ids=lambda c: c["title"])
+def test_network_shape(case, fresh_dsn):
+    with argus.connect(fresh_dsn, sharing=case.get("sharing", "selection")) as db:
+        check_shape(case, setup(db))
+
+
+def check_shape(case: dict, oracle: Oracle) -> None:
+    queries = {k: v for k, v in case.items() if k not in RESERVED and not k.startswith("nodes")}
+    creators: dict[int, str] = {}
+    for name, sql_text in queries.items():
+        info = oracle.register(name, sql_text)  # checks the backfilled answer
+        creators |= {n.id: name for n in info.nodes if n.created}
+    expected = {k.split()[1]: v for k, v in case.items() if k.startswith("nodes ")}
+    assert shapes(oracle.db, creators) == expected
+    oracle.insert("transfers", transfer_rows(random.Random(8), 300, 200, day=5))
+    oracle.run()  # checks every query
+
+
+def test_dropping_a_query_keeps_what_others_share(transfers):
+    db = transfers.db
+    transfers.insert("transfers", transfer_rows(random.Random(1), 0, 200))
+    transfers.run()
+    transfers.register("wide", "SELECT r1.tran_id, r2.tran_id AS b FROM transfers r1, "
+                       "transfers r2 WHERE r2.sender = r1.receiver AND r1.amount > 1000")
+    transfers.register("narrow", "SELECT r1.tran_id FROM transfers r1, transfers r2 "
+                       "WHERE r2.sender = r1.receiver AND r1.amount > 5000")
+    before = {n.id for n in db.query("narrow").nodes}
+    transfers.unregister("wide")
+    after = {row[0] for row in db.conn.execute("SELECT node_id FROM argus_catalog.nodes")}
+    assert before <= after  # narrow reads wide's join: it stays
+    transfers.insert("transfers", transfer_rows(random.Random(2), 200, 100))
+    transfers.run()
+    transfers.unregister("narrow")
+    kinds = [r[0] for r in db.conn.execute("SELECT kind FROM argus_catalog.nodes")]
+    assert kinds == ["stream"]
+    leftovers = db.conn.execute(
+        "SELECT (SELECT count(*) FROM argus_catalog.topology), "
+        "(SELECT count(*) FROM argus_catalog.predsets), "
+        "(SELECT count(*) FROM argus_catalog.literals)").fetchone()
+    assert leftovers == (0, 0, 0)
+
+
+def test_the_index_records_each_node_relative_to_its_sources(transfers):
+    transfers.register("q", "SELECT r1.tran_id FROM transfers r1 JOIN transfers r2 "
+                       "ON r2.sender = r1.receiver WHERE r1.amount > 1000 AND "
+                       "r2.tran_date BETWEEN r1.tran_date AND r1.tran_date + 20")
+    rows = transfers.db.conn.execute(
+        "SELECT kind, predset, on_parents, sources, svoa, jvoas FROM argus.index "
+        "ORDER BY node_id").fetchall()
+    stream = transfers.db.conn.execute(
+        "SELECT node_id FROM argus_catalog.streams").fetchone()[0]
+    (sel, sel_pred, _, sel_sources, sel_svoa, _), (join, pred, on, sources, svoa, jvoas) = rows
+    assert (sel, sel_pred, sel_sources, sel_svoa) == ("select", '"i1"."amount" > 1000',
+                                                      [stream], stream)
+    assert join == "join" and sources == [stream, stream]
+    assert pred == ('"i1"."amount" > 1000 AND "i1"."receiver" = "i2"."sender" AND '
+                    '"i1"."tran_date" - "i2"."tran_date" >= -20 AND '
+                    '"i1"."tran_date" <= "i2"."tran_date"')
+    assert '"i1"."amount"' not in on  # the selection below it applied that
+    assert jvoas == [stream, stream] and svoa is not None
+
+
+def test_an_unknown_strategy_is_refused(fresh_dsn):
+    with pytest.raises(ValueError, match="sharing must be one of"):
+        argus.connect(fresh_dsn, sharing="greedy")
