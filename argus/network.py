@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psycopg
@@ -139,6 +140,7 @@ class Builder:
         self.names: dict[Plan, dict[str, str]] = {}  # plan column -> node column
         self._memo: dict[Plan, Node] = {}
         self._candidates: dict[tuple, list] = {}
+        self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
 
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
@@ -378,7 +380,7 @@ class Builder:
                                      node.definition, None), node.id))
         self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
         execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
-        store_blocks(self.conn, node, parents)
+        self._store(node, parents)
         self._candidates.clear()
         return node
 
@@ -476,7 +478,7 @@ class Builder:
         self.conn.execute(sql.SQL(
             "UPDATE argus_catalog.nodes SET hist_rows = (SELECT count(*) FROM {}) "
             "WHERE node_id = %s").format(node.hist), (node_id,))
-        store_blocks(self.conn, node, parents)
+        self._store(node, parents)
         if entry is not None:
             self._record(node, parents, entry)
         self.created.append(node)
@@ -540,8 +542,12 @@ class Builder:
             [node.hist] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
                            if t != f"n{node.id}_delta"])))
         execute_all(self.conn, compiler.backfill(node, [parent]))
-        store_blocks(self.conn, node, [parent])
+        self._store(node, [parent])
         return node
+
+    def _store(self, node: Node, parents: list[Node]) -> None:
+        store_blocks(self.conn, node, parents)
+        self.compiled.add(node.id)
 
     def _move(self, node: Node, parent: Node) -> None:
         """Make `parent` the node's only parent, after it in evaluation order (ARGUS's
@@ -664,9 +670,13 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
                   flush_block(node, parents, conn).as_string(conn), node.id))
 
 
-def assemble(conn: psycopg.Connection) -> None:
+def assemble(conn: psycopg.Connection, check: Iterable[int] | None = None) -> None:
     """Regenerate argus_net.cycle_program from the nodes' stored blocks. Called in the
-    transaction of every change to the network, so code and network never disagree."""
+    transaction of every change to the network, so code and network never disagree.
+
+    PostgreSQL validates a function's whole body when it is created, which grows with
+    the network; given `check`, only those nodes' code (the code this change compiled)
+    is validated, in a function of its own, and the program is created unchecked."""
     net = load(conn)
     blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
         "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
@@ -678,15 +688,31 @@ def assemble(conn: psycopg.Connection) -> None:
     for node in net.nodes.values():
         for parent in set(node.parents):
             children.setdefault(parent, []).append(node)
-    purges = [purge_block(node, children.get(node.id, [])) for node in net.nodes.values()
-              if node.id not in outputs]
-    body = program(streams, list(net.nodes),
-                   [sql.SQL(blocks[n][0]) for n in net.nodes if blocks[n][0]],
-                   [sql.SQL(blocks[n][1]) for n in net.nodes],
-                   [p for p in purges if p is not None])
-    conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
-                         "LANGUAGE plpgsql AS {}").format(
-        sql.Identifier(NETWORK_SCHEMA, "cycle_program"), sql.Literal(body.as_string(conn))))
+    purges = [p for p in (purge_block(node, children.get(node.id, []))
+                          for node in net.nodes.values() if node.id not in outputs)
+              if p is not None]
+
+    def body(nodes) -> str:
+        return program(streams, list(net.nodes),
+                       [sql.SQL(blocks[n][0]) for n in nodes if blocks[n][0]],
+                       [sql.SQL(blocks[n][1]) for n in nodes], purges).as_string(conn)
+
+    def create(name: str, text: str) -> None:
+        conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
+                             "LANGUAGE plpgsql AS {}").format(
+            sql.Identifier(NETWORK_SCHEMA, name), sql.Literal(text)))
+
+    if check is None:
+        create("cycle_program", body(net.nodes))
+        return
+    checked = [n for n in net.nodes if n in set(check)]
+    create("cycle_check", body(checked))
+    conn.execute(sql.SQL("DROP FUNCTION {}(bigint)").format(
+        sql.Identifier(NETWORK_SCHEMA, "cycle_check")))
+    (setting,) = conn.execute("SELECT current_setting('check_function_bodies')").fetchone()
+    conn.execute("SELECT set_config('check_function_bodies', 'off', true)")
+    create("cycle_program", body(net.nodes))
+    conn.execute("SELECT set_config('check_function_bodies', %s, true)", (setting,))
 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:

@@ -57,8 +57,8 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         _check_functions(conn, analyzed)
         _check_with_postgres(conn, analyzed)
         try:
-            info = _build(conn, name, sql_text, analyzed, sharing or Sharing())
-            assemble(conn)
+            info, compiled = _build(conn, name, sql_text, analyzed, sharing or Sharing())
+            assemble(conn, check=compiled)
             return info
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} cannot be maintained: "
@@ -100,7 +100,7 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
 
 
 def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed,
-           sharing: Sharing) -> QueryInfo:
+           sharing: Sharing) -> tuple[QueryInfo, set[int]]:
     builder = Builder(conn, sharing, query=name)
     top = builder.node_for(analyzed.plan.input)
     builder.check_horizon(top, None)  # the views read the top node's whole history
@@ -136,7 +136,8 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                         [(query_id, n) for n in used])
     created = {n.id for n in builder.created}
     return QueryInfo(name=name, sql=sql_text, columns=columns, output_node=top.id,
-                     nodes=[NodeInfo(n, builder.load(n).kind, n in created) for n in used])
+                     nodes=[NodeInfo(n, builder.load(n).kind, n in created) for n in used]
+                     ), builder.compiled
 
 
 def unregister(conn: psycopg.Connection, name: str) -> list[int]:
@@ -149,7 +150,7 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
             raise UnknownQueryError(f"unknown query {name!r}")
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
         dropped = drop_unused(conn)
-        assemble(conn)
+        assemble(conn, check=())  # no new code
         return dropped
 
 
