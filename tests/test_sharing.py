@@ -9,6 +9,7 @@ import pytest
 
 import argus
 
+from .catalog_snapshot import snapshot
 from .fixtures import cases
 from .oracle import Oracle
 
@@ -103,3 +104,30 @@ def test_the_index_records_each_node_relative_to_its_sources(transfers):
 def test_an_unknown_strategy_is_refused(fresh_dsn):
     with pytest.raises(ValueError, match="sharing must be one of"):
         argus.connect(fresh_dsn, sharing="greedy")
+
+
+def test_a_failed_registration_leaves_shared_nodes_as_they_were(transfers):
+    """Enrichment and expansion change shared nodes inside the registration's
+    transaction: a registration that fails afterwards undoes them."""
+    db = transfers.db
+    transfers.insert("transfers", transfer_rows(random.Random(3), 0, 100))
+    transfers.run()
+    transfers.register("q", "SELECT tran_id FROM transfers WHERE amount > 1000")
+    transfers.register("g", "SELECT sender, count(*) AS n FROM transfers GROUP BY sender")
+    before = snapshot(db.conn)
+    columns = "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+    tables = [r[0] for r in db.conn.execute(
+        "SELECT format('%I.%I', hist_schema, hist_name) FROM argus_catalog.nodes")]
+    shapes_before = {t: db.conn.execute(columns, (t,)).fetchall() for t in tables}
+    # needs receiver and sender added to q's node, then fails on its duplicate names
+    with pytest.raises(argus.QueryError, match="distinct name"):
+        db.register_query("bad", "SELECT tran_id, receiver AS x, sender AS x "
+                          "FROM transfers WHERE amount > 1000")
+    # needs sum(amount) added to g's node, then fails the same way
+    with pytest.raises(argus.QueryError, match="distinct name"):
+        db.register_query("bad", "SELECT sender AS x, sum(amount) AS x FROM transfers "
+                          "GROUP BY sender")
+    assert snapshot(db.conn) == before
+    assert {t: db.conn.execute(columns, (t,)).fetchall() for t in tables} == shapes_before
+    transfers.insert("transfers", transfer_rows(random.Random(4), 100, 50))
+    transfers.run()
