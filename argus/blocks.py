@@ -42,7 +42,6 @@ class Block:
     sources: tuple[int, ...]  # instance k reads the node sources[k - 1]
     conds: tuple[Cond, ...]
     outputs: tuple[tuple[str, exp.Expr], ...]  # the plan's columns over instance atoms
-    tree: object  # the planner's join order: an instance number or a (left, right) pair
     types: Mapping[str, str]  # column atom -> PostgreSQL type
 
     @property
@@ -91,28 +90,25 @@ def describe(plan: Plan, source: Source, *, canonical: bool = True) -> Block:
             conds.append(Cond(canonicalize(conjunct, types.get, enabled=canonical), conjunct,
                               instances_of(conjunct)))
 
-    def walk(p: Plan) -> tuple[dict[str, exp.Expr], object]:
+    def walk(p: Plan) -> dict[str, exp.Expr]:
         if isinstance(p, Select) and is_spj(p):
-            inputs, tree = walk(p.input)
+            inputs = walk(p.input)
             if p.predicate:
                 add_conds(substitute(p.predicate, {"t1": inputs}))
-            return {c.name: substitute(c.expr, {"t1": inputs}) for c in p.columns}, tree
+            return {c.name: substitute(c.expr, {"t1": inputs}) for c in p.columns}
         if isinstance(p, Join) and is_spj(p):
-            left, ltree = walk(p.left)
-            right, rtree = walk(p.right)
+            left, right = walk(p.left), walk(p.right)
             add_conds(substitute(p.condition, {"t1": left, "t2": right}))
-            return ({c.name: substitute(c.expr, {"t1": left, "t2": right}) for c in p.columns},
-                    (ltree, rtree))
+            return {c.name: substitute(c.expr, {"t1": left, "t2": right}) for c in p.columns}
         node_id, names, column_types = source(p)
         sources.append(node_id)
         k = len(sources)
         for column, pg_type in column_types.items():
             types[column_atom(k, column)] = pg_type
-        return {n: exp.column(names[n], table=f"i{k}", quoted=True) for n in p.names}, k
+        return {n: exp.column(names[n], table=f"i{k}", quoted=True) for n in p.names}
 
-    outputs, tree = walk(plan)
-    return Block(tuple(sources), tuple(conds), tuple((n, outputs[n]) for n in plan.names),
-                 tree, types)
+    outputs = walk(plan)
+    return Block(tuple(sources), tuple(conds), tuple((n, outputs[n]) for n in plan.names), types)
 
 
 def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
@@ -233,18 +229,3 @@ def _stas(clause: Clause) -> frozenset[int]:
 def connected_subsets(block: Block, size: int) -> list[frozenset[int]]:
     return [frozenset(s) for s in itertools.combinations(sorted(block.instances), size)
             if block.connected(frozenset(s))]
-
-
-def tree_subsets(tree: object) -> list[frozenset[int]]:
-    """The instance sets of the planner's join tree, leaves first."""
-    if isinstance(tree, int):
-        return [frozenset({tree})]
-    left, right = map(tree_subsets, tree)
-    return left + right + [left[-1] | right[-1]]
-
-
-def tree_order(tree: object) -> list[int]:
-    if isinstance(tree, int):
-        return [tree]
-    return tree_order(tree[0]) + tree_order(tree[1])
-

@@ -18,8 +18,8 @@ from sqlglot import exp
 
 from . import index, regroup
 from .aggregates import Model
-from .blocks import Indexed, describe, is_spj, substitute
-from .canon import map_atom
+from .blocks import Indexed, describe, is_spj, render, substitute
+from .canon import column_atom, map_atom
 from .compile import (COMPILERS, Node, flush_block, node_block, parent_index_name, program,
                       purge_block)
 from .errors import QueryError, UnknownStreamError
@@ -293,6 +293,22 @@ class Builder:
 
     def load(self, node_id: int) -> Node:
         return load_node(self.conn, node_id)
+
+    def estimate(self, source_id: int, instance: int, conds) -> float:
+        """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
+        atoms of `instance`)."""
+        source = self.load(source_id)
+        never = self.conn.execute(
+            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
+            "WHERE relid = %s::regclass", (source.hist.as_string(self.conn),)).fetchone()
+        if never is None or never[0]:  # without statistics, estimates are guesses
+            self.conn.execute(sql.SQL("ANALYZE {}").format(source.hist))
+        where = {column_atom(instance, c): ("t1", c) for c in source.columns}
+        predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
+        (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 "
+                                            "WHERE {}").format(source.hist, sql.SQL(predicate))
+                                    ).fetchone()
+        return plan[0]["Plan"]["Plan Rows"]
 
     def candidates(self, sources, shapes) -> list[Indexed]:
         key = (index.sources_key(sources), frozenset(shapes))

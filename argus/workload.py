@@ -33,8 +33,9 @@ def selection(rng: random.Random) -> str:
 
 def chain(rng: random.Random, length: int | None = None) -> str:
     """Transfers r1 → r2 → … where each next one is sent by the previous receiver,
-    within a day window; either a large first transfer followed by at least half of it
-    each time, or chains that end in a large transfer."""
+    within a day window: a large first transfer followed by at least half of it each
+    time, or (a quarter of them) chains that end in a large transfer, each earlier one
+    at least half of the next."""
     k = length or rng.choice([2, 2, 3, 3, 4, 5])
     window = rng.choice(WINDOWS)
     aliases = [f"r{i}" for i in range(1, k + 1)]
@@ -43,8 +44,8 @@ def chain(rng: random.Random, length: int | None = None) -> str:
                     rng.choice(THRESHOLDS[2:] if ends_large else THRESHOLDS[1:]))]
     for a, b in zip(aliases, aliases[1:]):
         where.append(rng.choice([f"{b}.sender = {a}.receiver", f"{a}.receiver = {b}.sender"]))
-        if not ends_large:
-            where.append(f"{b}.amount >= {a}.amount * 0.5")
+        where.append(f"{a}.amount >= {b}.amount * 0.5" if ends_large
+                     else f"{b}.amount >= {a}.amount * 0.5")
         where.append(rng.choice([
             f"{b}.tran_date BETWEEN {a}.tran_date AND {a}.tran_date + {window}",
             f"{b}.tran_date >= {a}.tran_date AND {b}.tran_date - {a}.tran_date <= {window}"]))
