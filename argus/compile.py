@@ -404,12 +404,11 @@ class AggregateCompiler:
         return sql.SQL(" GROUP BY {}").format(cols(model.group_names, alias))
 
     def _same_group(self, model: Model, other: str) -> sql.Composable:
-        """`other` is dh's group: a join of small intermediate results."""
+        """`other` (a CTE of per-group results) is dh's group: equal hashes, so that
+        PostgreSQL hash-joins them, then equal values."""
         if model.is_global:
             return sql.SQL("TRUE")
-        return sql.SQL("CASE WHEN ROW({}) IS NOT DISTINCT FROM ROW({}) THEN true ELSE false "
-                       "END").format(cols(model.group_names, other),
-                                     cols(model.group_names, "dh"))
+        return same_row(model.group_names, other, "dh")
 
     def from_scratch(self, model: Model, parent: Node) -> sql.Composed:
         books = [sql.SQL(", {} AS {}").format(sql.SQL(b.over(s.arg, "1::smallint")),
@@ -475,7 +474,8 @@ class AggregateCompiler:
                         b=b, cte=cte),
                     render("aggregate/count_distinct", k=sql.SQL(str(k)),
                            comma=sql.SQL("") if model.is_global else sql.SQL(", "),
-                           x_groups=cols(gnames, "x"), aux=node.aux(f"d{spec.index}"),
+                           x_groups=cols(gnames, "x"), x_hash=row_hash(gnames, "x"),
+                           aux=node.aux(f"d{spec.index}"),
                            values=self._values(model, spec, parent.delta, "t1.argus_sign"),
                            a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
                            x_group_by=self._group_by(model, "x")))
@@ -490,7 +490,8 @@ class AggregateCompiler:
                         "AS {b}").format(cte=cte, f=extreme, b=b),
                 render("aggregate/minmax", k=sql.SQL(str(k)),
                        comma=sql.SQL("") if model.is_global else sql.SQL(", "),
-                       w_groups=cols(model.group_names, "w"), u_groups=cols(model.group_names, "u"),
+                       w_groups=cols(model.group_names, "w"), w_hash=row_hash(model.group_names, "w"),
+                       u_groups=cols(model.group_names, "u"),
                        func=sql.SQL(book.combine), x=sql.SQL(spec.arg), parent=parent.hist,
                        parent_delta=parent.delta, affected=affected,
                        group_named=named(model.group_exprs, model.group_names),

@@ -393,7 +393,7 @@ class Builder:
         node = self.load(node.id)
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
                           (signature(node.kind, parents, node.columns, node.exprs,
-                                     node.definition, None), node.id))
+                                     node.definition, self._salt()), node.id))
         self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
         execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
         self._store(node, parents)
@@ -456,8 +456,7 @@ class Builder:
                 salted: bool = False) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
-        salt = self.query if salted or self.sharing.strategy == "none" else None
-        signature_text = signature(kind, parents, names, exprs, definition, salt)
+        signature_text = signature(kind, parents, names, exprs, definition, self._salt(salted))
         found = self.conn.execute(
             "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
             (signature_text,)).fetchone()
@@ -499,6 +498,11 @@ class Builder:
             self._record(node, parents, entry)
         self.created.append(node)
         return node
+
+    def _salt(self, salted: bool = False) -> str | None:
+        """What makes a node's signature unique to this query: nodes that must not be
+        shared (sharing "none", or joins when join sharing is off)."""
+        return self.query if salted or self.sharing.strategy == "none" else None
 
     def _record(self, node: Node, parents: list[Node], entry: IndexEntry) -> None:
         index.record_block(self.conn, node.id, entry.sources, entry.predset, entry.dpredset,
@@ -542,7 +546,7 @@ class Builder:
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = %s, signature = %s WHERE node_id = %s",
             (json.dumps(definition), signature("aggregate", [parent], node.columns, node.exprs,
-                                               definition, self.query), node.id))
+                                               definition, self._salt()), node.id))
         if new_parent is not None:
             old_parent = self.load(self.conn.execute(
                 "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",

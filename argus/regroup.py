@@ -130,17 +130,22 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
     groups = [g.expr for g in want.groups]
     if builder.sharing.strategy != "none" and len(set(groups)) == len(groups):
         offers = [offer(builder, n) for n in candidates(builder, parent.id, groups)]
+        types = book_types(builder, parent, want)
         for off in offers:
             if set(off.groups) == set(groups):
-                missing = [a for a in want.aggs
-                           if (a.func, a.arg, a.distinct) not in off.specs]
-                if missing and (off.rerolled or any(a.distinct for a in missing)):
+                missing = Want(want.groups, tuple(a for a in want.aggs if (a.func, a.arg,
+                               a.distinct) not in off.specs), want.categories)
+                if not missing.aggs:
+                    return off.node, _names(off, want)
+                sources = None
+                if off.rerolled:  # its new aggregates come from the same finer node
+                    sources = serve(offer(builder, off.node.parents[0]), missing, types)
+                    if sources is None:
+                        continue
+                elif any(a.distinct for a in missing.aggs):
                     continue
-                if missing:
-                    off = expand(builder, off, Want(want.groups, tuple(missing),
-                                                    want.categories))
+                off = expand(builder, off, missing, sources)
                 return off.node, _names(off, want)
-        types = book_types(builder, parent, want)
         finer = [(off, sources) for off in offers if off.rows < _rows(builder, parent)
                  for sources in [serve(off, want, types)] if sources is not None]
         if finer:
@@ -204,9 +209,10 @@ def record(builder, node: Node, input_id: int, groups: list[str], rerolled: bool
                             [(node.id, i, g) for i, g in enumerate(groups, 1)])
 
 
-def expand(builder, off: Offer, extra: Want) -> Offer:
-    """Horizontal expansion: add aggregates (and their books) to a direct aggregate
-    node, then refill it from its parent."""
+def expand(builder, off: Offer, extra: Want, sources: list | None = None) -> Offer:
+    """Horizontal expansion: add aggregates (and their books) to an aggregate node —
+    over its parent's rows, or, for a regrouped node, merged from its parent's books
+    (`sources`) — then refill it from its parent."""
     node = off.node
     taken = set(node.columns) | {e[0] for e in node.definition["aggregates"]}
     added = []
@@ -219,7 +225,9 @@ def expand(builder, off: Offer, extra: Want) -> Offer:
         added.append(dataclasses.replace(a, name=name))
     definition = dict(node.definition)
     definition["aggregates"] = definition["aggregates"] + [
-        _entry(a, extra.categories.get(a.arg)) for a in added]
+        _entry(a, extra.categories.get(a.arg))
+        + ([{"from": sources[i], "arg": a.arg}] if sources else [])
+        for i, a in enumerate(added)]
     columns = [Col(c, e) for c, e in zip(node.columns, node.exprs)] + list(_columns((), added))
     builder.restructure(node, definition, columns)
     return offer(builder, node.id)

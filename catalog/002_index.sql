@@ -102,3 +102,87 @@ SELECT t.node_id,
   JOIN argus_catalog.nodes n USING (node_id)
   JOIN argus_catalog.predsets p ON p.predset_id = t.predset_id
   LEFT JOIN argus_catalog.predsets d ON d.predset_id = t.dpredset_id;
+
+-- Cycles with hundreds of nodes. Deltas are cleared with DELETE, and TRUNCATEd only
+-- once their file has grown past this many bytes.
+ALTER TABLE argus_catalog.settings
+    ADD COLUMN truncate_delta_bytes bigint NOT NULL DEFAULT 1048576;
+
+-- A cycle runs many statements over small deltas. Delta tables are never analyzed, so
+-- PostgreSQL may estimate them as large and JIT-compile a statement that then takes
+-- tens of milliseconds to compile and one to run: no JIT inside cycles (SET jit).
+-- One cycle, callable from Python, psql or pg_cron: SELECT argus.run_cycle();
+-- Takes the cycle lock (waiting, or returning NULL at once when wait is false), clears
+-- the previous cycle's deltas, runs the assembled network program and records what
+-- happened. A failure inside the program rolls the program back (claims included) and
+-- is recorded as a failed run; the function then returns normally with its run id.
+CREATE OR REPLACE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS bigint
+LANGUAGE plpgsql SET jit = off AS $$
+DECLARE
+    v_run   bigint;
+    v_last  bigint;
+    v_error text;
+    v_node  bigint;
+    v_delta text;
+    v_timeout text;
+    v_limit bigint := (SELECT truncate_delta_bytes FROM argus_catalog.settings);
+BEGIN
+    IF wait THEN
+        PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
+    ELSIF NOT pg_try_advisory_xact_lock(1095911253, 83) THEN
+        RAISE NOTICE 'argus: another cycle is running on this database; skipped';
+        RETURN NULL;
+    END IF;
+    SELECT max(run_id) INTO v_last FROM argus_catalog.runs WHERE status = 'ok';
+    INSERT INTO argus_catalog.runs (started_at, status)
+    VALUES (clock_timestamp(), 'running') RETURNING run_id INTO v_run;
+    BEGIN
+        -- The previous cycle's changes stop being the last cycle's changes. DELETE is
+        -- cheap (a few milliseconds for hundreds of deltas) but leaves dead rows that
+        -- autovacuum may not clear between cycles; TRUNCATE costs milliseconds per
+        -- table (new files, catalog rows). So DELETE, and TRUNCATE a delta once its
+        -- file has grown past settings.truncate_delta_bytes (unless a reader of its
+        -- changes view holds it: then DELETE, and next time).
+        v_timeout := current_setting('lock_timeout');
+        PERFORM set_config('lock_timeout', '50ms', true);
+        FOR v_node IN SELECT r.node_id FROM argus_catalog.run_nodes r
+                        JOIN argus_catalog.nodes n USING (node_id)
+                       WHERE r.run_id = v_last AND r.inserted + r.retracted > 0 LOOP
+            v_delta := format('argus_net.%I', 'n' || v_node || '_delta');
+            IF pg_relation_size(v_delta::regclass) > v_limit THEN
+                BEGIN
+                    EXECUTE 'TRUNCATE ' || v_delta;
+                EXCEPTION WHEN lock_not_available THEN
+                    EXECUTE 'DELETE FROM ' || v_delta;
+                END;
+            ELSE
+                EXECUTE 'DELETE FROM ' || v_delta;
+            END IF;
+        END LOOP;
+        PERFORM set_config('lock_timeout', v_timeout, true);
+        PERFORM argus_net.cycle_program(v_run);
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
+        UPDATE argus_catalog.runs SET status = 'failed', error = v_error,
+               finished_at = clock_timestamp() WHERE run_id = v_run;
+        RETURN v_run;
+    END;
+
+    INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
+    SELECT v_run, q.name, coalesce(r.inserted, 0), coalesce(r.retracted, 0)
+      FROM argus_catalog.queries q
+      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node;
+    UPDATE argus_catalog.nodes n SET hist_rows = n.hist_rows + r.inserted - r.retracted
+      FROM argus_catalog.run_nodes r
+     WHERE r.run_id = v_run AND r.node_id = n.node_id AND r.inserted + r.retracted > 0;
+    UPDATE argus_catalog.runs SET
+           status = 'ok', finished_at = clock_timestamp(), clock = argus.clock_now(),
+           rows_in = (SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams
+                       WHERE run_id = v_run),
+           nodes_run = (SELECT count(*) FROM argus_catalog.run_nodes r
+                          JOIN argus_catalog.nodes n USING (node_id)
+                         WHERE r.run_id = v_run AND n.kind <> 'stream')
+     WHERE run_id = v_run;
+    DELETE FROM argus_catalog.run_nodes WHERE run_id < v_run - 500;
+    RETURN v_run;
+END $$;

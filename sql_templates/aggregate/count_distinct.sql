@@ -3,7 +3,7 @@
 cd{k} AS (
     SELECT {x_groups}{comma}sum(CASE WHEN x.old = 0 AND x.old + x.dn > 0 THEN 1
                                     WHEN x.old > 0 AND x.old + x.dn <= 0 THEN -1
-                                    ELSE 0 END) AS c
+                                    ELSE 0 END) AS c, {x_hash} AS argus_hash
       FROM (SELECT dd.*, coalesce(a.argus_count, 0) AS old
               FROM ({values}) AS dd
               LEFT JOIN {aux} AS a ON a.argus_hash = dd.argus_hash
