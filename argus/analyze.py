@@ -132,7 +132,10 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     _check_tables(tree, streams)
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
-    user_aliases = {a.alias for a in tree.find_all(exp.Alias)}
+    # output names the user gave: AS aliases, and the column alias lists of derived
+    # tables and CTEs (`AS t (a, b)`), which qualify() turns into AS aliases
+    user_aliases = {a.alias for a in tree.find_all(exp.Alias)} | {
+        c.name for t in tree.find_all(exp.TableAlias) for c in t.columns}
     schema = {s.name: dict(s.columns) for s in streams.values()}
     try:
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY

@@ -61,6 +61,13 @@ def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
     return [condition]
 
 
+def conjunction(conditions: list[str]) -> str:
+    """SQL conditions joined by AND, each in parentheses (one may hold an OR)."""
+    if len(conditions) == 1:
+        return conditions[0]
+    return " AND ".join(f"({c})" for c in conditions)
+
+
 def columns_of(expr: exp.Expr) -> list[exp.Column]:
     """Column references of `expr`, including those inside its subqueries."""
     return list(expr.find_all(exp.Column))
@@ -417,8 +424,7 @@ class Planner:
         return {key for key, n in self.refs.items() if n > 0}
 
     def filter(self, rel: Rel, predicates: list[exp.Expr]) -> Rel:
-        predicate = " AND ".join(f"({bind(p, [rel])})" if len(predicates) > 1 else bind(p, [rel])
-                                 for p in predicates)
+        predicate = conjunction([bind(p, [rel]) for p in predicates])
         self.consume(predicates)
         # a temporal filter re-reads its own rows as the clock moves: keep its columns
         clock_columns = {(c.table, c.name) for p in predicates if calls_user_clock(p)
@@ -432,7 +438,7 @@ class Planner:
         return Rel(plan, {key: c.name for key, c in kept}, rel.aliases, rel.nullable)
 
     def join(self, left: Rel, right: Rel, kind: str, condition: list[exp.Expr]) -> Rel:
-        text = " AND ".join(bind(c, [left, right]) for c in condition) or "TRUE"
+        text = conjunction([bind(c, [left, right]) for c in condition]) or "TRUE"
         self.consume(condition)
         columns, cols = [], {}
         sides = (left,) if kind in ("semi", "anti") else (left, right)
