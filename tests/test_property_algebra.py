@@ -129,6 +129,10 @@ def relation(draw, depth: int):
                              f"{a}.{draw(st.sampled_from(lcols))}")
         if draw(st.booleans()):
             conjuncts.append(draw(predicate(c, tcols)))
+        if draw(st.booleans()):  # an OR across two of the relations
+            conjuncts.append(f"({a}.{draw(st.sampled_from(lcols))} {draw(COMPARE)} "
+                             f"{draw(SMALL)} OR {c}.{draw(st.sampled_from(tcols))} "
+                             f"{draw(COMPARE)} {draw(SMALL)})")
         conjuncts = draw(st.permutations(conjuncts))
         order = draw(st.permutations([f"({left}) {a}", f"({right}) {b}", f"({third}) {c}"]))
         columns = (f"{a}.{lcols[0]} AS c1, {b}.{rcols[0]} AS c2, {c}.{tcols[-1]} AS c3")
@@ -140,6 +144,10 @@ def relation(draw, depth: int):
         if draw(st.booleans()):
             condition += (f" AND {b}.{draw(st.sampled_from(rcols))} "
                           f"{draw(COMPARE)} {a}.{draw(st.sampled_from(lcols))} + {draw(SMALL)}")
+        if draw(st.booleans()):  # an OR across both sides
+            condition += (f" AND ({a}.{draw(st.sampled_from(lcols))} {draw(COMPARE)} "
+                          f"{draw(SMALL)} OR {b}.{draw(st.sampled_from(rcols))} "
+                          f"{draw(COMPARE)} {draw(SMALL)})")
         joined = "LEFT JOIN" if kind == "left" else "JOIN"
         where = f" WHERE {draw(predicate(a, lcols))}" if draw(st.booleans()) else ""
         columns = ", ".join([f"{a}.{c} AS c{i}" for i, c in enumerate(lcols, 1)]
