@@ -261,6 +261,50 @@ def demo(cycles: int, history: int, batch: int, use_spark: bool, dsn: str | None
              explicit_dsn=bool(dsn), use_spark=use_spark)
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x.replace("_", "")) for x in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: give comma-separated integers") from None
+
+
+@main.command()
+@click.option("--quick", is_flag=True, help="Small data, a few minutes: checks that it runs.")
+@click.option("--workload", "workloads", type=click.Choice(["transfers", "tpch", "all"]),
+              default="all", show_default=True)
+@click.option("--history", type=int, help="Transfers loaded first (default 100,000).")
+@click.option("--queries", help="Query counts to measure at, e.g. 100,150,250,500,1000.")
+@click.option("--batches", help="Batch sizes, e.g. 100,1000,10000.")
+@click.option("--repeat", type=int, help="Batches per measurement (the median is kept).")
+@click.option("--tpch-scale", type=float, help="TPC-H scale factor (default 0.1).")
+@click.option("--per-query", type=int, help="Transfer queries compared one by one.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("argus-bench"),
+              show_default=True, help="Where bench.md and bench.png are written.")
+@dsn_option
+@handle_errors
+def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
+          batches: str | None, repeat: int | None, tpch_scale: float | None,
+          per_query: int | None, out: Path, dsn: str | None) -> None:
+    """Benchmark argus against re-running the queries, REFRESH MATERIALIZED VIEW,
+    pg_ivm (when installed) and the floor, in one run (database argus_bench)."""
+    import dataclasses
+
+    from .bench import Options, run
+
+    options = Options.quick(out) if quick else Options(out=out)
+    changes = {"workloads": ("transfers", "tpch") if workloads == "all" else (workloads,),
+               "history": history, "counts": _ints(queries) if queries else None,
+               "sizes": _ints(batches) if batches else None, "repeat": repeat,
+               "tpch_scale": tpch_scale, "per_query": per_query}
+    options = dataclasses.replace(options, **{k: v for k, v in changes.items() if v is not None})
+    results = run(options, dsn, log=lambda text: console.print(f"[dim]{text}[/]"))
+    for notice in results.notices:
+        console.print(notice, style="yellow", markup=False)
+    console.print((out / "bench.md").read_text(), markup=False, highlight=False)
+    console.print(f"report: {out / 'bench.md'}"
+                  + (f", plot: {out / 'bench.png'}" if (out / "bench.png").exists() else ""))
+
+
 # -- data generators -----------------------------------------------------------------
 
 @main.group()

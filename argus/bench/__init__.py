@@ -1,0 +1,54 @@
+"""`argus bench`: argus against the real alternatives, in one run on one server.
+
+For each workload (argus.bench.workloads) the data is loaded once; then every method
+(argus.bench.methods) is timed on the same batches, with the queries registered in
+steps (argus.bench.runner), and each query alone against re-running it. The report
+(argus.bench.report) is a Markdown table and a plot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import report, runner, workloads
+
+
+@dataclass(frozen=True)
+class Options:
+    workloads: tuple[str, ...] = ("transfers", "tpch")
+    history: int = 100_000
+    counts: tuple[int, ...] = (100, 150, 250, 500, 1000)
+    sizes: tuple[int, ...] = (100, 1_000, 10_000)
+    repeat: int = 3
+    tpch_scale: float = 0.1
+    per_query: int = 20  # transfer queries compared alone (all TPC-H queries are)
+    out: Path = Path("argus-bench")
+
+    @classmethod
+    def quick(cls, out: Path = Path("argus-bench")) -> Options:
+        """Small data, for CI: checks that everything runs, not how fast."""
+        return cls(history=5_000, counts=(10, 25), sizes=(100, 1_000), repeat=2,
+                   tpch_scale=0.01, per_query=3, out=out)
+
+
+def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
+    results = runner.Results()
+    if "transfers" in options.workloads:
+        w = workloads.transfers(options.history, max(options.counts))
+        runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
+        names = [name for name, _ in w.queries]
+        sample = names[:: max(1, len(names) // options.per_query)][:options.per_query]
+        runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log)
+    if "tpch" in options.workloads:
+        n = len(workloads.TPCH_QUERIES)
+        w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + n))
+        runner.scaling(w, dsn, (n,), w.sizes, options.repeat, results, log)
+        runner.per_query(w, dsn, [name for name, _ in w.queries], w.sizes, options.repeat,
+                         results, log)
+    options.out.mkdir(parents=True, exist_ok=True)
+    (options.out / "bench.md").write_text(report.markdown(results, "argus bench"))
+    if not report.plot(results, options.out / "bench.png"):
+        results.notices.append("no plot: matplotlib is not installed (pip install "
+                               "'argus[dev]')")
+    return results

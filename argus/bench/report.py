@@ -1,0 +1,161 @@
+"""The benchmark's report: a Markdown document (tables of times and ratios) and a plot
+of cycle time against the number of queries and against the batch size."""
+
+from __future__ import annotations
+
+import platform
+from collections import defaultdict
+from pathlib import Path
+
+from .runner import Results
+
+
+def _x(base: float | None, argus: float) -> str:
+    return "" if base is None else f"{base / argus:,.1f}×" if argus > 0 else "∞"
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+def hardware() -> str:
+    cpus = "?"
+    try:
+        import os
+        cpus = str(os.cpu_count())
+    except Exception:  # pragma: no cover
+        pass
+    memory = ""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        kb = int(meminfo.read_text().split()[1])
+        memory = f", {kb / 1024 / 1024:.0f} GiB"
+    return f"{platform.machine()}, {cpus} CPUs{memory}, {platform.system()} {platform.release()}"
+
+
+def markdown(results: Results, title: str) -> str:
+    out = [f"# {title}", "",
+           f"{results.server} on {hardware()}. Milliseconds per batch (median), from the "
+           "batch's arrival to current answers, each method paying its own ingest: argus "
+           "= COPY into the inbox + one cycle; re-run = COPY into a plain table + every "
+           "query re-run into a table; REFRESH MV = COPY + one materialized view per query "
+           "refreshed; pg_ivm = COPY into tables with one IMMV per query it accepts "
+           "(maintained inside the insert); floor = the COPY alone. A ratio is how many "
+           "times argus is faster. Steady state: the first cycle of a session also "
+           "compiles the network's program.", ""]
+    out += [f"> {n}" for n in results.notices]
+    if results.notices:
+        out.append("")
+    out += ["| workload | queries | batch | argus | re-run | REFRESH MV | pg_ivm | floor | "
+            "nodes | argus state / base data | registration ms/query |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in results.measures:
+        ivm = (f"{_ms(m.pg_ivm)} ({_x(m.pg_ivm, m.argus)}, {m.ivm_queries} queries)"
+               if m.pg_ivm is not None else "—")
+        out.append(
+            f"| {m.workload} | {m.queries:,} | {m.batch:,} | {_ms(m.argus)} | "
+            f"{_ms(m.rerun)} ({_x(m.rerun, m.argus)}) | {_ms(m.matview)} "
+            f"({_x(m.matview, m.argus)}) | {ivm} | {_ms(m.floor)} | {m.nodes:,} | "
+            f"{m.state_bytes / 2**20:,.1f} / {m.base_bytes / 2**20:,.1f} MiB | "
+            f"{m.register_ms:,.1f} |")
+    checked = [m for m in results.measures if m.equal is not None]
+    out.append("")
+    out += [f"Answers of all {m.queries:,} {m.workload} queries equal to the re-run ones "
+            f"after the last batch: {'yes' if m.equal else 'NO'}." for m in checked]
+    if results.per_query:
+        out += ["", "## Each query alone against re-running it (and pg_ivm maintaining it)",
+                "", "| workload | query | batch | argus | re-run | pg_ivm |",
+                "|---|---|---:|---:|---:|---:|"]
+        for p in results.per_query:
+            ivm = f"{_ms(p.pg_ivm)} ({_x(p.pg_ivm, p.argus)})" if p.pg_ivm is not None else "—"
+            out.append(f"| {p.workload} | {p.query} | {p.batch:,} | {_ms(p.argus)} | "
+                       f"{_ms(p.rerun)} ({_x(p.rerun, p.argus)}) | {ivm} |")
+        worst = min(results.per_query, key=lambda p: p.rerun / p.argus if p.argus else 1e9)
+        slower = [p for p in results.per_query if p.argus > p.rerun]
+        out += ["", f"Slowest relative to re-running: {worst.query} on batches of "
+                f"{worst.batch:,} ({_x(worst.rerun, worst.argus)}); argus slower than "
+                f"re-running in {len(slower)} of {len(results.per_query)} cases."]
+    if results.registrations:
+        out += ["", "## Registration", "", "| workload | query number | ms |", "|---|---:|---:|"]
+        by: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for w, n, ms in results.registrations:
+            by[w].append((n, ms))
+        for w, rows in by.items():
+            for mark in sorted({n for n, _ in rows if n in (1, 10, 100, 250, 500, 1000)}
+                               | {rows[-1][0]}):
+                window = [ms for n, ms in rows if mark - 10 < n <= mark]
+                out.append(f"| {w} | {mark:,} | {sum(window) / len(window):,.1f} |")
+        out.append("\n(mean of the registrations up to ten before each number)")
+    return "\n".join(out) + "\n"
+
+
+def plot(results: Results, path: Path) -> bool:
+    """Per workload: cycle time against the number of queries and against the batch
+    size (or, with one of each, each query alone against its alternatives); False
+    without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    workloads = sorted({m.workload for m in results.measures})
+    fig, axes = plt.subplots(len(workloads), 2, figsize=(12, 4.2 * len(workloads)),
+                             squeeze=False)
+    for row, w in zip(axes, workloads):
+        ms = [m for m in results.measures if m.workload == w]
+        sizes = sorted({m.batch for m in ms})
+        counts = sorted({m.queries for m in ms})
+        if len(sizes) > 1 or len(counts) > 1:
+            _lines(row[0], [m for m in ms if m.batch == sizes[len(sizes) // 2]], "queries",
+                   f"{w}: batches of {sizes[len(sizes) // 2]:,}")
+            _lines(row[1], [m for m in ms if m.queries == counts[-1]], "batch",
+                   f"{w}: {counts[-1]:,} queries")
+        else:
+            _bars(row[0], [p for p in results.per_query if p.workload == w],
+                  f"{w}: each query alone, batches of {sizes[0]:,}")
+            _lines(row[1], ms, "queries", f"{w}: all {counts[0]:,} queries together",
+                   bars=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+METHODS = (("argus", "argus"), ("rerun", "re-run"), ("matview", "REFRESH MV"),
+           ("pg_ivm", "pg_ivm"), ("floor", "floor (COPY)"))
+
+
+def _lines(ax, ms, by: str, title: str, bars: bool = False) -> None:
+    if bars:
+        values = [(label, getattr(ms[0], attr)) for attr, label in METHODS
+                  if getattr(ms[0], attr) is not None]
+        ax.bar([v[0] for v in values], [v[1] for v in values],
+               color=[f"C{i}" for i in range(len(values))])
+    else:
+        for attr, label in METHODS:
+            points = sorted((getattr(m, by), getattr(m, attr)) for m in ms
+                            if getattr(m, attr) is not None)
+            if points:
+                ax.plot(*zip(*points), marker="o", label=label)
+        ax.set_xlabel("queries" if by == "queries" else "batch size (rows)")
+        if by == "batch":
+            ax.set_xscale("log")
+        ax.legend(fontsize=8)
+    ax.set(title=title, ylabel="ms per batch", yscale="log")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def _bars(ax, per_query, title: str) -> None:
+    names = [p.query for p in per_query]
+    width = 0.28
+    for i, (attr, label) in enumerate((("argus", "argus"), ("rerun", "re-run"),
+                                       ("pg_ivm", "pg_ivm"))):
+        values = [getattr(p, attr) or 0 for p in per_query]
+        ax.bar([k + (i - 1) * width for k in range(len(names))], values, width, label=label,
+               color=f"C{(0, 1, 3)[i]}")
+    ax.set_xticks(range(len(names)), [n.split("_")[-1] for n in names], rotation=60,
+                  fontsize=7)
+    ax.set(title=title, ylabel="ms per batch", yscale="log")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8)

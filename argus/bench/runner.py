@@ -1,0 +1,211 @@
+"""One benchmark run: load a workload once into a fresh database, then measure every
+method on the same data, batch after batch.
+
+`scaling` registers the workload's queries in steps (100, 250, … queries) and, at each
+step and batch size, times an argus cycle against the other methods (argus.bench.methods)
+on the same batches; it also times each registration and compares every argus answer
+with the re-run one at the end. `per_query` registers each query alone and compares
+its cycle with re-running just that query, so that no query hides behind the others.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from ..api import Argus, connect, resolve_dsn
+from .methods import Floor, MatViews, PgIvm, Rerun
+from .workloads import Workload
+
+DATABASE = "argus_bench"
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Measure:
+    """Median milliseconds per batch of each method, at one query count and batch size:
+    from the batch's arrival (each method pays its own ingest) to current answers."""
+
+    workload: str
+    queries: int
+    batch: int
+    argus: float
+    rerun: float
+    matview: float
+    floor: float
+    pg_ivm: float | None  # None: pg_ivm unavailable
+    ivm_queries: int  # queries pg_ivm accepted
+    nodes: int
+    state_bytes: int  # argus's node tables
+    base_bytes: int  # the streams' histories
+    register_ms: float  # mean registration time of the queries added at this step
+    equal: bool | None = None  # every argus answer equals the re-run one (last step)
+
+
+@dataclass
+class PerQuery:
+    workload: str
+    query: str
+    batch: int
+    argus: float
+    rerun: float
+    pg_ivm: float | None = None  # None: pg_ivm unavailable, or it refused the query
+
+
+@dataclass
+class Results:
+    measures: list[Measure] = field(default_factory=list)
+    per_query: list[PerQuery] = field(default_factory=list)
+    registrations: list[tuple[str, int, float]] = field(default_factory=list)  # (w, n, ms)
+    notices: list[str] = field(default_factory=list)
+    server: str = ""
+
+
+def fresh_database(dsn: str | None) -> str:
+    admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")  # our constant
+        conn.execute(f"CREATE DATABASE {DATABASE}")
+    return make_conninfo(admin, dbname=DATABASE)
+
+
+def load(db: Argus, workload: Workload) -> None:
+    for stream, columns in workload.streams.items():
+        db.create_stream(stream, columns, time_column=workload.time_columns.get(stream))
+    for chunk in workload.history():
+        for stream, rows in chunk.items():
+            db.insert(stream, rows)
+        db.run()
+    db.conn.execute("VACUUM ANALYZE")
+
+
+def _ms(seconds: Sequence[float]) -> float:
+    return statistics.median(seconds) * 1000
+
+
+def _bytes(conn: psycopg.Connection, schema: str) -> int:
+    return conn.execute("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint "
+                        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                        "WHERE n.nspname = %s AND c.relkind = 'r'", (schema,)).fetchone()[0]
+
+
+def _argus(db: Argus, batch: dict[str, list[tuple]]) -> float:
+    """Seconds from the batch's arrival to current answers: COPY into the inboxes,
+    then one cycle."""
+    started = time.perf_counter()
+    for stream, rows in batch.items():
+        db.insert(stream, rows)
+    db.run()
+    return time.perf_counter() - started
+
+
+def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
+            sizes: Sequence[int], repeat: int, results: Results, log: Log) -> None:
+    with connect(fresh_database(dsn)) as db:
+        conn = db.conn
+        results.server = f"PostgreSQL {conn.info.server_version // 10000}"
+        log(f"{workload.name}: loading the history")
+        load(db, workload)
+        streams = list(workload.streams)
+        floor, rerun, matview = Floor(conn, streams), Rerun(conn), MatViews(conn)
+        why = PgIvm.available(conn)
+        ivm = PgIvm(conn, streams) if why is None else None
+        if why is not None and why not in results.notices:
+            results.notices.append(f"pg_ivm skipped: {why}")
+        done = 0
+        for count in counts:
+            count = min(count, len(workload.queries))
+            log(f"{workload.name}: registering queries {done + 1}–{count}")
+            times = []
+            for name, query in workload.queries[done:count]:
+                started = time.perf_counter()
+                db.register_query(name, query)
+                times.append((time.perf_counter() - started) * 1000)
+                results.registrations.append((workload.name, done + len(times), times[-1]))
+                rerun.add(name, query)
+                matview.add(name, query)
+                if ivm is not None:
+                    ivm.add(name, query)
+            done = count
+            conn.execute("ANALYZE")
+            db.run()  # warm-up: this session compiles the new network program once
+            for size in sizes:
+                log(f"{workload.name}: {count} queries, batches of {size:,}")
+                t: dict[str, list[float]] = {"argus": [], "rerun": [], "matview": [],
+                                             "floor": [], "pg_ivm": []}
+                for _ in range(repeat):  # every method pays for its own ingest
+                    batch = workload.batch(size)
+                    t["floor"].append(floor.ingest(batch))
+                    t["argus"].append(_argus(db, batch))
+                    t["rerun"].append(t["floor"][-1] + rerun.run())
+                    t["matview"].append(t["floor"][-1] + matview.run())
+                    if ivm is not None:
+                        t["pg_ivm"].append(ivm.ingest(batch))
+                nodes = conn.execute("SELECT count(*) FROM argus_catalog.nodes "
+                                     "WHERE kind <> 'stream'").fetchone()[0]
+                results.measures.append(Measure(
+                    workload.name, count, size, _ms(t["argus"]), _ms(t["rerun"]),
+                    _ms(t["matview"]), _ms(t["floor"]),
+                    _ms(t["pg_ivm"]) if ivm is not None else None,
+                    len(ivm.accepted) if ivm is not None else 0, nodes,
+                    _bytes(conn, "argus_net"), _bytes(conn, "argus_streams"),
+                    statistics.mean(times) if times else 0.0))
+        results.measures[-1].equal = all(
+            same(db.results(name), rerun.rows(name)) for name, _ in workload.queries[:done])
+        if ivm is not None and ivm.refused:
+            results.notices.append(f"pg_ivm refused {len(ivm.refused)} of {done} "
+                                   f"{workload.name} queries")
+
+
+def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
+              sizes: Sequence[int], repeat: int, results: Results, log: Log) -> None:
+    with connect(fresh_database(dsn)) as db:
+        conn = db.conn
+        log(f"{workload.name}: loading the history (each query alone)")
+        load(db, workload)
+        streams = list(workload.streams)
+        floor, rerun = Floor(conn, streams), Rerun(conn)
+        ivm = PgIvm(conn, streams) if PgIvm.available(conn) is None else None
+        for name, query in workload.queries:
+            if name not in names:
+                continue
+            log(f"{workload.name}: {name} alone")
+            db.register_query(name, query)
+            rerun.add(name, query)
+            with_ivm = ivm is not None and ivm.add(name, query)
+            conn.execute("ANALYZE")
+            db.run()  # warm-up, as in `scaling`
+            for size in sizes:
+                t: dict[str, list[float]] = {"argus": [], "rerun": [], "pg_ivm": []}
+                for _ in range(repeat):
+                    batch = workload.batch(size)
+                    base = floor.ingest(batch)
+                    t["argus"].append(_argus(db, batch))
+                    t["rerun"].append(base + rerun.run(only=name))
+                    if ivm is not None:
+                        t["pg_ivm"].append(ivm.ingest(batch))
+                results.per_query.append(PerQuery(
+                    workload.name, name, size, _ms(t["argus"]), _ms(t["rerun"]),
+                    _ms(t["pg_ivm"]) if with_ivm else None))
+            db.unregister_query(name)
+            if with_ivm:
+                ivm.drop(name)
+
+
+def same(a: list[tuple], b: list[tuple]) -> bool:
+    """Bag equality, with floating point and numeric scale differences ignored."""
+    def norm(v: object) -> object:
+        if isinstance(v, float):
+            return round(v, 6)
+        if isinstance(v, Decimal):
+            return round(v, 6).normalize() if v.is_finite() else v
+        return v
+    return Counter(tuple(map(norm, r)) for r in a) == Counter(tuple(map(norm, r)) for r in b)

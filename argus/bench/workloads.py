@@ -1,0 +1,92 @@
+"""The benchmark's workloads: streams, their history, batches of new rows, queries.
+
+- transfers: the FedWire-like stream (argus.datagen) and ARGUS-like families of related
+  queries (argus.workload); any history size and batch size.
+- tpch: TPC-H from DuckDB's generator (argus.tpch), the TPC-H queries argus maintains
+  (ORDER BY / LIMIT stripped), and refresh batches of new orders with their line items
+  (a share of the orders each, 0.1% by default, as TPC-H's RF1).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlglot
+
+from ..datagen import TRANSFER_COLUMNS, TransferGenerator
+from ..workload import transfer_queries
+
+# TPC-H queries argus maintains incrementally (the others use scalar subqueries, NOT IN
+# (subquery) or other constructs argus refuses; see README "Supported SQL").
+TPCH_QUERIES = (1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 18, 19, 21)
+
+
+@dataclass
+class Workload:
+    name: str
+    streams: dict[str, dict[str, str]]  # stream -> column -> type
+    time_columns: dict[str, str]
+    queries: list[tuple[str, str]]  # (name, SQL)
+    history: Callable[[], Iterator[dict[str, list[tuple]]]]  # the initial rows, in chunks
+    batch: Callable[[int], dict[str, list[tuple]]]  # new rows per stream
+    sizes: tuple[int, ...] | None = None  # batch sizes the workload has (None: any)
+
+
+def transfers(history: int, queries: int, seed: int = 1) -> Workload:
+    """Batches continue the stream after the history most recently loaded."""
+    state = {}
+
+    def chunks() -> Iterator[dict[str, list[tuple]]]:
+        state["gen"] = gen = TransferGenerator(seed=3)
+        left = history
+        while left > 0:
+            n = min(left, 100_000)
+            left -= n
+            yield {"transfers": gen.batch(n)}
+
+    return Workload("transfers", {"transfers": dict(TRANSFER_COLUMNS)},
+                    {"transfers": "tran_date"}, transfer_queries(queries, seed), chunks,
+                    lambda size: {"transfers": state["gen"].batch(size)})
+
+
+def tpch(scale: float, batches: int, share: float = 0.001,
+         only: tuple[int, ...] = TPCH_QUERIES) -> Workload:
+    """Every batch is the next of `batches` refresh batches of `share` of the orders."""
+    from .. import tpch as generator
+
+    root = Path(tempfile.mkdtemp(prefix="argus-bench-tpch-"))
+    data = generator.generate(scale, root, batches=batches, share=share)
+    con = generator._duckdb()
+    texts = dict(con.execute("SELECT query_nr, query FROM tpch_queries()").fetchall())
+    refresh = iter(data.refresh)
+
+    def rows(path: Path) -> list[tuple]:
+        return con.execute("SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+
+    def chunks() -> Iterator[dict[str, list[tuple]]]:
+        for table, path in data.initial.items():
+            yield {table: rows(path)}
+
+    def next_batch(_size: int) -> dict[str, list[tuple]]:
+        files = next(refresh, None)
+        if files is None:
+            raise RuntimeError(f"only {batches} TPC-H refresh batches were generated")
+        return {"orders": rows(files["orders"]), "lineitem": rows(files["lineitem"])}
+
+    (orders,) = con.execute("SELECT count(*) FROM read_parquet(?)",
+                            [str(data.refresh[0]["orders"])]).fetchone()
+    return Workload("tpch", data.columns, {"orders": "o_orderdate", "lineitem": "l_shipdate"},
+                    [(f"tpch_q{n:02d}", continuous(texts[n])) for n in only], chunks,
+                    next_batch, sizes=(orders,))
+
+
+def continuous(text: str) -> str:
+    """A TPC-H query (DuckDB's text) as a continuous query: PostgreSQL dialect, without
+    its top-level ORDER BY and LIMIT."""
+    tree = sqlglot.parse_one(text, read="duckdb")
+    tree.set("order", None)
+    tree.set("limit", None)
+    return tree.sql(dialect="postgres")

@@ -1,0 +1,26 @@
+"""`argus bench --quick` runs end to end on small data and reports (its timings are not
+checked: benchmarks are not tests), and every argus answer it maintained equals the
+query re-run from scratch."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from argus.bench.workloads import TPCH_QUERIES
+from argus.cli import main
+
+
+@pytest.mark.slow
+def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):
+    pytest.importorskip("duckdb", reason="the TPC-H workload needs the tpch extra")
+    result = CliRunner().invoke(main, ["bench", "--quick", "--out", str(tmp_path),
+                                       "--dsn", admin_dsn])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "bench.md").read_text()
+    for workload, queries in (("transfers", 25), ("tpch", len(TPCH_QUERIES))):
+        assert f"| {workload} |" in report
+        assert (f"Answers of all {queries:,} {workload} queries equal to the re-run ones "
+                "after the last batch: yes.") in report
+    assert "## Each query alone" in report and "## Registration" in report
+    assert (tmp_path / "bench.png").stat().st_size > 10_000
