@@ -24,7 +24,7 @@ from psycopg import sql
 
 from .aggregates import Book, Model, Spec
 from .names import SIGN, node_delta, std_alias, stream_inbox
-from .temporal import Bound, at_previous_clock
+from .temporal import Bound, at_previous_clock, clock_once
 from .templates import render
 
 T1 = sql.Identifier(std_alias(1))
@@ -213,7 +213,8 @@ def claim(streams: list[tuple[str, Node, str | None]]) -> sql.Composed:
         if time_column:
             times.append(sql.SQL("(SELECT max({})::timestamptz FROM {})").format(
                 sql.Identifier(time_column), claimed))
-            late.append(sql.SQL("(SELECT count(*) FROM {} WHERE {} < argus.clock_now())").format(
+            late.append(sql.SQL("(SELECT count(*) FROM {} WHERE {} < "
+                                "(SELECT argus.clock_now()))").format(
                 claimed, sql.Identifier(time_column)))
         else:
             late.append(sql.SQL("0"))
@@ -232,7 +233,7 @@ class SelectCompiler:
     a lower bound, takes in old parent rows that start to satisfy it."""
 
     def _slots(self, node: Node) -> dict:
-        predicate = node.definition.get("predicate") or "TRUE"
+        predicate = clock_once(node.definition.get("predicate") or "TRUE")
         return {**signed_slots(node), "named_exprs": node.named_expr_list,
                 "predicate": sql.SQL(predicate)}
 
@@ -245,11 +246,13 @@ class SelectCompiler:
             expired = "NOT coalesce(({}), false)".format(") AND (".join(d["clock_conjuncts"]))
         steps = [Step(render("select/expire", delta=node.delta, hist=node.hist,
                              columns=node.column_list, t1_columns=cols(node.columns, "t1"),
-                             expired=sql.SQL(expired), t1=T1, sign=SIGN_ID), moved)]
+                             expired=sql.SQL(clock_once(expired)), t1=T1, sign=SIGN_ID),
+                      moved)]
         if not d["monotone"]:
             slots = self._slots(node)
             steps.append(Step(render("select/enter", delta=node.delta, parent=parents[0].hist,
-                                     previous=sql.SQL(at_previous_clock(d["predicate"])),
+                                     previous=sql.SQL(clock_once(
+                                         at_previous_clock(d["predicate"]))),
                                      **{**slots, "hash_expr": row_hash(node.columns, "s")}),
                               moved))
         return steps
@@ -291,8 +294,9 @@ def purge_block(node: Node, children: list[Node]) -> sql.Composed | None:
             return None
         failed.append("(" + " OR ".join(b.failed() for b in bounds) + ")")
         horizons.append("greatest(" + ", ".join(f"({b.expr})" for b in bounds) + ")")
-    return render("node/purge", hist=node.hist, failed=sql.SQL(" AND ".join(failed)),
-                  horizon=sql.SQL("least(" + ", ".join(horizons) + ")"),
+    return render("node/purge", hist=node.hist,
+                  failed=sql.SQL(clock_once(" AND ".join(failed))),
+                  horizon=sql.SQL(clock_once("least(" + ", ".join(horizons) + ")")),
                   id=sql.Literal(node.id))
 
 
