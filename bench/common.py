@@ -1,15 +1,13 @@
-"""What every benchmark shares: its command line and a fresh database to run in."""
+"""What every benchmark script shares: its command line and a fresh database to run in
+(the same one `argus bench` uses)."""
 
 from __future__ import annotations
 
 import argparse
 
-import psycopg
-from psycopg.conninfo import make_conninfo
+from argus.bench.runner import fresh_database
 
-from argus.api import resolve_dsn
-
-DATABASE = "argus_bench"
+__all__ = ["arguments", "fresh_database"]
 
 
 def arguments(doc: str, **options: int) -> argparse.Namespace:
@@ -20,12 +18,3 @@ def arguments(doc: str, **options: int) -> argparse.Namespace:
     for name, default in options.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
     return parser.parse_args()
-
-
-def fresh_database(dsn: str | None) -> str:
-    """Recreate the benchmark database on the server `dsn` names; return its DSN."""
-    admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")  # our constant
-        conn.execute(f"CREATE DATABASE {DATABASE}")
-    return make_conninfo(admin, dbname=DATABASE)
