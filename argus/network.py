@@ -657,13 +657,16 @@ def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
 
 
 def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, str]]:
-    """(parent, column) pairs of a join condition worth indexing: a column of one side
-    compared (=, <, <=, >, >=, BETWEEN) with an expression of the other side only."""
+    """(parent, column) pairs of a join condition worth indexing: columns of one side
+    that a top-level conjunct compares with an expression of the other side only. An
+    index costs at every insert into the parent, so equality keys alone when there are
+    any (a range condition then filters what they find), else the range keys."""
     tree = sqlglot.parse_one(condition, read="postgres")
     side = {"t1": left, "t2": right}
-    found: list[tuple[Node, str]] = []
+    equal: list[tuple[Node, str]] = []
+    ranged: list[tuple[Node, str]] = []
 
-    def consider(column: exp.Expr, other: list[exp.Expr]) -> None:
+    def consider(found: list, column: exp.Expr, other: list[exp.Expr]) -> None:
         if not isinstance(column, exp.Column) or column.table not in side:
             return
         tables = {c.table for o in other for c in o.find_all(exp.Column)}
@@ -672,13 +675,22 @@ def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, str]]
             if pair not in found:
                 found.append(pair)
 
-    for node in tree.find_all(exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between):
+    for node in _conjuncts(tree):
         if isinstance(node, exp.Between):
-            consider(node.this, [node.args["low"], node.args["high"]])
-        else:
-            consider(node.left, [node.right])
-            consider(node.right, [node.left])
-    return found
+            consider(ranged, node.this, [node.args["low"], node.args["high"]])
+        elif isinstance(node, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+            found = equal if isinstance(node, exp.EQ) else ranged
+            consider(found, node.left, [node.right])
+            consider(found, node.right, [node.left])
+    return equal or ranged
+
+
+def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.And):
+        return _conjuncts(tree.left) + _conjuncts(tree.right)
+    return [tree]
 
 
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
