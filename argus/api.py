@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 import psycopg
 from psycopg import sql
 
-from . import catalog, cycle, registry, streams
+from . import catalog, cycle, network, registry, settings, streams
 from . import loads as load_ops
 from .analyze import StreamSchema
 from .cycle import CycleReport
@@ -51,6 +51,7 @@ class Argus:
             if version < 150000:
                 raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
             catalog.migrate(self.conn)
+            network.recompile_stale(self.conn)
         except BaseException:
             self.conn.close()
             raise
@@ -120,6 +121,16 @@ class Argus:
         from .explain import explain
 
         return explain(self.conn, name)
+
+    # -- settings --------------------------------------------------------------
+
+    def settings(self) -> dict[str, object]:
+        """This database's argus settings (argus.settings.SETTINGS says what each does)."""
+        return settings.get(self.conn)
+
+    def configure(self, **values: object) -> dict[str, object]:
+        """Change settings, e.g. configure(maintenance="rebuild"); all or none."""
+        return settings.configure(self.conn, **values)
 
     # -- lifecycle -------------------------------------------------------------
 

@@ -230,6 +230,26 @@ def explain(name: str, dsn: str | None) -> None:
 
 
 @main.command()
+@click.argument("name", required=False)
+@click.argument("value", required=False)
+@dsn_option
+@handle_errors
+def config(name: str | None, value: str | None, dsn: str | None) -> None:
+    """Show the database's settings, or set NAME to VALUE."""
+    from .settings import SETTINGS
+
+    with _connect(dsn) as db:
+        current = db.configure(**{name: value}) if value is not None else db.settings()
+    table = Table("setting", "value", "what it does")
+    for key, (_, doc) in SETTINGS.items():
+        if name is None or key == name:
+            table.add_row(key, str(current[key]), doc)
+    if name is not None and name not in SETTINGS:
+        raise click.UsageError(f"unknown setting {name!r} (settings: {', '.join(SETTINGS)})")
+    console.print(table)
+
+
+@main.command()
 @dsn_option
 @handle_errors
 def status(dsn: str | None) -> None:

@@ -25,13 +25,17 @@ from psycopg import sql
 from .aggregates import Book, Model, Spec
 from .names import SIGN, node_delta, std_alias, stream_inbox
 from .temporal import Bound, at_previous_clock, clock_once
-from .templates import render
+from .templates import render, template
 
 T1 = sql.Identifier(std_alias(1))
 T2 = sql.Identifier(std_alias(2))
 SIGN_ID = sql.Identifier(SIGN)
 HASH = sql.Identifier("argus_hash")
 NETWORK = "argus_net"
+# The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
+# Bump it when a template or compiler changes what it emits: argus recompiles stored
+# code older than this when it connects (argus.network.recompile_stale).
+CODE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -199,29 +203,31 @@ class StreamCompiler:
         return bag_flush(node)
 
 
-def claim(streams: list[tuple[str, Node, str | None]]) -> sql.Composed:
+def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False
+          ) -> sql.Composed:
     """One statement that claims every stream's inbox under one snapshot, so a load that
     wrote to several streams in one transaction is claimed whole by one cycle. Returns
-    the rows claimed per stream, then the largest event time claimed."""
+    the rows claimed per stream, the largest event time claimed, and the late rows per
+    stream. `locked`: the cycle holds every inbox exclusively, so it reads them whole
+    (and truncates them after) instead of deleting row by row."""
     parts, counts, times, late = [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
-        claimed = sql.Identifier(f"claimed_{i}")
-        parts.append(render("stream/claim", claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
+        claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
+        t = sql.Identifier(time_column) if time_column else None
+        parts.append(render("stream/claim_locked" if locked else "stream/claim",
+                            claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
                             inbox=stream_inbox(name), delta=node.delta,
                             columns=node.column_list, sign=SIGN_ID))
-        counts.append(sql.SQL("(SELECT count(*) FROM {})").format(claimed))
-        if time_column:
-            times.append(sql.SQL("(SELECT max({})::timestamptz FROM {})").format(
-                sql.Identifier(time_column), claimed))
-            late.append(sql.SQL("(SELECT count(*) FROM {} WHERE {} < "
-                                "(SELECT argus.clock_now()))").format(
-                claimed, sql.Identifier(time_column)))
-        else:
-            late.append(sql.SQL("0"))
-    latest = (sql.SQL("greatest({})").format(sql.SQL(", ").join(times)) if times
-              else sql.SQL("NULL::timestamptz"))
-    return sql.SQL("WITH {} SELECT {}, {}, ARRAY[{}]::bigint[]").format(
-        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), latest,
+        parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
+                            latest=sql.SQL("max({})::timestamptz").format(t) if t
+                            else sql.SQL("NULL::timestamptz"),
+                            late=sql.SQL("count(*) FILTER (WHERE {} < (SELECT argus.clock_now()))")
+                            .format(t) if t else sql.SQL("0")))
+        counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
+        times.append(sql.SQL("(SELECT latest FROM {})").format(stats))
+        late.append(sql.SQL("(SELECT late FROM {})").format(stats))
+    return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[]").format(
+        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), sql.SQL(", ").join(times),
         sql.SQL(", ").join(late))
 
 
@@ -723,11 +729,52 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
                   counts=counts, id=sql.Literal(node.id))
 
 
+def aux_tables(node: Node) -> list[sql.Identifier]:
+    """The tables a node keeps besides its history: per-value counts."""
+    if node.kind == "aggregate":
+        return [node.aux(f"d{s.index}") for s in Model.of(node.definition).distinct_specs]
+    if node.kind == "setop" and node.definition["op"] != "union_all":
+        return [node.aux("counts")]
+    return []
+
+
+def rebuildable(node: Node) -> bool:
+    """Signed nodes may rebuild their history instead of applying a cycle's changes
+    (catalog/003); an insert-only node's changes are an append, never dearer."""
+    return node.kind != "stream" and not node.insert_only
+
+
+def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
+    """The node's tables emptied and refilled from its parents' (already maintained)
+    histories by its own from-scratch SQL: the statements that backfilled it."""
+    return ([sql.SQL("DELETE FROM {}").format(t) for t in [node.hist, *aux_tables(node)]]
+            + COMPILERS[node.kind].backfill(node, parents))
+
+
 def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed:
+    """Maintain the node's history at the end of the cycle, timed: apply the delta, or
+    rebuild when argus.choose_maintenance chose it for this node and cycle."""
     steps = COMPILERS[node.kind].flush(node, parents)
-    return sql.SQL("\n").join(
+    apply = sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
                statement=_step_code(step, conn)) for step in steps)
+    conditions = [step.condition for step in steps]
+    condition = (sql.SQL("TRUE") if None in conditions else
+                 sql.SQL(" OR ").join(_unique_sql(conditions, conn)))
+    if rebuildable(node):
+        apply = render("program/rebuild_or_apply", id=sql.Literal(node.id), apply=apply,
+                       rebuild=sql.SQL("\n").join(
+                           sql.SQL("        EXECUTE {};").format(
+                               sql.Literal(s.as_string(conn))) for s in rebuild(node, parents)))
+    return render("program/flush_block", condition=condition, body=apply,
+                  id=sql.Literal(node.id))
+
+
+def _unique_sql(parts: list[sql.Composable], conn) -> list[sql.Composable]:
+    seen: dict[str, sql.Composable] = {}
+    for part in parts:
+        seen.setdefault(part.as_string(conn), part)
+    return list(seen.values())
 
 
 def _unique(nodes: list[Node]) -> list[Node]:
@@ -741,17 +788,25 @@ def _unique(nodes: list[Node]) -> list[Node]:
 
 def program(streams: list[tuple[str, Node, str | None]], node_ids: list[int],
             blocks: list[sql.Composable], flushes: list[sql.Composable],
-            purges: list[sql.Composable]) -> sql.Composed:
-    """The body of argus_net.cycle_program(argus_run): claim, evaluate, flush, purge."""
+            purges: list[sql.Composable], choose: bool = True) -> sql.Composed:
+    """The body of argus_net.cycle_program(argus_run): claim, evaluate, choose how to
+    maintain the signed nodes (when there are any), flush, purge."""
     declarations = sql.SQL("\n").join(sql.SQL("    {} bigint := 0;").format(var(i))
                                        for i in node_ids)
     claim_code = sql.SQL("")
     if streams:
+        inboxes = [stream_inbox(name) for name, _, _ in streams]
+        large = sql.SQL(" OR ").join(
+            sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
+                sql.Literal(inbox.as_string(None))) for inbox in inboxes)
         claim_code = render("program/claim_block", claim=claim(streams),
+                            claim_locked=claim(streams, locked=True),
+                            inboxes=sql.SQL(", ").join(inboxes), large=large,
                             vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
                             ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
                             names=sql.SQL(", ").join(sql.Literal(s) for s, _, _ in streams),
                             count=sql.Literal(len(streams)))
     return render("program/cycle_program", declarations=declarations, claim=claim_code,
-                  evaluate=sql.SQL("\n").join(blocks), flush=sql.SQL("\n").join(flushes),
-                  purge=sql.SQL("\n").join(purges))
+                  evaluate=sql.SQL("\n").join(blocks),
+                  choose=template("program/choose") if choose else sql.SQL(""),
+                  flush=sql.SQL("\n").join(flushes), purge=sql.SQL("\n").join(purges))

@@ -60,5 +60,9 @@ class CycleInProgressError(CycleError):
     """Another cycle holds the lock on this database."""
 
 
+class SettingError(ArgusError):
+    """An unknown setting, or a value it cannot take; nothing was changed."""
+
+
 class ServerError(ArgusError):
     """The embedded PostgreSQL could not be started or reached."""

@@ -38,6 +38,44 @@ def describe(node) -> list[str]:
     return []
 
 
+_LAST_RUN = """
+SELECT n.node_id, n.apply_ms_row, n.rebuild_ms_row, r.ms, r.flush_ms, r.inserted + r.retracted,
+       m.changes, m.apply_ms, m.rebuild_ms, m.rebuilt
+  FROM argus_catalog.nodes n
+  LEFT JOIN argus_catalog.run_nodes r
+         ON r.node_id = n.node_id
+        AND r.run_id = (SELECT max(run_id) FROM argus_catalog.runs WHERE status = 'ok')
+  LEFT JOIN argus_catalog.run_maintenance m
+         ON m.run_id = r.run_id AND m.node_id = n.node_id
+"""
+
+
+def _ms(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.1f} ms"
+
+
+def maintenance(node, stats: tuple | None) -> list[str]:
+    """How the node keeps its history, what it learned, and what the last cycle did."""
+    apply_row, rebuild_row, ms, flush_ms, rows, changes, apply_ms, rebuild_ms, rebuilt = \
+        stats or (None,) * 9
+    if node.insert_only:
+        lines = ["maintenance: its delta is appended to its history (insert-only)"]
+    else:
+        learned = ", ".join(f"{what} {value:.4f} ms/row" for what, value in
+                            (("apply", apply_row), ("rebuild", rebuild_row))
+                            if value is not None) or "nothing yet"
+        lines = ["maintenance: per cycle, the cheaper of applying its changes and "
+                 f"rebuilding it from its parents (learned costs: {learned})"]
+        if changes is not None and flush_ms is not None:
+            predicted = f"predicted apply {_ms(apply_ms)}, rebuild {_ms(rebuild_ms)}"
+            lines.append(f"last cycle: {'REBUILT' if rebuilt else 'applied'} "
+                         f"({changes:,} changes; {predicted}) in {_ms(flush_ms)}")
+    if ms is not None:
+        lines.append(f"last cycle: {rows:,} delta rows in {_ms(ms)}, history maintained in "
+                     f"{_ms(flush_ms)}")
+    return lines
+
+
 def explain(conn: psycopg.Connection, name: str) -> str:
     info = query_info(conn, name)
     net = network.load(conn)
@@ -53,6 +91,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
     indexed = {node_id: (sources, predset) for node_id, sources, predset in conn.execute(
         "SELECT node_id, sources, predset FROM argus.index")}
+    last_run = {row[0]: row[1:] for row in conn.execute(_LAST_RUN)}
 
     def text(statement: sql.Composable) -> str:
         return textwrap.indent(statement.as_string(conn), "        ")
@@ -78,6 +117,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             sources, predset = indexed[node.id]
             stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
             out.append(f"      computes ({stas}): {predset or 'every row'}")
+        out += [f"      {line}" for line in maintenance(node, last_run.get(node.id))]
         cycle_block, flush_block = blocks[node.id]
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")

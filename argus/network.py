@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -20,10 +21,10 @@ from . import index, regroup
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
-from .compile import (COMPILERS, Node, flush_block, node_block, parent_index_name, program,
-                      purge_block)
+from .compile import (CODE_VERSION, COMPILERS, Node, flush_block, node_block, parent_index_name,
+                      program, purge_block, rebuildable)
 from .errors import QueryError, UnknownStreamError
-from .names import NETWORK_SCHEMA, node_delta
+from .names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
 from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name, source_atoms
@@ -489,15 +490,27 @@ class Builder:
         compiler = COMPILERS[kind]
         execute_all(self.conn, compiler.create(node, parents))
         node = dataclasses.replace(node, types=self._record_types(node))
+        started = time.perf_counter()
         execute_all(self.conn, compiler.backfill(node, parents))
-        self.conn.execute(sql.SQL(
-            "UPDATE argus_catalog.nodes SET hist_rows = (SELECT count(*) FROM {}) "
-            "WHERE node_id = %s").format(node.hist), (node_id,))
+        self._counted(node, (time.perf_counter() - started) * 1000)
         self._store(node, parents)
         if entry is not None:
             self._record(node, parents, entry)
         self.created.append(node)
         return node
+
+    def _counted(self, node: Node, backfill_ms: float) -> None:
+        """Record the new node's rows and, for a signed node, what its backfill cost per
+        row read and written: the first estimate of what rebuilding it costs (003)."""
+        self.conn.execute(sql.SQL(
+            """UPDATE argus_catalog.nodes n SET hist_rows = c.rows,
+                      rebuild_ms_row = CASE WHEN NOT n.insert_only THEN
+                          %s / (c.rows + coalesce((SELECT sum(p.hist_rows)
+                                 FROM argus_catalog.edges e
+                                 JOIN argus_catalog.nodes p ON p.node_id = e.parent_id
+                                WHERE e.child_id = n.node_id), 0) + 10) END
+                 FROM (SELECT count(*) AS rows FROM {}) AS c
+                WHERE n.node_id = %s""").format(node.hist), (backfill_ms, node.id))
 
     def _salt(self, salted: bool = False) -> str | None:
         """What makes a node's signature unique to this query: nodes that must not be
@@ -727,7 +740,8 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] | None = None) -> No
     def body(nodes) -> str:
         return program(streams, list(net.nodes),
                        [sql.SQL(blocks[n][0]) for n in nodes if blocks[n][0]],
-                       [sql.SQL(blocks[n][1]) for n in nodes], purges).as_string(conn)
+                       [sql.SQL(blocks[n][1]) for n in nodes], purges,
+                       choose=any(rebuildable(net.nodes[n]) for n in nodes)).as_string(conn)
 
     def create(name: str, text: str) -> None:
         conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
@@ -745,6 +759,25 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] | None = None) -> No
     conn.execute("SELECT set_config('check_function_bodies', 'off', true)")
     create("cycle_program", body(net.nodes))
     conn.execute("SELECT set_config('check_function_bodies', %s, true)", (setting,))
+
+
+def recompile_stale(conn: psycopg.Connection) -> bool:
+    """Recompile every node's stored code, and the program, when an older argus compiled
+    them (settings.code_version < CODE_VERSION). True if it did."""
+    if conn.execute("SELECT code_version FROM argus_catalog.settings").fetchone()[0] \
+            >= CODE_VERSION:
+        return False
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        if conn.execute("SELECT code_version FROM argus_catalog.settings").fetchone()[0] \
+                >= CODE_VERSION:
+            return False  # another process did it while this one waited
+        net = load(conn)
+        for node in net.nodes.values():
+            store_blocks(conn, node, [net.nodes[p] for p in node.parents])
+        assemble(conn)
+        conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
+    return True
 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:

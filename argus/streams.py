@@ -165,8 +165,11 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
     count = 0
     try:
         with conn.transaction(), conn.cursor() as cur, cur.copy(copy_sql) as copy:
+            width = len(columns)
             for count, row in enumerate(rows, 1):
-                copy.write_row(_as_tuple(row, columns, count))
+                # plain tuples of the right width (the common case) skip the slow checks
+                copy.write_row(row if type(row) is tuple and len(row) == width
+                               else _as_tuple(row, columns, count))
     except psycopg.Error as exc:
         raise LoadError(f"loading into stream {name!r} failed, nothing was loaded: "
                         f"{_copy_error(exc)}") from None

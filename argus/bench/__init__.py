@@ -32,13 +32,23 @@ class Options:
                    tpch_scale=0.01, per_query=3, out=out)
 
 
+def sample_families(names: list[str], count: int) -> list[str]:
+    """`count` queries taken from each family in turn (a name is family_number), so
+    that every kind of query is compared alone, not only the most frequent ones."""
+    families: dict[str, list[str]] = {}
+    for name in names:
+        families.setdefault(name.rsplit("_", 1)[0], []).append(name)
+    order = [family[i] for i in range(max(map(len, families.values()), default=0))
+             for family in families.values() if i < len(family)]
+    return order[:count]
+
+
 def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
     results = runner.Results()
     if "transfers" in options.workloads:
         w = workloads.transfers(options.history, max(options.counts))
         runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
-        names = [name for name, _ in w.queries]
-        sample = names[:: max(1, len(names) // options.per_query)][:options.per_query]
+        sample = sample_families([name for name, _ in w.queries], options.per_query)
         runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log)
     if "tpch" in options.workloads:
         n = len(workloads.TPCH_QUERIES)

@@ -1,8 +1,25 @@
 -- Claim every stream's inbox in one statement, under one snapshot, and advance the
 -- stream clock to the largest event time claimed so far. Rows older than the clock
--- (late) are claimed like any other, and counted.
+-- (late) are claimed like any other, and counted. Large inboxes are taken whole when
+-- no load is writing to any of them: locked (loads wait for the end of the cycle),
+-- read, and truncated; otherwise (or when small) the claim deletes the rows it takes,
+-- and rows committed during the cycle wait for the next.
     argus_t := clock_timestamp();
-    {claim} INTO {vars}, argus_claimed_time, argus_late;
+    argus_locked := false;
+    IF {large} THEN
+        BEGIN
+            LOCK TABLE {inboxes} IN ACCESS EXCLUSIVE MODE NOWAIT;
+            argus_locked := true;
+        EXCEPTION WHEN lock_not_available THEN
+            argus_locked := false;
+        END;
+    END IF;
+    IF argus_locked THEN
+        {claim_locked} INTO {vars}, argus_claimed_time, argus_late;
+        TRUNCATE {inboxes};
+    ELSE
+        {claim} INTO {vars}, argus_claimed_time, argus_late;
+    END IF;
     INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late)
     SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],
                                       argus_late) AS u;

@@ -14,16 +14,24 @@ DECLARE
     argus_clock_new timestamptz;
     argus_clock_moved boolean := false;
     argus_purge boolean := (SELECT purge FROM argus_catalog.settings);
+    argus_inbox_limit bigint := (SELECT truncate_inbox_bytes FROM argus_catalog.settings);
+    argus_locked boolean;
     argus_ids bigint[] := ARRAY[]::bigint[];
     argus_ins bigint[] := ARRAY[]::bigint[];
     argus_ret bigint[] := ARRAY[]::bigint[];
     argus_ms float8[] := ARRAY[]::float8[];
+    argus_rebuild bigint[] := ARRAY[]::bigint[];
+    argus_fids bigint[] := ARRAY[]::bigint[];
+    argus_fms float8[] := ARRAY[]::float8[];
 {declarations}
 BEGIN
 {claim}
 {evaluate}
+{choose}
 {flush}
 {purge}
-    INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms)
-    SELECT argus_run, u.* FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS u;
+    INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms)
+    SELECT argus_run, e.id, e.ins, e.ret, e.ms, f.ms
+      FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS e(id, ins, ret, ms)
+      LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id;
 END

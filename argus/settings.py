@@ -1,0 +1,85 @@
+"""The database's argus settings (one row of argus_catalog.settings), read and changed
+by name with their values checked, so that a typo is an error, not a silent no-op."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+from .errors import SettingError
+
+
+def _bool(text: object) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).lower()
+    if value in ("true", "on", "yes", "1"):
+        return True
+    if value in ("false", "off", "no", "0"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _choice(*options: str) -> Callable[[object], str]:
+    def parse(text: object) -> str:
+        if str(text) not in options:
+            raise ValueError(f"expected one of {', '.join(options)}")
+        return str(text)
+    return parse
+
+
+def _positive(kind: type) -> Callable[[object], object]:
+    def parse(text: object) -> object:
+        value = kind(text)
+        if value <= 0:
+            raise ValueError("expected a positive number")
+        return value
+    return parse
+
+
+def _optional(parse: Callable[[object], object]) -> Callable[[object], object]:
+    return lambda text: None if text is None or str(text).lower() in ("", "null", "none",
+                                                                      "server") else parse(text)
+
+
+# name -> (parse, what it does)
+SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
+    "maintenance": (_choice("auto", "apply", "rebuild"),
+                    "how signed nodes keep their histories: auto (the cheaper of applying "
+                    "the cycle's changes and rebuilding from the parents, by learned costs), "
+                    "apply, or rebuild"),
+    "random_page_cost": (_optional(_positive(float)),
+                         "the planner's random_page_cost inside cycles (null: the server's)"),
+    "purge": (_bool, "delete history that no windowed query can need again"),
+    "truncate_delta_bytes": (_positive(int),
+                             "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
+    "truncate_inbox_bytes": (_positive(int),
+                             "take an inbox whose file grew past this whole (locked, read, "
+                             "truncated) when no load is writing to it"),
+}
+
+
+def get(conn: psycopg.Connection) -> dict[str, object]:
+    names = list(SETTINGS)
+    row = conn.execute(sql.SQL("SELECT {} FROM argus_catalog.settings").format(
+        sql.SQL(", ").join(map(sql.Identifier, names)))).fetchone()
+    return dict(zip(names, row))
+
+
+def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
+    """Change settings (all or none); the settings after the change."""
+    parsed = {}
+    for name, text in values.items():
+        if name not in SETTINGS:
+            raise SettingError(f"unknown setting {name!r} (settings: {', '.join(SETTINGS)})")
+        try:
+            parsed[name] = SETTINGS[name][0](text)
+        except ValueError as exc:
+            raise SettingError(f"setting {name!r} cannot be {text!r}: {exc}") from None
+    if parsed:
+        conn.execute(sql.SQL("UPDATE argus_catalog.settings SET {}").format(
+            sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(n)) for n in parsed)),
+            list(parsed.values()))
+    return get(conn)

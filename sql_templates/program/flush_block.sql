@@ -1,0 +1,7 @@
+-- Maintain one node's history at the end of the cycle; record how long it took.
+    IF {condition} THEN
+        argus_t := clock_timestamp();
+{body}
+        argus_fids := argus_fids || {id}::bigint;
+        argus_fms := argus_fms || extract(epoch FROM clock_timestamp() - argus_t) * 1000;
+    END IF;
