@@ -81,6 +81,34 @@ def test_a_cycle_claims_only_committed_rows(transfers, fresh_dsn):
     assert transfers.db.results("ids") == [(1,)]
 
 
+def test_large_inboxes_are_taken_whole_unless_a_load_is_writing(transfers, fresh_dsn):
+    """Past settings.truncate_inbox_bytes an inbox is locked, read and truncated (a new
+    file); while a load is writing to it, the cycle deletes what it claims instead, and
+    the load's rows wait for the next cycle."""
+    db = transfers.db
+    db.configure(truncate_inbox_bytes=1)
+    transfers.register("ids", "SELECT tran_id, amount FROM transfers WHERE amount > 100")
+
+    def inbox_file() -> int:
+        return db.conn.execute("SELECT pg_relation_filenode('argus_inbox.transfers')").fetchone()[0]
+
+    transfers.insert("transfers", rows(0, 500))
+    before = inbox_file()
+    assert transfers.run().rows_in == {"transfers": 500}
+    assert inbox_file() != before, "the inbox was not truncated"
+    transfers.insert("transfers", rows(500, 100))
+    with psycopg.connect(fresh_dsn) as loader:  # a load left writing during the cycle
+        loader.execute("INSERT INTO argus_inbox.transfers VALUES "
+                       "(9999, '2024-01-01', 'a', 'b', 500)")
+        before = inbox_file()
+        assert transfers.run().rows_in == {"transfers": 100}
+        assert inbox_file() == before, "a cycle truncated an inbox a load was writing to"
+        loader.commit()
+    transfers.pending.append(("transfers", [(9999, D, "a", "b", Decimal(500))]))
+    assert transfers.run().rows_in == {"transfers": 1}
+    assert (9999, Decimal(500)) in db.results("ids")
+
+
 def test_rows_written_directly_to_the_inbox_are_claimed(transfers, fresh_dsn):
     transfers.register("big", "SELECT tran_id FROM transfers WHERE amount > 10")
     with psycopg.connect(fresh_dsn, autocommit=True) as other:
