@@ -298,13 +298,15 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--repeat", type=int, help="Batches per measurement (the median is kept).")
 @click.option("--tpch-scale", type=float, help="TPC-H scale factor (default 0.1).")
 @click.option("--per-query", type=int, help="Transfer queries compared one by one.")
+@click.option("--register", type=int,
+              help="Transfer queries registered one after another, each timed (default 1000).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("argus-bench"),
               show_default=True, help="Where bench.md and bench.png are written.")
 @dsn_option
 @handle_errors
 def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
           batches: str | None, repeat: int | None, tpch_scale: float | None,
-          per_query: int | None, out: Path, dsn: str | None) -> None:
+          per_query: int | None, register: int | None, out: Path, dsn: str | None) -> None:
     """Benchmark argus against re-running the queries, REFRESH MATERIALIZED VIEW,
     pg_ivm (when installed) and the floor, in one run (database argus_bench)."""
     import dataclasses
@@ -315,7 +317,7 @@ def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
     changes = {"workloads": ("transfers", "tpch") if workloads == "all" else (workloads,),
                "history": history, "counts": _ints(queries) if queries else None,
                "sizes": _ints(batches) if batches else None, "repeat": repeat,
-               "tpch_scale": tpch_scale, "per_query": per_query}
+               "tpch_scale": tpch_scale, "per_query": per_query, "register": register}
     options = dataclasses.replace(options, **{k: v for k, v in changes.items() if v is not None})
     results = run(options, dsn, log=lambda text: console.print(f"[dim]{text}[/]"))
     for notice in results.notices:

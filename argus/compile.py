@@ -221,8 +221,9 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False
         parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
                             latest=sql.SQL("max({})::timestamptz").format(t) if t
                             else sql.SQL("NULL::timestamptz"),
-                            late=sql.SQL("count(*) FILTER (WHERE {} < (SELECT argus.clock_now()))")
-                            .format(t) if t else sql.SQL("0")))
+                            late=sql.SQL("count(*) FILTER (WHERE {} < "
+                                         "(SELECT argus.clock_now()))").format(t) if t
+                            else sql.SQL("0")))
         counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
         times.append(sql.SQL("(SELECT latest FROM {})").format(stats))
         late.append(sql.SQL("(SELECT late FROM {})").format(stats))
@@ -759,8 +760,8 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed:
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
                statement=_step_code(step, conn)) for step in steps)
     conditions = [step.condition for step in steps]
-    condition = (sql.SQL("TRUE") if None in conditions else
-                 sql.SQL(" OR ").join(_unique_sql(conditions, conn)))
+    condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(
+        map(sql.SQL, dict.fromkeys(c.as_string(conn) for c in conditions))))
     if rebuildable(node):
         apply = render("program/rebuild_or_apply", id=sql.Literal(node.id), apply=apply,
                        rebuild=sql.SQL("\n").join(
@@ -769,12 +770,6 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed:
     return render("program/flush_block", condition=condition, body=apply,
                   id=sql.Literal(node.id))
 
-
-def _unique_sql(parts: list[sql.Composable], conn) -> list[sql.Composable]:
-    seen: dict[str, sql.Composable] = {}
-    for part in parts:
-        seen.setdefault(part.as_string(conn), part)
-    return list(seen.values())
 
 
 def _unique(nodes: list[Node]) -> list[Node]:

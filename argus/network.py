@@ -764,13 +764,15 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] | None = None) -> No
 def recompile_stale(conn: psycopg.Connection) -> bool:
     """Recompile every node's stored code, and the program, when an older argus compiled
     them (settings.code_version < CODE_VERSION). True if it did."""
-    if conn.execute("SELECT code_version FROM argus_catalog.settings").fetchone()[0] \
-            >= CODE_VERSION:
+    def current() -> bool:
+        return conn.execute("SELECT code_version >= %s FROM argus_catalog.settings",
+                            (CODE_VERSION,)).fetchone()[0]
+
+    if current():
         return False
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        if conn.execute("SELECT code_version FROM argus_catalog.settings").fetchone()[0] \
-                >= CODE_VERSION:
+        if current():
             return False  # another process did it while this one waited
         net = load(conn)
         for node in net.nodes.values():

@@ -23,4 +23,7 @@ def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):
         assert (f"Answers of all {queries:,} {workload} queries equal to the re-run ones "
                 "after the last batch: yes.") in report
     assert "## Each query alone" in report and "## Registration" in report
+    for family in ("selection", "chain", "aggregate", "union"):  # every family compared alone
+        assert f"| transfers | {family}_" in report
+    assert "| transfers | 25 |" in report  # query number 25 of the registration run
     assert (tmp_path / "bench.png").stat().st_size > 10_000

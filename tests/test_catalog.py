@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 import argus
-from argus import analyze, catalog, names, schedule, streams
+from argus import analyze, catalog, names, network, schedule, streams
 
 
 def test_migrate_is_idempotent_and_versioned(fresh_dsn):
@@ -22,6 +22,26 @@ def test_a_newer_catalog_is_refused(fresh_dsn):
         conn.execute("INSERT INTO argus_catalog.schema_version VALUES (999)")
     with pytest.raises(argus.CatalogError, match="newer than this argus"):
         argus.connect(fresh_dsn)
+
+
+def test_node_code_compiled_by_an_older_argus_is_recompiled(transfers, fresh_dsn):
+    """A database whose stored node code predates this argus (an upgrade) gets it
+    recompiled, and its program reassembled, when argus connects."""
+    db = transfers.db
+    transfers.register("big", "SELECT sender, count(*) AS n FROM transfers GROUP BY sender "
+                              "HAVING count(*) > 1")
+    db.conn.execute("UPDATE argus_catalog.nodes SET flush_block = '    NULL;' "
+                    "WHERE NOT insert_only")  # stale code: maintains nothing
+    db.conn.execute("UPDATE argus_catalog.settings SET code_version = 0")
+    with argus.connect(fresh_dsn) as again:
+        assert again.conn.execute("SELECT code_version FROM argus_catalog.settings"
+                                  ).fetchone()[0] == network.CODE_VERSION
+        assert again.conn.execute("SELECT count(*) FROM argus_catalog.nodes "
+                                  "WHERE flush_block = '    NULL;'").fetchone()[0] == 0
+    rows = [(i, "2024-01-01", f"a{i % 3}", "b", 10) for i in range(12)]
+    for batch in (rows[:6], rows[6:]):
+        transfers.insert("transfers", batch)
+        transfers.run()  # the oracle checks the recompiled maintenance
 
 
 def test_catalog_views_exist_for_psql_users(db):

@@ -23,13 +23,14 @@ class Options:
     repeat: int = 3
     tpch_scale: float = 0.1
     per_query: int = 20  # transfer queries compared alone (all TPC-H queries are)
+    register: int = 1000  # transfer queries registered one after another, each timed
     out: Path = Path("argus-bench")
 
     @classmethod
     def quick(cls, out: Path = Path("argus-bench")) -> Options:
         """Small data, for CI: checks that everything runs, not how fast."""
         return cls(history=5_000, counts=(10, 25), sizes=(100, 1_000), repeat=2,
-                   tpch_scale=0.01, per_query=3, out=out)
+                   tpch_scale=0.01, per_query=4, register=25, out=out)
 
 
 def sample_families(names: list[str], count: int) -> list[str]:
@@ -46,10 +47,12 @@ def sample_families(names: list[str], count: int) -> list[str]:
 def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
     results = runner.Results()
     if "transfers" in options.workloads:
-        w = workloads.transfers(options.history, max(options.counts))
+        w = workloads.transfers(options.history, max(max(options.counts), options.register))
         runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
         sample = sample_families([name for name, _ in w.queries], options.per_query)
         runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log)
+        if options.register:
+            runner.registration(w, dsn, options.register, results, log)
     if "tpch" in options.workloads:
         n = len(workloads.TPCH_QUERIES)
         w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + n))

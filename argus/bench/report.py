@@ -62,6 +62,8 @@ def markdown(results: Results, title: str) -> str:
     out.append("")
     out += [f"Answers of all {m.queries:,} {m.workload} queries equal to the re-run ones "
             f"after the last batch: {'yes' if m.equal else 'NO'}." for m in checked]
+    if any(m.breakdown for m in results.measures):
+        out += _breakdown(results.measures)
     if results.per_query:
         out += ["", "## Each query alone against re-running it (and pg_ivm maintaining it)",
                 "", "| workload | query | batch | argus | re-run | pg_ivm |",
@@ -87,6 +89,33 @@ def markdown(results: Results, title: str) -> str:
                 out.append(f"| {w} | {mark:,} | {sum(window) / len(window):,.1f} |")
         out.append("\n(mean of the registrations up to ten before each number)")
     return "\n".join(out) + "\n"
+
+
+KINDS = ("stream", "select", "join", "aggregate", "distinct", "setop")
+
+
+def _breakdown(measures) -> list[str]:
+    """Where an argus cycle's time goes, at each workload's largest query count."""
+    out = ["", "## Where an argus cycle's time goes",
+           "", "Milliseconds per cycle on the server, summed over the nodes of each kind: "
+           "evaluating (filling the deltas) / maintaining the histories (stream: claiming "
+           "the inboxes / appending to the stream histories); the rest is the cycle's own "
+           "bookkeeping (clearing the last deltas, choosing, logging). From the per-node "
+           "timings every cycle records (`argus_catalog.run_nodes`).", "",
+           "| workload | queries | batch | cycle | " + " | ".join(KINDS) + " | rest |",
+           "|---|---:|---:|---:|" + "---:|" * (len(KINDS) + 1)]
+    for w in sorted({m.workload for m in measures}):
+        top = max(m.queries for m in measures if m.workload == w)
+        for m in (m for m in measures if m.workload == w and m.queries == top and m.breakdown):
+            cycle = m.breakdown.get("cycle", (0.0, 0.0))[0]
+            cells, spent = [], 0.0
+            for kind in KINDS:
+                ev, mt = m.breakdown.get(kind, (0.0, 0.0))
+                spent += ev + mt
+                cells.append(f"{ev:,.1f} / {mt:,.1f}" if ev or mt else "—")
+            out.append(f"| {w} | {m.queries:,} | {m.batch:,} | {cycle:,.1f} | "
+                       + " | ".join(cells) + f" | {max(cycle - spent, 0):,.1f} |")
+    return out
 
 
 def plot(results: Results, path: Path) -> bool:

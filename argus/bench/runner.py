@@ -48,6 +48,9 @@ class Measure:
     base_bytes: int  # the streams' histories
     register_ms: float  # mean registration time of the queries added at this step
     equal: bool | None = None  # every argus answer equals the re-run one (last step)
+    # where an argus cycle's time goes: node kind -> (ms evaluating, ms maintaining
+    # histories), per cycle; "cycle" -> (the whole cycle on the server, 0)
+    breakdown: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,14 +100,34 @@ def _bytes(conn: psycopg.Connection, schema: str) -> int:
                         "WHERE n.nspname = %s AND c.relkind = 'r'", (schema,)).fetchone()[0]
 
 
-def _argus(db: Argus, batch: dict[str, list[tuple]]) -> float:
+def _argus(db: Argus, batch: dict[str, list[tuple]], runs: list[int] | None = None) -> float:
     """Seconds from the batch's arrival to current answers: COPY into the inboxes,
-    then one cycle."""
+    then one cycle (whose run id is appended to `runs`)."""
     started = time.perf_counter()
     for stream, rows in batch.items():
         db.insert(stream, rows)
-    db.run()
-    return time.perf_counter() - started
+    run_id = db.run().run_id
+    seconds = time.perf_counter() - started
+    if runs is not None:
+        runs.append(run_id)
+    return seconds
+
+
+_BREAKDOWN = """
+SELECT n.kind, sum(r.ms) / %(cycles)s, sum(coalesce(r.flush_ms, 0)) / %(cycles)s
+  FROM argus_catalog.run_nodes r JOIN argus_catalog.nodes n USING (node_id)
+ WHERE r.run_id = ANY(%(runs)s) GROUP BY n.kind
+UNION ALL
+SELECT 'cycle', avg(extract(epoch FROM finished_at - started_at) * 1000), 0
+  FROM argus_catalog.runs WHERE run_id = ANY(%(runs)s)
+"""
+
+
+def breakdown(conn: psycopg.Connection, runs: list[int]) -> dict[str, tuple[float, float]]:
+    """Mean milliseconds per cycle by node kind (evaluating, maintaining), from the
+    per-node timings every cycle records (argus_catalog.run_nodes)."""
+    rows = conn.execute(_BREAKDOWN, {"runs": runs, "cycles": len(runs)}).fetchall()
+    return {kind: (float(ev), float(mt)) for kind, ev, mt in rows}
 
 
 def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
@@ -129,7 +152,6 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                 started = time.perf_counter()
                 db.register_query(name, query)
                 times.append((time.perf_counter() - started) * 1000)
-                results.registrations.append((workload.name, done + len(times), times[-1]))
                 rerun.add(name, query)
                 matview.add(name, query)
                 if ivm is not None:
@@ -141,10 +163,11 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                 log(f"{workload.name}: {count} queries, batches of {size:,}")
                 t: dict[str, list[float]] = {"argus": [], "rerun": [], "matview": [],
                                              "floor": [], "pg_ivm": []}
+                runs: list[int] = []
                 for _ in range(repeat):  # every method pays for its own ingest
                     batch = workload.batch(size)
                     t["floor"].append(floor.ingest(batch))
-                    t["argus"].append(_argus(db, batch))
+                    t["argus"].append(_argus(db, batch, runs))
                     t["rerun"].append(t["floor"][-1] + rerun.run())
                     t["matview"].append(t["floor"][-1] + matview.run())
                     if ivm is not None:
@@ -157,12 +180,29 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                     _ms(t["pg_ivm"]) if ivm is not None else None,
                     len(ivm.accepted) if ivm is not None else 0, nodes,
                     _bytes(conn, "argus_net"), _bytes(conn, "argus_streams"),
-                    statistics.mean(times) if times else 0.0))
+                    statistics.mean(times) if times else 0.0,
+                    breakdown=breakdown(conn, runs)))
         results.measures[-1].equal = all(
             same(db.results(name), rerun.rows(name)) for name, _ in workload.queries[:done])
         if ivm is not None and ivm.refused:
             results.notices.append(f"pg_ivm refused {len(ivm.refused)} of {done} "
                                    f"{workload.name} queries")
+
+
+def registration(workload: Workload, dsn: str | None, upto: int, results: Results,
+                 log: Log) -> None:
+    """Time registering query number 1, 2, … `upto` into one network (argus alone: the
+    other methods have nothing to register)."""
+    with connect(fresh_database(dsn)) as db:
+        log(f"{workload.name}: loading the history (registration)")
+        load(db, workload)
+        for number, (name, query) in enumerate(workload.queries[:upto], 1):
+            if number % 100 == 0:
+                log(f"{workload.name}: registering query {number:,} of {upto:,}")
+            started = time.perf_counter()
+            db.register_query(name, query)
+            results.registrations.append((workload.name, number,
+                                          (time.perf_counter() - started) * 1000))
 
 
 def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
