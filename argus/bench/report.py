@@ -41,8 +41,9 @@ def markdown(results: Results, title: str) -> str:
            "query re-run into a table; REFRESH MV = COPY + one materialized view per query "
            "refreshed; pg_ivm = COPY into tables with one IMMV per query it accepts "
            "(maintained inside the insert); floor = the COPY alone. A ratio is how many "
-           "times argus is faster. Steady state: the first cycle of a session also "
-           "compiles the network's program.", ""]
+           "times argus is faster. A CHECKPOINT (untimed) precedes each method, so that "
+           "none pays for writing out another's pages. Steady state: the first cycle of a "
+           "session also compiles the network's program.", ""]
     out += [f"> {n}" for n in results.notices]
     if results.notices:
         out.append("")
