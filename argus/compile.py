@@ -5,8 +5,8 @@ create its tables, backfill it at registration, fill its delta in a cycle and fl
 delta into its history. Cycle statements are `Step`s: a statement, the PL/pgSQL
 condition under which it runs (which deltas must have rows) and whether it is planned
 at run time (EXECUTE: joins and lookups, whose best plan depends on the delta's size)
-or once (static: a scan of one delta). `program` assembles every node's steps into one
-PL/pgSQL function. Pure: SQL is built from sql_templates/, nothing runs here.
+or once (static: a scan of one delta). `frame` is the PL/pgSQL function every node's
+steps are assembled into. Pure: SQL is built from sql_templates/, nothing runs here.
 
 Two paths: an insert-only node (every input append-only, an operator that only adds
 rows) appends its delta to its history. A node on the signed path (aggregates, left,
@@ -17,6 +17,7 @@ exactly the copies it names.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,7 +26,7 @@ from psycopg import sql
 from .aggregates import Book, Model, Spec
 from .names import SIGN, node_delta, std_alias, stream_inbox
 from .temporal import Bound, at_previous_clock, clock_once
-from .templates import render, template
+from .templates import render
 
 T1 = sql.Identifier(std_alias(1))
 T2 = sql.Identifier(std_alias(2))
@@ -35,7 +36,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 1
+CODE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -781,13 +782,15 @@ def _unique(nodes: list[Node]) -> list[Node]:
     return out
 
 
-def program(streams: list[tuple[str, Node, str | None]], node_ids: list[int],
-            blocks: list[sql.Composable], flushes: list[sql.Composable],
-            purges: list[sql.Composable], choose: bool = True) -> sql.Composed:
-    """The body of argus_net.cycle_program(argus_run): claim, evaluate, choose how to
-    maintain the signed nodes (when there are any), flush, purge."""
-    declarations = sql.SQL("\n").join(sql.SQL("    {} bigint := 0;").format(var(i))
-                                       for i in node_ids)
+# The program's frame is rendered here, with PostgreSQL format() placeholders where the
+# nodes' code goes (literal % doubled): argus.assemble_program() fills it in the
+# database (catalog/004), `fill` in Python for the code a change must validate.
+_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge")
+
+
+def frame(streams: list[tuple[str, Node, str | None]]) -> str:
+    """argus_net.cycle_program's body around the nodes' code: claim the streams' inboxes,
+    evaluate, choose how to maintain the signed nodes (if any), flush, purge."""
     claim_code = sql.SQL("")
     if streams:
         inboxes = [stream_inbox(name) for name, _, _ in streams]
@@ -801,7 +804,20 @@ def program(streams: list[tuple[str, Node, str | None]], node_ids: list[int],
                             ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
                             names=sql.SQL(", ").join(sql.Literal(s) for s, _, _ in streams),
                             count=sql.Literal(len(streams)))
-    return render("program/cycle_program", declarations=declarations, claim=claim_code,
-                  evaluate=sql.SQL("\n").join(blocks),
-                  choose=template("program/choose") if choose else sql.SQL(""),
-                  flush=sql.SQL("\n").join(flushes), purge=sql.SQL("\n").join(purges))
+    marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
+    text = render("program/cycle_program", claim=claim_code,
+                  **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
+    text = text.replace("%", "%%")
+    for position, slot in enumerate(_SLOTS, 1):
+        text = text.replace(marks[slot], f"%{position}$s")
+    return text
+
+
+def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
+         flushes: list[str], purges: list[str]) -> str:
+    """The frame filled as argus.assemble_program() fills it (PostgreSQL's format())."""
+    values = ["\n".join(f"    {var(i).as_string(None)} bigint := 0;" for i in node_ids),
+              "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
+              "\n".join(purges)]
+    return re.sub(r"%(?:%|(\d)\$s)",
+                  lambda m: values[int(m[1]) - 1] if m[1] else "%", frame_text)

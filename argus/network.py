@@ -21,8 +21,8 @@ from . import index, regroup
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
-from .compile import (CODE_VERSION, COMPILERS, Node, flush_block, node_block, parent_index_name,
-                      program, purge_block, rebuildable)
+from .compile import (CODE_VERSION, COMPILERS, Node, fill, flush_block, frame, node_block,
+                      parent_index_name, purge_block)
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -707,7 +707,8 @@ def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
 
 
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
-    """Compile the node's cycle code once, at creation; assemble() concatenates it."""
+    """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
+    database) concatenates it."""
     block = node_block(node, parents, conn)
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s "
                  "WHERE node_id = %s",
@@ -715,50 +716,60 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
                   flush_block(node, parents, conn).as_string(conn), node.id))
 
 
-def assemble(conn: psycopg.Connection, check: Iterable[int] | None = None) -> None:
-    """Regenerate argus_net.cycle_program from the nodes' stored blocks. Called in the
-    transaction of every change to the network, so code and network never disagree.
+def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
+    """The network changed: store the program's frame and every node's purge code, make
+    PostgreSQL validate the code this change compiled (`check`), and leave the program
+    to the next cycle to assemble (argus.assemble_program, catalog/004). Called in the
+    transaction of every change, so that code and network never disagree."""
+    streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
+               in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
+                               "ORDER BY name").fetchall()]
+    program_frame = frame(streams)
+    purges = _store_purges(conn)
+    checked = conn.execute(
+        """SELECT cycle_block, flush_block, kind <> 'stream' AND NOT insert_only
+             FROM argus_catalog.nodes WHERE node_id = ANY(%s)
+            ORDER BY join_level, sequence_id, node_id""", (list(check),)).fetchall()
+    if checked:  # in a function of its own: the whole program is validated by no one
+        ids = [r[0] for r in conn.execute("SELECT node_id FROM argus_catalog.nodes")]
+        body = fill(program_frame, ids, [c for c, _, _ in checked if c],
+                    any(s for _, _, s in checked), [f for _, f, _ in checked], purges)
+        name = sql.Identifier(NETWORK_SCHEMA, "cycle_check")
+        conn.execute(sql.SQL("CREATE FUNCTION {}(argus_run bigint) RETURNS void "
+                             "LANGUAGE plpgsql AS {}").format(name, sql.Literal(body)))
+        conn.execute(sql.SQL("DROP FUNCTION {}(bigint)").format(name))
+    conn.execute("UPDATE argus_catalog.settings SET program_frame = %s, program_stale = true",
+                 (program_frame,))
 
-    PostgreSQL validates a function's whole body when it is created, which grows with
-    the network; given `check`, only those nodes' code (the code this change compiled)
-    is validated, in a function of its own, and the program is created unchecked."""
-    net = load(conn)
-    blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
-        "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
-    streams = [(name, net.nodes[node_id], time_column) for name, node_id, time_column in
-               conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
-                            "ORDER BY name")]
-    outputs = {r[0] for r in conn.execute("SELECT output_node FROM argus_catalog.queries")}
-    children: dict[int, list[Node]] = {}
-    for node in net.nodes.values():
-        for parent in set(node.parents):
-            children.setdefault(parent, []).append(node)
-    purges = [p for p in (purge_block(node, children.get(node.id, []))
-                          for node in net.nodes.values() if node.id not in outputs)
-              if p is not None]
 
-    def body(nodes) -> str:
-        return program(streams, list(net.nodes),
-                       [sql.SQL(blocks[n][0]) for n in nodes if blocks[n][0]],
-                       [sql.SQL(blocks[n][1]) for n in nodes], purges,
-                       choose=any(rebuildable(net.nodes[n]) for n in nodes)).as_string(conn)
-
-    def create(name: str, text: str) -> None:
-        conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}(argus_run bigint) RETURNS void "
-                             "LANGUAGE plpgsql AS {}").format(
-            sql.Identifier(NETWORK_SCHEMA, name), sql.Literal(text)))
-
-    if check is None:
-        create("cycle_program", body(net.nodes))
-        return
-    checked = [n for n in net.nodes if n in set(check)]
-    create("cycle_check", body(checked))
-    conn.execute(sql.SQL("DROP FUNCTION {}(bigint)").format(
-        sql.Identifier(NETWORK_SCHEMA, "cycle_check")))
-    (setting,) = conn.execute("SELECT current_setting('check_function_bodies')").fetchone()
-    conn.execute("SELECT set_config('check_function_bodies', 'off', true)")
-    create("cycle_program", body(net.nodes))
-    conn.execute("SELECT set_config('check_function_bodies', %s, true)", (setting,))
+def _store_purges(conn: psycopg.Connection) -> list[str]:
+    """Recompute every node's purge code (purge_block: it depends on the node's
+    consumers, which any change may alter); return it. Only nodes whose every consumer
+    is a time-bounded selection can purge, and no query's output node (its views read its
+    whole history): the rest are ruled out here without loading them."""
+    candidates = [r[0] for r in conn.execute(
+        """SELECT e.parent_id FROM argus_catalog.edges e
+             JOIN argus_catalog.nodes c ON c.node_id = e.child_id
+            WHERE e.parent_id NOT IN (SELECT output_node FROM argus_catalog.queries)
+            GROUP BY e.parent_id
+           HAVING bool_and(c.kind = 'select' AND c.definition->>'monotone' = 'true'
+                           AND jsonb_typeof(c.definition->'bounds') = 'array'
+                           AND jsonb_array_length(c.definition->'bounds') > 0)
+            ORDER BY e.parent_id""")]
+    purges: dict[int, str] = {}
+    for node_id in candidates:
+        children = [load_node(conn, r[0]) for r in conn.execute(
+            "SELECT DISTINCT child_id FROM argus_catalog.edges WHERE parent_id = %s",
+            (node_id,))]
+        block = purge_block(load_node(conn, node_id), children)
+        if block is not None:
+            purges[node_id] = block.as_string(conn)
+    conn.execute("UPDATE argus_catalog.nodes SET purge_block = NULL "
+                 "WHERE purge_block IS NOT NULL AND node_id <> ALL(%s)", (list(purges),))
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE argus_catalog.nodes SET purge_block = %s WHERE node_id = %s",
+                        [(text, node_id) for node_id, text in purges.items()])
+    return list(purges.values())
 
 
 def recompile_stale(conn: psycopg.Connection) -> bool:

@@ -53,3 +53,26 @@ def test_catalog_views_exist_for_psql_users(db):
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0
+
+
+def test_a_network_change_leaves_the_program_to_the_next_cycle(transfers):
+    """Registering compiles only the new query's code; the next cycle, even one started
+    from SQL (psql, pg_cron), assembles the program with it."""
+    conn = transfers.db.conn
+
+    def program() -> tuple[bool, str]:
+        return conn.execute(
+            "SELECT s.program_stale, p.prosrc FROM argus_catalog.settings s, pg_proc p "
+            "WHERE p.oid = 'argus_net.cycle_program(bigint)'::regprocedure").fetchone()
+
+    transfers.register("small", "SELECT tran_id FROM transfers WHERE amount < 100")
+    transfers.run()
+    assert program()[0] is False
+    info = transfers.register("large", "SELECT tran_id, sender FROM transfers "
+                                       "WHERE amount > 1000")
+    stale, code = program()
+    assert stale and f"argus_n{info.output_node} " not in code
+    transfers.insert("transfers", [(i, "2024-01-02", "a", "b", 50 * i) for i in range(40)])
+    transfers.run(lambda: conn.execute("SELECT argus.run_cycle()"))
+    stale, code = program()
+    assert not stale and f"argus_n{info.output_node} " in code

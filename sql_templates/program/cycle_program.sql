@@ -1,6 +1,7 @@
 -- The network's execution code, assembled from every node's stored blocks in evaluation
--- order whenever the network changes (ARGUS's code assembly). argus_n<id> holds the rows
--- node <id> wrote to its delta this cycle; a node runs only if a parent's is non-zero.
+-- order at the first cycle after the network changed (ARGUS's code assembly; see
+-- catalog/004_program.sql). argus_n<id> holds the rows node <id> wrote to its delta
+-- this cycle; a node runs only if a parent's is non-zero.
 -- Every PL/pgSQL name starts with argus_, which user columns may not, so that none
 -- shadows a column in the embedded SQL.
 DECLARE
@@ -27,7 +28,11 @@ DECLARE
 BEGIN
 {claim}
 {evaluate}
-{choose}
+-- Every node has its delta: choose, per signed node, between applying its changes to
+-- its history and rebuilding it (catalog/003_maintenance.sql).
+    IF {signed} THEN
+        argus_rebuild := argus.choose_maintenance(argus_run, argus_ids, argus_ins, argus_ret);
+    END IF;
 {flush}
 {purge}
     INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms)
