@@ -284,7 +284,21 @@ class SelectCompiler:
         return steps
 
     def flush(self, node, parents):
-        return bag_flush(node)
+        if node.insert_only or not self.keyed(node, parents[0]):
+            return bag_flush(node)
+        when = sql.SQL("{} > 0").format(var(node.id))
+        slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
+                 "columns": node.column_list, "h_columns": cols(node.columns, "h"),
+                 "d_columns": cols(node.columns, "d")}
+        return [Step(render("select/flush_keyed_retract", **slots), when),
+                Step(render("select/flush_keyed_insert", **slots), when, dynamic=False)]
+
+    @staticmethod
+    def keyed(node: Node, parent: Node) -> bool:
+        """Its rows are distinct and it retracts only rows it holds: a non-temporal
+        selection (HAVING) over an aggregate, passing the group keys through."""
+        return (parent.kind == "aggregate" and not node.definition.get("temporal")
+                and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.definition["groups"]))
 
 
 def purge_block(node: Node, children: list[Node]) -> sql.Composed | None:
