@@ -31,6 +31,8 @@ SIGN = "argus_sign"  # +1 insert / -1 retraction, on every delta table and chang
 RESERVED_PREFIX = "argus_"  # user columns may not start with it, so SIGN never collides
 STANDARD_ALIAS = "t{}"  # standard table aliases (ARGUS's STA): t1, t2, ... in node SQL
 
+TIME_TYPES = ("date", "timestamp without time zone", "timestamp with time zone")  # event times
+
 # pg_advisory_xact_lock(key1, key2): held by cycles, registrations and drops, so that
 # none of them ever overlaps another on the same database.
 CYCLE_LOCK = (0x41524755, 0x53)  # "ARGU", "S"

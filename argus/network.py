@@ -24,7 +24,7 @@ from .canon import column_atom, map_atom
 from .compile import (CODE_VERSION, COMPILERS, Node, fill, flush_block, frame, node_block,
                       parent_index_name, purge_block)
 from .errors import QueryError, UnknownStreamError
-from .names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
+from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
 from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name, source_atoms
@@ -430,7 +430,7 @@ class Builder:
     def _index_parent(self, node: Node, parent: Node, columns: list[str]) -> None:
         """Index the parent on the time columns the node's bounds compare, so that
         purging the parent finds its old rows without a scan."""
-        self._record_indexes(node, [(parent, c) for c in columns if c in parent.columns])
+        self._record_indexes(node, [(parent, [c]) for c in columns if c in parent.columns])
 
     def _stream_node(self, stream: str) -> Node:
         row = self.conn.execute("SELECT node_id FROM argus_catalog.streams WHERE name = %s",
@@ -625,19 +625,45 @@ class Builder:
         the other side, so that a delta probes them instead of scanning."""
         self._record_indexes(node, join_keys(node.definition["condition"], left, right))
 
-    def _record_indexes(self, node: Node, keys: list[tuple[Node, str]]) -> None:
+    def _record_indexes(self, node: Node, keys: list[tuple[Node, list[str]]]) -> None:
         if node not in self.created or node.definition.get("indexes") is not None:
             return
-        created = []
-        for parent, column in keys:
-            schema, table = parent.hist_ref
-            name = short(f"argus_{table}_{column}_idx")
-            self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
-                sql.Identifier(name), parent.hist, sql.Identifier(column)))
-            created.append([schema, name])
+        created = [[parent.hist_ref[0], self._index(parent, columns)] for parent, columns in keys]
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
+
+
+    def _index(self, parent: Node, columns: list[str]) -> str:
+        """The name of an index of argus's on the parent led by `columns`: one that
+        exists, else a new one, which replaces those it extends (whose columns lead it),
+        so that a stream history keeps one index per join key, not one per query."""
+        schema, table = parent.hist_ref
+        existing = self.conn.execute(
+            r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord)
+                 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                 CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                WHERE i.indrelid = %s::regclass AND c.relname LIKE 'argus\_%%'
+                GROUP BY c.relname ORDER BY c.relname""",
+            (parent.hist.as_string(self.conn),)).fetchall()
+        for name, indexed in existing:
+            if indexed[:len(columns)] == columns:
+                return name
+        name = short(f"argus_{table}_{'_'.join(columns)}_idx")
+        self.conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
+            sql.Identifier(name), parent.hist, sql.SQL(", ").join(map(sql.Identifier, columns))))
+        for old, indexed in existing:
+            if columns[:len(indexed)] == indexed:
+                self.conn.execute(
+                    """UPDATE argus_catalog.nodes SET definition = jsonb_set(definition,
+                              '{indexes}', (SELECT jsonb_agg(CASE WHEN i = %(old)s::jsonb
+                                                                  THEN %(new)s::jsonb ELSE i END)
+                                              FROM jsonb_array_elements(definition->'indexes') i))
+                        WHERE definition->'indexes' @> jsonb_build_array(%(old)s::jsonb)""",
+                    {"old": json.dumps([schema, old]), "new": json.dumps([schema, name])})
+                self.conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, old)))
+        return name
 
 
 def _union_operands(plan: Plan) -> list[Plan]:
@@ -669,33 +695,42 @@ def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
 
 
-def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, str]]:
-    """(parent, column) pairs of a join condition worth indexing: columns of one side
-    that a top-level conjunct compares with an expression of the other side only. An
-    index costs at every insert into the parent, so equality keys alone when there are
-    any (a range condition then filters what they find), else the range keys."""
+def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[str]]]:
+    """(parent, columns) of the indexes worth having for a join condition: per side,
+    the columns a top-level conjunct compares with an expression of the other side only:
+    the equality keys and a window key (a BETWEEN's, else a time's), so that a delta
+    row's probe reads only its partners, (sender, tran_date) for a chain within a day
+    window; with no equality key, one range key. An index costs at every insert into
+    the parent, hence one per side."""
     tree = sqlglot.parse_one(condition, read="postgres")
     side = {"t1": left, "t2": right}
-    equal: list[tuple[Node, str]] = []
-    ranged: list[tuple[Node, str]] = []
+    keys: dict[str, tuple[list[str], list[str], list[str]]] = {t: ([], [], []) for t in side}
 
-    def consider(found: list, column: exp.Expr, other: list[exp.Expr]) -> None:
+    def consider(kind: int, column: exp.Expr, other: list[exp.Expr]) -> None:
         if not isinstance(column, exp.Column) or column.table not in side:
             return
         tables = {c.table for o in other for c in o.find_all(exp.Column)}
         if tables and tables <= {"t1", "t2"} - {column.table}:
-            pair = (side[column.table], column.name)
-            if pair not in found:
-                found.append(pair)
+            found = keys[column.table][kind]
+            if column.name not in found:
+                found.append(column.name)
 
     for node in _conjuncts(tree):
         if isinstance(node, exp.Between):
-            consider(ranged, node.this, [node.args["low"], node.args["high"]])
+            consider(1, node.this, [node.args["low"], node.args["high"]])
         elif isinstance(node, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
-            found = equal if isinstance(node, exp.EQ) else ranged
-            consider(found, node.left, [node.right])
-            consider(found, node.right, [node.left])
-    return equal or ranged
+            kind = 0 if isinstance(node, exp.EQ) else 2
+            consider(kind, node.left, [node.right])
+            consider(kind, node.right, [node.left])
+    out = []
+    for table, (equal, between, bounded) in keys.items():
+        types = dict(zip(side[table].columns, side[table].types))
+        windows = [c for c in between + bounded if c not in equal
+                   and (c in between or types.get(c) in TIME_TYPES)]
+        columns = equal + windows[:1] if equal else (windows or bounded)[:1]
+        if columns:
+            out.append((side[table], columns))
+    return out
 
 
 def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:

@@ -17,11 +17,11 @@ from .analyze import StreamSchema
 from .compile import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
                      UnknownStreamError)
-from .names import CYCLE_LOCK, STREAMS_SCHEMA, check_name, stream_history, stream_inbox
+from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
+                    stream_inbox)
 from .network import assemble, execute_all, load_node, store_blocks
 from .templates import render
 
-TIME_TYPES = ("date", "timestamp without time zone", "timestamp with time zone")
 _NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
 
 
