@@ -48,17 +48,21 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
 
 
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:
-    status, error, nodes_run = conn.execute(
-        "SELECT status, error, nodes_run FROM argus_catalog.runs WHERE run_id = %s",
-        (run_id,)).fetchone()
+    """The run's log, read in one round trip (it is part of every cycle's latency)."""
+    status, error, nodes_run, rows_in, queries, node_ms = conn.execute(
+        """SELECT r.status, r.error, r.nodes_run,
+                  (SELECT coalesce(jsonb_object_agg(stream, rows), '{}')
+                     FROM argus_catalog.run_streams WHERE run_id = r.run_id),
+                  (SELECT coalesce(jsonb_object_agg(query, jsonb_build_array(inserted,
+                                                                             retracted)), '{}')
+                     FROM argus_catalog.run_queries WHERE run_id = r.run_id),
+                  (SELECT coalesce(jsonb_object_agg(node_id, ms), '{}')
+                     FROM argus_catalog.run_nodes WHERE run_id = r.run_id)
+             FROM argus_catalog.runs r WHERE r.run_id = %s""", (run_id,)).fetchone()
     if status == "failed":
         raise CycleError(f"cycle {run_id} failed and was rolled back, its rows wait in the "
                          f"inboxes: {error}")
-    rows_in = dict(conn.execute("SELECT stream, rows FROM argus_catalog.run_streams "
-                                "WHERE run_id = %s ORDER BY stream", (run_id,)).fetchall())
-    queries = conn.execute("SELECT query, inserted, retracted FROM argus_catalog.run_queries "
-                           "WHERE run_id = %s ORDER BY query", (run_id,)).fetchall()
-    node_ms = dict(conn.execute("SELECT node_id, ms FROM argus_catalog.run_nodes "
-                                "WHERE run_id = %s", (run_id,)).fetchall())
-    return CycleReport(run_id, rows_in, {q: i for q, i, _ in queries},
-                       {q: r for q, _, r in queries}, nodes_run, seconds, node_ms)
+    return CycleReport(run_id, dict(sorted(rows_in.items())),
+                       {q: i for q, (i, _) in sorted(queries.items())},
+                       {q: r for q, (_, r) in sorted(queries.items())}, nodes_run, seconds,
+                       {int(n): float(ms) for n, ms in node_ms.items()})

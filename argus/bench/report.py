@@ -182,6 +182,8 @@ def _bars(ax, per_query, title: str) -> None:
     for i, (attr, label) in enumerate((("argus", "argus"), ("rerun", "re-run"),
                                        ("pg_ivm", "pg_ivm"))):
         values = [getattr(p, attr) or 0 for p in per_query]
+        if not any(values):
+            continue  # pg_ivm not installed, or it refused every query
         ax.bar([k + (i - 1) * width for k in range(len(names))], values, width, label=label,
                color=f"C{(0, 1, 3)[i]}")
     ax.set_xticks(range(len(names)), [n.split("_")[-1] for n in names], rotation=60,

@@ -163,7 +163,7 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
         settle = Settle(conn, results)
         why = PgIvm.available(conn)
         ivm = PgIvm(conn, streams) if why is None else None
-        if why is not None and why not in results.notices:
+        if why is not None and f"pg_ivm skipped: {why}" not in results.notices:
             results.notices.append(f"pg_ivm skipped: {why}")
         done = 0
         for count in counts:
