@@ -636,7 +636,6 @@ class Builder:
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
 
-
     def _index(self, parent: Node, columns: list[str]) -> str:
         """The name of an index of argus's on the parent led by `columns`: one that
         exists, else a new one, which replaces those it extends (whose columns lead it),
@@ -648,6 +647,7 @@ class Builder:
                  CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                 WHERE i.indrelid = %s::regclass AND c.relname LIKE 'argus\_%%'
+                  AND NOT 0 = ANY (i.indkey)  -- not an aggregate's expression index
                 GROUP BY c.relname ORDER BY c.relname""",
             (parent.hist.as_string(self.conn),)).fetchall()
         for name, indexed in existing:
