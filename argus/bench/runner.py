@@ -71,6 +71,11 @@ class Results:
     notices: list[str] = field(default_factory=list)
     server: str = ""
 
+    def notice(self, text: str) -> None:
+        """Once per report, however many workloads run into it."""
+        if text not in self.notices:
+            self.notices.append(text)
+
 
 def fresh_database(dsn: str | None) -> str:
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
@@ -111,10 +116,8 @@ class Settle:
             self()
         except psycopg.errors.InsufficientPrivilege:
             self.enabled = False
-            notice = ("no CHECKPOINT between methods (needs superuser or pg_checkpoint): "
-                      "a method may pay for another's writes")
-            if notice not in results.notices:
-                results.notices.append(notice)
+            results.notice("no CHECKPOINT between methods (needs superuser or "
+                           "pg_checkpoint): a method may pay for another's writes")
 
     def __call__(self) -> None:
         if self.enabled:
@@ -163,8 +166,8 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
         settle = Settle(conn, results)
         why = PgIvm.available(conn)
         ivm = PgIvm(conn, streams) if why is None else None
-        if why is not None and f"pg_ivm skipped: {why}" not in results.notices:
-            results.notices.append(f"pg_ivm skipped: {why}")
+        if why is not None:
+            results.notice(f"pg_ivm skipped: {why}")
         done = 0
         for count in counts:
             count = min(count, len(workload.queries))
