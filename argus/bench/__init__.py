@@ -50,7 +50,8 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         w = workloads.transfers(options.history, max(max(options.counts), options.register))
         runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
         sample = sample_families([name for name, _ in w.queries], options.per_query)
-        runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log)
+        if sample:  # --per-query 0: no second load of the history
+            runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log)
         if options.register:
             runner.registration(w, dsn, options.register, results, log)
     if "tpch" in options.workloads:
