@@ -36,7 +36,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 2
+CODE_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,10 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False
                             claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
                             inbox=stream_inbox(name), delta=node.delta,
                             columns=node.column_list, sign=SIGN_ID))
-        parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
+        # locked, the inbox is stable: a second scan of it is cheaper than keeping the
+        # claimed rows in a tuple store for both the move and the statistics
+        parts.append(render("stream/claim_stats", stats=stats,
+                            claimed=stream_inbox(name) if locked else claimed,
                             latest=sql.SQL("max({})::timestamptz").format(t) if t
                             else sql.SQL("NULL::timestamptz"),
                             late=sql.SQL("count(*) FILTER (WHERE {} < "

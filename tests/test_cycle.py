@@ -96,6 +96,10 @@ def test_large_inboxes_are_taken_whole_unless_a_load_is_writing(transfers, fresh
     before = inbox_file()
     assert transfers.run().rows_in == {"transfers": 500}
     assert inbox_file() != before, "the inbox was not truncated"
+    clock, late = db.conn.execute(
+        "SELECT c.now::date, s.late FROM argus_catalog.clock c, argus_catalog.run_streams s "
+        "WHERE s.run_id = (SELECT max(run_id) FROM argus_catalog.runs)").fetchone()
+    assert (clock, late) == (D + dt.timedelta(days=39), 0)  # a whole inbox moves the clock
     transfers.insert("transfers", rows(500, 100))
     with psycopg.connect(fresh_dsn) as loader:  # a load left writing during the cycle
         loader.execute("INSERT INTO argus_inbox.transfers VALUES "

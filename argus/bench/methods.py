@@ -3,14 +3,17 @@ same server and the same data, each timed from "a batch arrives" to "every answe
 current" (argus.bench.runner adds the floor to the methods that need the batch in a
 plain table first):
 
-- rerun: every query run from scratch into a result table (cron + plain SQL);
-- matview: `REFRESH MATERIALIZED VIEW` of one view per query;
+- floor: inserting the batch into plain copies of the streams, with no queries at all
+  (COPY);
+- rerun: every query run from scratch over those copies into a result table (cron +
+  plain SQL);
+- matview: `REFRESH MATERIALIZED VIEW` of one view per query over the same copies;
 - pg_ivm: one incrementally maintained view (IMMV) per query it accepts, over copies
-  of the streams; its maintenance runs inside the insert;
-- floor: inserting the batch into a plain table with no queries at all (COPY).
+  of its own; its maintenance runs inside the insert.
 
-Queries name streams by their plain names; each method resolves them with its own
-search_path (argus's stream histories, or pg_ivm's copies).
+Each method keeps its own tables, so that each can run its batches back to back, as it
+would in production, without another method's work in between. Queries name streams by
+their plain names; each method resolves them with its own search_path.
 """
 
 from __future__ import annotations
@@ -40,15 +43,25 @@ def copy_rows(conn: psycopg.Connection, table: sql.Composable, rows: Sequence[tu
     return time.perf_counter() - started
 
 
+def copy_streams(conn: psycopg.Connection, schema: str, streams: Sequence[str]) -> None:
+    """Plain tables in `schema` holding what the streams' histories hold now."""
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    for s in streams:
+        conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
+            sql.Identifier(schema, s), sql.Identifier(STREAMS_SCHEMA, s)))
+        conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
+            sql.Identifier(schema, s), sql.Identifier(STREAMS_SCHEMA, s)))
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(schema, s)))
+
+
 class Floor:
+    """Plain copies of the streams that receive every batch; re-run and REFRESH read them."""
+
     name = "floor"
 
     def __init__(self, conn: psycopg.Connection, streams: Sequence[str]) -> None:
         self.conn = conn
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(FLOOR_SCHEMA)))
-        for s in streams:
-            conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
-                sql.Identifier(FLOOR_SCHEMA, s), sql.Identifier(STREAMS_SCHEMA, s)))
+        copy_streams(conn, FLOOR_SCHEMA, streams)
 
     def ingest(self, batch: Mapping[str, Sequence[tuple]]) -> float:
         return sum(copy_rows(self.conn, sql.Identifier(FLOOR_SCHEMA, s), rows)
@@ -67,7 +80,7 @@ class Rerun:
     def add(self, name: str, query: str) -> None:
         table = sql.Identifier(f"argus_bench_rerun_{name}")
         with self.conn.transaction():
-            _search_path(self.conn, STREAMS_SCHEMA)
+            _search_path(self.conn, FLOOR_SCHEMA)
             self.conn.execute(sql.SQL("CREATE TABLE public.{} AS {} WITH NO DATA").format(
                 table, sql.SQL(query)))  # a benchmark query of our own workloads
             self.conn.execute("RESET search_path")
@@ -76,7 +89,7 @@ class Rerun:
     def run(self, only: str | None = None) -> float:
         started = time.perf_counter()
         with self.conn.transaction():
-            _search_path(self.conn, STREAMS_SCHEMA)
+            _search_path(self.conn, FLOOR_SCHEMA)
             for table, query in self.queries:
                 if only is not None and table != sql.Identifier(f"argus_bench_rerun_{only}"):
                     continue
@@ -101,7 +114,7 @@ class MatViews:
     def add(self, name: str, query: str) -> None:
         view = sql.Identifier(f"argus_bench_mv_{name}")
         with self.conn.transaction():
-            _search_path(self.conn, STREAMS_SCHEMA)
+            _search_path(self.conn, FLOOR_SCHEMA)
             self.conn.execute(sql.SQL("CREATE MATERIALIZED VIEW public.{} AS {}").format(
                 view, sql.SQL(query)))
             self.conn.execute("RESET search_path")
@@ -139,12 +152,7 @@ class PgIvm:
         self.streams = streams
         self.accepted: list[str] = []
         self.refused: dict[str, str] = {}
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(IVM_SCHEMA)))
-        for s in streams:
-            conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
-                sql.Identifier(IVM_SCHEMA, s), sql.Identifier(STREAMS_SCHEMA, s)))
-            conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
-                sql.Identifier(IVM_SCHEMA, s), sql.Identifier(STREAMS_SCHEMA, s)))
+        copy_streams(conn, IVM_SCHEMA, streams)
 
     def add(self, name: str, query: str) -> bool:
         """Create the query's IMMV; False if pg_ivm refuses the query."""

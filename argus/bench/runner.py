@@ -1,5 +1,7 @@
 """One benchmark run: load a workload once into a fresh database, then measure every
-method on the same data, batch after batch.
+method on the same data and the same batches. argus takes the batches back to back, as
+it would from cron, with nothing else between its cycles; then the other methods take
+them, each over its own copy of the streams (argus.bench.methods).
 
 `scaling` registers the workload's queries in steps (100, 250, … queries) and, at each
 step and batch size, times an argus cycle against the other methods (argus.bench.methods)
@@ -106,9 +108,11 @@ def _bytes(conn: psycopg.Connection, schema: str) -> int:
 
 
 class Settle:
-    """CHECKPOINT (untimed) before each method is timed, so that no method pays for
-    writing out the pages another one dirtied (the re-runs rewrite whole result tables).
-    Needs superuser or pg_checkpoint; without them, methods are timed as they come."""
+    """CHECKPOINT (untimed) before argus's run of batches and before each baseline's turn
+    at a batch, so that no method pays for writing out the pages another one dirtied
+    (the re-runs rewrite whole result tables). argus's first cycle after it pays a
+    full-page image for each page it touches, as the first cycle after any checkpoint
+    does. Needs superuser or pg_checkpoint; without them, methods are timed as they come."""
 
     def __init__(self, conn: psycopg.Connection, results: Results) -> None:
         self.conn, self.enabled = conn, True
@@ -189,19 +193,19 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                 t: dict[str, list[float]] = {"argus": [], "rerun": [], "matview": [],
                                              "floor": [], "pg_ivm": []}
                 runs: list[int] = []
-                for _ in range(repeat):  # every method pays for its own ingest
-                    batch = workload.batch(size)
+                batches = [workload.batch(size) for _ in range(repeat)]
+                settle()
+                t["argus"] = [_argus(db, batch, runs) for batch in batches]
+                for batch in batches:  # every method pays for its own ingest
                     settle()
                     t["floor"].append(floor.ingest(batch))
-                    settle()
-                    t["argus"].append(_argus(db, batch, runs))
                     settle()
                     t["rerun"].append(t["floor"][-1] + rerun.run())
                     settle()
                     t["matview"].append(t["floor"][-1] + matview.run())
-                    if ivm is not None:
-                        settle()
-                        t["pg_ivm"].append(ivm.ingest(batch))
+                if ivm is not None:
+                    settle()
+                    t["pg_ivm"] = [ivm.ingest(batch) for batch in batches]
                 nodes = conn.execute("SELECT count(*) FROM argus_catalog.nodes "
                                      "WHERE kind <> 'stream'").fetchone()[0]
                 results.measures.append(Measure(
@@ -255,18 +259,18 @@ def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
             conn.execute("ANALYZE")
             db.run()  # warm-up, as in `scaling`
             for size in sizes:
-                t: dict[str, list[float]] = {"argus": [], "rerun": [], "pg_ivm": []}
-                for _ in range(repeat):
-                    batch = workload.batch(size)
+                batches = [workload.batch(size) for _ in range(repeat)]
+                t: dict[str, list[float]] = {"rerun": [], "pg_ivm": []}
+                settle()
+                t["argus"] = [_argus(db, batch) for batch in batches]
+                for batch in batches:
                     settle()
                     base = floor.ingest(batch)
                     settle()
-                    t["argus"].append(_argus(db, batch))
-                    settle()
                     t["rerun"].append(base + rerun.run(only=name))
-                    if ivm is not None:
-                        settle()
-                        t["pg_ivm"].append(ivm.ingest(batch))
+                if ivm is not None:
+                    settle()
+                    t["pg_ivm"] = [ivm.ingest(batch) for batch in batches]
                 results.per_query.append(PerQuery(
                     workload.name, name, size, _ms(t["argus"]), _ms(t["rerun"]),
                     _ms(t["pg_ivm"]) if with_ivm else None))
