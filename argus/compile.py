@@ -24,7 +24,7 @@ from typing import Protocol
 from psycopg import sql
 
 from .aggregates import Book, Model, Spec
-from .names import SIGN, node_delta, std_alias, stream_inbox
+from .names import SIGN, node_delta, std_alias, stream_claimed, stream_inbox
 from .temporal import Bound, at_previous_clock, clock_once
 from .templates import render
 
@@ -36,7 +36,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 3
+CODE_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,12 @@ class Node:
 
     @property
     def delta(self) -> sql.Identifier:
+        """What children read as this node's changes: a stream's are a view (its claim
+        may leave them in the inbox), every other node's its delta table."""
+        return stream_claimed(self.id) if self.kind == "stream" else node_delta(self.id)
+
+    @property
+    def delta_table(self) -> sql.Identifier:
         return node_delta(self.id)
 
     def aux(self, suffix: str) -> sql.Identifier:
@@ -166,7 +172,7 @@ class Compiler(Protocol):
 
 
 def create_delta(node: Node) -> sql.Composed:
-    return render("node/create_delta", delta=node.delta, hist=node.hist, sign=SIGN_ID)
+    return render("node/create_delta", delta=node.delta_table, hist=node.hist, sign=SIGN_ID)
 
 
 def add_hash(node: Node) -> list[sql.Composable]:
@@ -189,10 +195,16 @@ def bag_flush(node: Node, names=None) -> list[Step]:
 # -- streams ---------------------------------------------------------------------------
 
 class StreamCompiler:
-    """A stream's source node: its delta is filled by the cycle's claim statement."""
+    """A stream's source node: the cycle's claim statement fills its delta."""
 
     def create(self, node, parents):
-        return [create_delta(node)]
+        return [create_delta(node), self.claimed_view(node)]
+
+    @staticmethod
+    def claimed_view(node: Node) -> sql.Composed:
+        return render("stream/claimed_view", view=node.delta, delta=node.delta_table,
+                      inbox=stream_inbox(node.hist_ref[1]), columns=node.column_list,
+                      sign=SIGN_ID)
 
     def backfill(self, node, parents):
         return []
@@ -204,21 +216,23 @@ class StreamCompiler:
         return bag_flush(node)
 
 
-def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False
-          ) -> sql.Composed:
+def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
+          left: frozenset[str] = frozenset()) -> sql.Composed:
     """One statement that claims every stream's inbox under one snapshot, so a load that
     wrote to several streams in one transaction is claimed whole by one cycle. Returns
     the rows claimed per stream, the largest event time claimed, and the late rows per
     stream. `locked`: the cycle holds every inbox exclusively, so it reads them whole
-    (and truncates them after) instead of deleting row by row."""
+    (and truncates them after) instead of deleting row by row; the streams named in
+    `left` are not copied at all: their children read the claimed rows in the inbox."""
     parts, counts, times, late = [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
         t = sql.Identifier(time_column) if time_column else None
-        parts.append(render("stream/claim_locked" if locked else "stream/claim",
-                            claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
-                            inbox=stream_inbox(name), delta=node.delta,
-                            columns=node.column_list, sign=SIGN_ID))
+        if not (locked and name in left):
+            parts.append(render("stream/claim_locked" if locked else "stream/claim",
+                                claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
+                                inbox=stream_inbox(name), delta=node.delta_table,
+                                columns=node.column_list, sign=SIGN_ID))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
         # claimed rows in a tuple store for both the move and the statistics
         parts.append(render("stream/claim_stats", stats=stats,
@@ -805,24 +819,37 @@ def _unique(nodes: list[Node]) -> list[Node]:
 _SLOTS = ("declarations", "evaluate", "signed", "flush", "purge")
 
 
-def frame(streams: list[tuple[str, Node, str | None]]) -> str:
+def frame(streams: list[tuple[str, Node, str | None]],
+          left: frozenset[str] = frozenset()) -> str:
     """argus_net.cycle_program's body around the nodes' code: claim the streams' inboxes,
-    evaluate, choose how to maintain the signed nodes (if any), flush, purge."""
-    claim_code = sql.SQL("")
+    evaluate, choose how to maintain the signed nodes (if any), flush, purge, release
+    the inboxes. `left`: the streams whose rows a locked claim leaves in the inbox (see
+    `claim`); every other stream's are copied to its delta table, which outlives the
+    cycle (a query's changes view reads it)."""
+    claim_code = release_code = sql.SQL("")
     if streams:
         inboxes = [stream_inbox(name) for name, _, _ in streams]
         large = sql.SQL(" OR ").join(
             sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
                 sql.Literal(inbox.as_string(None))) for inbox in inboxes)
+
+        def truncate(names: list[str]) -> sql.Composable:
+            return sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(
+                map(stream_inbox, names))) if names else sql.SQL("")
+
+        names = [name for name, _, _ in streams]
         claim_code = render("program/claim_block", claim=claim(streams),
-                            claim_locked=claim(streams, locked=True),
+                            claim_locked=claim(streams, locked=True, left=left),
+                            truncate_copied=truncate([s for s in names if s not in left]),
                             inboxes=sql.SQL(", ").join(inboxes), large=large,
                             vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
                             ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
-                            names=sql.SQL(", ").join(sql.Literal(s) for s, _, _ in streams),
+                            names=sql.SQL(", ").join(sql.Literal(s) for s in names),
                             count=sql.Literal(len(streams)))
+        release_code = render("program/release_block",
+                              truncate_left=truncate([s for s in names if s in left]))
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
-    text = render("program/cycle_program", claim=claim_code,
+    text = render("program/cycle_program", claim=claim_code, release=release_code,
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
     text = text.replace("%", "%%")
     for position, slot in enumerate(_SLOTS, 1):

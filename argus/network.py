@@ -21,8 +21,8 @@ from . import index, regroup
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
-from .compile import (CODE_VERSION, COMPILERS, Node, fill, flush_block, frame, node_block,
-                      parent_index_name, purge_block)
+from .compile import (CODE_VERSION, COMPILERS, Node, StreamCompiler, fill, flush_block, frame,
+                      node_block, parent_index_name, purge_block)
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -762,7 +762,10 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
                in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
                                "ORDER BY name").fetchall()]
-    program_frame = frame(streams)
+    # a query whose output is a stream itself reads its changes from the delta table
+    outputs = {r[0] for r in conn.execute("SELECT output_node FROM argus_catalog.queries")}
+    program_frame = frame(streams, frozenset(name for name, node, _ in streams
+                                             if node.id not in outputs))
     purges = _store_purges(conn)
     checked = conn.execute(
         """SELECT cycle_block, flush_block, kind <> 'stream' AND NOT insert_only
@@ -825,6 +828,8 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
             return False  # another process did it while this one waited
         net = load(conn)
         for node in net.nodes.values():
+            if node.kind == "stream":  # argus before CODE_VERSION 4 had no such view
+                conn.execute(StreamCompiler.claimed_view(node))
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))

@@ -56,8 +56,8 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "truncate_delta_bytes": (_positive(int),
                              "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
     "truncate_inbox_bytes": (_positive(int),
-                             "take an inbox whose file grew past this whole (locked, read, "
-                             "truncated) when no load is writing to it"),
+                             "take an inbox whose file grew past this whole (locked, read "
+                             "in place, truncated) when no load is writing to it"),
 }
 
 

@@ -32,6 +32,7 @@ def test_node_code_compiled_by_an_older_argus_is_recompiled(transfers, fresh_dsn
                               "HAVING count(*) > 1")
     db.conn.execute("UPDATE argus_catalog.nodes SET flush_block = '    NULL;' "
                     "WHERE NOT insert_only")  # stale code: maintains nothing
+    db.conn.execute("DROP VIEW argus_net.n1_claimed")  # before CODE_VERSION 4
     db.conn.execute("UPDATE argus_catalog.settings SET code_version = 0")
     with argus.connect(fresh_dsn) as again:
         assert again.conn.execute("SELECT code_version FROM argus_catalog.settings"

@@ -12,6 +12,8 @@ import pytest
 import argus
 from argus.names import CYCLE_LOCK
 
+from .oracle import bag
+
 D = dt.date(2024, 1, 1)
 
 
@@ -88,6 +90,8 @@ def test_large_inboxes_are_taken_whole_unless_a_load_is_writing(transfers, fresh
     db = transfers.db
     db.configure(truncate_inbox_bytes=1)
     transfers.register("ids", "SELECT tran_id, amount FROM transfers WHERE amount > 100")
+    # its output is the stream itself: its changes view reads what the claim copied
+    transfers.register("everything", "SELECT * FROM transfers")
 
     def inbox_file() -> int:
         return db.conn.execute("SELECT pg_relation_filenode('argus_inbox.transfers')").fetchone()[0]
@@ -111,6 +115,41 @@ def test_large_inboxes_are_taken_whole_unless_a_load_is_writing(transfers, fresh
     transfers.pending.append(("transfers", [(9999, D, "a", "b", Decimal(500))]))
     assert transfers.run().rows_in == {"transfers": 1}
     assert (9999, Decimal(500)) in db.results("ids")
+
+
+def test_a_locked_claim_leaves_the_rows_in_the_inbox_for_the_cycle_only(transfers):
+    """Locked, the streams' children read the claimed rows in the inbox (no copy to the
+    delta table); semi and anti joins over them, and two cycles in one transaction (the
+    second one not locked) take each row exactly once."""
+    db = transfers.db
+    transfers.register("with_big_sender", """
+        SELECT tran_id FROM transfers t WHERE t.sender IN (
+            SELECT sender FROM transfers GROUP BY sender HAVING sum(amount) > 20000)""")
+    transfers.register("no_partner", """
+        SELECT tran_id FROM transfers a WHERE NOT EXISTS (
+            SELECT 1 FROM transfers b WHERE b.receiver = a.sender AND b.amount > 4500)""")
+    db.configure(truncate_inbox_bytes=1)
+    transfers.insert("transfers", rows(0, 300))
+    transfers.run()
+    assert db.conn.execute("SELECT count(*) FROM argus_net.n1_delta").fetchone()[0] == 0
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone()[0] == 0
+    db.configure(truncate_inbox_bytes=16384)  # 600 rows are locked, 10 are not
+
+    def two_cycles() -> argus.CycleReport:
+        with db.conn.transaction():
+            db.insert("transfers", rows(300, 600))
+            db.conn.execute("SELECT argus.run_cycle(true)")
+            assert db.conn.execute("SELECT count(*) FROM argus_net.n1_delta").fetchone()[0] == 0
+            db.insert("transfers", rows(900, 10))
+            (run_id,) = db.conn.execute("SELECT argus.run_cycle(true)").fetchone()
+        return argus.cycle.report(db.conn, run_id)
+
+    assert two_cycles().rows_in == {"transfers": 10}
+    assert db.conn.execute("SELECT count(*) FROM argus_streams.transfers").fetchone()[0] == 910
+    transfers.pending.append(("transfers", rows(300, 610)))
+    for name in transfers.accumulated:  # the first cycle's changes were never read
+        transfers.accumulated[name] = bag(db.results(name))
+    transfers.run()  # every answer against PostgreSQL's over the 910 rows
 
 
 def test_rows_written_directly_to_the_inbox_are_claimed(transfers, fresh_dsn):

@@ -72,7 +72,7 @@ def wait_until_cycle_runs(process: subprocess.Popen) -> None:
             time.sleep(0.005)
 
 
-# 1 byte: every inbox is taken whole (locked, read, truncated) when no load writes to it
+# 1 byte: every inbox is taken whole (locked, read in place, truncated) when no load writes to it
 INBOX_PATHS = pytest.mark.parametrize("truncate_inbox_bytes", [262144, 1],
                                       ids=["delete", "truncate"])
 

@@ -35,6 +35,7 @@ BEGIN
     END IF;
 {flush}
 {purge}
+{release}
     INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms)
     SELECT argus_run, e.id, e.ins, e.ret, e.ms, f.ms
       FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS e(id, ins, ret, ms)
