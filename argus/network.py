@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import psycopg
@@ -141,6 +141,7 @@ class Builder:
         self.names: dict[Plan, dict[str, str]] = {}  # plan column -> node column
         self._memo: dict[Plan, Node] = {}
         self._candidates: dict[tuple, list] = {}
+        self._read: dict[tuple, object] = {}  # catalog reads, forgotten by _changed()
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
 
     def node_for(self, plan: Plan) -> Node:
@@ -281,19 +282,31 @@ class Builder:
         node = self.node_for(plan)
         return node.id, self.names[plan], dict(zip(node.columns, node.types))
 
-    def ancestors(self, node_id: int) -> list[int]:
-        """The node and every node it is computed from, in evaluation order."""
-        rows = self.conn.execute(
+    def ancestors(self, node_id: int) -> list[tuple[int, str]]:
+        """The node and every node it is computed from, in evaluation order: (id, kind)."""
+        return self.conn.execute(
             """WITH RECURSIVE a(id) AS (SELECT %s::bigint UNION
                    SELECT e.parent_id FROM argus_catalog.edges e JOIN a ON e.child_id = a.id)
-               SELECT a.id FROM a JOIN argus_catalog.nodes n ON n.node_id = a.id
+               SELECT a.id, n.kind FROM a JOIN argus_catalog.nodes n ON n.node_id = a.id
                 ORDER BY n.join_level, n.sequence_id, n.node_id""", (node_id,)).fetchall()
-        return [r[0] for r in rows]
 
     # -- what argus.sharing asks of the network ----------------------------------------
 
     def load(self, node_id: int) -> Node:
-        return load_node(self.conn, node_id)
+        return self._once(("node", node_id), lambda: load_node(self.conn, node_id))
+
+    def _block(self, node_id: int) -> tuple[list[int], int] | None:
+        return self._once(("block", node_id), lambda: index.block_of(self.conn, node_id))
+
+    def _once(self, key: tuple, read: Callable[[], object]):
+        """A registration reads the same nodes over and over: once is enough until the
+        builder changes one (_changed)."""
+        if key not in self._read:
+            self._read[key] = read()
+        return self._read[key]
+
+    def _changed(self) -> None:
+        self._read.clear()
 
     def estimate(self, source_id: int, instance: int, conds) -> float:
         """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
@@ -323,13 +336,14 @@ class Builder:
         return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns), rows)
 
     def sources_of(self, node: Node) -> list[int]:
-        found = index.block_of(self.conn, node.id)
-        return [node.id] if found is None else found[0]
+        found = self._block(node.id)
+        return [node.id] if found is None else list(found[0])
 
     def atoms(self, node: Node) -> dict[str, str]:
-        if index.block_of(self.conn, node.id) is None:
+        if self._block(node.id) is None:
             return source_atoms(node.columns)
-        return index.node_atoms(self.conn, node.id)
+        return dict(self._once(("atoms", node.id),
+                               lambda: index.node_atoms(self.conn, node.id)))
 
     def column(self, node: Node, atom: str) -> str:
         return self.atoms(node)[atom]
@@ -391,6 +405,7 @@ class Builder:
                 "(node_id, position, name, expr, type, atom) VALUES (%s, %s, %s, %s, %s, %s)",
                 [(node.id, len(node.columns) + i, n, e, t, a)
                  for i, (n, e, t, a) in enumerate(added, 1)])
+        self._changed()
         node = self.load(node.id)
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
                           (signature(node.kind, parents, node.columns, node.exprs,
@@ -462,8 +477,8 @@ class Builder:
             "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
             (signature_text,)).fetchone()
         if found:
-            node = load_node(self.conn, found[0])
-            if entry is not None and index.block_of(self.conn, node.id) is None:
+            node = self.load(found[0])
+            if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
 
@@ -523,6 +538,7 @@ class Builder:
     def _record(self, node: Node, parents: list[Node], entry: IndexEntry) -> None:
         index.record_block(self.conn, node.id, entry.sources, entry.predset, entry.dpredset,
                            entry.atoms, [p.id for p in parents])
+        self._changed()
         self._candidates.clear()
 
     def restructure(self, node: Node, definition: dict, columns: list[Col],
@@ -550,6 +566,7 @@ class Builder:
             if changes:
                 self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(
                     table, sql.SQL(", ").join(changes)))
+        self._changed()
         self.conn.execute("DELETE FROM argus_catalog.node_columns WHERE node_id = %s",
                           (node.id,))
         with self.conn.cursor() as cur:
@@ -589,6 +606,7 @@ class Builder:
         """Make `parent` the node's only parent, after it in evaluation order (ARGUS's
         sort IDs: the node and its same-level descendants move up only if needed), and
         a node of every query that uses the node."""
+        self._changed()
         self.conn.execute("UPDATE argus_catalog.edges SET parent_id = %s WHERE child_id = %s",
                           (parent.id, node.id))
         self.conn.execute("INSERT INTO argus_catalog.query_nodes SELECT query_id, %s "
@@ -607,6 +625,7 @@ class Builder:
                 "SELECT child_id FROM argus_catalog.edges WHERE parent_id = %s", (node_id,))]
 
     def _record_types(self, node: Node) -> tuple[str, ...]:
+        self._changed()
         rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()
         types = {name: (pg_type, hashable) for name, pg_type, hashable in rows}
         if not node.insert_only:
@@ -631,6 +650,7 @@ class Builder:
     def _record_indexes(self, node: Node, keys: list[tuple[Node, list[str]]]) -> None:
         if node not in self.created or node.definition.get("indexes") is not None:
             return
+        self._changed()
         created = [[parent.hist_ref[0], self._index(parent, columns)] for parent, columns in keys]
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",

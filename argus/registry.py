@@ -133,10 +133,10 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                          in enumerate(zip(columns, output), 1)])
         used = builder.ancestors(top.id)
         cur.executemany("INSERT INTO argus_catalog.query_nodes VALUES (%s, %s)",
-                        [(query_id, n) for n in used])
+                        [(query_id, n) for n, _ in used])
     created = {n.id for n in builder.created}
     return QueryInfo(name=name, sql=sql_text, columns=columns, output_node=top.id,
-                     nodes=[NodeInfo(n, builder.load(n).kind, n in created) for n in used]
+                     nodes=[NodeInfo(n, kind, n in created) for n, kind in used]
                      ), builder.compiled
 
 
