@@ -220,13 +220,14 @@ def _column_message(exc: OptimizeError) -> str:
 def function_names(tree: exp.Expr) -> frozenset[str]:
     """Names of the functions a query calls, as PostgreSQL will look them up."""
     names = set()
-    for func in tree.find_all(exp.Func):
+    tree = tree.copy()  # once: generating each function below without copying it
+    for func in list(tree.find_all(exp.Func)):
         if isinstance(func, exp.Cast):
             continue
         if isinstance(func, exp.Anonymous):
             names.add(fold(func.name))
             continue
-        text = func.sql(DIALECT)
+        text = func.sql(DIALECT, copy=False)
         head = text.split("(", 1)[0].strip()
         if "(" in text and head.replace("_", "").isalnum():
             names.add(head.lower())

@@ -129,7 +129,7 @@ def substitute(sql_text: str, inputs: Mapping[str, Mapping[str, exp.Expr]]) -> e
             return inputs[node.table][node.name].copy()
         return node
 
-    return sqlglot.parse_one(sql_text, read=DIALECT).transform(visit)
+    return sqlglot.parse_one(sql_text, read=DIALECT).transform(visit, copy=False)
 
 
 def instances_of(e: exp.Expr) -> frozenset[int]:
@@ -152,7 +152,7 @@ def render(e: exp.Expr, columns: Mapping[str, tuple[str, str]]) -> str:
             return exp.column(name, table=alias, quoted=True)
         return node
 
-    return e.copy().transform(visit).sql(DIALECT)
+    return e.transform(visit).sql(DIALECT, copy=False)
 
 
 def rename_instances(e: exp.Expr, mapping: Mapping[int, int]) -> exp.Expr:
@@ -162,7 +162,7 @@ def rename_instances(e: exp.Expr, mapping: Mapping[int, int]) -> exp.Expr:
             return exp.column(node.name, table=f"i{mapping[int(node.table[1:])]}", quoted=True)
         return node
 
-    return e.copy().transform(visit)
+    return e.transform(visit)
 
 
 # -- matching a node's block against a query's ------------------------------------------

@@ -141,7 +141,8 @@ def _map_opaque(atom: str, mapping: tuple[tuple[int, int], ...]) -> str:
             return exp.column(node.name, table=table[node.table], quoted=True)
         return node
 
-    return sqlglot.parse_one(atom, read=DIALECT).transform(rename).sql(DIALECT)
+    return sqlglot.parse_one(atom, read=DIALECT).transform(rename, copy=False).sql(
+        DIALECT, copy=False)
 
 
 # -- canonicalization ----------------------------------------------------------------

@@ -147,7 +147,7 @@ def bind(expr: exp.Expr, inputs: list[Rel]) -> str:
                 return exp.column(rel.cols[key], table=f"t{i}", quoted=True)
         raise QueryError(f"column {node.sql(DIALECT)} cannot be used here")
 
-    return rewrite_user_calls(expr.copy().transform(visit)).sql(DIALECT)
+    return rewrite_user_calls(expr.transform(visit)).sql(DIALECT, copy=False)
 
 
 def passthrough(rel: Rel, referenced: set[tuple[str, str]],
@@ -535,7 +535,7 @@ class Planner:
                 if text in key_sql and not isinstance(node, (exp.Alias, exp.Literal)):
                     return exp.column(key_sql[text], table=AGG_ALIAS)
                 return node
-            return expr.copy().transform(visit)
+            return expr.transform(visit)
 
         return new, rewrite
 

@@ -91,7 +91,8 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
             table.set("db", exp.to_identifier(STREAMS_SCHEMA, quoted=True))
     try:
         with conn.transaction():
-            conn.execute(sql.SQL("EXPLAIN {}").format(sql.SQL(tree.sql(dialect="postgres"))))
+            conn.execute(sql.SQL("EXPLAIN {}").format(
+                sql.SQL(tree.sql(dialect="postgres", copy=False))))
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
