@@ -297,7 +297,11 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--batches", help="Batch sizes, e.g. 100,1000,10000.")
 @click.option("--repeat", type=int, help="Batches per measurement (the median is kept).")
 @click.option("--tpch-scale", type=float, help="TPC-H scale factor (default 0.1).")
-@click.option("--per-query", type=int, help="Transfer queries compared one by one.")
+@click.option("--tpch-queries",
+              help="TPC-H query numbers, e.g. 1,3,6 (default: all that argus maintains).")
+@click.option("--per-query", type=int,
+              help="Transfer queries compared one by one (0: no query alone, TPC-H's "
+                   "neither).")
 @click.option("--register", type=int,
               help="Transfer queries registered one after another, each timed (default 1000).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("argus-bench"),
@@ -306,18 +310,27 @@ def _ints(text: str) -> tuple[int, ...]:
 @handle_errors
 def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
           batches: str | None, repeat: int | None, tpch_scale: float | None,
-          per_query: int | None, register: int | None, out: Path, dsn: str | None) -> None:
+          tpch_queries: str | None, per_query: int | None, register: int | None, out: Path,
+          dsn: str | None) -> None:
     """Benchmark argus against re-running the queries, REFRESH MATERIALIZED VIEW,
     pg_ivm (when installed) and the floor, in one run (database argus_bench)."""
     import dataclasses
 
     from .bench import Options, run
+    from .bench import TPCH_QUERIES
 
     options = Options.quick(out) if quick else Options(out=out)
+    tpch = _ints(tpch_queries) if tpch_queries else None
+    unknown = sorted(set(tpch or ()) - set(TPCH_QUERIES))
+    if unknown:
+        raise click.BadParameter(
+            f"argus does not maintain TPC-H {', '.join(f'Q{n}' for n in unknown)} (it "
+            f"maintains {', '.join(map(str, TPCH_QUERIES))})", param_hint="--tpch-queries")
     changes = {"workloads": ("transfers", "tpch") if workloads == "all" else (workloads,),
                "history": history, "counts": _ints(queries) if queries else None,
                "sizes": _ints(batches) if batches else None, "repeat": repeat,
-               "tpch_scale": tpch_scale, "per_query": per_query, "register": register}
+               "tpch_scale": tpch_scale, "tpch_queries": tpch, "per_query": per_query,
+               "register": register}
     options = dataclasses.replace(options, **{k: v for k, v in changes.items() if v is not None})
     results = run(options, dsn, log=lambda text: console.print(f"[dim]{text}[/]"))
     for notice in results.notices:

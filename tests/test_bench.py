@@ -27,3 +27,27 @@ def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):
         assert f"| transfers | {family}_" in report
     assert "| transfers | 25 |" in report  # query number 25 of the registration run
     assert (tmp_path / "bench.png").stat().st_size > 10_000
+
+
+def test_bench_refuses_tpch_queries_argus_does_not_maintain(tmp_path):
+    result = CliRunner().invoke(main, ["bench", "--workload", "tpch", "--tpch-queries",
+                                       "1,2,22", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "argus does not maintain TPC-H Q2, Q22" in result.output
+    assert not (tmp_path / "bench.md").exists()
+
+
+@pytest.mark.slow
+def test_bench_runs_the_tpch_queries_asked_for_without_the_per_query_phase(admin_dsn, tmp_path):
+    pytest.importorskip("duckdb", reason="the TPC-H workload needs the tpch extra")
+    result = CliRunner().invoke(main, ["bench", "--workload", "tpch", "--tpch-scale", "0.01",
+                                       "--tpch-queries", "6,12", "--per-query", "0",
+                                       "--repeat", "1", "--out", str(tmp_path),
+                                       "--dsn", admin_dsn])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "bench.md").read_text()
+    assert "| tpch | 2 |" in report
+    assert "Data: tpch, scale factor 0.01, queries Q6, Q12, batches of " in report
+    assert ("Answers of all 2 tpch queries equal to the re-run ones after the last batch: "
+            "yes.") in report
+    assert "## Each query alone" not in report

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import report, runner, workloads
+from .workloads import TPCH_QUERIES
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class Options:
     sizes: tuple[int, ...] = (100, 1_000, 10_000)
     repeat: int = 3
     tpch_scale: float = 0.1
-    per_query: int = 20  # transfer queries compared alone (all TPC-H queries are)
+    tpch_queries: tuple[int, ...] = TPCH_QUERIES
+    per_query: int = 20  # transfer queries compared alone (all TPC-H queries are; 0: none)
     register: int = 1000  # transfer queries registered one after another, each timed
     out: Path = Path("argus-bench")
 
@@ -48,6 +50,7 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
     results = runner.Results()
     if "transfers" in options.workloads:
         w = workloads.transfers(options.history, max(max(options.counts), options.register))
+        results.data.append(f"transfers, {options.history:,} rows of history")
         runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
         sample = sample_families([name for name, _ in w.queries], options.per_query)
         if sample:  # --per-query 0: no second load of the history
@@ -55,11 +58,16 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         if options.register:
             runner.registration(w, dsn, options.register, results, log)
     if "tpch" in options.workloads:
-        n = len(workloads.TPCH_QUERIES)
-        w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + n))
+        n = len(options.tpch_queries)
+        w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + n),
+                           only=options.tpch_queries)
+        results.data.append(f"tpch, scale factor {options.tpch_scale:g}, queries "
+                            + ", ".join(f"Q{q}" for q in options.tpch_queries)
+                            + f", batches of {w.sizes[0]:,} new orders with their line items")
         runner.scaling(w, dsn, (n,), w.sizes, options.repeat, results, log)
-        runner.per_query(w, dsn, [name for name, _ in w.queries], w.sizes, options.repeat,
-                         results, log)
+        if options.per_query:
+            runner.per_query(w, dsn, [name for name, _ in w.queries], w.sizes,
+                             options.repeat, results, log)
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "bench.md").write_text(report.markdown(results, "argus bench"))
     if not report.plot(results, options.out / "bench.png"):

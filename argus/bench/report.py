@@ -47,6 +47,8 @@ def markdown(results: Results, title: str) -> str:
            "method's turn at a batch, so that none pays for writing out another's pages. "
            "Steady state: the first cycle of a session also compiles the network's "
            "program, and is not timed.", ""]
+    if results.data:
+        out += ["Data: " + "; ".join(results.data) + ".", ""]
     out += [f"> {n}" for n in results.notices]
     if results.notices:
         out.append("")
@@ -180,6 +182,10 @@ def _lines(ax, ms, by: str, title: str, bars: bool = False) -> None:
 
 
 def _bars(ax, per_query, title: str) -> None:
+    if not per_query:  # --per-query 0
+        ax.axis("off")
+        ax.text(0.5, 0.5, "each query alone: not measured", ha="center", va="center")
+        return
     names = [p.query for p in per_query]
     width = 0.28
     for i, (attr, label) in enumerate((("argus", "argus"), ("rerun", "re-run"),

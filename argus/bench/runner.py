@@ -72,6 +72,7 @@ class Results:
     registrations: list[tuple[str, int, float]] = field(default_factory=list)  # (w, n, ms)
     notices: list[str] = field(default_factory=list)
     server: str = ""
+    data: list[str] = field(default_factory=list)  # what each workload ran on
 
     def notice(self, text: str) -> None:
         """Once per report, however many workloads run into it."""
