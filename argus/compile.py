@@ -36,7 +36,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 4
+CODE_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,12 @@ class Compiler(Protocol):
     def flush(self, node: Node, parents: list[Node]) -> list[Step]: ...
 
 
+def virtual(node: Node) -> bool:
+    """The node's history is a view over its parent's (select/create_view.sql): a
+    selection over an aggregate's groups, or over such a selection."""
+    return node.kind == "select" and bool(node.definition.get("virtual"))
+
+
 def create_delta(node: Node) -> sql.Composed:
     return render("node/create_delta", delta=node.delta_table, hist=node.hist, sign=SIGN_ID)
 
@@ -213,7 +219,12 @@ class StreamCompiler:
         return []
 
     def flush(self, node, parents):
-        return bag_flush(node)
+        when = sql.SQL("{} > 0").format(var(node.id))
+        append = [render("stream/flush", hist=node.hist, columns=node.column_list,
+                         source=source) for source in (stream_inbox(node.hist_ref[1]),
+                                                       node.delta_table)]
+        return [Step(append[0], sql.SQL("argus_locked AND {}").format(when), dynamic=False),
+                Step(append[1], when, dynamic=False)]
 
 
 def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
@@ -283,6 +294,11 @@ class SelectCompiler:
         return steps
 
     def create(self, node, parents):
+        if virtual(node):
+            return [render("select/create_view", hist=node.hist, parent=parents[0].hist,
+                           named_exprs=node.named_expr_list, hash=expr_hash(node.exprs),
+                           predicate=self._slots(node)["predicate"], t1=T1),
+                    create_delta(node)]
         indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(b[0]))
                    for b in node.definition.get("bounds", [])]
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
@@ -290,6 +306,8 @@ class SelectCompiler:
                 create_delta(node)]
 
     def backfill(self, node, parents):
+        if virtual(node):
+            return []
         return [render("select/backfill", hist=node.hist, parent=parents[0].hist,
                        **self._slots(node))]
 
@@ -301,6 +319,8 @@ class SelectCompiler:
         return steps
 
     def flush(self, node, parents):
+        if virtual(node):
+            return []
         if node.insert_only or not self.keyed(node, parents[0]):
             return bag_flush(node)
         when = sql.SQL("{} > 0").format(var(node.id))
@@ -321,7 +341,7 @@ class SelectCompiler:
 def purge_block(node: Node, children: list[Node]) -> sql.Composed | None:
     """Delete the rows of `node` that no consumer can need again, when every consumer
     is a selection with lower time bounds on columns passed through from `node`."""
-    if not children or any(not (c.kind == "select" and c.definition.get("monotone")
+    if virtual(node) or not children or any(not (c.kind == "select" and c.definition.get("monotone")
                                 and c.definition.get("bounds")) for c in children):
         return None
     failed, horizons = [], []
@@ -488,7 +508,8 @@ class AggregateCompiler:
     def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
         """MIN/MAX under retraction re-read the parent's rows of the affected groups."""
         model = Model.of(node.definition)
-        if not (model.group_exprs and not parent.insert_only and model.has_extremes):
+        if not (model.group_exprs and not parent.insert_only and model.has_extremes) \
+                or virtual(parent):  # a view: its aggregate's groups are few
             return []
         return [render("aggregate/parent_index", name=sql.Identifier(parent_index_name(node.id)),
                        parent=parent.hist,
@@ -774,7 +795,7 @@ def aux_tables(node: Node) -> list[sql.Identifier]:
 def rebuildable(node: Node) -> bool:
     """Signed nodes may rebuild their history instead of applying a cycle's changes
     (catalog/003); an insert-only node's changes are an append, never dearer."""
-    return node.kind != "stream" and not node.insert_only
+    return node.kind != "stream" and not node.insert_only and not virtual(node)
 
 
 def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
@@ -784,10 +805,13 @@ def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
             + COMPILERS[node.kind].backfill(node, parents))
 
 
-def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed:
+def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     """Maintain the node's history at the end of the cycle, timed: apply the delta, or
-    rebuild when argus.choose_maintenance chose it for this node and cycle."""
+    rebuild when argus.choose_maintenance chose it for this node and cycle. None: the
+    history is a view (`virtual`), nothing to maintain."""
     steps = COMPILERS[node.kind].flush(node, parents)
+    if not steps:
+        return None
     apply = sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
                statement=_step_code(step, conn)) for step in steps)

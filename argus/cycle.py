@@ -35,8 +35,11 @@ class CycleReport:
 def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     started = time.perf_counter()
     try:
-        with conn.transaction():
+        if conn.autocommit:  # the statement is the transaction: no BEGIN/COMMIT round trips
             (run_id,) = conn.execute("SELECT argus.run_cycle(%s)", (wait,)).fetchone()
+        else:
+            with conn.transaction():
+                (run_id,) = conn.execute("SELECT argus.run_cycle(%s)", (wait,)).fetchone()
     except psycopg.Error as exc:  # the server went away, or a bug of ours
         raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
     seconds = time.perf_counter() - started

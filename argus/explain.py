@@ -8,7 +8,7 @@ import psycopg
 from psycopg import sql
 
 from . import network
-from .compile import SIGN_ID, T1, claim
+from .compile import SIGN_ID, T1, claim, virtual
 from .names import changes_view, results_view
 from .registry import query_info
 from .templates import render
@@ -58,7 +58,9 @@ def maintenance(node, stats: tuple | None) -> list[str]:
     """How the node keeps its history, what it learned, and what the last cycle did."""
     apply_row, rebuild_row, ms, flush_ms, rows, changes, apply_ms, rebuild_ms, rebuilt = \
         stats or (None,) * 9
-    if node.insert_only:
+    if virtual(node):
+        lines = ["maintenance: none, its history is a view of its parent's rows"]
+    elif node.insert_only:
         lines = ["maintenance: its delta is appended to its history (insert-only)"]
     else:
         learned = ", ".join(f"{what} {value:.4f} ms/row" for what, value in
@@ -71,8 +73,8 @@ def maintenance(node, stats: tuple | None) -> list[str]:
             lines.append(f"last cycle: {'REBUILT' if rebuilt else 'applied'} "
                          f"({changes:,} changes; {predicted}) in {_ms(flush_ms)}")
     if ms is not None:
-        lines.append(f"last cycle: {rows:,} delta rows in {_ms(ms)}, history maintained in "
-                     f"{_ms(flush_ms)}")
+        lines.append(f"last cycle: {rows:,} delta rows in {_ms(ms)}"
+                     + ("" if virtual(node) else f", history maintained in {_ms(flush_ms)}"))
     return lines
 
 
@@ -126,8 +128,9 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             out.append("      cycle code (in argus_net.cycle_program; runs when a parent's "
                        "delta has rows):")
             out.append(textwrap.indent(textwrap.dedent(cycle_block), "        "))
-        out.append("      flush code (end of cycle):")
-        out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
+        if flush_block is not None:
+            out.append("      flush code (end of cycle):")
+            out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
     top = net.nodes[info.output_node]
     exprs = sql.SQL(", ").join(
         sql.SQL(e) for (e,) in conn.execute(

@@ -22,7 +22,7 @@ from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
 from .compile import (CODE_VERSION, COMPILERS, Node, StreamCompiler, fill, flush_block, frame,
-                      node_block, parent_index_name, purge_block)
+                      node_block, parent_index_name, purge_block, virtual)
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -315,7 +315,7 @@ class Builder:
         never = self.conn.execute(
             "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
             "WHERE relid = %s::regclass", (source.hist.as_string(self.conn),)).fetchone()
-        if never is None or never[0]:  # without statistics, estimates are guesses
+        if never is not None and never[0]:  # without statistics, estimates are guesses
             self.conn.execute(sql.SQL("ANALYZE {}").format(source.hist))
         where = {column_atom(instance, c): ("t1", c) for c in source.columns}
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
@@ -395,7 +395,7 @@ class Builder:
             pg_type = dict(zip(parent.columns, parent.types))[column]
             added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
                           pg_type, atom))
-        for table in (node.hist, node.delta):
+        for table in (node.delta,) if virtual(node) else (node.hist, node.delta):
             self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
                 sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
                 for n, _, t, _ in added)))
@@ -410,7 +410,10 @@ class Builder:
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
                           (signature(node.kind, parents, node.columns, node.exprs,
                                      node.definition, self._salt()), node.id))
-        self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
+        if virtual(node):  # the view gains the columns at its end
+            self.conn.execute(COMPILERS[node.kind].create(node, parents)[0])
+        else:
+            self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
         execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
         self._store(node, parents)
         self._candidates.clear()
@@ -472,6 +475,9 @@ class Builder:
                 salted: bool = False) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
+        if kind == "select" and not definition.get("temporal") and (
+                parents[0].kind == "aggregate" or virtual(parents[0])):
+            definition = {**definition, "virtual": True}
         signature_text = signature(kind, parents, names, exprs, definition, self._salt(salted))
         found = self.conn.execute(
             "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
@@ -510,7 +516,8 @@ class Builder:
         self._counted(node, (time.perf_counter() - started) * 1000)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
-        self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
+        if not virtual(node):
+            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         self._store(node, parents)
         if entry is not None:
             self._record(node, parents, entry)
@@ -651,10 +658,24 @@ class Builder:
         if node not in self.created or node.definition.get("indexes") is not None:
             return
         self._changed()
-        created = [[parent.hist_ref[0], self._index(parent, columns)] for parent, columns in keys]
+        tables = [self._table_of(parent, columns) for parent, columns in keys]
+        created = [[table.hist_ref[0], self._index(table, columns)]
+                   for table, columns in filter(None, tables)]
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
+
+    def _table_of(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
+        """The node whose table holds the rows of `node` (itself, unless its history is
+        a view) and its columns that `columns` are; None if one is computed."""
+        while virtual(node):
+            parent = self.load(node.parents[0])
+            passed = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
+            exprs = dict(zip(node.columns, node.exprs))
+            if not all(exprs[c] in passed for c in columns):
+                return None
+            node, columns = parent, [passed[exprs[c]] for c in columns]
+        return node, columns
 
     def _index(self, parent: Node, columns: list[str]) -> str:
         """The name of an index of argus's on the parent led by `columns`: one that
@@ -713,7 +734,7 @@ def _without(keyed: list, covered: list[str]) -> list | None:
 
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
-    definition = {k: v for k, v in definition.items() if k != "indexes"}
+    definition = {k: v for k, v in definition.items() if k not in ("indexes", "virtual")}
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
 
@@ -767,11 +788,11 @@ def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
     """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
     database) concatenates it."""
-    block = node_block(node, parents, conn)
+    block, flush = node_block(node, parents, conn), flush_block(node, parents, conn)
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s "
                  "WHERE node_id = %s",
                  (block.as_string(conn) if block is not None else None,
-                  flush_block(node, parents, conn).as_string(conn), node.id))
+                  flush.as_string(conn) if flush is not None else None, node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
@@ -794,7 +815,7 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     if checked:  # in a function of its own: the whole program is validated by no one
         ids = [r[0] for r in conn.execute("SELECT node_id FROM argus_catalog.nodes")]
         body = fill(program_frame, ids, [c for c, _, _ in checked if c],
-                    any(s for _, _, s in checked), [f for _, f, _ in checked], purges)
+                    any(s for _, _, s in checked), [f for _, f, _ in checked if f], purges)
         name = sql.Identifier(NETWORK_SCHEMA, "cycle_check")
         conn.execute(sql.SQL("CREATE FUNCTION {}(argus_run bigint) RETURNS void "
                              "LANGUAGE plpgsql AS {}").format(name, sql.Literal(body)))
@@ -860,20 +881,25 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
     """Drop every non-stream node that no query needs, children before parents, and the
     join-key indexes no remaining node asked for."""
     rows = conn.execute(
-        """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes'
+        """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
+                  n.kind = 'select' AND n.definition ? 'virtual'
              FROM argus_catalog.nodes n
             WHERE n.kind <> 'stream'
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
                                WHERE q.node_id = n.node_id)
             ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
     indexes = []
-    for node_id, schema, name, node_indexes in rows:
+    for node_id, schema, name, node_indexes, is_view in rows:
         aux = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
             (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
-        conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(
-            [sql.Identifier(schema, name), node_delta(node_id)]
-            + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"])))
+        tables = [node_delta(node_id)] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
+                                          if t != f"n{node_id}_delta"]
+        if is_view:
+            conn.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(schema, name)))
+        else:
+            tables.insert(0, sql.Identifier(schema, name))
+        conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         indexes += node_indexes or []
     for schema, name in indexes:

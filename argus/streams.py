@@ -163,14 +163,22 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
     """COPY rows into the stream's inbox in one transaction: all of them or none."""
     copy_sql = sql.SQL("COPY {} ({}) FROM STDIN").format(
         stream_inbox(name), sql.SQL(", ").join(map(sql.Identifier, columns)))
+    width = len(columns)
+    # a list of plain tuples of the right width (the common case) is checked at C speed
+    plain = (isinstance(rows, list) and set(map(type, rows)) <= {tuple}
+             and set(map(len, rows)) <= {width})
     count = 0
     try:
         with conn.transaction(), conn.cursor() as cur, cur.copy(copy_sql) as copy:
-            width = len(columns)
-            for count, row in enumerate(rows, 1):
-                # plain tuples of the right width (the common case) skip the slow checks
-                copy.write_row(row if type(row) is tuple and len(row) == width
-                               else _as_tuple(row, columns, count))
+            write = copy.write_row
+            if plain:
+                for row in rows:
+                    write(row)
+                count = len(rows)
+            else:
+                for count, row in enumerate(rows, 1):
+                    write(row if type(row) is tuple and len(row) == width
+                          else _as_tuple(row, columns, count))
     except psycopg.Error as exc:
         raise LoadError(f"loading into stream {name!r} failed, nothing was loaded: "
                         f"{_copy_error(exc)}") from None

@@ -119,3 +119,21 @@ def test_settings_are_checked(db):
         db.configure(random_page_cost=-1)
     assert db.settings()["maintenance"] == "auto"
     assert db.configure(random_page_cost=None)["random_page_cost"] is None
+
+
+def test_having_is_a_view_of_the_groups_and_is_never_maintained(loaded):
+    db = loaded.db
+    (having,) = db.conn.execute(
+        "SELECT n.node_id FROM argus_catalog.nodes n JOIN argus_catalog.edges e "
+        "ON e.child_id = n.node_id JOIN argus_catalog.nodes p ON p.node_id = e.parent_id "
+        "WHERE n.kind = 'select' AND p.kind = 'aggregate'").fetchone()
+    relkind = db.conn.execute("SELECT relkind FROM pg_class WHERE oid = %s::regclass",
+                              (f"argus_net.n{having}",)).fetchone()[0]
+    assert relkind == "v"
+    for i in range(1, 4):
+        loaded.insert("r", batch(i))
+        loaded.run()  # the oracle checks every answer, "having" included
+    assert having not in last_choices(db)
+    assert db.conn.execute("SELECT flush_block FROM argus_catalog.nodes WHERE node_id = %s",
+                           (having,)).fetchone()[0] is None
+    assert "its history is a view of its parent's rows" in db.explain("having")
