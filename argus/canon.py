@@ -571,3 +571,62 @@ def relation(p: PredSet, q: PredSet) -> str:
     if forward and backward:
         return "equivalent"
     return "implies" if forward else "implied-by" if backward else "none"
+
+
+# -- sargable join conditions --------------------------------------------------------------
+
+_RANGE = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def sargable(condition: str, type_of: TypeOf) -> str:
+    """The join condition with every window between its two sides also written with each
+    side's column alone on one side of a comparison, so that PostgreSQL can bound an
+    index scan of either side by the other's row: `t2.d - t1.d <= 30` becomes
+    `t1.d >= t2.d - 30 AND t2.d <= t1.d + 30`, `t2.d BETWEEN t1.d AND t1.d + 30`
+    gains `t1.d BETWEEN t2.d - 30 AND t2.d`. Only where the arithmetic is exact (as for
+    canonical literals), so that the condition keeps the same rows."""
+    tree = sqlglot.parse_one(condition, read=DIALECT)
+    out, rewritten = [], False
+    for conjunct in _conjuncts(tree):
+        if isinstance(conjunct, exp.Between) and not conjunct.args.get("symmetric"):
+            parts = [(conjunct.this, ">=", conjunct.args["low"]),
+                     (conjunct.this, "<=", conjunct.args["high"])]
+        elif type(conjunct) in _RANGE:
+            parts = [(conjunct.this, _RANGE[type(conjunct)], conjunct.expression)]
+        else:
+            parts = []
+        isolated = [_isolate(_comparison(a, op, b, type_of), type_of) for a, op, b in parts]
+        if parts and all(isolated):
+            out.extend(text for pair in isolated for text in pair)
+            rewritten = True
+        else:
+            out.append(_strip(conjunct).sql(DIALECT))
+    return " AND ".join(f"({text})" for text in dict.fromkeys(out)) if rewritten else condition
+
+
+def _isolate(lit: Literal, type_of: TypeOf) -> tuple[str, ...] | None:
+    """`a - b op c` over a column of each side as `a op b + c` and `b op' a - c`."""
+    if lit.op not in ("<", "<=", ">", ">=") or len(lit.terms) != 2 or lit.const is None:
+        return None
+    (a, ca), (b, cb) = lit.terms
+    sides = {m[1] for m in map(ALIAS.match, (a, b)) if m}
+    if ca != 1 or cb != -1 or len(sides) != 2:
+        return None
+    kind, value = lit.const[0], lit.value
+    if "date" in (type_of(a), type_of(b)) and not (kind == "num" and value.denominator == 1):
+        return None  # date ± integer days only
+
+    def plus(atom: str, const) -> str:  # atom + const, as SQL
+        if const[0] == "num" and const[1] == 0:
+            return atom
+        if const[0] == "num" and const[1] < 0:
+            return f"{atom} - {_const_text(_store(('num', -const[1])))}"
+        return f"{atom} + {_const_text(_store(const))}"
+
+    if kind == "num" and value == 0:  # `a op b`: one comparison serves both sides
+        return (f"{a} {lit.op} {b}",)
+    negated = (kind, _scale((kind, value), Fraction(-1)))
+    return f"{a} {lit.op} {plus(b, (kind, value))}", f"{b} {FLIP[lit.op]} {plus(a, negated)}"
+
+
+ALIAS = re.compile(r'^"(t\d+)"\."(?:[^"]|"")+"$')  # a column of a join side

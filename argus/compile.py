@@ -17,6 +17,7 @@ exactly the copies it names.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -24,7 +25,8 @@ from typing import Protocol
 from psycopg import sql
 
 from .aggregates import Book, Model, Spec
-from .names import SIGN, node_delta, std_alias, stream_claimed, stream_inbox
+from .canon import sargable
+from .names import SIGN, node_delta, std_alias, stream_inbox
 from .temporal import Bound, at_previous_clock, clock_once
 from .templates import render
 
@@ -36,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 5
+CODE_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -52,16 +54,20 @@ class Node:
     definition: dict = field(default_factory=dict, compare=False)
     insert_only: bool = True
     types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
+    claimed_in_inbox: bool = field(default=False, compare=False)  # see `in_inbox`
 
     @property
     def hist(self) -> sql.Identifier:
         return sql.Identifier(*self.hist_ref)
 
     @property
-    def delta(self) -> sql.Identifier:
-        """What children read as this node's changes: a stream's are a view (its claim
-        may leave them in the inbox), every other node's its delta table."""
-        return stream_claimed(self.id) if self.kind == "stream" else node_delta(self.id)
+    def delta(self) -> sql.Composable:
+        """What children read as this node's changes: its delta table, or for a stream
+        whose claim left the rows in the inbox (`in_inbox`), the inbox."""
+        if self.claimed_in_inbox:
+            return sql.SQL("(SELECT {}, 1::smallint AS {} FROM {})").format(
+                self.column_list, SIGN_ID, stream_inbox(self.hist_ref[1]))
+        return node_delta(self.id)
 
     @property
     def delta_table(self) -> sql.Identifier:
@@ -204,13 +210,7 @@ class StreamCompiler:
     """A stream's source node: the cycle's claim statement fills its delta."""
 
     def create(self, node, parents):
-        return [create_delta(node), self.claimed_view(node)]
-
-    @staticmethod
-    def claimed_view(node: Node) -> sql.Composed:
-        return render("stream/claimed_view", view=node.delta, delta=node.delta_table,
-                      inbox=stream_inbox(node.hist_ref[1]), columns=node.column_list,
-                      sign=SIGN_ID)
+        return [create_delta(node)]
 
     def backfill(self, node, parents):
         return []
@@ -220,11 +220,17 @@ class StreamCompiler:
 
     def flush(self, node, parents):
         when = sql.SQL("{} > 0").format(var(node.id))
-        append = [render("stream/flush", hist=node.hist, columns=node.column_list,
-                         source=source) for source in (stream_inbox(node.hist_ref[1]),
-                                                       node.delta_table)]
-        return [Step(append[0], sql.SQL("argus_locked AND {}").format(when), dynamic=False),
-                Step(append[1], when, dynamic=False)]
+        return [Step(render("stream/flush", hist=node.hist, columns=node.column_list,
+                            source=source), sql.SQL(f"{locked} argus_locked AND {{}}").format(when),
+                     dynamic=False)
+                for locked, source in (("", stream_inbox(node.hist_ref[1])),
+                                       ("NOT", node.delta_table))]
+
+
+def in_inbox(node: Node) -> Node:
+    """A stream node as its children see it when the cycle's claim was locked: its
+    claimed rows are the inbox's (sql_templates/program/claim_block.sql)."""
+    return dataclasses.replace(node, claimed_in_inbox=True) if node.kind == "stream" else node
 
 
 def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
@@ -232,9 +238,10 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     """One statement that claims every stream's inbox under one snapshot, so a load that
     wrote to several streams in one transaction is claimed whole by one cycle. Returns
     the rows claimed per stream, the largest event time claimed, and the late rows per
-    stream. `locked`: the cycle holds every inbox exclusively, so it reads them whole
-    (and truncates them after) instead of deleting row by row; the streams named in
-    `left` are not copied at all: their children read the claimed rows in the inbox."""
+    stream. `locked`: the cycle holds every inbox exclusively; the children read the
+    claimed rows in the inbox (`in_inbox`), which is truncated at the end of the cycle,
+    instead of rows deleted one by one; only the streams not named in `left` (a query's
+    output: its changes view reads the delta table) are also copied."""
     parts, counts, times, late = [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
@@ -361,12 +368,22 @@ def purge_block(node: Node, children: list[Node]) -> sql.Composed | None:
 
 # -- joins -----------------------------------------------------------------------------
 
+def join_condition(node: Node, parents: list[Node]) -> str:
+    """The join's condition as its statements run it: with its windows sargable on both
+    sides (canon.sargable), so that a delta row probes the other side's index within
+    its window instead of reading every row of its key."""
+    types = {sql.Identifier(alias, c).as_string(None): t
+             for alias, parent in zip(("t1", "t2"), parents)
+             for c, t in zip(parent.columns, parent.types)}
+    return sargable(node.definition["condition"], types.get)
+
+
 class JoinCompiler:
     """Inner joins by the Rete rule; semi and anti joins (and the NULL-padded part of a
     left join) by counting each left row's partners before and after the deltas."""
 
-    def _slots(self, node: Node, exprs=None) -> dict:
-        return {**signed_slots(node), "condition": sql.SQL(node.definition["condition"]),
+    def _slots(self, node: Node, parents: list[Node], exprs=None) -> dict:
+        return {**signed_slots(node), "condition": sql.SQL(join_condition(node, parents)),
                 "named_exprs": named(exprs or node.exprs, node.columns)}
 
     def _padded(self, node: Node) -> tuple[str, ...]:
@@ -390,11 +407,11 @@ class JoinCompiler:
         statements = []
         if kind in ("inner", "left"):
             statements.append(render("join/backfill", hist=node.hist, left=left.hist,
-                                     right=right.hist, **self._slots(node)))
+                                     right=right.hist, **self._slots(node, parents)))
         if kind != "inner":
             exprs = self._padded(node) if kind == "left" else None
             statements.append(render("join/partners_backfill", hist=node.hist, left=left.hist,
-                                     right=right.hist, **self._slots(node, exprs),
+                                     right=right.hist, **self._slots(node, parents, exprs),
                                      negate=sql.SQL("" if kind == "semi" else "NOT")))
         return statements
 
@@ -403,7 +420,7 @@ class JoinCompiler:
         kind = node.definition["kind"]
         steps = []
         if kind in ("inner", "left"):
-            slots = self._slots(node)
+            slots = self._slots(node, parents)
             for lt, rt, sign_expr, when in (
                     (left.delta, right.hist, "t1", all_rows(left)),
                     (left.hist, right.delta, "t2", all_rows(right)),
@@ -414,7 +431,7 @@ class JoinCompiler:
                                          sign_expr=signs, **slots), when))
         if kind != "inner":
             exprs = self._padded(node) if kind == "left" else None
-            slots = self._slots(node, exprs)
+            slots = self._slots(node, parents, exprs)
             present_when_matched = kind == "semi"
             growing = "_growing" if right.insert_only else ""
             steps.append(Step(render(f"join/partners_new_rows{growing}", delta=node.delta,
@@ -767,19 +784,28 @@ def _step_code(step: Step, conn) -> sql.Composed:
 
 
 def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
-    steps = COMPILERS[node.kind].evaluate(node, parents)
-    if not steps:
+    """A node's evaluation; a node reading a stream is compiled twice, for the rows of a
+    locked claim in the inbox and for the rows of any other in the stream's delta table,
+    so that PostgreSQL plans each over one plain table."""
+    def body(parents: list[Node]) -> sql.Composed | None:
+        steps = COMPILERS[node.kind].evaluate(node, parents)
+        return sql.SQL("\n").join(
+            render("program/step", condition=step.condition or sql.SQL("TRUE"),
+                   statement=_step_code(step, conn), var=var(node.id))
+            for step in steps) if steps else None
+
+    code = body(parents)
+    if code is None:
         return None
-    body = sql.SQL("\n").join(
-        render("program/step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn), var=var(node.id))
-        for step in steps)
+    if any(p.kind == "stream" for p in parents):
+        code = render("program/claimed_where", locked=body(list(map(in_inbox, parents))),
+                      copied=code)
     counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
                     var=var(node.id), delta=node.delta, sign=SIGN_ID)
     condition = any_rows(*_unique(parents))
     if node.definition.get("temporal"):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
-    return render("program/node_block", condition=condition, body=body,
+    return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id))
 
 
@@ -857,21 +883,15 @@ def frame(streams: list[tuple[str, Node, str | None]],
             sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
                 sql.Literal(inbox.as_string(None))) for inbox in inboxes)
 
-        def truncate(names: list[str]) -> sql.Composable:
-            return sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(
-                map(stream_inbox, names))) if names else sql.SQL("")
-
         names = [name for name, _, _ in streams]
         claim_code = render("program/claim_block", claim=claim(streams),
                             claim_locked=claim(streams, locked=True, left=left),
-                            truncate_copied=truncate([s for s in names if s not in left]),
                             inboxes=sql.SQL(", ").join(inboxes), large=large,
                             vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
                             ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
                             names=sql.SQL(", ").join(sql.Literal(s) for s in names),
                             count=sql.Literal(len(streams)))
-        release_code = render("program/release_block",
-                              truncate_left=truncate([s for s in names if s in left]))
+        release_code = render("program/release_block", inboxes=sql.SQL(", ").join(inboxes))
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)

@@ -82,11 +82,6 @@ def node_delta(node_id: int) -> sql.Identifier:
     return sql.Identifier(NETWORK_SCHEMA, f"n{node_id}_delta")
 
 
-def stream_claimed(node_id: int) -> sql.Identifier:
-    """The view of the rows a cycle claimed from a stream (sql_templates/stream)."""
-    return sql.Identifier(NETWORK_SCHEMA, f"n{node_id}_claimed")
-
-
 def stream_history(stream: str) -> sql.Identifier:
     return sql.Identifier(STREAMS_SCHEMA, stream)
 

@@ -21,8 +21,8 @@ from . import index, regroup
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
-from .compile import (CODE_VERSION, COMPILERS, Node, StreamCompiler, fill, flush_block, frame,
-                      node_block, parent_index_name, purge_block, virtual)
+from .compile import (CODE_VERSION, COMPILERS, Node, fill, flush_block, frame,
+                      join_condition, node_block, parent_index_name, purge_block, virtual)
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -652,7 +652,7 @@ class Builder:
     def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:
         """Index the parents' histories on the columns the join condition compares with
         the other side, so that a delta probes them instead of scanning."""
-        self._record_indexes(node, join_keys(node.definition["condition"], left, right))
+        self._record_indexes(node, join_keys(join_condition(node, [left, right]), left, right))
 
     def _record_indexes(self, node: Node, keys: list[tuple[Node, list[str]]]) -> None:
         if node not in self.created or node.definition.get("indexes") is not None:
@@ -869,8 +869,9 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
             return False  # another process did it while this one waited
         net = load(conn)
         for node in net.nodes.values():
-            if node.kind == "stream":  # argus before CODE_VERSION 4 had no such view
-                conn.execute(StreamCompiler.claimed_view(node))
+            if node.kind == "stream":  # CODE_VERSION 4 and 5 read claimed rows through it
+                conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
+                    sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))

@@ -140,7 +140,6 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
             raise ArgusError(f"stream {name!r} is used by queries {', '.join(users)}: "
                              "drop them first")
         node = load_node(conn, node_id)
-        conn.execute(sql.SQL("DROP VIEW {}").format(node.delta))
         conn.execute(sql.SQL("DROP TABLE {}, {}, {}").format(
             stream_inbox(name), stream_history(name), node.delta_table))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))

@@ -2,7 +2,7 @@
 -- stream clock to the largest event time claimed so far. Rows older than the clock
 -- (late) are claimed like any other, and counted. Large inboxes are taken whole when
 -- no load is writing to any of them: locked (loads wait for the end of the cycle),
--- read in place by the stream's children (argus_net.n<id>_claimed) and truncated at
+-- read in place by the stream's children (argus.compile.in_inbox) and truncated at
 -- the end of the cycle; otherwise (or when small) the claim moves the rows it takes to
 -- the stream's delta table, and rows committed during the cycle wait for the next.
     argus_t := clock_timestamp();
@@ -16,9 +16,7 @@
         END;
     END IF;
     IF argus_locked THEN
-        PERFORM set_config('argus.claim_locked', 'on', true);
         {claim_locked} INTO {vars}, argus_claimed_time, argus_late;
-{truncate_copied}
     ELSE
         {claim} INTO {vars}, argus_claimed_time, argus_late;
     END IF;

@@ -1,6 +1,5 @@
--- Empty the inboxes whose claimed rows every node has now read in place (the cycle
--- still holds them exclusively), and stop reading inboxes as claimed rows.
+-- Empty the inboxes of a locked claim: every node has now read their rows in place (the
+-- cycle still holds them exclusively).
     IF argus_locked THEN
-{truncate_left}
-        PERFORM set_config('argus.claim_locked', 'off', true);
+        TRUNCATE {inboxes};
     END IF;
