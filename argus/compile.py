@@ -38,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 6
+CODE_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -513,13 +513,19 @@ class AggregateCompiler:
         out = [sql.SQL("CREATE TABLE {} WITH (fillfactor = 50) AS {} WITH NO DATA").format(
                    node.hist, self.from_scratch(model, parent)),
                sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
-               create_delta(node)]
+               create_delta(node), self.tid_column(node)]
         for spec in model.distinct_specs:
             out.append(render("aggregate/aux_create", aux=node.aux(f"d{spec.index}"),
                               x=sql.SQL(spec.arg), parent=parent.hist,
                               **{k: v for k, v in self._slots(model).items()
                                  if k in ("group_named", "comma", "t1")}))
         return out + self.parent_index(node, parent)
+
+    @staticmethod
+    def tid_column(node: Node) -> sql.Composed:
+        """The delta's rows carry the ctid of the group's row they change (delta.sql)."""
+        return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_tid tid").format(
+            node.delta_table)
 
     @staticmethod
     def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
@@ -594,6 +600,15 @@ class AggregateCompiler:
                 joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(
                     sql.Identifier(name), self._same_group(model, name)))
         gnames, stored = model.group_names, model.stored
+
+        def changed(this: str, other: str) -> sql.Composable:
+            if parent.insert_only:  # every group in the delta gained rows: it changed
+                return sql.SQL("")
+            return sql.SQL("\n") + render("aggregate/changed", this=sql.Identifier(this),
+                                          other=sql.Identifier(other),
+                                          this_stored=cols(stored, this),
+                                          other_stored=cols(stored, other))
+
         statement = render(
             "aggregate/delta", delta=node.delta, stored=cols(stored), hist=node.hist,
             book_delta=sql.SQL("").join(deltas), parent_delta=parent.delta,
@@ -602,7 +617,8 @@ class AggregateCompiler:
             match_o=sql.SQL("TRUE") if model.is_global else same_row(gnames, "o", "dh"),
             ctes=sql.SQL("").join(sql.SQL(", ") + cte for cte in ctes),
             book_merge=sql.SQL("").join(merges), joins=sql.SQL("").join(joins),
-            o_stored=cols(stored, "o"), f_stored=cols(stored, "f"), **self._slots(model))
+            o_stored=cols(stored, "o"), f_stored=cols(stored, "f"),
+            o_changed=changed("o", "f"), f_changed=changed("f", "o"), **self._slots(model))
         return [Step(statement)]
 
     def flush(self, node, parents):
@@ -611,13 +627,13 @@ class AggregateCompiler:
         model, parent = Model.of(node.definition), parents[0]
         gnames, stored = model.group_names, model.stored
         slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
-                 "stored": cols(stored), "d_stored": cols(stored, "d"),
-                 "match": same_row(gnames, "h", "d"), "match_p": same_row(gnames, "p", "d")}
+                 "stored": cols(stored), "d_stored": cols(stored, "d")}
         when = sql.SQL("{} > 0").format(var(node.id))
         steps = [Step(render("aggregate/flush_update", **slots), when)]
         if not model.is_global:  # a global aggregate's one row never appears or vanishes
-            steps += [Step(render("aggregate/flush_insert", **slots), when),
-                      Step(render("aggregate/flush_delete", **slots), when)]
+            steps.append(Step(render("aggregate/flush_insert", **slots), when))
+            if not parent.insert_only:  # groups vanish only when rows leave
+                steps.append(Step(render("aggregate/flush_delete", **slots), when))
         for spec in model.distinct_specs:
             steps.append(Step(render(
                 "aggregate/aux_flush", aux=node.aux(f"d{spec.index}"),

@@ -21,7 +21,7 @@ from . import index, regroup
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
-from .compile import (CODE_VERSION, COMPILERS, Node, fill, flush_block, frame,
+from .compile import (CODE_VERSION, COMPILERS, AggregateCompiler, Node, fill, flush_block, frame,
                       join_condition, node_block, parent_index_name, purge_block, virtual)
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
@@ -872,6 +872,8 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
             if node.kind == "stream":  # CODE_VERSION 4 and 5 read claimed rows through it
                 conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
                     sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
+            if node.kind == "aggregate":  # before CODE_VERSION 7
+                conn.execute(AggregateCompiler.tid_column(node))
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))

@@ -2,8 +2,11 @@
 -- extremes of the inserted rows); o: the groups' current rows; n: old + delta, with
 -- MIN/MAX re-read for groups that lost rows (mm) and COUNT(DISTINCT) from its
 -- per-value counts (cd); f: the new rows with their final values. Emits -1 for each
--- changed old row and +1 for its new value; a group whose count reaches 0 vanishes.
-INSERT INTO {delta} ({stored}, argus_hash, {sign})
+-- changed old row and +1 for its new value (a group whose values netted to no change
+-- emits neither: {o_changed} and {f_changed}, unless the parent only grows, when every
+-- group in the delta gained rows); a group whose count reaches 0 vanishes. Both rows
+-- carry the old row's ctid (argus_tid), so that the flush finds it without the index.
+INSERT INTO {delta} ({stored}, argus_hash, argus_tid, {sign})
 WITH d AS (
     SELECT {group_named}{comma}sum({t1}.{sign}) AS argus_n,
            count(*) FILTER (WHERE {t1}.{sign} < 0) AS argus_r{book_delta}
@@ -11,17 +14,14 @@ WITH d AS (
 ), dh AS (
     SELECT d.*, {d_hash} AS argus_hash FROM d
 ), o AS (
-    SELECT h.* FROM {hist} AS h JOIN dh ON {match_h}
+    SELECT h.ctid AS argus_tid, h.* FROM {hist} AS h JOIN dh ON {match_h}
 ){ctes}, n AS (
-    SELECT {dh_groups}{comma}dh.argus_hash, coalesce(o.argus_n, 0) + dh.argus_n AS argus_n{book_merge}
+    SELECT {dh_groups}{comma}dh.argus_hash, o.argus_tid,
+           coalesce(o.argus_n, 0) + dh.argus_n AS argus_n{book_merge}
       FROM dh LEFT JOIN o ON {match_o}{joins}
 ), f AS (
-    SELECT {f_columns}, n.argus_hash FROM n WHERE {keep}
+    SELECT {f_columns}, n.argus_hash, n.argus_tid FROM n WHERE {keep}
 )
-SELECT {o_stored}, o.argus_hash, -1 FROM o
- WHERE NOT EXISTS (SELECT 1 FROM f WHERE f.argus_hash = o.argus_hash
-                                     AND CASE WHEN ROW({f_stored}) IS NOT DISTINCT FROM ROW({o_stored}) THEN true ELSE false END)
+SELECT {o_stored}, o.argus_hash, o.argus_tid, -1 FROM o{o_changed}
 UNION ALL
-SELECT {f_stored}, f.argus_hash, 1 FROM f
- WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.argus_hash = f.argus_hash
-                                     AND CASE WHEN ROW({o_stored}) IS NOT DISTINCT FROM ROW({f_stored}) THEN true ELSE false END)
+SELECT {f_stored}, f.argus_hash, f.argus_tid, 1 FROM f{f_changed}
