@@ -38,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 7
+CODE_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -791,11 +791,12 @@ COMPILERS: dict[str, Compiler] = {
 
 # -- the assembled cycle program ---------------------------------------------------
 
-def _step_code(step: Step, conn) -> sql.Composed:
+def _step_code(step: Step, conn, counted: bool = False) -> sql.Composable:
+    statement = step.statement
+    if counted:
+        statement = render("program/counted", statement=statement, sign=SIGN_ID)
     if step.dynamic:
-        statement = sql.SQL("EXECUTE {}").format(sql.Literal(step.statement.as_string(conn)))
-    else:
-        statement = step.statement
+        return sql.SQL("EXECUTE {}").format(sql.Literal(statement.as_string(conn)))
     return statement
 
 
@@ -805,9 +806,11 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     so that PostgreSQL plans each over one plain table."""
     def body(parents: list[Node]) -> sql.Composed | None:
         steps = COMPILERS[node.kind].evaluate(node, parents)
+        signed = not node.insert_only
         return sql.SQL("\n").join(
-            render("program/step", condition=step.condition or sql.SQL("TRUE"),
-                   statement=_step_code(step, conn), var=var(node.id))
+            render("program/step_signed" if signed else "program/step",
+                   condition=step.condition or sql.SQL("TRUE"),
+                   statement=_step_code(step, conn, counted=signed), var=var(node.id))
             for step in steps) if steps else None
 
     code = body(parents)
@@ -817,7 +820,7 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
         code = render("program/claimed_where", locked=body(list(map(in_inbox, parents))),
                       copied=code)
     counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
-                    var=var(node.id), delta=node.delta, sign=SIGN_ID)
+                    var=var(node.id))
     condition = any_rows(*_unique(parents))
     if node.definition.get("temporal"):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)

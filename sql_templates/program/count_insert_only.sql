@@ -1,2 +1,2 @@
+-- An insert-only node wrote only +1 rows.
         argus_i := {var};
-        argus_r := 0;

@@ -9,6 +9,8 @@ DECLARE
     argus_rc bigint;
     argus_i bigint;
     argus_r bigint;
+    argus_p bigint;
+    argus_m bigint;
     argus_claimed_time timestamptz;
     argus_late bigint[];
     argus_clock_old timestamptz;

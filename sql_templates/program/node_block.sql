@@ -1,6 +1,8 @@
 -- Evaluate one node when one of its parents' deltas has rows; record its statistics.
     IF {condition} THEN
         argus_t := clock_timestamp();
+        argus_i := 0;
+        argus_r := 0;
 {body}
 {counts}
         argus_ids := argus_ids || {id}::bigint;
