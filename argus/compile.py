@@ -38,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 8
+CODE_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -178,8 +178,8 @@ class Compiler(Protocol):
 
 
 def virtual(node: Node) -> bool:
-    """The node's history is a view over its parent's (select/create_view.sql): a
-    selection over an aggregate's groups, or over such a selection."""
+    """The node's history and delta are views over its parent's (select/create_view):
+    a selection over an aggregate's groups, or over such a selection."""
     return node.kind == "select" and bool(node.definition.get("virtual"))
 
 
@@ -302,15 +302,21 @@ class SelectCompiler:
 
     def create(self, node, parents):
         if virtual(node):
-            return [render("select/create_view", hist=node.hist, parent=parents[0].hist,
-                           named_exprs=node.named_expr_list, hash=expr_hash(node.exprs),
-                           predicate=self._slots(node)["predicate"], t1=T1),
-                    create_delta(node)]
+            return self.views(node, parents[0])
         indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(b[0]))
                    for b in node.definition.get("bounds", [])]
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
                        parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
                 create_delta(node)]
+
+    def views(self, node: Node, parent: Node) -> list[sql.Composed]:
+        """A virtual selection's history and delta (select/create_view)."""
+        slots = {"named_exprs": node.named_expr_list, "hash": expr_hash(node.exprs),
+                 "predicate": self._slots(node)["predicate"], "t1": T1}
+        return [render("select/create_view", view=node.hist, parent=parent.hist,
+                       sign=sql.SQL(""), **slots),
+                render("select/create_view", view=node.delta_table, parent=parent.delta,
+                       sign=sql.SQL("{}.{}, ").format(T1, SIGN_ID), **slots)]
 
     def backfill(self, node, parents):
         if virtual(node):
@@ -319,6 +325,8 @@ class SelectCompiler:
                        **self._slots(node))]
 
     def evaluate(self, node, parents):
+        if virtual(node):
+            return []  # its delta is a view; node_block counts it
         steps = [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
                              **self._slots(node)), all_rows(parents[0]), dynamic=False)]
         if node.definition.get("temporal"):
@@ -814,6 +822,8 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
             for step in steps) if steps else None
 
     code = body(parents)
+    if virtual(node):
+        code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
     if code is None:
         return None
     if any(p.kind == "stream" for p in parents):

@@ -395,7 +395,7 @@ class Builder:
             pg_type = dict(zip(parent.columns, parent.types))[column]
             added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
                           pg_type, atom))
-        for table in (node.delta,) if virtual(node) else (node.hist, node.delta):
+        for table in () if virtual(node) else (node.hist, node.delta):
             self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
                 sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
                 for n, _, t, _ in added)))
@@ -410,8 +410,8 @@ class Builder:
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
                           (signature(node.kind, parents, node.columns, node.exprs,
                                      node.definition, self._salt()), node.id))
-        if virtual(node):  # the view gains the columns at its end
-            self.conn.execute(COMPILERS[node.kind].create(node, parents)[0])
+        if virtual(node):  # the views gain the columns at their end
+            execute_all(self.conn, COMPILERS[node.kind].create(node, parents))
         else:
             self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
         execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
@@ -896,13 +896,13 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
         aux = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
             (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
-        tables = [node_delta(node_id)] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
-                                          if t != f"n{node_id}_delta"]
+        tables = [sql.Identifier(schema, name), node_delta(node_id)]
         if is_view:
-            conn.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(schema, name)))
-        else:
-            tables.insert(0, sql.Identifier(schema, name))
-        conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))
+            conn.execute(sql.SQL("DROP VIEW {}").format(sql.SQL(", ").join(tables)))
+            tables = []
+        tables += [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"]
+        if tables:
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         indexes += node_indexes or []
     for schema, name in indexes:

@@ -1,7 +1,8 @@
--- A selection over an aggregate's groups (a HAVING, or a narrower one over it) is a view
--- of them, not a copy: a cycle changes a large share of the groups, and keeping a copy
--- of their rows up to date cost more than filtering the groups when the history is
--- read. Its delta is still computed each cycle, from the aggregate's. argus_hash comes
--- first, so that a column the view gains (projection enrichment) goes at its end.
-CREATE OR REPLACE VIEW {hist} AS
-SELECT {hash} AS argus_hash, {named_exprs} FROM {parent} AS {t1} WHERE {predicate}
+-- A selection over an aggregate's groups (a HAVING, or a narrower one over it) keeps no
+-- table: its history is a view of the groups, and its delta a view of the groups'
+-- changes. A cycle changes a large share of the groups, and keeping copies of their
+-- rows cost more than filtering the groups when they are read. argus_hash (and the
+-- sign) come first, so that a column the views gain (projection enrichment) goes at
+-- their end.
+CREATE OR REPLACE VIEW {view} AS
+SELECT {sign}{hash} AS argus_hash, {named_exprs} FROM {parent} AS {t1} WHERE {predicate}
