@@ -38,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 9
+CODE_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -461,6 +461,15 @@ class JoinCompiler:
 
 # -- aggregates ------------------------------------------------------------------------
 
+def grows(node: Node, parent: Node) -> bool:
+    """The aggregate's input only grows: its parent is insert-only, or (definition
+    "grows", set by the network) it regroups the books of an aggregate over such an
+    input, whose groups never vanish, whose counts only rise and whose MIN/MAX books
+    only move outward, although each change of a group reaches its children as a
+    retraction and an insertion."""
+    return parent.insert_only or bool(node.definition.get("grows"))
+
+
 def parent_index_name(node_id: int) -> str:
     return f"argus_n{int(node_id)}_groups"
 
@@ -539,7 +548,7 @@ class AggregateCompiler:
     def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
         """MIN/MAX under retraction re-read the parent's rows of the affected groups."""
         model = Model.of(node.definition)
-        if not (model.group_exprs and not parent.insert_only and model.has_extremes) \
+        if not (model.group_exprs and not grows(node, parent) and model.has_extremes) \
                 or virtual(parent):  # a view: its aggregate's groups are few
             return []
         return [render("aggregate/parent_index", name=sql.Identifier(parent_index_name(node.id)),
@@ -575,7 +584,7 @@ class AggregateCompiler:
                            a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
                            x_group_by=self._group_by(model, "x")))
         extreme = sql.SQL("least" if book.combine == "min" else "greatest")
-        if parent.insert_only:  # no row ever leaves: the new extreme is old vs inserted
+        if grows(node, parent):  # extremes only move outward: old vs inserted
             return sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(f=extreme, b=b), None
         cte = sql.Identifier(f"mm{k}")
         affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)") if model.is_global
@@ -610,7 +619,7 @@ class AggregateCompiler:
         gnames, stored = model.group_names, model.stored
 
         def changed(this: str, other: str) -> sql.Composable:
-            if parent.insert_only:  # every group in the delta gained rows: it changed
+            if grows(node, parent):  # every group in the delta gained rows: it changed
                 return sql.SQL("")
             return sql.SQL("\n") + render("aggregate/changed", this=sql.Identifier(this),
                                           other=sql.Identifier(other),
@@ -640,7 +649,7 @@ class AggregateCompiler:
         steps = [Step(render("aggregate/flush_update", **slots), when)]
         if not model.is_global:  # a global aggregate's one row never appears or vanishes
             steps.append(Step(render("aggregate/flush_insert", **slots), when))
-            if not parent.insert_only:  # groups vanish only when rows leave
+            if not grows(node, parent):  # groups vanish only when rows leave
                 steps.append(Step(render("aggregate/flush_delete", **slots), when))
         for spec in model.distinct_specs:
             steps.append(Step(render(

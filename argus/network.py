@@ -414,7 +414,8 @@ class Builder:
             execute_all(self.conn, COMPILERS[node.kind].create(node, parents))
         else:
             self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
-        execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
+            execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
+            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
         self._store(node, parents)
         self._candidates.clear()
         return node
@@ -478,6 +479,8 @@ class Builder:
         if kind == "select" and not definition.get("temporal") and (
                 parents[0].kind == "aggregate" or virtual(parents[0])):
             definition = {**definition, "virtual": True}
+        if kind == "aggregate":
+            definition = growing(definition, parents[0])
         signature_text = signature(kind, parents, names, exprs, definition, self._salt(salted))
         found = self.conn.execute(
             "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
@@ -555,6 +558,7 @@ class Builder:
         columns and lose the obsolete ones, and it is refilled from its parent. Its
         visible columns keep their names and values, so its consumers are unaffected."""
         parent = new_parent or self.load(node.parents[0])
+        definition = growing(definition, parent)
         compiler = COMPILERS["aggregate"]
         old, new = Model.of(node.definition), Model.of(definition)
         probe = sql.Identifier("argus_restructure_probe")
@@ -602,6 +606,7 @@ class Builder:
             [node.hist] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
                            if t != f"n{node.id}_delta"])))
         execute_all(self.conn, compiler.backfill(node, [parent]))
+        self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
         self._store(node, [parent])
         return node
 
@@ -732,9 +737,21 @@ def _without(keyed: list, covered: list[str]) -> list | None:
     return rest
 
 
+def growing(definition: dict, parent: Node) -> dict:
+    """An aggregate's definition marked "grows" when its input only grows
+    (compile.grows): an insert-only parent, or — computed from its books (a regroup,
+    every aggregate "from" the parent's) — an aggregate over such an input."""
+    regroup = all(len(entry) > 5 for entry in definition["aggregates"])
+    grows = parent.insert_only or (parent.kind == "aggregate" and regroup
+                                   and bool(parent.definition.get("grows")))
+    return {**{k: v for k, v in definition.items() if k != "grows"},
+            **({"grows": True} if grows else {})}
+
+
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
-    definition = {k: v for k, v in definition.items() if k not in ("indexes", "virtual")}
+    definition = {k: v for k, v in definition.items()
+                  if k not in ("indexes", "virtual", "grows")}  # derived, not defining
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
 
