@@ -38,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 10
+CODE_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -844,7 +844,13 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     if node.definition.get("temporal"):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
-                  counts=counts, id=sql.Literal(node.id))
+                  counts=counts, id=sql.Literal(node.id),
+                  analyze=sql.SQL("") if virtual(node) else analyze_delta(node))
+
+
+def analyze_delta(node: Node) -> sql.Composed:
+    return render("program/analyze_delta", var=var(node.id), delta=node.delta_table,
+                  name=sql.Literal(node.delta_table.as_string(None)))
 
 
 def aux_tables(node: Node) -> list[sql.Identifier]:
@@ -926,6 +932,7 @@ def frame(streams: list[tuple[str, Node, str | None]],
                             claim_locked=claim(streams, locked=True, left=left),
                             inboxes=sql.SQL(", ").join(inboxes), large=large,
                             vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
+                            analyze=sql.SQL("\n").join(analyze_delta(n) for _, n, _ in streams),
                             ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
                             names=sql.SQL(", ").join(sql.Literal(s) for s in names),
                             count=sql.Literal(len(streams)))

@@ -19,6 +19,7 @@
         {claim_locked} INTO {vars}, argus_claimed_time, argus_late;
     ELSE
         {claim} INTO {vars}, argus_claimed_time, argus_late;
+{analyze}
     END IF;
     INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late)
     SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],

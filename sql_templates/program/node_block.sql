@@ -5,6 +5,7 @@
         argus_r := 0;
 {body}
 {counts}
+{analyze}
         argus_ids := argus_ids || {id}::bigint;
         argus_ins := argus_ins || argus_i;
         argus_ret := argus_ret || argus_r;
