@@ -2,8 +2,9 @@
 -- autovacuum took at some earlier cycle. When they say far fewer rows than it holds now
 -- (a delta vacuumed while empty is estimated at one row whatever it holds, and a join
 -- over it goes quadratic), it is analyzed first: a few ms, only when the volume of the
--- cycles changed that much.
-        IF {var} > 200 AND {var} > 4 * (SELECT c.reltuples FROM pg_class c
-                                           WHERE c.oid = {name}::regclass) THEN
+-- cycles changed that much. Unknown statistics (-1, after a TRUNCATE) are estimated
+-- from the table's size, which is right.
+        IF {var} > 200 AND (SELECT c.reltuples FROM pg_class c
+                             WHERE c.oid = {name}::regclass) BETWEEN 0 AND {var} / 4.0 THEN
             ANALYZE {delta};
         END IF;
