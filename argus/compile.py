@@ -38,7 +38,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 12
+CODE_VERSION = 13
 
 
 @dataclass(frozen=True)
@@ -219,12 +219,13 @@ class StreamCompiler:
         return []
 
     def flush(self, node, parents):
-        when = sql.SQL("{} > 0").format(var(node.id))
-        return [Step(render("stream/flush", hist=node.hist, columns=node.column_list,
-                            source=source), sql.SQL(f"{locked} argus_locked AND {{}}").format(when),
-                     dynamic=False)
-                for locked, source in (("", stream_inbox(node.hist_ref[1])),
-                                       ("NOT", node.delta_table))]
+        def append(source: sql.Identifier, when: str) -> Step:
+            return Step(render("stream/flush", hist=node.hist, columns=node.column_list,
+                               source=source),
+                        sql.SQL(when).format(var(node.id)), dynamic=False)
+
+        return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
+                append(node.delta_table, "NOT argus_locked AND {} > 0")]
 
 
 def in_inbox(node: Node) -> Node:
@@ -541,7 +542,7 @@ class AggregateCompiler:
     @staticmethod
     def tid_column(node: Node) -> sql.Composed:
         """The delta's rows carry the ctid of the group's row they change (delta.sql)."""
-        return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_tid tid").format(
+        return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_ctid tid").format(
             node.delta_table)
 
     @staticmethod
@@ -830,9 +831,8 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
                    statement=_step_code(step, conn, counted=signed), var=var(node.id))
             for step in steps) if steps else None
 
-    code = body(parents)
-    if virtual(node):
-        code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
+    code = (render("select/count_view", delta=node.delta, sign=SIGN_ID) if virtual(node)
+            else body(parents))
     if code is None:
         return None
     if any(p.kind == "stream" for p in parents):
@@ -879,12 +879,20 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     """Maintain the node's history at the end of the cycle, timed: apply the delta, or
     rebuild when argus.choose_maintenance chose it for this node and cycle. None: the
     history is a view (`virtual`), nothing to maintain."""
+    def code(parents: list[Node]) -> sql.Composed:
+        return sql.SQL("\n").join(
+            render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
+                   statement=_step_code(step, conn))
+            for step in COMPILERS[node.kind].flush(node, parents))
+
     steps = COMPILERS[node.kind].flush(node, parents)
     if not steps:
         return None
-    apply = sql.SQL("\n").join(
-        render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn)) for step in steps)
+    apply = code(parents)
+    if any(p.kind == "stream" for p in parents):  # a flush that reads the claimed rows
+        locked = code(list(map(in_inbox, parents)))  # (as node_block)
+        if locked.as_string(conn) != apply.as_string(conn):
+            apply = render("program/claimed_where", locked=locked, copied=apply)
     conditions = [step.condition for step in steps]
     condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(
         map(sql.SQL, dict.fromkeys(c.as_string(conn) for c in conditions))))

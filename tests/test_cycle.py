@@ -129,6 +129,12 @@ def test_a_locked_claim_leaves_the_rows_in_the_inbox_for_the_cycle_only(transfer
     transfers.register("no_partner", """
         SELECT tran_id FROM transfers a WHERE NOT EXISTS (
             SELECT 1 FROM transfers b WHERE b.receiver = a.sender AND b.amount > 4500)""")
+    # nodes whose history upkeep reads the claimed rows too
+    transfers.register("senders", "SELECT DISTINCT sender FROM transfers")
+    transfers.register("partners", "SELECT sender, count(DISTINCT receiver) AS n "
+                                   "FROM transfers GROUP BY sender")
+    transfers.register("both", "SELECT sender FROM transfers INTERSECT "
+                               "SELECT receiver FROM transfers")
     db.configure(truncate_inbox_bytes=1)
     transfers.insert("transfers", rows(0, 300))
     transfers.run()

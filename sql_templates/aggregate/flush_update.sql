@@ -2,4 +2,4 @@
 -- the hash of its key, the only indexed column, does not change).
 UPDATE {hist} AS h SET ({stored}) = ROW({d_stored})
   FROM {delta} AS d
- WHERE d.{sign} > 0 AND h.ctid = d.argus_tid
+ WHERE d.{sign} > 0 AND h.ctid = d.argus_ctid
