@@ -7,7 +7,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from argus.canon import canonicalize, predset_text, relation
+from argus.canon import canonicalize, predset_text, relation, sargable
 
 from .fixtures import cases
 
@@ -52,3 +52,10 @@ def test_canonicalization_off_keeps_conjuncts_as_written():
     tree = sqlglot.parse_one('"i1"."a" > 10 AND 10 < "i1"."a"', read="postgres")
     assert len(canonicalize(tree, {}.get, enabled=False)) == 2
     assert len(canonicalize(tree, {'"i1"."a"': "integer"}.get)) == 1
+
+
+@pytest.mark.parametrize("case", cases("sargable.txt"), ids=lambda c: c["title"])
+def test_sargable_join_windows(case):
+    types = {f'"t{i}"."{c}"': t for i in (1, 2) for c, t in
+             {**TYPES, "t": "timestamp with time zone"}.items()}
+    assert sargable(case["input"], types.get) == case["sargable"]
