@@ -576,6 +576,7 @@ def relation(p: PredSet, q: PredSet) -> str:
 # -- sargable join conditions --------------------------------------------------------------
 
 _RANGE = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+ALIAS = re.compile(r'^"(t\d+)"\."(?:[^"]|"")+"$')  # a column of a join side
 
 
 def sargable(condition: str, type_of: TypeOf) -> str:
@@ -628,5 +629,3 @@ def _isolate(lit: Literal, type_of: TypeOf) -> tuple[str, ...] | None:
     negated = (kind, _scale((kind, value), Fraction(-1)))
     return f"{a} {lit.op} {plus(b, (kind, value))}", f"{b} {FLIP[lit.op]} {plus(a, negated)}"
 
-
-ALIAS = re.compile(r'^"(t\d+)"\."(?:[^"]|"")+"$')  # a column of a join side

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Protocol
 
 from psycopg import sql
@@ -818,26 +819,32 @@ def _step_code(step: Step, conn, counted: bool = False) -> sql.Composable:
     return statement
 
 
+def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], conn
+              ) -> sql.Composed:
+    """Code that reads a stream's claimed rows, compiled for both places they can be:
+    the inbox after a locked claim, the stream's delta table after any other (so that
+    PostgreSQL plans each over one plain table)."""
+    copied = code(parents)
+    if any(p.kind == "stream" for p in parents):
+        locked = code(list(map(in_inbox, parents)))
+        if locked.as_string(conn) != copied.as_string(conn):
+            return render("program/claimed_where", locked=locked, copied=copied)
+    return copied
+
+
 def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
-    """A node's evaluation; a node reading a stream is compiled twice, for the rows of a
-    locked claim in the inbox and for the rows of any other in the stream's delta table,
-    so that PostgreSQL plans each over one plain table."""
-    def body(parents: list[Node]) -> sql.Composed | None:
-        steps = COMPILERS[node.kind].evaluate(node, parents)
+    steps = COMPILERS[node.kind].evaluate(node, parents)
+    if virtual(node):
+        code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
+    elif not steps:
+        return None
+    else:
         signed = not node.insert_only
-        return sql.SQL("\n").join(
+        code = per_claim(parents, lambda parents: sql.SQL("\n").join(
             render("program/step_signed" if signed else "program/step",
                    condition=step.condition or sql.SQL("TRUE"),
                    statement=_step_code(step, conn, counted=signed), var=var(node.id))
-            for step in steps) if steps else None
-
-    code = (render("select/count_view", delta=node.delta, sign=SIGN_ID) if virtual(node)
-            else body(parents))
-    if code is None:
-        return None
-    if any(p.kind == "stream" for p in parents):
-        code = render("program/claimed_where", locked=body(list(map(in_inbox, parents))),
-                      copied=code)
+            for step in COMPILERS[node.kind].evaluate(node, parents)), conn)
     counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
@@ -879,20 +886,13 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     """Maintain the node's history at the end of the cycle, timed: apply the delta, or
     rebuild when argus.choose_maintenance chose it for this node and cycle. None: the
     history is a view (`virtual`), nothing to maintain."""
-    def code(parents: list[Node]) -> sql.Composed:
-        return sql.SQL("\n").join(
-            render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-                   statement=_step_code(step, conn))
-            for step in COMPILERS[node.kind].flush(node, parents))
-
     steps = COMPILERS[node.kind].flush(node, parents)
     if not steps:
         return None
-    apply = code(parents)
-    if any(p.kind == "stream" for p in parents):  # a flush that reads the claimed rows
-        locked = code(list(map(in_inbox, parents)))  # (as node_block)
-        if locked.as_string(conn) != apply.as_string(conn):
-            apply = render("program/claimed_where", locked=locked, copied=apply)
+    apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
+        render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
+               statement=_step_code(step, conn))
+        for step in COMPILERS[node.kind].flush(node, parents)), conn)
     conditions = [step.condition for step in steps]
     condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(
         map(sql.SQL, dict.fromkeys(c.as_string(conn) for c in conditions))))

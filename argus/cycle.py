@@ -10,6 +10,7 @@ return to the inboxes) and is committed as a failed run in argus.runs.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import psycopg
@@ -35,11 +36,9 @@ class CycleReport:
 def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     started = time.perf_counter()
     try:
-        if conn.autocommit:  # the statement is the transaction: no BEGIN/COMMIT round trips
+        # on an autocommit connection the statement is the transaction: no BEGIN/COMMIT
+        with nullcontext() if conn.autocommit else conn.transaction():
             (run_id,) = conn.execute("SELECT argus.run_cycle(%s)", (wait,)).fetchone()
-        else:
-            with conn.transaction():
-                (run_id,) = conn.execute("SELECT argus.run_cycle(%s)", (wait,)).fetchone()
     except psycopg.Error as exc:  # the server went away, or a bug of ours
         raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
     seconds = time.perf_counter() - started
