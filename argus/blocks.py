@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from .canon import (Clause, PredSet, atom_instances, canonicalize, clause_implies,
+from .canon import (Clause, PredSet, Resolve, atom_instances, canonicalize, clause_implies,
                     column_atom, map_clause)
 from .plan import Join, Plan, Select
 from .temporal import reads_clock
@@ -78,16 +78,19 @@ Source = Callable[[Plan], tuple[int, Mapping[str, str], Mapping[str, str]]]
 # a source plan -> (its node id, plan column -> node column, node column -> type)
 
 
-def describe(plan: Plan, source: Source, *, canonical: bool = True) -> Block:
+def describe(plan: Plan, source: Source, *, canonical: bool = True,
+             resolve: Resolve | None = None) -> Block:
     """The block of a plan whose top is a selection or inner join (or any plan: then
-    the block is that one source, unfiltered)."""
+    the block is that one source, unfiltered). `resolve`: how PostgreSQL reads its
+    constants (canon.Resolve)."""
     sources: list[int] = []
     conds: list[Cond] = []
     types: dict[str, str] = {}
 
     def add_conds(condition: exp.Expr) -> None:
         for conjunct in _conjuncts(condition):
-            conds.append(Cond(canonicalize(conjunct, types.get, enabled=canonical), conjunct,
+            conds.append(Cond(canonicalize(conjunct, types.get, enabled=canonical,
+                                           resolve=resolve), conjunct,
                               instances_of(conjunct)))
 
     def walk(p: Plan) -> dict[str, exp.Expr]:

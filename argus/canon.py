@@ -10,6 +10,13 @@ dates; timestamps with fixed-length intervals), so two equal literals are true f
 same rows. Elsewhere (floats, text, functions) a comparison is only put in a standard
 orientation; anything else is an opaque literal, equal only to itself.
 
+Constants are compared as PostgreSQL values of the type PostgreSQL compares them in,
+never as the text the user wrote: `d = '2024-1-5'` and `d = DATE '2024-01-05'` are one
+literal, `x = 0.1000000000000000001` on a float column is `x = 0.1`. What only
+PostgreSQL knows (how it reads a string literal or a cast, the type of an expression)
+comes from a `Resolve` function the caller backs with the server (`argus.constants`);
+without one, such constants are equal only to the same text and imply nothing.
+
 Atoms name columns of instances as `"i1"."amount"`: instance numbers are the Standard
 Table Aliases of §5.1.2, renumbered by `Literal.mapped` when a node's STAs are matched
 against a query's. Pure: no database access.
@@ -36,9 +43,21 @@ FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<",
           "is null": "is not null", "is not null": "is null"}
 
-# A constant: (kind, value). Ordered kinds can be compared for subsumption.
+# A constant: (kind, value). Kinds: "num" (an exact number: Fraction), "interval"
+# (timedelta, or _UNSAFE), "bool"; a PostgreSQL type name ("date", "double precision",
+# "timestamp with time zone", "text", …) for a constant PostgreSQL resolved, its value
+# the canonical text (`argus.constants`); "str" for a string literal nobody resolved
+# (and catalogs written before constants were resolved), equal only to itself.
 Const = tuple[str, object]
-ORDERED = {"num", "interval", "date", "timestamp"}
+
+# Kinds whose distinct canonical texts are distinct values: `x = 'a'` implies `x <> 'b'`.
+TEXT_EQUAL = {"bool", "boolean", "text", "character varying", "uuid"}
+_FLOATS = {"double precision", "real"}
+_TIMES = {"date", "timestamp without time zone", "timestamp with time zone"}
+
+# (lhs over instance atoms, constant, the atoms' types) -> (kind, canonical text) as
+# PostgreSQL compares them, or None when that cannot be known.
+Resolve = Callable[[exp.Expr, exp.Expr, "TypeOf"], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True, order=True)
@@ -150,7 +169,8 @@ def _map_opaque(atom: str, mapping: tuple[tuple[int, int], ...]) -> str:
 TypeOf = Callable[[str], str | None]  # column atom -> PostgreSQL type, None if unknown
 
 
-def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True) -> PredSet:
+def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True,
+                 resolve: Resolve | None = None) -> PredSet:
     """The PredSet of a condition whose columns are instance atoms ("i1"."c").
 
     With enabled=False (the benchmark's NonCanon configuration) every top-level
@@ -158,10 +178,16 @@ def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True) 
     """
     if not enabled:
         return frozenset(frozenset({_opaque(c)}) for c in _conjuncts(condition))
-    clauses = _cnf(condition, type_of, negated=False)
+    clauses = _cnf(condition, _Ctx(type_of, resolve), negated=False)
     if clauses is None:
         return frozenset({frozenset({_opaque(condition)})})
     return frozenset(c for c in clauses if not any(_tautology(lit) for lit in c))
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    type_of: TypeOf
+    resolve: Resolve | None
 
 
 def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
@@ -177,15 +203,15 @@ def _strip(e: exp.Expr) -> exp.Expr:
     return e
 
 
-def _cnf(e: exp.Expr, type_of: TypeOf, negated: bool) -> list[Clause] | None:
+def _cnf(e: exp.Expr, ctx: _Ctx, negated: bool) -> list[Clause] | None:
     """CNF clauses of e (of NOT e when negated); None when it would grow too large."""
     e = _strip(e)
     if isinstance(e, exp.Not):
-        return _cnf(e.this, type_of, not negated)
+        return _cnf(e.this, ctx, not negated)
     if isinstance(e, (exp.And, exp.Or)):
         conjunction = isinstance(e, exp.And) != negated
-        left = _cnf(e.left, type_of, negated)
-        right = _cnf(e.right, type_of, negated)
+        left = _cnf(e.left, ctx, negated)
+        right = _cnf(e.right, ctx, negated)
         if left is None or right is None:
             return None
         if conjunction:
@@ -194,27 +220,27 @@ def _cnf(e: exp.Expr, type_of: TypeOf, negated: bool) -> list[Clause] | None:
         return None if len(product) > MAX_CLAUSES else _dedupe(product)
     if isinstance(e, exp.Between) and not e.args.get("symmetric"):
         x, low, high = e.this, e.args["low"], e.args["high"]
-        ge = _comparison(x, ">=", low, type_of)
-        le = _comparison(x, "<=", high, type_of)
+        ge = _comparison(x, ">=", low, ctx)
+        le = _comparison(x, "<=", high, ctx)
         if negated:  # NOT BETWEEN: x < low OR x > high
             return [frozenset({_negate(ge), _negate(le)})]
         return [frozenset({ge}), frozenset({le})]
     if isinstance(e, exp.In) and not e.args.get("query") and e.expressions:
-        literals = [_comparison(e.this, "=", v, type_of) for v in e.expressions]
+        literals = [_comparison(e.this, "=", v, ctx) for v in e.expressions]
         if negated:  # NOT IN (list): x <> v for every v
             return [frozenset({_negate(lit)}) for lit in literals]
         return [frozenset(literals)]
-    return [frozenset({_literal(e, type_of, negated)})]
+    return [frozenset({_literal(e, ctx, negated)})]
 
 
 def _dedupe(clauses: list[Clause]) -> list[Clause]:
     return list(dict.fromkeys(clauses))
 
 
-def _literal(e: exp.Expr, type_of: TypeOf, negated: bool) -> Literal:
+def _literal(e: exp.Expr, ctx: _Ctx, negated: bool) -> Literal:
     op = COMPARISONS.get(type(e))
     if op is not None:
-        lit = _comparison(e.this, op, e.expression, type_of)
+        lit = _comparison(e.this, op, e.expression, ctx)
     elif isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
         lit = Literal(((_atom_text(e.this), Fraction(1)),),
                       "is not null" if e.args.get("negate") else "is null", None)
@@ -244,7 +270,18 @@ def _atom_text(e: exp.Expr) -> str:
     return _strip(e).sql(DIALECT)
 
 
-def _comparison(left: exp.Expr, op: str, right: exp.Expr, type_of: TypeOf) -> Literal:
+def _comparison(left: exp.Expr, op: str, right: exp.Expr, ctx: _Ctx | TypeOf) -> Literal:
+    if not isinstance(ctx, _Ctx):
+        ctx = _Ctx(ctx, None)
+    type_of = ctx.type_of
+    const_l, const_r = _constant(left), _constant(right)
+    if (const_l is None) != (const_r is None):  # a side compared with a constant
+        side, const = (right, const_l) if const_l is not None else (left, const_r)
+        resolved = _resolved(side, left if const_l is not None else right, const, ctx)
+        if resolved is not None and resolved[0] == "num" and const[0] != "num":
+            number = exp.Literal.number(str(resolved[1]))  # e.g. k = '00': k = 0, exactly
+            return _comparison(side, op, number, ctx) if side is left else \
+                _comparison(number, op, side, ctx)
     lin_l, lin_r = _linear(left, type_of), _linear(right, type_of)
     if lin_l is not None and lin_r is not None:
         terms = dict(lin_l.terms)
@@ -255,16 +292,53 @@ def _comparison(left: exp.Expr, op: str, right: exp.Expr, type_of: TypeOf) -> Li
         if terms and const is not None and _exact_domain(terms, const, type_of):
             return _normalize(list(terms.items()), op, const)
     # only orient: the constant (if any) to the right, else sides in text order
-    const_l, const_r = _constant(left), _constant(right)
     if const_r is not None and const_l is None:
-        return _normalize([(_atom_text(left), Fraction(1))], op, const_r)
+        return _normalize([(_atom_text(left), Fraction(1))], op, resolved)
     if const_l is not None and const_r is None:
-        return _normalize([(_atom_text(right), Fraction(1))], FLIP[op], const_l)
+        return _normalize([(_atom_text(right), Fraction(1))], FLIP[op], resolved)
     if const_l is None and const_r is None:
         a, b = _atom_text(left), _atom_text(right)
         if a != b:
             return _normalize([(a, Fraction(1)), (b, Fraction(-1))], op, ("num", Fraction(0)))
     return _opaque(exp.Paren(this=_build(left, op, right)))
+
+
+def _resolved(side: exp.Expr, expr: exp.Expr, const, ctx: _Ctx):
+    """A constant as the value PostgreSQL compares with `side`: (kind, value). An exact
+    number stays one where `side` is exact (an integer or numeric column, or a linear
+    form of them); over a float column it is the float PostgreSQL converts it to.
+    Anything else is asked of `ctx.resolve`; without an answer, the constant is
+    unresolved ("str", "sql"): equal only to the same text, implying nothing."""
+    kind = const[0]
+    if kind in ("num", "interval"):
+        lin = _linear(side, ctx.type_of)
+        if lin is not None and lin.terms and _exact_domain(lin.terms, const, ctx.type_of):
+            return const
+        if kind == "num" and _is_column(side) and ctx.type_of(_atom_text(side)) in _FLOATS:
+            return ("double precision", float_text(float(const[1])))
+        if kind == "interval":
+            return const
+    elif kind == "bool":
+        return const
+    if ctx.resolve is not None:
+        resolved = ctx.resolve(_strip(side), _strip(expr), ctx.type_of)
+        if resolved is not None:
+            return ("num", Fraction(resolved[1])) if resolved[0] == "num" else resolved
+    return ("str", const[1]) if kind == "str" else ("sql", _atom_text(expr))
+
+
+def _is_column(e: exp.Expr) -> bool:
+    return isinstance(_strip(e), exp.Column)
+
+
+def float_text(value: float) -> str:
+    """A float as PostgreSQL prints it (extra_float_digits = 1: shortest exact)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _build(left: exp.Expr, op: str, right: exp.Expr) -> exp.Expr:
@@ -390,7 +464,9 @@ _UNITS = {"microsecond": dt.timedelta(microseconds=1), "millisecond": dt.timedel
 
 
 def _constant(e: exp.Expr):
-    """(kind, value) of a constant expression, or None."""
+    """(kind, value) of a constant expression, or None: "num" and "interval" (exact,
+    for linear forms), "bool", "str" (a string literal) and "typed" (a cast of a
+    literal), whose values only PostgreSQL can tell."""
     e = _strip(e)
     if isinstance(e, exp.Neg):
         inner = _constant(e.this)
@@ -408,17 +484,11 @@ def _constant(e: exp.Expr):
         return ("bool", bool(e.this))
     if isinstance(e, exp.Interval):
         return ("interval", _interval(e))
-    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal) and e.this.is_string:
-        to = e.to.this
-        try:
-            if to == exp.DataType.Type.DATE:
-                return ("date", dt.date.fromisoformat(e.this.this.strip()))
-            if to == exp.DataType.Type.TIMESTAMP:
-                return ("timestamp", dt.datetime.fromisoformat(e.this.this.strip()))
-        except ValueError:
-            return None
-        if to == exp.DataType.Type.INTERVAL:
+    if isinstance(e, exp.Cast) and _constant(e.this) is not None:
+        if e.to.this == exp.DataType.Type.INTERVAL and isinstance(e.this, exp.Literal) \
+                and e.this.is_string:
             return ("interval", _interval_text(e.this.this))
+        return ("typed", e.sql(DIALECT))
     return None
 
 
@@ -454,8 +524,6 @@ def _store(const) -> tuple[str, str]:
         if value is _UNSAFE:
             return ("interval", "unsafe")
         return ("interval", _decimal(Fraction(value // dt.timedelta(microseconds=1), 10**6)))
-    if kind in ("date", "timestamp"):
-        return (kind, value.isoformat())
     return (kind, str(value))
 
 
@@ -467,13 +535,29 @@ def _parse_const(const: tuple[str, str]):
         if text == "unsafe":
             return _UNSAFE
         return dt.timedelta(microseconds=int(Fraction(text) * 10**6))
-    if kind == "date":
-        return dt.date.fromisoformat(text)
-    if kind == "timestamp":
-        return dt.datetime.fromisoformat(text)
-    if kind == "bool":
-        return text == "True"
     return text
+
+
+def _order_key(const: tuple[str, str]):
+    """The constant's place in PostgreSQL's order of its kind, or None: unordered (text
+    orders by collation) or unknown."""
+    kind, text = const
+    if kind in ("num", "interval"):
+        value = _parse_const(const)
+        return None if value is _UNSAFE else value
+    if kind in _FLOATS:  # PostgreSQL orders NaN above everything, Infinity included
+        value = float(text)
+        return (1, 0.0) if value != value else (0, value)
+    if kind in _TIMES:
+        if text in ("infinity", "-infinity"):
+            return (1 if text == "infinity" else -1, None)
+        try:
+            parsed = (dt.date.fromisoformat(text) if kind == "date"
+                      else dt.datetime.fromisoformat(text))
+        except ValueError:  # BC, or a catalog's old form
+            return None
+        return (0, parsed)
+    return None
 
 
 def _const_text(const: tuple[str, str]) -> str:
@@ -485,10 +569,16 @@ def _const_text(const: tuple[str, str]) -> str:
         return text if not _is_decimal(value) else _decimal(value)
     if kind == "interval":
         return f"interval '{text} seconds'"
-    if kind in ("str", "date", "timestamp"):
-        quoted = text.replace("'", "''")
-        return f"'{quoted}'" if kind == "str" else f"{kind.upper()} '{quoted}'"
-    return text.upper()
+    if kind == "bool":
+        return text.upper()
+    if kind in ("typed", "sql"):  # SQL nobody resolved, as written
+        return text
+    quoted = "'" + text.replace("'", "''") + "'"
+    if kind == "str":
+        return quoted
+    if kind in ("date", "timestamp"):  # (a catalog's old kinds)
+        return f"{kind.upper()} {quoted}"
+    return f"{quoted}::{kind}"
 
 
 def _is_decimal(value: Fraction) -> bool:
@@ -531,13 +621,12 @@ def implies(p: Literal, q: Literal) -> bool:
         return False
     if q.op == "is not null":
         return p.op not in ("is null",)
-    if p.const is None or q.const is None:
+    if p.const is None or q.const is None or p.const[0] != q.const[0]:
         return False
-    a, b = p.value, q.value
-    if p.const[0] != q.const[0] or a is _UNSAFE or b is _UNSAFE:
-        return False
-    if p.const[0] not in ORDERED:
-        return p.op == "=" and q.op == "<>" and a != b
+    a, b = _order_key(p.const), _order_key(q.const)
+    if a is None or b is None:
+        return (p.const[0] in TEXT_EQUAL and p.op == "=" and q.op == "<>"
+                and p.const[1] != q.const[1])
     return _OP_IMPLIES[p.op][q.op](a, b)
 
 

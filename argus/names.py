@@ -37,7 +37,20 @@ TIME_TYPES = ("date", "timestamp without time zone", "timestamp with time zone")
 # none of them ever overlaps another on the same database.
 CYCLE_LOCK = (0x41524755, 0x53)  # "ARGU", "S"
 
-_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+# PostgreSQL's reserved key words (pg_get_keywords(), categories R and T): as names they
+# would need quotes in every query, so argus refuses them.
+RESERVED_WORDS = frozenset("""
+    all analyse analyze and any array as asc asymmetric authorization binary both case cast
+    check collate collation column concurrently constraint create cross current_catalog
+    current_date current_role current_schema current_time current_timestamp current_user
+    default deferrable desc distinct do else end except false fetch for foreign freeze from
+    full grant group having ilike in initially inner intersect into is isnull join lateral
+    leading left like limit localtime localtimestamp natural not notnull null offset on only
+    or order outer overlaps placing primary references returning right select session_user
+    similar some symmetric table tablesample then to trailing true union unique user using
+    variadic verbose when where window with""".split())
 
 
 def fold(name: str) -> str:
@@ -57,10 +70,13 @@ def check_name(name: object, what: str) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidNameError(f"{what} name must be a non-empty string, got {name!r}")
     folded = fold(name)
-    if not _NAME.match(folded):
+    if not _NAME.fullmatch(folded):
         raise InvalidNameError(
             f"invalid {what} name {name!r}: use letters, digits and underscores, "
             "starting with a letter or underscore")
+    if folded in RESERVED_WORDS:
+        raise InvalidNameError(f"invalid {what} name {name!r}: a reserved word of SQL, which "
+                               "every query would have to quote; choose another name")
     if len(folded.encode()) > MAX_IDENTIFIER_BYTES:
         raise InvalidNameError(f"invalid {what} name {name!r}: longer than "
                          f"{MAX_IDENTIFIER_BYTES} bytes (PostgreSQL's identifier limit)")

@@ -21,6 +21,7 @@ from . import index, regroup
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
+from .constants import Constants
 from .compile import (CODE_VERSION, COMPILERS, AggregateCompiler, Node, fill, flush_block, frame,
                       join_condition, node_block, parent_index_name, purge_block, virtual)
 from .errors import QueryError, UnknownStreamError
@@ -143,6 +144,7 @@ class Builder:
         self._candidates: dict[tuple, list] = {}
         self._read: dict[tuple, object] = {}  # catalog reads, forgotten by _changed()
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
+        self.constants = Constants(conn)
 
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
@@ -157,7 +159,11 @@ class Builder:
             self.names[plan] = {c: c for c in plan.columns}
             return node
         if is_spj(plan):
-            block = describe(plan, self._source, canonical=self.sharing.canonicalize)
+            block = describe(plan, self._source, canonical=self.sharing.canonicalize,
+                             resolve=self.constants)
+            if self.constants.fetch():  # constants PostgreSQL had to read: again, with them
+                block = describe(plan, self._source, canonical=self.sharing.canonicalize,
+                                 resolve=self.constants)
             node, self.names[plan] = BlockBuilder(self, block).build()
             return node
         if isinstance(plan, Select):  # a temporal filter

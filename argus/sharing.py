@@ -235,14 +235,21 @@ class BlockBuilder:
 
     def _needed(self, subset: frozenset[int], residual: list[Cond]) -> set[str]:
         """Atoms of `subset` still needed above a node computing it: by the outputs, by
-        conditions linking it to other instances, and by its residual."""
+        conditions linking it to other instances, and by its residual. A node needs one
+        column at least (`SELECT 1 FROM … WHERE EXISTS (SELECT 1 FROM r …)` reads none):
+        then the first column of its first instance."""
         needed = set().union(*(atoms_of(e) for e in self.outputs.values()))
         for cond in self.block.conds:
             if cond.instances & subset and not cond.instances <= subset:
                 needed |= atoms_of(cond.sql)
         for cond in residual:
             needed |= atoms_of(cond.sql)
-        return {a for a in needed if _instance(a) in subset}
+        needed = {a for a in needed if _instance(a) in subset}
+        if not needed:
+            first = min(subset)
+            source = self.builder.load(self.block.sources[first - 1])
+            needed = {column_atom(first, source.columns[0])}
+        return needed
 
     def _ensure(self, part: Part, atoms: set[str]) -> None:
         missing = {part.node_atom(a) for a in atoms} - set(self.builder.atoms(part.node))

@@ -82,7 +82,11 @@ class Oracle:
         for name in list(self.accumulated):
             for *row, sign in self.db.new_results(name):
                 self.accumulated[name][tuple(_normalize(v) for v in row)] += sign
-            self.accumulated[name] = +self.accumulated[name]  # drop zero counts
+            counts = self.accumulated[name]
+            negative = {row: n for row, n in counts.items() if n < 0}
+            assert not negative, (f"query {name}: the changes retract rows the answer never "
+                                  f"held: {negative}")
+            self.accumulated[name] = Counter({row: n for row, n in counts.items() if n})
         self.check()
         self.cycles_checked += 1
         return report

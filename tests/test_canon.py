@@ -1,5 +1,6 @@
 """Golden cases of canonicalization and subsumption (fixtures/canonical.txt,
-fixtures/subsumption.txt), and the renumbering of STAs."""
+fixtures/subsumption.txt), and the renumbering of STAs. Constants are read by
+PostgreSQL (argus.constants), as registration reads them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sqlglot
 from sqlglot import exp
 
 from argus.canon import canonicalize, predset_text, relation, sargable
+from argus.constants import Constants
+from argus.errors import UnsupportedQueryError
 
 from .fixtures import cases
 
@@ -16,8 +19,9 @@ TYPES = {"a": "integer", "amount": "numeric(14,2)", "d": "date", "f": "double pr
          "ts": "timestamp without time zone"}
 
 
-def predset(text: str):
-    """A condition over r1, r2 as a PredSet over instances i1, i2."""
+def predset(text: str, conn=None):
+    """A condition over r1, r2 as a PredSet over instances i1, i2; with a connection,
+    its constants read by PostgreSQL."""
     def instance(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
             alias = {"r1": "i1", "r2": "i2", "": "i1"}[node.table]
@@ -26,17 +30,44 @@ def predset(text: str):
 
     tree = sqlglot.parse_one(text, read="postgres").transform(instance)
     types = {f'"i{i}"."{c}"': t for i in (1, 2) for c, t in TYPES.items()}
-    return canonicalize(tree, types.get)
+    if conn is None:
+        return canonicalize(tree, types.get)
+    constants = Constants(conn)
+    canonicalize(tree, types.get, resolve=constants)
+    constants.fetch()
+    return canonicalize(tree, types.get, resolve=constants)
+
+
+@pytest.fixture(scope="module")
+def conn(admin_dsn):
+    import psycopg
+
+    with psycopg.connect(admin_dsn, autocommit=True) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("case", cases("canonical.txt"), ids=lambda c: c["title"])
-def test_canonical_form(case):
-    assert predset_text(predset(case["input"])) == case["canonical"]
+def test_canonical_form(case, conn):
+    assert predset_text(predset(case["input"], conn)) == case["canonical"]
 
 
 @pytest.mark.parametrize("case", cases("subsumption.txt"), ids=lambda c: c["title"])
-def test_subsumption(case):
-    assert relation(predset(case["p"]), predset(case["q"])) == case["relation"]
+def test_subsumption(case, conn):
+    assert relation(predset(case["p"], conn), predset(case["q"], conn)) == case["relation"]
+
+
+def test_unresolved_constants_are_only_equal_to_themselves():
+    """Without PostgreSQL, a string constant implies nothing: '2024-1-5' may be the day
+    '2024-01-05' is."""
+    assert relation(predset("d = '2024-01-05'"), predset("d <> '2024-1-5'")) == "none"
+    assert relation(predset("s = 'x'"), predset("s <> 'y'")) == "none"
+
+
+@pytest.mark.parametrize("text", ["d > 'today'", "t <= 'now'::timestamptz",
+                                  "ts > TIMESTAMP ' Tomorrow'"])
+def test_literals_of_the_current_time_are_refused(text, conn):
+    with pytest.raises(UnsupportedQueryError, match="current time"):
+        predset(text, conn)
 
 
 def test_renumbering_stas_renormalizes():
