@@ -4,8 +4,9 @@ from .api import Argus, connect
 from .cycle import CycleReport
 from .errors import (ArgusError, CatalogError, CycleError, CycleInProgressError,
                      DuplicateNameError, InvalidNameError, LoadError, QueryError,
-                     QuerySyntaxError, ServerError, SettingError, UnknownColumnError,
-                     UnknownQueryError, UnknownStreamError, UnsupportedQueryError)
+                     QueryFailedError, QuerySyntaxError, ServerError, SettingError,
+                     UnknownColumnError, UnknownQueryError, UnknownStreamError,
+                     UnsupportedQueryError)
 from .registry import QueryInfo
 
 __version__ = "0.1.0"
@@ -13,7 +14,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Argus", "ArgusError", "CatalogError", "CycleError", "CycleInProgressError",
     "CycleReport", "DuplicateNameError", "InvalidNameError", "LoadError", "QueryError",
-    "QueryInfo", "QuerySyntaxError", "ServerError", "SettingError", "UnknownColumnError",
-    "UnknownQueryError", "UnknownStreamError", "UnsupportedQueryError", "connect",
-    "__version__",
+    "QueryFailedError", "QueryInfo", "QuerySyntaxError", "ServerError", "SettingError",
+    "UnknownColumnError", "UnknownQueryError", "UnknownStreamError", "UnsupportedQueryError",
+    "connect", "__version__",
 ]

@@ -17,50 +17,130 @@ from dataclasses import dataclass
 # per-value counts of the node's aux table.
 _COUNT = ("c", "coalesce(sum(CASE WHEN ({x}) IS NOT NULL THEN {s} ELSE 0 END), 0)", "add")
 
+# An argument's category (argus.network.category) says how its sums are kept: exactly,
+# in a type wide enough that a retraction never overflows (an int sum in bigint, an int8
+# one in numeric), floats as the decimals PostgreSQL prints for them (so that 1e9 + 0.1
+# and 1e9 + 0.2 do not cancel), and NaN and ±Infinity counted apart from the sums of the
+# finite values, so that such a row can leave again.
+_VALUE = {
+    "int": "({x})::bigint",
+    "int8": "({x})::numeric",
+    "numeric": "CASE WHEN abs({x}) < 'Infinity' THEN {x} END",
+    "float4": "CASE WHEN abs({x}) < 'Infinity' THEN ({x})::text::numeric END",
+    "float8": "CASE WHEN abs({x}) < 'Infinity' THEN ({x})::text::numeric END",
+    "other": "({x})",
+}
+SPECIAL = {"numeric", "float4", "float8"}  # categories with NaN and ±Infinity
+_SPECIALS = [(suffix, f"coalesce(sum({{s}}) FILTER (WHERE ({{x}}) = '{value}'), 0)", "add")
+             for suffix, value in (("nan", "NaN"), ("pinf", "Infinity"), ("ninf", "-Infinity"))]
+COUNTS = ("c", "f", "t", "nan", "pinf", "ninf")  # books that count rows
+_FLOAT = {"float4": "real", "float8": "double precision"}
 
-def _sums(cast: str) -> list[tuple[str, str, str]]:
-    return [("s", f"sum({{s}} * ({{x}}){cast})", "add"),
-            ("q", f"sum({{s}} * ({{x}}){cast} * ({{x}}){cast})", "add"), _COUNT]
+
+def _sums(category: str, squares: bool) -> list[tuple[str, str, str]]:
+    value = _VALUE.get(category, _VALUE["other"])
+    books = [("s", f"sum({{s}} * {value})", "add")]
+    if squares:
+        books.append(("q", f"sum({{s}} * {value} * {value})", "add"))
+    return books + [_COUNT] + (_SPECIALS if category in SPECIAL else [])
 
 
-def _variance(sample: bool, exact: bool, root: bool) -> str:
-    """As PostgreSQL computes var_* and stddev_* (numeric_stddev_internal for exact
-    inputs, which clamps a non-positive numerator to 0)."""
+def _special(value: str, category: str, sums: bool = True) -> str:
+    """`value` over the finite rows, or what PostgreSQL answers when NaN or ±Infinity
+    are among the rows: for sums and averages NaN, or the one infinity present; for
+    variances NaN."""
+    if category not in SPECIAL:
+        return value
+    if not sums:
+        return f"CASE WHEN {{nan}} + {{pinf}} + {{ninf}} > 0 THEN 'NaN' ELSE {value} END"
+    return (f"CASE WHEN {{nan}} > 0 OR ({{pinf}} > 0 AND {{ninf}} > 0) THEN 'NaN' "
+            f"WHEN {{pinf}} > 0 THEN 'Infinity' WHEN {{ninf}} > 0 THEN '-Infinity' "
+            f"ELSE {value} END")
+
+
+def _variance(sample: bool, category: str, root: bool) -> str:
+    """As PostgreSQL computes var_* and stddev_*: over numeric sums for exact inputs
+    (numeric_stddev_internal, which clamps a non-positive numerator to 0 and rounds the
+    root at the variance's scale: argus.numeric_sqrt), as the float of the exact
+    variance for floats."""
     minimum = "1" if sample else "0"
     numerator = "({c} * {q} - {s} * {s})"
     denominator = "({c} * ({c} - 1))" if sample else "({c} * {c})"
-    if exact:
-        variance = f"{numerator} / {denominator}"
-        value = f"round(sqrt({variance}), scale({variance}))" if root else variance
+    variance = f"{numerator} / {denominator}"
+    if category in _FLOAT:
+        variance = f"({variance})::double precision"
+        value = f"sqrt({variance})" if root else variance
         return (f"CASE WHEN {{c}} > {minimum} THEN "
-                f"CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END END")
-    variance = f"greatest({numerator}, 0) / {denominator}"
-    return f"CASE WHEN {{c}} > {minimum} THEN {f'sqrt({variance})' if root else variance} END"
+                f"CAST({_special(value, category, sums=False)} AS double precision) END")
+    value = f"argus.numeric_sqrt({variance})" if root else variance
+    exact = f"CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END"
+    return f"CASE WHEN {{c}} > {minimum} THEN {_special(exact, category, sums=False)} END"
 
 
 def _spec(func: str, category: str, distinct: bool):
     """(bookkeeping, final) of one aggregate; category: the argument's type family."""
-    cast = {"exact": "::numeric", "float": "::float8"}.get(category, "")
-    exact = category == "exact"
+    if category in _LEGACY:
+        return _legacy_spec(func, category, distinct)
     if func == "count" and distinct:
         return [("c", "count(DISTINCT {x})", "distinct")], "{c}"
+    sums = _sums(category, squares=func.startswith(("var", "stddev")))
+    total = _special("{s}", category)
+    if category == "int":
+        total = "CAST({s} AS bigint)"  # sum(int) is a bigint
+    elif category in _FLOAT:
+        total = f"CAST({total} AS {_FLOAT[category]})"
+    mean = _special("{s} / {c}", category)
+    if category in _FLOAT:
+        mean = f"CAST({mean} AS double precision)"
     table = {
         "count": ([_COUNT], "{c}"),
-        "sum": ([("s", "sum({s} * ({x}))", "add"), _COUNT], "CASE WHEN {c} > 0 THEN {s} END"),
-        "avg": ([("s", f"sum({{s}} * ({{x}}){cast})", "add"), _COUNT],
-                "CASE WHEN {c} > 0 THEN {s} / {c} END"),
+        "sum": (sums, f"CASE WHEN {{c}} > 0 THEN {total} END"),
+        "avg": (sums, f"CASE WHEN {{c}} > 0 THEN {mean} END"),
         "min": ([("m", "min(CASE WHEN {s} > 0 THEN {x} END)", "min")], "{m}"),
         "max": ([("m", "max(CASE WHEN {s} > 0 THEN {x} END)", "max")], "{m}"),
-        "var_samp": (_sums(cast), _variance(True, exact, False)),
-        "var_pop": (_sums(cast), _variance(False, exact, False)),
-        "stddev_samp": (_sums(cast), _variance(True, exact, True)),
-        "stddev_pop": (_sums(cast), _variance(False, exact, True)),
+        "var_samp": (sums, _variance(True, category, False)),
+        "var_pop": (sums, _variance(False, category, False)),
+        "stddev_samp": (sums, _variance(True, category, True)),
+        "stddev_pop": (sums, _variance(False, category, True)),
         "bool_and": ([_COUNT, ("f", "coalesce(sum(CASE WHEN ({x}) = false THEN {s} ELSE 0 END), 0)",
                                "add")], "CASE WHEN {c} > 0 THEN {f} = 0 END"),
         "bool_or": ([_COUNT, ("t", "coalesce(sum(CASE WHEN ({x}) = true THEN {s} ELSE 0 END), 0)",
                               "add")], "CASE WHEN {c} > 0 THEN {t} > 0 END"),
     }
     return table[func]
+
+
+# Categories of aggregates registered before CODE_VERSION 15 ("exact": integer or
+# numeric, "float"), whose books are as they were then: running sums in the argument's
+# type, which a NaN never leaves.
+_LEGACY = ("exact", "float")
+
+
+def _legacy_spec(func: str, category: str, distinct: bool):
+    cast = {"exact": "::numeric", "float": "::float8"}[category]
+    if func == "count" and distinct:
+        return [("c", "count(DISTINCT {x})", "distinct")], "{c}"
+    squares = [("s", f"sum({{s}} * ({{x}}){cast})", "add"),
+               ("q", f"sum({{s}} * ({{x}}){cast} * ({{x}}){cast})", "add"), _COUNT]
+    minimum = {"var_samp": "1", "var_pop": "0", "stddev_samp": "1", "stddev_pop": "0"}
+    if func in minimum:
+        numerator = "({c} * {q} - {s} * {s})"
+        denominator = ("({c} * ({c} - 1))" if minimum[func] == "1" else "({c} * {c})")
+        root = func.startswith("stddev")
+        if category == "exact":
+            variance = f"{numerator} / {denominator}"
+            value = f"argus.numeric_sqrt({variance})" if root else variance
+            final = f"CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END"
+        else:
+            variance = f"greatest({numerator}, 0) / {denominator}"
+            final = f"sqrt({variance})" if root else variance
+        return squares, f"CASE WHEN {{c}} > {minimum[func]} THEN {final} END"
+    if func == "sum":
+        return [("s", "sum({s} * ({x}))", "add"), _COUNT], "CASE WHEN {c} > 0 THEN {s} END"
+    if func == "avg":
+        return ([("s", f"sum({{s}} * ({{x}}){cast})", "add"), _COUNT],
+                "CASE WHEN {c} > 0 THEN {s} / {c} END")
+    return _spec(func, "other", distinct)
 
 
 def _merged(func: str, category: str, sources: dict[str, list[str]]):
@@ -75,7 +155,7 @@ def _merged(func: str, category: str, sources: dict[str, list[str]]):
         x = f'"t1"."{column}"'
         if combine in ("min", "max"):
             change = f"{combine}(CASE WHEN {{s}} > 0 THEN {x} END)"
-        elif suffix in ("c", "f", "t"):
+        elif suffix in COUNTS:
             change = f"CAST(coalesce(sum({{s}} * {x}), 0) AS {pg_type})"
         else:
             change = f"CAST(sum({{s}} * {x}) AS {pg_type})"

@@ -73,6 +73,10 @@ TIME_DEPENDENT: dict[type[exp.Expr], str] = {
 
 QUERY_TYPES = (exp.Select, exp.Union, exp.Except, exp.Intersect)
 
+# sqlglot nests `a OR b OR c …` one level per term, and argus walks trees recursively:
+# deeper queries are refused with a clear error rather than a RecursionError.
+MAX_DEPTH = 250
+
 
 def parse(sql_text: str) -> exp.Select:
     """Parse exactly one SELECT statement."""
@@ -80,6 +84,9 @@ def parse(sql_text: str) -> exp.Select:
         raise QuerySyntaxError("the query is empty")
     try:
         statements = [s for s in sqlglot.parse(sql_text, read=DIALECT) if s is not None]
+    except RecursionError:
+        raise QuerySyntaxError("the query nests too deeply to be read (hundreds of levels of "
+                               "parentheses or AND/OR terms); split it") from None
     except ParseError as exc:
         raise QuerySyntaxError(f"syntax error: {_first_error(exc)}") from None
     except SqlglotError as exc:
@@ -90,7 +97,24 @@ def parse(sql_text: str) -> exp.Select:
     tree = statements[0]
     if not isinstance(tree, QUERY_TYPES):
         raise QueryError(f"only SELECT queries can be registered, not {tree.key.upper()}")
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        raise QuerySyntaxError(
+            f"the query nests more than {MAX_DEPTH} levels deep: a chain of "
+            "hundreds of AND/OR terms, or of parentheses; write a list of values as "
+            "x IN (…), or split the query")
     return tree
+
+
+def _depth(tree: exp.Expr) -> int:
+    """How deep the tree nests, without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH:
+            stack.extend((child, depth + 1) for child in node.iter_expressions())
+    return deepest
 
 
 def _first_error(exc: ParseError) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 import psycopg
 from psycopg import sql
 
-from . import catalog, cycle, network, registry, settings, streams
+from . import catalog, cycle, network, quarantine, registry, settings, streams
 from . import loads as load_ops
 from .analyze import StreamSchema
 from .cycle import CycleReport
@@ -84,8 +84,11 @@ class Argus:
 
     # -- queries ---------------------------------------------------------------
 
-    def register_query(self, name: str, sql_text: str) -> QueryInfo:
-        return registry.register(self.conn, name, sql_text, self.sharing)
+    def register_query(self, name: str, sql_text: str, force: bool = False) -> QueryInfo:
+        """Register a continuous query, backfilled from the streams' histories. A query
+        whose state PostgreSQL estimates above the setting max_query_state is refused,
+        unless `force`."""
+        return registry.register(self.conn, name, sql_text, self.sharing, force)
 
     def unregister_query(self, name: str) -> None:
         registry.unregister(self.conn, name)
@@ -106,16 +109,37 @@ class Argus:
         return cycle.run(self.conn, wait=wait)
 
     def results(self, name: str) -> list[tuple]:
-        registry.query_info(self.conn, name)  # a clear error for unknown queries
+        """The query's current answer (QueryFailedError for a query isolated after a
+        failure: see `retry`)."""
+        registry.query_info(self.conn, name).check_ok()
         return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
             results_view(check_name(name, "query")))).fetchall()
 
     def new_results(self, name: str) -> list[tuple]:
         """The last cycle's changes to the answer: each row with its sign (+1 inserted,
         -1 retracted) as the last element."""
-        registry.query_info(self.conn, name)
+        registry.query_info(self.conn, name).check_ok()
         return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
             changes_view(check_name(name, "query")))).fetchall()
+
+    def retry(self, name: str) -> QueryInfo:
+        """Put a query isolated after a failure back into the cycles, rebuilt from its
+        inputs' histories (QueryError, and nothing changed, if it still fails)."""
+        return registry.retry(self.conn, name)
+
+    # -- the quarantine ----------------------------------------------------------
+
+    def quarantined(self, stream: str | None = None) -> list[tuple]:
+        """Rows a cycle held back (an event time too far ahead of the server's clock):
+        (id, stream, row as a dict, reason, held_at)."""
+        return quarantine.rows(self.conn, stream)
+
+    def release_quarantine(self, stream: str | None = None,
+                           ids: Iterable[int] | None = None) -> int:
+        """Return quarantined rows to their inboxes (all, a stream's, or by id); the next
+        cycle claims them — and holds them back again if they are still too far ahead:
+        raise `max_clock_lead` first (`configure`) if their times are right."""
+        return quarantine.release(self.conn, stream, ids)
 
     def explain(self, name: str) -> str:
         from .explain import explain

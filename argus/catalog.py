@@ -1,11 +1,14 @@
 """Create and upgrade the system catalog from the versioned DDL files in catalog/.
 
-Files are named NNN_description.sql and applied in order, each in the transaction that
-records its version, under the cycle lock so that two processes never race.
+Tables change through files named NNN_description.sql, applied in order, each in the
+transaction that records its version. Functions and views are defined once, as they are
+now, in catalog/functions.sql and catalog/views.sql, applied after the numbered files
+whenever their text changed. All under the cycle lock, so that two processes never race.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import psycopg
@@ -27,6 +30,23 @@ def migrations() -> list[tuple[int, str]]:
     return found
 
 
+CODE_FILES = ("functions.sql", "views.sql")
+
+
+def code() -> tuple[str, str]:
+    """(md5, text) of the functions and views, as this argus defines them."""
+    text = "\n".join((resource_dir("catalog") / name).read_text() for name in CODE_FILES)
+    return hashlib.md5(text.encode()).hexdigest(), text
+
+
+def installed_code(conn: psycopg.Connection) -> str | None:
+    try:
+        with conn.transaction():
+            return conn.execute("SELECT catalog_code FROM argus_catalog.settings").fetchone()[0]
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):  # before 6
+        return None
+
+
 def latest_version() -> int:
     return migrations()[-1][0]
 
@@ -43,7 +63,8 @@ def installed_version(conn: psycopg.Connection) -> int | None:
 
 def migrate(conn: psycopg.Connection) -> int:
     """Bring the catalog to the latest version; return the number of files applied."""
-    if installed_version(conn) == latest_version():
+    digest, text = code()
+    if installed_version(conn) == latest_version() and installed_code(conn) == digest:
         return 0  # the common case, checked without waiting for a running cycle
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
@@ -59,5 +80,9 @@ def migrate(conn: psycopg.Connection) -> int:
             conn.execute(ddl)  # a reviewed file of our own, no parameters
             conn.execute(sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
                 sql.Identifier(CATALOG_SCHEMA, "schema_version")), (version,))
+            applied += 1
+        if installed_code(conn) != digest:
+            conn.execute(text)  # reviewed files of our own, no parameters
+            conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s", (digest,))
             applied += 1
         return applied

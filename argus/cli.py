@@ -123,16 +123,18 @@ def stream_drop(name: str, dsn: str | None) -> None:
 @click.option("--sharing", type=click.Choice(STRATEGIES), default=None,
               help="How to share the network's nodes (default $ARGUS_SHARING, else "
                    "selection).")
+@click.option("--force", is_flag=True,
+              help="Register even if its estimated state exceeds max_query_state.")
 @dsn_option
 @handle_errors
 def register(name: str, sql_text: str | None, path: Path | None, sharing: str | None,
-             dsn: str | None) -> None:
+             force: bool, dsn: str | None) -> None:
     """Register continuous query NAME."""
     if (sql_text is None) == (path is None):
         raise click.UsageError("give the query with exactly one of --sql or -f FILE")
     text = sql_text if sql_text is not None else path.read_text()
     with _connect(dsn, sharing) as db:
-        info = db.register_query(name, text)
+        info = db.register_query(name, text, force=force)
         created = [n.id for n in info.nodes if n.created]
         shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]
         console.print(f"query {info.name} registered: {len(db.results(info.name))} rows now; "
@@ -200,6 +202,54 @@ def run(wait: bool, dsn: str | None) -> None:
                   f"{report.nodes_run} nodes evaluated; {report.seconds * 1000:.1f} ms")
     for query, n in sorted(changed.items()):
         console.print(f"  {query}: +{n} -{report.retracted[query]}")
+    for stream, n in report.quarantined.items():
+        err_console.print(f"[yellow]held back:[/] {n} rows of {stream} (event time too far "
+                          "ahead of the server's clock): see argus quarantine", highlight=False)
+    for query, error in report.failed.items():
+        err_console.print(f"[red]isolated:[/] query {query} failed: {error}; the others went "
+                          f"on (argus retry {query})", highlight=False)
+
+
+@main.command()
+@click.argument("name")
+@dsn_option
+@handle_errors
+def retry(name: str, dsn: str | None) -> None:
+    """Put query NAME, isolated after a failure, back into the cycles (rebuilt)."""
+    with _connect(dsn) as db:
+        info = db.retry(name)
+        console.print(f"query {info.name} is back: {len(db.results(info.name))} rows now")
+
+
+@main.group(invoke_without_command=True)
+@click.option("--stream", default=None, help="Only this stream's rows.")
+@dsn_option
+@click.pass_context
+@handle_errors
+def quarantine(ctx: click.Context, stream: str | None, dsn: str | None) -> None:
+    """Rows held back because their event time was too far ahead of the server's clock."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with _connect(dsn) as db:
+        rows = db.quarantined(stream)
+    table = Table("id", "stream", "row", "reason", "held at",
+                  title=f"quarantine: {len(rows)} rows", title_justify="left")
+    for quarantine_id, name, row, reason, held_at in rows:
+        table.add_row(str(quarantine_id), name, str(row), reason, str(held_at))
+    console.print(table)
+
+
+@quarantine.command("release")
+@click.option("--stream", default=None, help="Only this stream's rows.")
+@click.option("--id", "ids", type=int, multiple=True, help="Only these rows (repeatable).")
+@dsn_option
+@handle_errors
+def quarantine_release(stream: str | None, ids: tuple[int, ...], dsn: str | None) -> None:
+    """Return held rows to their inboxes; the next cycle claims them (raise
+    max_clock_lead first if their event times are right)."""
+    with _connect(dsn) as db:
+        moved = db.release_quarantine(stream, ids or None)
+    console.print(f"{moved} rows returned to their inboxes")
 
 
 @main.command()

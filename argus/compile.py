@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Protocol
 
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from .aggregates import Book, Model, Spec
+from .blocks import substitute
 from .canon import sargable
 from .names import SIGN, node_delta, std_alias, stream_inbox
 from .temporal import Bound, at_previous_clock, clock_once
@@ -39,7 +42,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 13
+CODE_VERSION = 16
 
 
 @dataclass(frozen=True)
@@ -239,35 +242,46 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
           left: frozenset[str] = frozenset()) -> sql.Composed:
     """One statement that claims every stream's inbox under one snapshot, so a load that
     wrote to several streams in one transaction is claimed whole by one cycle. Returns
-    the rows claimed per stream, the largest event time claimed, and the late rows per
-    stream. `locked`: the cycle holds every inbox exclusively; the children read the
+    the rows claimed per stream, the largest event time claimed, the late rows and the
+    rows held back (quarantined: an event time too far ahead of the server's clock)
+    per stream. `locked`: the cycle holds every inbox exclusively; the children read the
     claimed rows in the inbox (`in_inbox`), which is truncated at the end of the cycle,
     instead of rows deleted one by one; only the streams not named in `left` (a query's
     output: its changes view reads the delta table) are also copied."""
-    parts, counts, times, late = [], [], [], []
+    parts, counts, times, late, held = [], [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
         t = sql.Identifier(time_column) if time_column else None
+        admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
+        hold = {"held": sql.Identifier(f"held_{i}"), "taken": sql.Identifier(f"taken_{i}"),
+                "inbox": stream_inbox(name), "claimed": claimed, "name": sql.Literal(name),
+                "t": t, "admitted": admitted}
+        if t and locked:
+            parts.append(render("stream/hold_locked", **hold))
         if not (locked and name in left):
             parts.append(render("stream/claim_locked" if locked else "stream/claim",
                                 claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
                                 inbox=stream_inbox(name), delta=node.delta_table,
-                                columns=node.column_list, sign=SIGN_ID))
+                                columns=node.column_list, sign=SIGN_ID, admitted=admitted))
+        if t and not locked:
+            parts.append(render("stream/hold", **hold))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
         # claimed rows in a tuple store for both the move and the statistics
-        parts.append(render("stream/claim_stats", stats=stats,
+        parts.append(render("stream/claim_stats", stats=stats, admitted=admitted,
                             claimed=stream_inbox(name) if locked else claimed,
-                            latest=sql.SQL("max({})::timestamptz").format(t) if t
-                            else sql.SQL("NULL::timestamptz"),
-                            late=sql.SQL("count(*) FILTER (WHERE {} < "
-                                         "(SELECT argus.clock_now()))").format(t) if t
-                            else sql.SQL("0")))
+                            latest=sql.SQL("(max({}) FILTER (WHERE {}))::timestamptz").format(
+                                t, admitted) if t else sql.SQL("NULL::timestamptz"),
+                            late=sql.SQL("count(*) FILTER (WHERE {} AND {} < "
+                                         "(SELECT argus.clock_now()))").format(admitted, t)
+                            if t else sql.SQL("0")))
         counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
         times.append(sql.SQL("(SELECT latest FROM {})").format(stats))
         late.append(sql.SQL("(SELECT late FROM {})").format(stats))
-    return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[]").format(
+        held.append(sql.SQL("(SELECT held FROM {})").format(stats))
+    return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[], "
+                   "ARRAY[{}]::bigint[]").format(
         sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), sql.SQL(", ").join(times),
-        sql.SQL(", ").join(late))
+        sql.SQL(", ").join(late), sql.SQL(", ").join(held))
 
 
 # -- selection -------------------------------------------------------------------------
@@ -282,6 +296,21 @@ class SelectCompiler:
         return {**signed_slots(node), "named_exprs": node.named_expr_list,
                 "predicate": sql.SQL(predicate)}
 
+    @staticmethod
+    def own(node: Node, text: str) -> str:
+        """SQL over the parent's columns (t1) as SQL over the node's own history, whose
+        columns pass them through under names of their own (a temporal filter keeps
+        the columns it re-reads as the clock moves)."""
+        passed = {e: n for n, e in zip(node.columns, node.exprs)}
+        mapping = {}
+        for column in sqlglot.parse_one(text, read="postgres").find_all(exp.Column):
+            if column.table == "t1":
+                mine = passed.get(sql.Identifier("t1", column.name).as_string(None))
+                if mine is None:
+                    raise ValueError(f"node {node.id} does not keep column {column.name!r}")
+                mapping[column.name] = exp.column(mine, table="t1", quoted=True)
+        return substitute(text, {"t1": mapping}).sql("postgres")
+
     def _temporal(self, node: Node, parents: list[Node]) -> list[Step]:
         d = node.definition
         moved = sql.SQL("argus_clock_moved")
@@ -291,7 +320,8 @@ class SelectCompiler:
             expired = "NOT coalesce(({}), false)".format(") AND (".join(d["clock_conjuncts"]))
         steps = [Step(render("select/expire", delta=node.delta, hist=node.hist,
                              columns=node.column_list, t1_columns=cols(node.columns, "t1"),
-                             expired=sql.SQL(clock_once(expired)), t1=T1, sign=SIGN_ID),
+                             expired=sql.SQL(clock_once(self.own(node, expired))), t1=T1,
+                             sign=SIGN_ID),
                       moved)]
         if not d["monotone"]:
             slots = self._slots(node)
@@ -305,7 +335,9 @@ class SelectCompiler:
     def create(self, node, parents):
         if virtual(node):
             return self.views(node, parents[0])
-        indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(b[0]))
+        own = {e: n for n, e in zip(node.columns, node.exprs)}
+        indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(
+                       node.hist, sql.Identifier(own[sql.Identifier("t1", b[0]).as_string(None)]))
                    for b in node.definition.get("bounds", [])]
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
                        parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
@@ -355,25 +387,37 @@ class SelectCompiler:
                 and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.definition["groups"]))
 
 
-def purge_block(node: Node, children: list[Node]) -> sql.Composed | None:
-    """Delete the rows of `node` that no consumer can need again, when every consumer
-    is a selection with lower time bounds on columns passed through from `node`."""
-    if virtual(node) or not children or any(not (c.kind == "select" and c.definition.get("monotone")
-                                and c.definition.get("bounds")) for c in children):
+def purge_block(node: Node, children: list[Node], time_column: str | None = None
+                ) -> sql.Composed | None:
+    """Delete the rows of `node` that no consumer can need again: when every consumer is
+    a selection with a lower time bound on one column it passes through from `node` —
+    for a stream, its time column (a window on another column says nothing of what a
+    later query on the time column needs). The horizon records the column. An
+    aggregate's, a DISTINCT's or a set operation's rows are the state of its groups:
+    a group that left a window may come back, and must come back counted."""
+    if node.kind in ("aggregate", "distinct", "setop") or virtual(node) or not children:
         return None
-    failed, horizons = [], []
+    bounds_by_child = []
     for child in children:
-        passthrough = {name: expr for name, expr in zip(child.columns, child.exprs)}
-        bounds = [Bound(*b) for b in child.definition["bounds"]]
-        if any(passthrough.get(b.column) != f'"t1"."{b.column}"' or b.column not in node.columns
-               for b in bounds):
+        if not (child.kind == "select" and child.definition.get("monotone")):
             return None
-        failed.append("(" + " OR ".join(b.failed() for b in bounds) + ")")
-        horizons.append("greatest(" + ", ".join(f"({b.expr})" for b in bounds) + ")")
+        bounds_by_child.append([Bound(*b) for b in child.definition.get("bounds", [])
+                                if b[0] in node.columns])
+    common = set.intersection(*({b.column for b in bounds} for bounds in bounds_by_child))
+    if time_column is not None:
+        common &= {time_column}
+    if not common:
+        return None
+    column = min(common)
+    failed, horizons = [], []
+    for bounds in bounds_by_child:
+        mine = [b for b in bounds if b.column == column]
+        failed.append("(" + " OR ".join(b.failed() for b in mine) + ")")
+        horizons.append("greatest(" + ", ".join(f"({b.expr})" for b in mine) + ")")
     return render("node/purge", hist=node.hist,
                   failed=sql.SQL(clock_once(" AND ".join(failed))),
                   horizon=sql.SQL(clock_once("least(" + ", ".join(horizons) + ")")),
-                  id=sql.Literal(node.id))
+                  column=sql.Literal(column), id=sql.Literal(node.id))
 
 
 # -- joins -----------------------------------------------------------------------------
@@ -855,6 +899,47 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
                   analyze=sql.SQL("") if virtual(node) else analyze_delta(node))
 
 
+def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+    """The code that diagnoses the node after one of its statements failed: each
+    input's changes, row by row, against the node's expressions over one row (a
+    selection's predicate and columns, an aggregate's groups and arguments, a join's
+    condition and columns against the other input's history), so that the failure can
+    name the row. None where no row-level expression can fail (DISTINCT, set
+    operations: their columns pass through)."""
+    d = node.definition
+    if node.kind == "select":
+        sides = [(T1, 0, None, [d.get("predicate") or "TRUE", *node.exprs])]
+    elif node.kind == "aggregate":
+        model = Model.of(d)
+        sides = [(T1, 0, None, model.group_exprs + [s.arg for s in model.specs if s.arg]
+                  or ["TRUE"])]
+    elif node.kind == "join":
+        condition = join_condition(node, parents)
+        sides = [(T1, 0, 1, list(node.exprs)), (T2, 1, 0, list(node.exprs))]
+    else:
+        return None
+
+    def code(parents: list[Node]) -> sql.Composed:
+        searches = []
+        for row, mine, other, exprs in sides:
+            partners = sql.SQL("") if other is None else sql.SQL(" FROM {} AS {} WHERE {}").format(
+                parents[other].hist, T2 if row == T1 else T1, sql.SQL(condition))
+            searches.append(render(
+                "program/probe_search", row=row, source=parents[mine].delta,
+                exprs=sql.SQL(", ").join(sql.SQL("({})").format(sql.SQL(e)) for e in exprs),
+                partners=partners, what=sql.Literal(_describe_input(parents[mine]))))
+        return render("program/probe_block", condition=any_rows(*_unique(parents)),
+                      searches=sql.SQL("\n").join(searches))
+
+    return per_claim(parents, code, conn)
+
+
+def _describe_input(node: Node) -> str:
+    if node.kind == "stream":
+        return f"row of stream {node.hist_ref[1]}"
+    return f"row of node {node.id}"
+
+
 def analyze_delta(node: Node) -> sql.Composed:
     return render("program/analyze_delta", var=var(node.id), delta=node.delta_table,
                   name=sql.Literal(node.delta_table.as_string(None)))
@@ -955,9 +1040,9 @@ def frame(streams: list[tuple[str, Node, str | None]],
 
 
 def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
-         flushes: list[str], purges: list[str]) -> str:
+         flushes: list[str], purges: list[str], initial: int = 0) -> str:
     """The frame filled as argus.assemble_program() fills it (PostgreSQL's format())."""
-    values = ["\n".join(f"    {var(i).as_string(None)} bigint := 0;" for i in node_ids),
+    values = ["\n".join(f"    {var(i).as_string(None)} bigint := {initial};" for i in node_ids),
               "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
               "\n".join(purges)]
     return re.sub(r"%(?:%|(\d)\$s)",

@@ -115,7 +115,9 @@ def _canonical(side_type: str, const: exp.Expr, kind: str, as_json: str | None,
             "PostgreSQL reads it as the current time, so the answer would change with the "
             "wall clock; compare with argus_now(), the stream clock, or write the date")
     value = json.loads(as_json)
-    if kind in EXACT:
+    if kind in EXACT:  # NaN and ±Infinity are numerics outside the numbers' order
+        if isinstance(value, str):
+            return ("numeric", as_text)
         return ("num", str(Fraction(str(value))))
     if kind in FLOATS:
         return (kind, float_text(float(value)))

@@ -3,8 +3,10 @@ cycle run from Python, psql or pg_cron is the same cycle. This module calls it a
 turns the run's log into a report.
 
 The whole cycle is one transaction holding the cycle lock: it commits entirely or not
-at all. A failure inside the network program rolls the program back (the claimed rows
-return to the inboxes) and is committed as a failed run in argus.runs.
+at all. When a node fails, the queries that use it are isolated (`failed` in the
+report, argus.queries) and the cycle runs again without them; any other failure rolls
+the program back (the claimed rows return to the inboxes) and is committed as a failed
+run in argus.runs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class CycleReport:
     nodes_run: int
     seconds: float
     node_ms: dict[int, float] = field(default_factory=dict, repr=False)
+    failed: dict[str, str] = field(default_factory=dict)  # query isolated -> its error
+    quarantined: dict[str, int] = field(default_factory=dict)  # stream -> rows held back
 
     @property
     def total_in(self) -> int:
@@ -51,10 +55,16 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
 
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:
     """The run's log, read in one round trip (it is part of every cycle's latency)."""
-    status, error, nodes_run, rows_in, queries, node_ms = conn.execute(
+    status, error, nodes_run, rows_in, held, failed, queries, node_ms = conn.execute(
         """SELECT r.status, r.error, r.nodes_run,
                   (SELECT coalesce(jsonb_object_agg(stream, rows), '{}')
                      FROM argus_catalog.run_streams WHERE run_id = r.run_id),
+                  (SELECT coalesce(jsonb_object_agg(stream, quarantined), '{}')
+                     FROM argus_catalog.run_streams
+                    WHERE run_id = r.run_id AND quarantined > 0),
+                  (SELECT coalesce(jsonb_object_agg(q.name, concat_ws('; row: ', q.error,
+                                                                       q.culprit)), '{}')
+                     FROM argus_catalog.queries q WHERE q.failed_run = r.run_id),
                   (SELECT coalesce(jsonb_object_agg(query, jsonb_build_array(inserted,
                                                                              retracted)), '{}')
                      FROM argus_catalog.run_queries WHERE run_id = r.run_id),
@@ -67,4 +77,5 @@ def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> Cycle
     return CycleReport(run_id, dict(sorted(rows_in.items())),
                        {q: i for q, (i, _) in sorted(queries.items())},
                        {q: r for q, (_, r) in sorted(queries.items())}, nodes_run, seconds,
-                       {int(n): float(ms) for n, ms in node_ms.items()})
+                       {int(n): float(ms) for n, ms in node_ms.items()},
+                       dict(sorted(failed.items())), dict(sorted(held.items())))

@@ -48,6 +48,11 @@ class UnsupportedQueryError(QueryError):
         super().__init__(f"{message}; {detail}" if detail else message)
 
 
+class QueryFailedError(QueryError):
+    """A query isolated after one of its nodes failed in a cycle: its answer stands
+    where it was until `argus retry`."""
+
+
 class LoadError(ArgusError):
     """Rows that could not be loaded into a stream; nothing was loaded."""
 

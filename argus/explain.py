@@ -8,9 +8,9 @@ import psycopg
 from psycopg import sql
 
 from . import network
-from .compile import SIGN_ID, T1, claim, virtual
+from .compile import T1, claim, virtual
 from .names import changes_view, results_view
-from .registry import query_info
+from .registry import changes_view_sql, query_info
 from .templates import render
 
 
@@ -41,7 +41,7 @@ def describe(node) -> list[str]:
 _LAST_RUN = """
 SELECT n.node_id, n.apply_ms_row, n.rebuild_ms_row, r.ms, r.flush_ms, r.inserted + r.retracted,
        m.changes, m.apply_ms, m.rebuild_ms, m.rebuilt
-  FROM argus_catalog.nodes n
+  FROM argus_catalog.node_stats n
   LEFT JOIN argus_catalog.run_nodes r
          ON r.node_id = n.node_id
         AND r.run_id = (SELECT max(run_id) FROM argus_catalog.runs WHERE status = 'ok')
@@ -132,14 +132,13 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             out.append("      flush code (end of cycle):")
             out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
     top = net.nodes[info.output_node]
-    exprs = sql.SQL(", ").join(
-        sql.SQL(e) for (e,) in conn.execute(
-            """SELECT c.expr FROM argus_catalog.query_columns c
-                 JOIN argus_catalog.queries q USING (query_id)
-                WHERE q.name = %s ORDER BY c.position""", (info.name,)))
+    output = [e for (e,) in conn.execute(
+        """SELECT c.expr FROM argus_catalog.query_columns c
+             JOIN argus_catalog.queries q USING (query_id)
+            WHERE q.name = %s ORDER BY c.position""", (info.name,))]
+    exprs = sql.SQL(", ").join(map(sql.SQL, output))
     out.append("  views:")
     out.append(text(render("query/results_view", view=results_view(info.name), exprs=exprs,
                            hist=top.hist, t1=T1)))
-    out.append(text(render("query/changes_view", view=changes_view(info.name), exprs=exprs,
-                           delta=top.delta, t1=T1, sign=SIGN_ID)))
+    out.append(text(changes_view_sql(info.name, output, top)))
     return "\n".join(out)

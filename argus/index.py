@@ -103,7 +103,7 @@ def _voas(conn: psycopg.Connection, node_id: int, parents: Sequence[int]):
 
 _CANDIDATES = """
 SELECT t.node_id, t.sources, n.hist_rows
-  FROM argus_catalog.topology t JOIN argus_catalog.nodes n USING (node_id)
+  FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
  WHERE t.sources_key = %(key)s
    AND NOT EXISTS (
        SELECT 1 FROM argus_catalog.predset_orpreds po

@@ -39,8 +39,9 @@ CYCLE_LOCK = (0x41524755, 0x53)  # "ARGU", "S"
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
-# PostgreSQL's reserved key words (pg_get_keywords(), categories R and T): as names they
-# would need quotes in every query, so argus refuses them.
+# PostgreSQL's reserved key words (pg_get_keywords(), categories R and T): as stream or
+# column names they would need quotes in every query, so argus refuses them. (A query's
+# name is only ever read schema-qualified, argus_results.<name>, where any word is a name.)
 RESERVED_WORDS = frozenset("""
     all analyse analyze and any array as asc asymmetric authorization binary both case cast
     check collate collation column concurrently constraint create cross current_catalog
@@ -74,7 +75,7 @@ def check_name(name: object, what: str) -> str:
         raise InvalidNameError(
             f"invalid {what} name {name!r}: use letters, digits and underscores, "
             "starting with a letter or underscore")
-    if folded in RESERVED_WORDS:
+    if folded in RESERVED_WORDS and what != "query":
         raise InvalidNameError(f"invalid {what} name {name!r}: a reserved word of SQL, which "
                                "every query would have to quote; choose another name")
     if len(folded.encode()) > MAX_IDENTIFIER_BYTES:

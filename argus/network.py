@@ -23,7 +23,8 @@ from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
 from .constants import Constants
 from .compile import (CODE_VERSION, COMPILERS, AggregateCompiler, Node, fill, flush_block, frame,
-                      join_condition, node_block, parent_index_name, purge_block, virtual)
+                      join_condition, node_block, parent_index_name, probe_block, purge_block,
+                      var, virtual)
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -117,11 +118,9 @@ def execute_all(conn: psycopg.Connection, statements) -> None:
 
 
 def _category(pg_type: str) -> str:
-    if pg_type in ("smallint", "integer", "bigint", "numeric"):
-        return "exact"
-    if pg_type in ("real", "double precision"):
-        return "float"
-    return "other"
+    """How an aggregate keeps the sums of an argument of this type (argus.aggregates)."""
+    return {"smallint": "int", "integer": "int", "bigint": "int8", "numeric": "numeric",
+            "real": "float4", "double precision": "float8"}.get(pg_type, "other")
 
 
 class Builder:
@@ -263,7 +262,7 @@ class Builder:
         """The largest existing UNION ALL whose operands are some of `keys`."""
         for node_id, operands in self.conn.execute(
                 """SELECT s.node_id, s.operands FROM argus_catalog.setop_topology s
-                     JOIN argus_catalog.nodes n USING (node_id)
+                     JOIN argus_catalog.node_stats n USING (node_id)
                     WHERE s.op = 'union_all' AND s.operands <@ %s::text[]
                     ORDER BY cardinality(s.operands) DESC, n.hist_rows DESC, s.node_id""",
                 (keys,)):
@@ -337,7 +336,7 @@ class Builder:
         return self._candidates[key]
 
     def source_index(self, node: Node) -> Indexed:
-        (rows,) = self.conn.execute("SELECT hist_rows FROM argus_catalog.nodes "
+        (rows,) = self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
                                     "WHERE node_id = %s", (node.id,)).fetchone()
         return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns), rows)
 
@@ -428,29 +427,36 @@ class Builder:
 
     def check_horizon(self, parent: Node, bounds) -> None:
         """A node whose old rows were purged can only feed a new consumer that would
-        never read them: a selection whose lower time bounds lie at or after the
-        horizon. `bounds` is None for any other consumer."""
-        horizon = self.conn.execute("SELECT horizon FROM argus_catalog.nodes WHERE node_id = %s",
-                                    (parent.id,)).fetchone()[0]
+        never read them: a selection with a lower time bound on the column the node was
+        purged by that starts after the horizon (at it, only for a strict bound: the
+        rows at the horizon may have been purged). `bounds` is None for any other
+        consumer."""
+        horizon, column = self.conn.execute(
+            "SELECT horizon, horizon_column FROM argus_catalog.node_stats WHERE node_id = %s",
+            (parent.id,)).fetchone()
         if horizon is None:
             return
         stream = self.conn.execute("SELECT name FROM argus_catalog.streams WHERE node_id = %s",
                                    (parent.id,)).fetchone()
         what = f"stream {stream[0]!r}" if stream else f"node {parent.id}"
-        if bounds:
-            starts = "greatest(" + ", ".join(f"({b.expr})" for b in bounds) + ")"
-            (ok, start) = self.conn.execute(sql.SQL(
-                "SELECT ({})::timestamptz >= %s::timestamptz, ({})::text").format(
-                    sql.SQL(starts), sql.SQL(starts)), (horizon,)).fetchone()
+        kept = f"{column} > {horizon}" if column else f"its rows after {horizon}"
+        need = "all of its rows"
+        for bound in bounds or []:
+            if bound.column != column:
+                continue
+            ok, start = self.conn.execute(sql.SQL(
+                "SELECT ({})::timestamptz {} %s::timestamptz, ({})::text").format(
+                    sql.SQL(bound.expr), sql.SQL(">=" if bound.op == ">" else ">"),
+                    sql.SQL(bound.expr)), (horizon,)).fetchone()
             if ok:
                 return
-            need = f"rows from {start} on"
-        else:
-            need = "all of its rows"
+            need = f"the rows with {column} {bound.op} {start}"
+        if bounds and need == "all of its rows":
+            need = f"rows older than {kept} by its other columns"
         raise QueryError(
-            f"{what} keeps only its rows from {horizon} on: older rows were purged because "
-            f"every query reading it is windowed; this query needs {need}. Give it a "
-            f"window that starts at or after {horizon}.")
+            f"{what} keeps only the rows with {kept}: older rows were purged because every "
+            f"query reading it is windowed on {column}; this query needs {need}. Give it a "
+            f"window on {column} that starts after {horizon}.")
 
     def _index_parent(self, node: Node, parent: Node, columns: list[str]) -> None:
         """Index the parent on the time columns the node's bounds compare, so that
@@ -537,14 +543,15 @@ class Builder:
         """Record the new node's rows and, for a signed node, what its backfill cost per
         row read and written: the first estimate of what rebuilding it costs (003)."""
         self.conn.execute(sql.SQL(
-            """UPDATE argus_catalog.nodes n SET hist_rows = c.rows,
-                      rebuild_ms_row = CASE WHEN NOT n.insert_only THEN
+            """UPDATE argus_catalog.node_stats n SET hist_rows = c.rows,
+                      rebuild_ms_row = CASE WHEN %s THEN NULL ELSE
                           %s / (c.rows + coalesce((SELECT sum(p.hist_rows)
                                  FROM argus_catalog.edges e
-                                 JOIN argus_catalog.nodes p ON p.node_id = e.parent_id
+                                 JOIN argus_catalog.node_stats p ON p.node_id = e.parent_id
                                 WHERE e.child_id = n.node_id), 0) + 10) END
                  FROM (SELECT count(*) AS rows FROM {}) AS c
-                WHERE n.node_id = %s""").format(node.hist), (backfill_ms, node.id))
+                WHERE n.node_id = %s""").format(node.hist),
+            (node.insert_only, backfill_ms, node.id))
 
     def _salt(self, salted: bool = False) -> str | None:
         """What makes a node's signature unique to this query: nodes that must not be
@@ -811,11 +818,11 @@ def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
     """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
     database) concatenates it."""
-    block, flush = node_block(node, parents, conn), flush_block(node, parents, conn)
-    conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s "
-                 "WHERE node_id = %s",
-                 (block.as_string(conn) if block is not None else None,
-                  flush.as_string(conn) if flush is not None else None, node.id))
+    blocks = (node_block(node, parents, conn), flush_block(node, parents, conn),
+              probe_block(node, parents, conn))
+    conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
+                 "probe_block = %s WHERE node_id = %s",
+                 (*(b.as_string(conn) if b is not None else None for b in blocks), node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
@@ -831,20 +838,46 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
                                              if node.id not in outputs))
     purges = _store_purges(conn)
-    checked = conn.execute(
-        """SELECT cycle_block, flush_block, kind <> 'stream' AND NOT insert_only
-             FROM argus_catalog.nodes WHERE node_id = ANY(%s)
-            ORDER BY join_level, sequence_id, node_id""", (list(check),)).fetchall()
-    if checked:  # in a function of its own: the whole program is validated by no one
-        ids = [r[0] for r in conn.execute("SELECT node_id FROM argus_catalog.nodes")]
-        body = fill(program_frame, ids, [c for c, _, _ in checked if c],
-                    any(s for _, _, s in checked), [f for _, f, _ in checked if f], purges)
-        name = sql.Identifier(NETWORK_SCHEMA, "cycle_check")
-        conn.execute(sql.SQL("CREATE FUNCTION {}(argus_run bigint) RETURNS void "
-                             "LANGUAGE plpgsql AS {}").format(name, sql.Literal(body)))
-        conn.execute(sql.SQL("DROP FUNCTION {}(bigint)").format(name))
+    if check:
+        run_once(conn, list(check), purges)
     conn.execute("UPDATE argus_catalog.settings SET program_frame = %s, program_stale = true",
                  (program_frame,))
+
+
+def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> None:
+    """Run the cycle code of the nodes a change compiled once, over empty deltas, every
+    step forced, in a savepoint rolled back: PostgreSQL plans and executes each of their
+    statements (validating a function checks only their syntax), so that what
+    registers is what a cycle can run. The purges are only validated."""
+    rows = conn.execute(
+        """SELECT n.node_id, n.cycle_block, n.flush_block,
+                  n.kind <> 'stream' AND NOT n.insert_only,
+                  coalesce((SELECT array_agg(e.parent_id) FROM argus_catalog.edges e
+                             WHERE e.child_id = n.node_id), '{}')
+             FROM argus_catalog.nodes n WHERE n.node_id = ANY(%s)
+            ORDER BY n.join_level, n.sequence_id, n.node_id""", (ids,)).fetchall()
+    involved = sorted({i for r in rows for i in [r[0], *r[4]]})
+    tables = [r[0] for r in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
+        "WHERE s.nspname = %s AND c.relkind = 'r' AND c.relname = ANY(%s)",
+        (NETWORK_SCHEMA, [f"n{i}_delta" for i in involved]))]
+    forced = ("    argus_clock_moved := true;\n    argus_purge := false;\n"
+              "    argus_isolate := false;\n") + "\n".join(
+        f"{block}\n    {var(node_id).as_string(None)} := 1;"
+        for node_id, block, _, _, _ in rows if block)
+    body = fill(frame([]), involved, [forced], any(r[3] for r in rows),
+                [f for _, _, f, _, _ in rows if f], purges, initial=1)
+    # an anonymous block, not a function: PostgreSQL frees its compiled code and cached
+    # plans after it ran (a dropped function's stayed in the session, and every later
+    # DDL statement walked them: drops went 3x slower after 100 registrations)
+    body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
+                        "\n    failed_state text;\n    failed_error text;\n    culprit text;", 1)
+    with conn.transaction():
+        conn.execute("SET LOCAL jit = off")
+        for table in tables:
+            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
+        conn.execute(sql.SQL("DO {}").format(sql.Literal(body)))
+        raise psycopg.Rollback()
 
 
 def _store_purges(conn: psycopg.Connection) -> list[str]:
@@ -862,11 +895,14 @@ def _store_purges(conn: psycopg.Connection) -> list[str]:
                            AND jsonb_array_length(c.definition->'bounds') > 0)
             ORDER BY e.parent_id""")]
     purges: dict[int, str] = {}
+    time_columns = dict(conn.execute("SELECT node_id, time_column FROM argus_catalog.streams"))
     for node_id in candidates:
         children = [load_node(conn, r[0]) for r in conn.execute(
             "SELECT DISTINCT child_id FROM argus_catalog.edges WHERE parent_id = %s",
             (node_id,))]
-        block = purge_block(load_node(conn, node_id), children)
+        node = load_node(conn, node_id)
+        block = purge_block(node, children, time_columns.get(node_id) if node.kind == "stream"
+                            else None)
         if block is not None:
             purges[node_id] = block.as_string(conn)
     conn.execute("UPDATE argus_catalog.nodes SET purge_block = NULL "

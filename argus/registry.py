@@ -13,14 +13,17 @@ import psycopg
 from psycopg import sql
 
 from .analyze import Analyzed, analyze
-from .compile import SIGN_ID, T1
-from .errors import DuplicateNameError, QueryError, UnknownQueryError, UnsupportedQueryError
+from . import network
+from .compile import SIGN_ID, T1, rebuild, virtual
+from .errors import (DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError,
+                     UnsupportedQueryError)
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
                     results_view)
-from .network import Builder, assemble, drop_unused
+from .network import Builder, assemble, drop_unused, execute_all
 from .sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
+from .temporal import at_previous_clock, reads_clock
 
 # Stable functions whose value changes with the clock: PostgreSQL calls them stable,
 # a continuous query must not depend on them.
@@ -43,19 +46,35 @@ class QueryInfo:
     columns: list[tuple[str, str]]  # (name, type)
     output_node: int
     nodes: list[NodeInfo]
+    status: str = "ok"  # 'failed': isolated after a node of it failed (see `retry`)
+    error: str | None = None  # the node's error, and the row it failed on if known
+
+    def check_ok(self) -> None:
+        if self.status != "ok":
+            raise QueryFailedError(
+                f"query {self.name!r} failed and is isolated, its answer as it was before: "
+                f"{self.error}. PostgreSQL could not run it over these rows either: register "
+                f"it again, changed (argus drop, argus register), or fix the function it "
+                f"calls and then: argus retry {self.name}")
 
 
 def register(conn: psycopg.Connection, name: str, sql_text: str,
-             sharing: Sharing | None = None) -> QueryInfo:
+             sharing: Sharing | None = None, force: bool = False) -> QueryInfo:
     name = check_name(name, "query")
+    # read and planned before taking the cycle lock: a large query holds up no cycle
+    schemas = stream_schemas(conn)
+    analyzed = analyze(sql_text, schemas)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
-        analyzed = analyze(sql_text, stream_schemas(conn))
+        if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
+            analyzed = analyze(sql_text, stream_schemas(conn))
         _check_functions(conn, analyzed)
-        _check_with_postgres(conn, analyzed)
+        plan = _check_with_postgres(conn, analyzed)
+        if not force:
+            _check_state(conn, name, plan)
         try:
             info, compiled = _build(conn, name, sql_text, analyzed, sharing or Sharing())
             assemble(conn, check=compiled)
@@ -63,6 +82,9 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} cannot be maintained: "
                              f"{exc.diag.message_primary or exc}") from None
+        except RecursionError:
+            raise QueryError(f"query {name!r} nests too deeply to be maintained; "
+                             "split it") from None
 
 
 def _check_functions(conn: psycopg.Connection, analyzed: Analyzed) -> None:
@@ -78,9 +100,10 @@ def _check_functions(conn: psycopg.Connection, analyzed: Analyzed) -> None:
             "a continuous query must give the same answer whenever it is evaluated")
 
 
-def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
+def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     """Let PostgreSQL plan the canonical query over the stream histories: types,
-    operators and functions are checked before anything is created."""
+    operators and functions are checked before anything is created. The plan (EXPLAIN's
+    JSON) says how large the answer and its joins will be."""
     import sqlglot
     from sqlglot import exp
 
@@ -91,13 +114,38 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> None:
             table.set("db", exp.to_identifier(STREAMS_SCHEMA, quoted=True))
     try:
         with conn.transaction():
-            conn.execute(sql.SQL("EXPLAIN {}").format(
-                sql.SQL(tree.sql(dialect="postgres", copy=False))))
+            (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(
+                sql.SQL(tree.sql(dialect="postgres", copy=False)))).fetchone()
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
         raise QueryError(f"PostgreSQL rejects the query: {diag.message_primary or exc}{hint}"
                          ) from None
+    return plan[0]["Plan"]
+
+
+def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
+    """Refuse a query whose state PostgreSQL estimates above settings.max_query_state:
+    the rows of its answer and of the joins and groups under it, over the histories as
+    they are (a cross join of two streams of 3,000 rows keeps 9M rows). `force` skips
+    this check."""
+    (limit,) = conn.execute("SELECT max_query_state FROM argus_catalog.settings").fetchone()
+    if limit is None:
+        return
+    state, stack = 0, [plan]
+    while stack:
+        node = stack.pop()
+        if node is plan or "Join" in node["Node Type"] or node["Node Type"] in (
+                "Nested Loop", "Aggregate"):
+            state += node["Plan Rows"] * node["Plan Width"]
+        stack.extend(node.get("Plans", []))
+    if state > limit:
+        raise QueryError(
+            f"query {name!r} would keep about {state / 2**20:,.0f} MiB of state by "
+            f"PostgreSQL's estimate (an answer of {plan['Plan Rows']:,.0f} rows), more than "
+            f"max_query_state ({limit / 2**20:,.0f} MiB): narrow it (a join condition, a "
+            "window), raise the setting (argus config max_query_state …), or register it "
+            "with --force")
 
 
 def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed,
@@ -122,8 +170,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     if reserved:
         raise QueryError(f"query {name!r}: output column {reserved[0]!r} uses the reserved "
                          f"prefix '{RESERVED_PREFIX}'; rename it with AS")
-    conn.execute(render("query/changes_view", view=changes_view(name), exprs=exprs,
-                        delta=top.delta, t1=T1, sign=SIGN_ID))
+    conn.execute(changes_view_sql(name, output, top))
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node)
            VALUES (%s, %s, %s, %s) RETURNING query_id""",
@@ -139,6 +186,17 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     return QueryInfo(name=name, sql=sql_text, columns=columns, output_node=top.id,
                      nodes=[NodeInfo(n, kind, n in created) for n, kind in used]
                      ), builder.compiled
+
+
+def changes_view_sql(name: str, output: list[str], top) -> sql.Composed:
+    """The query's changes view: its output expressions over the top node's delta, or,
+    for expressions that read the clock, what changed as the clock moved too."""
+    slots = {"view": changes_view(name), "exprs": sql.SQL(", ").join(map(sql.SQL, output)),
+             "delta": top.delta, "t1": T1, "sign": SIGN_ID}
+    if not any(reads_clock(e) for e in output):
+        return render("query/changes_view", **slots)
+    return render("query/changes_view_clock", hist=top.hist, previous=sql.SQL(", ").join(
+        sql.SQL(at_previous_clock(e)) for e in output), **slots)
 
 
 def unregister(conn: psycopg.Connection, name: str) -> list[int]:
@@ -157,11 +215,12 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
 
 def query_info(conn: psycopg.Connection, name: str) -> QueryInfo:
     name = check_name(name, "query")
-    row = conn.execute("SELECT query_id, sql, output_node FROM argus_catalog.queries "
+    row = conn.execute("SELECT query_id, sql, output_node, status, "
+                       "concat_ws('; row: ', error, culprit) FROM argus_catalog.queries "
                        "WHERE name = %s", (name,)).fetchone()
     if row is None:
         raise UnknownQueryError(f"unknown query {name!r}")
-    query_id, sql_text, output = row
+    query_id, sql_text, output, status, error = row
     columns = conn.execute("SELECT name, type FROM argus_catalog.query_columns "
                            "WHERE query_id = %s ORDER BY position", (query_id,)).fetchall()
     nodes = conn.execute(
@@ -169,4 +228,38 @@ def query_info(conn: psycopg.Connection, name: str) -> QueryInfo:
              JOIN argus_catalog.nodes n USING (node_id) WHERE qn.query_id = %s
             ORDER BY n.join_level, n.sequence_id, n.node_id""", (query_id,)).fetchall()
     return QueryInfo(name, sql_text, [tuple(c) for c in columns], output,
-                     [NodeInfo(i, k, False) for i, k in nodes])
+                     [NodeInfo(i, k, False) for i, k in nodes], status, error or None)
+
+
+def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
+    """Put a failed query back into the cycles: rebuild the nodes only failed queries
+    used (they missed the cycles since) from their parents' histories, in evaluation
+    order, and mark it ok. If it still fails, nothing changes and the error says why."""
+    name = check_name(name, "query")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        info = query_info(conn, name)
+        if info.status == "ok":
+            return info
+        stale = {r[0] for r in conn.execute("SELECT node_id FROM argus.excluded_nodes()")}
+        net = network.load(conn)
+        try:
+            with conn.transaction():
+                mine = {n.id for n in info.nodes} & stale
+                for node in net.nodes.values():  # evaluation order
+                    if node.id in mine and not virtual(node):
+                        parents = [net.nodes[p] for p in node.parents]
+                        execute_all(conn, rebuild(node, parents))
+                        conn.execute(sql.SQL("DELETE FROM {}").format(node.delta_table))
+                        conn.execute(sql.SQL(
+                            "UPDATE argus_catalog.node_stats SET hist_rows = "
+                            "(SELECT count(*) FROM {}) WHERE node_id = %s").format(node.hist),
+                            (node.id,))
+        except psycopg.Error as exc:
+            raise QueryError(f"query {name!r} still fails, and stays isolated: "
+                             f"{exc.diag.message_primary or exc}") from None
+        conn.execute("UPDATE argus_catalog.queries SET status = 'ok', error = NULL, "
+                     "culprit = NULL, failed_run = NULL, failed_node = NULL, "
+                     "failed_at = NULL WHERE name = %s", (name,))
+        conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+        return query_info(conn, name)

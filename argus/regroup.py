@@ -61,7 +61,7 @@ def offer(builder, node_id: int) -> Offer:
         "SELECT canonical FROM argus_catalog.group_exprs WHERE node_id = %s ORDER BY position",
         (node_id,))]
     rows, rerolled = builder.conn.execute(
-        "SELECT n.hist_rows, g.rerolled FROM argus_catalog.nodes n JOIN "
+        "SELECT n.hist_rows, g.rerolled FROM argus_catalog.node_stats n JOIN "
         "argus_catalog.group_topology g USING (node_id) WHERE node_id = %s",
         (node_id,)).fetchone()
     specs, books = {}, {}
@@ -116,7 +116,7 @@ def book_types(builder, parent: Node, want: Want) -> dict:
 def candidates(builder, input_id: int, groups: list[str]) -> list[int]:
     return [r[0] for r in builder.conn.execute(
         """SELECT g.node_id FROM argus_catalog.group_topology g
-             JOIN argus_catalog.nodes n USING (node_id)
+             JOIN argus_catalog.node_stats n USING (node_id)
             WHERE g.input_id = %s
               AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
                                WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
@@ -163,7 +163,7 @@ def _names(off: Offer, want: Want) -> dict[str, str]:
 
 
 def _rows(builder, node: Node) -> int:
-    return builder.conn.execute("SELECT hist_rows FROM argus_catalog.nodes WHERE node_id = %s",
+    return builder.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
                                 (node.id,)).fetchone()[0]
 
 

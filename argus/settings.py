@@ -44,6 +44,13 @@ def _optional(parse: Callable[[object], object]) -> Callable[[object], object]:
                                                                       "server") else parse(text)
 
 
+def _interval(text: object) -> str:
+    """An interval as PostgreSQL reads it ('1 day', '36 hours'), checked by the server."""
+    return str(text)
+
+
+INTERVALS = ("max_clock_lead", "keep_runs_for")
+
 # name -> (parse, what it does)
 SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "maintenance": (_choice("auto", "apply", "rebuild"),
@@ -58,13 +65,24 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "truncate_inbox_bytes": (_positive(int),
                              "take an inbox whose file grew past this whole (locked, read "
                              "in place, truncated) when no load is writing to it"),
+    "max_query_state": (_optional(_positive(int)),
+                        "refuse to register a query whose state PostgreSQL estimates above "
+                        "this many bytes, unless forced (null: no limit)"),
+    "max_clock_lead": (_optional(_interval),
+                       "hold back (quarantine) rows whose event time is further ahead of the "
+                       "server's clock than this (null: never)"),
+    "keep_runs": (_optional(_positive(int)),
+                  "the cycle log (argus.runs) keeps this many cycles at most (null: all)"),
+    "keep_runs_for": (_optional(_interval),
+                      "the cycle log keeps the cycles of this long at most (null: all)"),
 }
 
 
 def get(conn: psycopg.Connection) -> dict[str, object]:
     names = list(SETTINGS)
     row = conn.execute(sql.SQL("SELECT {} FROM argus_catalog.settings").format(
-        sql.SQL(", ").join(map(sql.Identifier, names)))).fetchone()
+        sql.SQL(", ").join(sql.SQL("{}::text" if n in INTERVALS else "{}").format(
+            sql.Identifier(n)) for n in names))).fetchone()
     return dict(zip(names, row))
 
 
@@ -79,7 +97,12 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
         except ValueError as exc:
             raise SettingError(f"setting {name!r} cannot be {text!r}: {exc}") from None
     if parsed:
-        conn.execute(sql.SQL("UPDATE argus_catalog.settings SET {}").format(
-            sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(n)) for n in parsed)),
-            list(parsed.values()))
+        try:
+            conn.execute(sql.SQL("UPDATE argus_catalog.settings SET {}").format(
+                sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(n))
+                                   for n in parsed)), list(parsed.values()))
+        except psycopg.DataError as exc:
+            raise SettingError(f"settings {', '.join(parsed)} cannot be "
+                               f"{', '.join(map(repr, values.values()))}: "
+                               f"{exc.diag.message_primary}") from None
     return get(conn)

@@ -19,19 +19,22 @@ def status_tables(conn: psycopg.Connection) -> list:
               f"on {info.host}:{info.port}")
     (clock,) = conn.execute("SELECT argus.clock_now()").fetchone()
     header += f"; stream clock {clock if clock is not None else '(no event time yet)'}"
-    streams = Table("stream", "history rows", "kept from", "waiting in inbox",
+    streams = Table("stream", "history rows", "rows kept", "waiting in inbox", "quarantined",
                     title="streams", title_justify="left")
-    for name, history, horizon in conn.execute(
-            """SELECT s.name, n.hist_rows, n.horizon FROM argus_catalog.streams s
-                 JOIN argus_catalog.nodes n USING (node_id) ORDER BY s.name""").fetchall():
+    for name, history, horizon, held in conn.execute(
+            """SELECT s.name, n.hist_rows, n.horizon_column || ' > ' || n.horizon,
+                      (SELECT count(*) FROM argus_catalog.quarantine q WHERE q.stream = s.name)
+                 FROM argus_catalog.streams s
+                 JOIN argus_catalog.node_stats n USING (node_id) ORDER BY s.name""").fetchall():
         (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT FROM {} LIMIT %s) w")
                                   .format(stream_inbox(name)), (INBOX_COUNT_LIMIT + 1,)).fetchone()
-        streams.add_row(name, f"{history:,}", horizon or "(everything)",
+        streams.add_row(name, f"{history:,}", horizon or "all",
                         f"{waiting:,}" if waiting <= INBOX_COUNT_LIMIT
-                        else f"over {INBOX_COUNT_LIMIT:,}")
+                        else f"over {INBOX_COUNT_LIMIT:,}", f"{held:,}")
 
     (state,) = conn.execute(
-        "SELECT coalesce(sum(hist_rows), 0) FROM argus_catalog.nodes WHERE kind <> 'stream'"
+        "SELECT coalesce(sum(hist_rows), 0) FROM argus_catalog.node_stats "
+        "JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream'"
     ).fetchone()
     queries, nodes, shared, uses = conn.execute(
         """SELECT (SELECT count(*) FROM argus_catalog.queries),
@@ -48,8 +51,18 @@ def status_tables(conn: psycopg.Connection) -> list:
     runs = Table("run", "started", "ms", "status", "rows in", "nodes run", "error",
                  title="recent cycles", title_justify="left")
     for row in conn.execute(
-            """SELECT run_id, started_at::timestamp(0), ms, status, rows_in, nodes_run, error
+            """SELECT run_id, started_at::timestamp(0), ms, status, rows_in, nodes_run,
+                      concat_ws('; ', error, 'isolated ' || array_to_string(failed_queries, ', '))
                  FROM argus.runs ORDER BY run_id DESC LIMIT 5"""):
         runs.add_row(*("" if v is None else str(v) for v in row))
-    return [header, streams, network, runs]
+    out = [header, streams, network, runs]
+    failed = conn.execute("SELECT name, failed_run, error, culprit FROM argus_catalog.queries "
+                          "WHERE status = 'failed' ORDER BY name").fetchall()
+    if failed:
+        table = Table("query", "since run", "error", "row", title="failed queries (isolated; "
+                      "argus retry NAME puts one back)", title_justify="left")
+        for row in failed:
+            table.add_row(*("" if v is None else str(v) for v in row))
+        out.append(table)
+    return out
 

@@ -116,6 +116,8 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                 raise InvalidNameError(
                     f"stream {name!r}: time column {time_column!r} has type {pg_type}; an "
                     f"event time must be one of {', '.join(TIME_TYPES)}")
+            conn.execute(render("stream/finite_time", inbox=stream_inbox(name),
+                                column=sql.Identifier(time_column)))
         node = load_node(conn, node_id)
         execute_all(conn, COMPILERS["stream"].create(node, []))
         store_blocks(conn, node, [])
@@ -204,6 +206,9 @@ def _as_tuple(row: object, columns: tuple[str, ...], number: int) -> tuple:
 def _copy_error(exc: psycopg.Error) -> str:
     diag = exc.diag
     text = diag.message_primary or str(exc)
+    if diag.constraint_name == "argus_finite_time":
+        text = ("an event time is infinite ('infinity' or '-infinity'), which would move the "
+                "stream clock past every window; give the row its real time, or NULL")
     if diag.context:  # e.g. 'COPY transfers, line 3, column amount: "abc"'
         text += f" ({diag.context.strip().splitlines()[0]})"
     return text

@@ -75,7 +75,7 @@ def run(config: str, args, sizes: list[int]) -> list[dict]:
                 cycles.append(time.perf_counter() - t0)
             nodes, state = db.conn.execute(
                 "SELECT count(*), coalesce(sum(hist_rows), 0)::bigint FROM argus_catalog.nodes "
-                "WHERE kind <> 'stream'").fetchone()
+                "JOIN argus_catalog.node_stats USING (node_id) WHERE kind <> 'stream'").fetchone()
             row = {"config": config, "queries": size, "nodes": nodes, "state": state,
                    "register_ms": registration * 1000,
                    "cycle_ms": statistics.median(cycles) * 1000}

@@ -220,22 +220,38 @@ def test_second_cycle_does_not_overlap_a_running_one(transfers, fresh_dsn):
     assert waited and waited[0].run_id
 
 
-def test_a_failing_cycle_changes_nothing_and_is_logged(transfers):
-    transfers.register("inverse", "SELECT tran_id, 100 / amount AS inv FROM transfers "
-                                  "WHERE 100 / amount > 1")
+INVERSE = "CREATE OR REPLACE FUNCTION public.inverse(x numeric) RETURNS numeric " \
+          "IMMUTABLE LANGUAGE sql AS $$ SELECT {} $$"
+
+
+def test_a_failing_node_isolates_its_queries_and_the_others_go_on(transfers):
+    transfers.conn.execute(INVERSE.format("100 / x"))
+    transfers.register("inverse", "SELECT tran_id, inverse(amount) AS inv FROM transfers "
+                                  "WHERE inverse(amount) > 1")
     transfers.register("ids", "SELECT tran_id FROM transfers")
     transfers.insert("transfers", rows(1, 5))
     transfers.run()
+    before = transfers.db.conn.execute("SELECT * FROM argus_results.inverse").fetchall()
     transfers.insert("transfers", [(99, D, "x", "y", Decimal(0))])  # division by zero
-    with pytest.raises(argus.CycleError, match="division by zero"):
-        transfers.db.run()
-    status, error = transfers.conn.execute(
-        "SELECT status, error FROM argus.runs ORDER BY run_id DESC LIMIT 1").fetchone()
-    assert status == "failed" and "division by zero" in error
-    assert transfers.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone() == (1,)
-    transfers.unregister("inverse")  # the others go on; the row was not lost
+    report = transfers.run()  # the oracle checks the others
+    assert set(report.failed) == {"inverse"}
+    assert "division by zero" in report.failed["inverse"]
+    assert '"tran_id": 99' in report.failed["inverse"]  # the row, named
+    status, isolated = transfers.conn.execute(
+        "SELECT status, failed_queries FROM argus.runs ORDER BY run_id DESC LIMIT 1").fetchone()
+    assert status == "ok" and isolated == ["inverse"]
+    assert (99,) in transfers.db.results("ids")  # not lost, and in the history
+    with pytest.raises(argus.QueryFailedError, match="argus retry inverse"):
+        transfers.db.results("inverse")
+    assert transfers.db.conn.execute("SELECT * FROM argus_results.inverse").fetchall() == before
+    transfers.insert("transfers", rows(6, 8))
     transfers.run()
-    assert (99,) in transfers.db.results("ids")
+    with pytest.raises(argus.QueryError, match="still fails"):
+        transfers.retry("inverse")  # nothing changed: PostgreSQL cannot run it either
+    transfers.conn.execute(INVERSE.format("CASE WHEN x <> 0 THEN 100 / x END"))
+    transfers.retry("inverse")  # rebuilt from the history, with the rows since: exact
+    transfers.insert("transfers", rows(9, 12))
+    transfers.run()
 
 
 def test_report_and_catalog_views_tell_what_happened(transfers):

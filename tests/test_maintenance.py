@@ -57,19 +57,23 @@ def test_forced_paths_match_the_oracle(loaded, mode):
     assert timed > 0
 
 
+STATS = ("SELECT node_id, {} FROM argus_catalog.nodes JOIN argus_catalog.node_stats "
+         "USING (node_id) WHERE NOT insert_only")
+
+
 def test_auto_follows_the_learned_costs(loaded):
     db = loaded.db
     nodes = signed_nodes(db)
     # rebuilding made to look far cheaper than applying: every changed node rebuilds
-    db.conn.execute("UPDATE argus_catalog.nodes SET apply_ms_row = 10, rebuild_ms_row = 1e-6 "
-                    "WHERE NOT insert_only")
+    db.conn.execute("UPDATE argus_catalog.node_stats SET apply_ms_row = 10, rebuild_ms_row = 1e-6 "
+                    "WHERE node_id = ANY(%s)", (nodes,))
     loaded.insert("r", batch(1))
     loaded.run()
     choices = last_choices(db)
     assert set(choices) <= set(nodes) and choices and all(choices.values())
     # the other way round: every node applies its changes
-    db.conn.execute("UPDATE argus_catalog.nodes SET apply_ms_row = 1e-6, rebuild_ms_row = 10 "
-                    "WHERE NOT insert_only")
+    db.conn.execute("UPDATE argus_catalog.node_stats SET apply_ms_row = 1e-6, rebuild_ms_row = 10 "
+                    "WHERE node_id = ANY(%s)", (nodes,))
     loaded.insert("r", batch(2))
     loaded.run()
     assert not any(last_choices(db).values())
@@ -78,21 +82,21 @@ def test_auto_follows_the_learned_costs(loaded):
 def test_costs_are_learned_from_the_cycles(loaded):
     db = loaded.db
     initial = dict(db.conn.execute(
-        "SELECT node_id, rebuild_ms_row FROM argus_catalog.nodes WHERE NOT insert_only"))
+        STATS.format("rebuild_ms_row")))
     assert all(v is not None and v > 0 for v in initial.values()), \
         "registration estimates rebuilding from its backfill"
     db.configure(maintenance="apply")
     loaded.insert("r", batch(1))
     loaded.run()
     applied = dict(db.conn.execute(
-        "SELECT node_id, apply_ms_row FROM argus_catalog.nodes WHERE NOT insert_only"))
+        STATS.format("apply_ms_row")))
     changed = last_choices(db)
     assert all(applied[n] > 0 for n in changed)
     db.configure(maintenance="rebuild")
     loaded.insert("r", batch(2))
     loaded.run()
     rebuilt = dict(db.conn.execute(
-        "SELECT node_id, rebuild_ms_row FROM argus_catalog.nodes WHERE NOT insert_only"))
+        STATS.format("rebuild_ms_row")))
     assert any(rebuilt[n] != initial[n] for n in last_choices(db))
 
 

@@ -1,10 +1,11 @@
 -- Old left rows touched by the right side's delta whose partner count crosses zero:
 -- they gain or lose their place in the output. Counts come from joins grouped by the
--- row's physical id, so each copy of a duplicated row is judged on its own.
+-- row's number, so each copy of a duplicated row is judged on its own (the left
+-- history may be a view: no ctid).
 INSERT INTO {delta} ({columns}{hash_column}, {sign})
 SELECT {s_columns}{hash_expr}, s.{sign} FROM (
     WITH l AS MATERIALIZED (
-        SELECT {t1}.ctid AS argus_tid, {t1}.* FROM {left} AS {t1}
+        SELECT row_number() OVER () AS argus_tid, {t1}.* FROM {left} AS {t1}
          WHERE EXISTS (SELECT 1 FROM {right_delta} AS {t2} WHERE {condition})
     ), o AS (
         SELECT {t1}.argus_tid, count(*) AS n FROM l AS {t1} JOIN {right} AS {t2} ON {condition}

@@ -1,5 +1,6 @@
 -- Claim every stream's inbox in one statement, under one snapshot, and advance the
--- stream clock to the largest event time claimed so far. Rows older than the clock
+-- stream clock to the largest event time claimed so far (rows too far ahead of the
+-- server's clock are held back in the quarantine instead). Rows older than the clock
 -- (late) are claimed like any other, and counted. Large inboxes are taken whole when
 -- no load is writing to any of them: locked (loads wait for the end of the cycle),
 -- read in place by the stream's children (argus.compile.in_inbox) and truncated at
@@ -16,14 +17,14 @@
         END;
     END IF;
     IF argus_locked THEN
-        {claim_locked} INTO {vars}, argus_claimed_time, argus_late;
+        {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held;
     ELSE
-        {claim} INTO {vars}, argus_claimed_time, argus_late;
+        {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held;
 {analyze}
     END IF;
-    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late)
+    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined)
     SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],
-                                      argus_late) AS u;
+                                      argus_late, argus_held) AS u;
     argus_clock_old := argus.clock_now();
     argus_clock_new := greatest(argus_clock_old, argus_claimed_time);
     argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;

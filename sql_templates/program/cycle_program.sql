@@ -1,9 +1,15 @@
 -- The network's execution code, assembled from every node's stored blocks in evaluation
 -- order at the first cycle after the network changed (ARGUS's code assembly; see
--- catalog/004_program.sql). argus_n<id> holds the rows node <id> wrote to its delta
--- this cycle; a node runs only if a parent's is non-zero.
+-- argus.assemble_program in catalog/functions.sql). argus_n<id> holds the rows node
+-- <id> wrote to its delta this cycle; a node runs only if a parent's is non-zero.
 -- Every PL/pgSQL name starts with argus_, which user columns may not, so that none
 -- shadows a column in the embedded SQL.
+--
+-- When a statement of a node fails, the program's work is rolled back (claims
+-- included) and the program returns the node and the error (failed_node, …), so that
+-- argus.run_cycle isolates the queries that use it and runs again without them. Any
+-- failure that is not a node's (no node was running, or the server: a lock, memory, a
+-- cancelled statement) fails the cycle whole.
 DECLARE
     argus_t timestamptz;
     argus_rc bigint;
@@ -13,12 +19,17 @@ DECLARE
     argus_m bigint;
     argus_claimed_time timestamptz;
     argus_late bigint[];
+    argus_held bigint[];
     argus_clock_old timestamptz;
     argus_clock_new timestamptz;
     argus_clock_moved boolean := false;
     argus_purge boolean := (SELECT purge FROM argus_catalog.settings);
     argus_inbox_limit bigint := (SELECT truncate_inbox_bytes FROM argus_catalog.settings);
+    argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
     argus_locked boolean;
+    argus_at bigint;
+    argus_isolate boolean := true;  -- false: a failing node fails the program
+    argus_culprit text;
     argus_ids bigint[] := ARRAY[]::bigint[];
     argus_ins bigint[] := ARRAY[]::bigint[];
     argus_ret bigint[] := ARRAY[]::bigint[];
@@ -28,18 +39,31 @@ DECLARE
     argus_fms float8[] := ARRAY[]::float8[];
 {declarations}
 BEGIN
+    BEGIN
 {claim}
 {evaluate}
+        argus_at := NULL;
 -- Every node has its delta: choose, per signed node, between applying its changes to
--- its history and rebuilding it (catalog/003_maintenance.sql).
-    IF {signed} THEN
-        argus_rebuild := argus.choose_maintenance(argus_run, argus_ids, argus_ins, argus_ret);
-    END IF;
+-- its history and rebuilding it (argus.choose_maintenance).
+        IF {signed} THEN
+            argus_rebuild := argus.choose_maintenance(argus_run, argus_ids, argus_ins, argus_ret);
+        END IF;
 {flush}
 {purge}
+        argus_at := NULL;
 {release}
-    INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms)
-    SELECT argus_run, e.id, e.ins, e.ret, e.ms, f.ms
-      FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS e(id, ins, ret, ms)
-      LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id;
+        INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms)
+        SELECT argus_run, e.id, e.ins, e.ret, e.ms, f.ms
+          FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS e(id, ins, ret, ms)
+          LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_error = MESSAGE_TEXT;
+        IF NOT argus_isolate OR argus_at IS NULL OR left(failed_state, 2) IN ('08', '25', '40', '53', '55', '57',
+                                                           '58', 'F0', 'XX') THEN
+            RAISE;
+        END IF;
+        failed_node := argus_at;
+        RETURN;
+    END;
+    culprit := argus_culprit;
 END

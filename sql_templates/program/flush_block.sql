@@ -1,5 +1,6 @@
 -- Maintain one node's history at the end of the cycle; record how long it took.
     IF {condition} THEN
+        argus_at := {id};
         argus_t := clock_timestamp();
 {body}
         argus_fids := argus_fids || {id}::bigint;

@@ -1,5 +1,7 @@
 -- Evaluate one node when one of its parents' deltas has rows; record its statistics.
+-- argus_at names the node whose statement is running, should one fail.
     IF {condition} THEN
+        argus_at := {id};
         argus_t := clock_timestamp();
         argus_i := 0;
         argus_r := 0;

@@ -1,3 +1,5 @@
--- What a stream's claim took, in one pass: rows, the largest event time, and the rows
--- older than the clock before this cycle (late).
-{stats} AS (SELECT count(*) AS n, {latest} AS latest, {late} AS late FROM {claimed})
+-- What a stream's claim took, in one pass: rows admitted, their largest event time,
+-- those older than the clock before this cycle (late), and the rows held back.
+{stats} AS (SELECT count(*) FILTER (WHERE {admitted}) AS n, {latest} AS latest,
+                   {late} AS late, count(*) FILTER (WHERE NOT {admitted}) AS held
+              FROM {claimed})

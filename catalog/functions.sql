@@ -1,0 +1,321 @@
+-- argus's functions, as they are now: re-applied (CREATE OR REPLACE) after the numbered
+-- migrations whenever this file changes (argus.catalog), so that the current cycle can
+-- be read in one place. Node code calls only functions of the argus schema.
+
+-- The stream clock: the largest event time claimed so far (argus_catalog.clock).
+CREATE OR REPLACE FUNCTION argus.clock_now() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
+CREATE OR REPLACE FUNCTION argus.clock_previous() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
+
+-- argus_now(), as queries are written (and as psql users run them from scratch). Node
+-- code calls argus.clock_now() instead, which does not depend on the search_path.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') THEN
+        CREATE OR REPLACE FUNCTION public.argus_now() RETURNS timestamptz
+        LANGUAGE sql STABLE AS 'SELECT now FROM argus_catalog.clock';
+    END IF;
+END $$;
+CREATE OR REPLACE FUNCTION argus.argus_now() RETURNS timestamptz
+LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
+
+-- sqrt(v) rounded at v's scale, as PostgreSQL's stddev of integers and numerics
+-- computes it (numeric_stddev_internal: sqrt_var at the variance's scale). sqrt()
+-- rounds at a scale of its own, and rounding that again at v's scale turned some
+-- halves (109904475403.4999…) up.
+CREATE OR REPLACE FUNCTION argus.numeric_sqrt(v numeric) RETURNS numeric
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT round(CASE WHEN (r + u / 2) * (r + u / 2) <= v THEN r + u ELSE r END, scale(v))
+      FROM (SELECT CASE WHEN t * t > v THEN t - u ELSE t END AS r, u
+              FROM (SELECT trunc(sqrt(v), scale(v)) AS t, 1 / 10::numeric ^ scale(v) AS u) AS a
+           ) AS b
+$$;
+
+-- Every node has a row of counters (argus_catalog.node_stats).
+CREATE OR REPLACE FUNCTION argus.node_stats_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO argus_catalog.node_stats (node_id) VALUES (NEW.node_id);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER node_stats_row AFTER INSERT ON argus_catalog.nodes
+FOR EACH ROW EXECUTE FUNCTION argus.node_stats_row();
+
+-- Nodes a cycle leaves out: those no query that is working uses (a query whose node
+-- failed is isolated with every node only failed queries use). Streams always run.
+CREATE OR REPLACE FUNCTION argus.excluded_nodes() RETURNS TABLE (node_id bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT n.node_id FROM argus_catalog.nodes n
+     WHERE n.kind <> 'stream'
+       AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes qn
+                         JOIN argus_catalog.queries q USING (query_id)
+                        WHERE qn.node_id = n.node_id AND q.status = 'ok')
+$$;
+
+-- Never slower than recomputation, per node and per cycle: called by the cycle program
+-- once every node has its delta, before the histories are maintained: which signed
+-- nodes to rebuild from their parents' new histories rather than apply their changes
+-- to, by costs learned from earlier cycles (argus_catalog.node_stats). ids/ins/ret: the
+-- rows each node wrote to its delta this cycle. A rebuild must be predicted at least
+-- 20% cheaper, so that noise does not flip a node back and forth; ten rows of fixed
+-- cost per statement keep tiny cycles from looking expensive per row. Virtual nodes
+-- (views) have nothing to maintain.
+CREATE OR REPLACE FUNCTION argus.choose_maintenance(run bigint, ids bigint[], ins bigint[],
+                                                    ret bigint[])
+RETURNS bigint[] LANGUAGE sql AS $$
+    WITH d AS (
+        SELECT * FROM unnest(ids, ins, ret) AS u(node_id, ins, ret)
+    ), c AS (
+        SELECT n.node_id,
+               d.ins + d.ret + coalesce((
+                   SELECT sum(pd.ins + pd.ret) FROM argus_catalog.edges e
+                     JOIN d AS pd ON pd.node_id = e.parent_id
+                    WHERE e.child_id = n.node_id), 0) AS changes,
+               greatest(st.hist_rows + d.ins - d.ret, 0) + coalesce((
+                   SELECT sum(greatest(p.hist_rows + coalesce(pd.ins - pd.ret, 0), 0))
+                     FROM argus_catalog.edges e
+                     JOIN argus_catalog.node_stats p ON p.node_id = e.parent_id
+                     LEFT JOIN d AS pd ON pd.node_id = e.parent_id
+                    WHERE e.child_id = n.node_id), 0) AS rebuild_rows,
+               st.apply_ms_row, st.rebuild_ms_row
+          FROM d JOIN argus_catalog.nodes n USING (node_id)
+          JOIN argus_catalog.node_stats st USING (node_id)
+         WHERE n.kind <> 'stream' AND NOT n.insert_only
+           AND NOT (n.kind = 'select' AND n.definition ? 'virtual')
+    ), chosen AS (
+        INSERT INTO argus_catalog.run_maintenance
+        SELECT run, c.node_id, c.changes, c.rebuild_rows,
+               c.apply_ms_row * (c.changes + 10), c.rebuild_ms_row * (c.rebuild_rows + 10),
+               CASE s.maintenance
+                   WHEN 'rebuild' THEN true
+                   WHEN 'apply' THEN false
+                   ELSE coalesce(c.rebuild_ms_row * (c.rebuild_rows + 10)
+                                 < 0.8 * c.apply_ms_row * (c.changes + 10), false)
+               END
+          FROM c, argus_catalog.settings s
+         WHERE c.changes > 0
+        RETURNING node_id, rebuilt
+    )
+    SELECT coalesce(array_agg(node_id), '{}') FROM chosen WHERE rebuilt
+$$;
+
+-- After a cycle: learn from what maintaining each node cost (moving averages).
+CREATE OR REPLACE FUNCTION argus.learn_maintenance(run bigint) RETURNS void
+LANGUAGE sql AS $$
+    UPDATE argus_catalog.node_stats n SET
+           apply_ms_row = CASE WHEN m.rebuilt THEN n.apply_ms_row
+                               ELSE coalesce(0.7 * n.apply_ms_row, 0)
+                                    + CASE WHEN n.apply_ms_row IS NULL THEN 1 ELSE 0.3 END
+                                      * r.flush_ms / (m.changes + 10) END,
+           rebuild_ms_row = CASE WHEN NOT m.rebuilt THEN n.rebuild_ms_row
+                                 ELSE coalesce(0.7 * n.rebuild_ms_row, 0)
+                                      + CASE WHEN n.rebuild_ms_row IS NULL THEN 1 ELSE 0.3 END
+                                        * r.flush_ms / (m.rebuild_rows + 10) END
+      FROM argus_catalog.run_maintenance m
+      JOIN argus_catalog.run_nodes r USING (run_id, node_id)
+     WHERE m.run_id = run AND r.flush_ms IS NOT NULL AND n.node_id = m.node_id
+$$;
+
+-- The cycle program is assembled in the database, by the first cycle after the network
+-- changed, from the code each node stored when it was compiled (argus.compile): a
+-- change compiles and validates only its own nodes' code, so that registering query
+-- number N costs what query N needs, and a cycle started from psql or pg_cron runs the
+-- current network all the same. Nodes only failed queries use are left out; `diagnose`
+-- is a failed node whose probe (argus.compile.probe_block: which row its expressions
+-- fail on) runs in its place.
+CREATE OR REPLACE FUNCTION argus.assemble_program(diagnose bigint DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql SET check_function_bodies = off AS $$
+DECLARE
+    v_frame text := (SELECT program_frame FROM argus_catalog.settings);
+    v_body  text;
+BEGIN
+    IF v_frame IS NULL THEN
+        RAISE EXCEPTION 'argus: this network''s code was compiled by an older argus'
+              USING HINT = 'run any argus command (e.g. argus status): it recompiles on connect';
+    END IF;
+    WITH n AS (
+        SELECT n.*, n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS excluded
+          FROM argus_catalog.nodes n
+    )
+    SELECT format(v_frame,
+                  coalesce(string_agg(format('    argus_n%s bigint := 0;', node_id), E'\n'
+                                      ORDER BY join_level, sequence_id, node_id), ''),
+                  coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
+                                           WHEN NOT excluded THEN cycle_block END, E'\n'
+                                      ORDER BY join_level, sequence_id, node_id), ''),
+                  coalesce(bool_or(kind <> 'stream' AND NOT insert_only AND NOT excluded),
+                           false)::text,
+                  coalesce(string_agg(flush_block, E'\n'
+                                      ORDER BY join_level, sequence_id, node_id)
+                           FILTER (WHERE NOT excluded), ''),
+                  coalesce(string_agg(purge_block, E'\n'
+                                      ORDER BY join_level, sequence_id, node_id)
+                           FILTER (WHERE NOT excluded), ''))
+      INTO v_body FROM n;
+    -- replaced in place: a new function each time would leave each old one's compiled
+    -- code and plans in the sessions that ran it
+    EXECUTE format('CREATE OR REPLACE FUNCTION argus_net.cycle_program(argus_run bigint, '
+                   'OUT failed_node bigint, OUT failed_state text, OUT failed_error text, '
+                   'OUT culprit text) LANGUAGE plpgsql AS %L', v_body);
+    UPDATE argus_catalog.settings SET program_stale = diagnose IS NOT NULL;
+END $$;
+
+-- A node of the program failed (cycle_program caught the error of a statement of its
+-- own): isolate every query that uses it, with the error; they stay as they were until
+-- `argus retry`. Returns their names.
+CREATE OR REPLACE FUNCTION argus.isolate(p_run bigint, p_node bigint, p_state text,
+                                         p_error text)
+RETURNS text[] LANGUAGE sql AS $$
+    WITH isolated AS (
+        UPDATE argus_catalog.queries q
+           SET status = 'failed', failed_run = p_run, failed_node = p_node,
+               failed_at = now(), culprit = NULL,
+               error = format('%s (SQLSTATE %s, in node %s)', p_error, p_state, p_node)
+         WHERE q.status = 'ok'
+           AND q.query_id IN (SELECT qn.query_id FROM argus_catalog.query_nodes qn
+                               WHERE qn.node_id = p_node)
+        RETURNING q.name
+    )
+    SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM isolated
+$$;
+
+-- One cycle, callable from Python, psql or pg_cron: SELECT argus.run_cycle();
+-- Takes the cycle lock (waiting, or returning NULL at once when wait is false), clears
+-- the previous cycle's deltas, runs the assembled network program and records what
+-- happened, in one transaction.
+--
+-- A failure stays small. When a statement of a node fails (a row it cannot compute, a
+-- division by zero, a cast), the program rolls itself back, claims included, and says
+-- which node; the queries using that node are isolated (argus.isolate), the program is
+-- assembled without the nodes only they use and with the failed node's probe, and the
+-- cycle runs again: the other queries go on and stay exact, the failed ones keep their
+-- inputs in the histories, and the probe names the row. Any other failure (the server,
+-- a lock, a stream's own code) rolls the cycle back whole and is recorded as a failed
+-- run; the function then returns normally with its run id.
+CREATE OR REPLACE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS bigint
+LANGUAGE plpgsql SET jit = off SET extra_float_digits = 1 AS $$
+DECLARE
+    v_run      bigint;
+    v_last     bigint;
+    v_error    text;
+    v_node     bigint;
+    v_delta    text;
+    v_timeout  text;
+    v_limit    bigint;
+    v_settings argus_catalog.settings;
+    v_program  record;
+    v_attempts int := 0;
+    v_failed   text[] := '{}';
+    v_diagnose bigint;
+BEGIN
+    IF wait THEN
+        PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
+    ELSIF NOT pg_try_advisory_xact_lock(1095911253, 83) THEN
+        RAISE NOTICE 'argus: another cycle is running on this database; skipped';
+        RETURN NULL;
+    END IF;
+    IF (SELECT program_stale FROM argus_catalog.settings) THEN
+        PERFORM argus.assemble_program();
+    END IF;
+    SELECT * INTO v_settings FROM argus_catalog.settings;
+    IF v_settings.random_page_cost IS NOT NULL THEN
+        PERFORM set_config('random_page_cost', v_settings.random_page_cost::text, true);
+    END IF;
+    SELECT max(run_id) INTO v_last FROM argus_catalog.runs WHERE status = 'ok';
+    INSERT INTO argus_catalog.runs (started_at, status)
+    VALUES (clock_timestamp(), 'running') RETURNING run_id INTO v_run;
+    LOOP
+        v_attempts := v_attempts + 1;
+        BEGIN
+            -- Clear the last cycle's deltas: TRUNCATE those whose file has grown, unless
+            -- a reader of a changes view holds them (then DELETE).
+            v_timeout := current_setting('lock_timeout');
+            PERFORM set_config('lock_timeout', '50ms', true);
+            FOR v_node IN SELECT r.node_id FROM argus_catalog.run_nodes r
+                            JOIN argus_catalog.nodes n USING (node_id)
+                           WHERE r.run_id = v_last AND r.inserted + r.retracted > 0
+                             AND NOT (n.kind = 'select' AND n.definition ? 'virtual') LOOP
+                v_delta := format('argus_net.%I', 'n' || v_node || '_delta');
+                IF pg_relation_size(v_delta::regclass) > v_settings.truncate_delta_bytes THEN
+                    BEGIN
+                        EXECUTE 'TRUNCATE ' || v_delta;
+                    EXCEPTION WHEN lock_not_available THEN
+                        EXECUTE 'DELETE FROM ' || v_delta;
+                    END;
+                ELSE
+                    EXECUTE 'DELETE FROM ' || v_delta;
+                END IF;
+            END LOOP;
+            PERFORM set_config('lock_timeout', v_timeout, true);
+            SELECT * INTO v_program FROM argus_net.cycle_program(v_run);
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
+            UPDATE argus_catalog.runs SET status = 'failed', error = v_error,
+                   finished_at = clock_timestamp() WHERE run_id = v_run;
+            RETURN v_run;
+        END;
+        IF v_diagnose IS NOT NULL THEN  -- the probe of the node that failed before
+            UPDATE argus_catalog.queries SET culprit = coalesce(v_program.culprit,
+                   'not one row: the error comes from the rows together, or from rows '
+                   'another input of the node joins')
+             WHERE failed_run = v_run AND failed_node = v_diagnose;
+            v_diagnose := NULL;
+        END IF;
+        EXIT WHEN v_program.failed_node IS NULL;
+        IF v_attempts > 20 THEN
+            UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),
+                   error = 'nodes kept failing after 20 were isolated: ' || v_program.failed_error
+             WHERE run_id = v_run;
+            RETURN v_run;
+        END IF;
+        v_failed := v_failed || argus.isolate(v_run, v_program.failed_node,
+                                              v_program.failed_state, v_program.failed_error);
+        v_diagnose := v_program.failed_node;
+        PERFORM argus.assemble_program(v_diagnose);
+    END LOOP;
+
+    INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
+    SELECT v_run, q.name, coalesce(r.inserted, 0), coalesce(r.retracted, 0)
+      FROM argus_catalog.queries q
+      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node
+     WHERE q.status = 'ok';
+    PERFORM argus.learn_maintenance(v_run);
+    UPDATE argus_catalog.node_stats n SET hist_rows = n.hist_rows + r.inserted - r.retracted
+      FROM argus_catalog.run_nodes r
+     WHERE r.run_id = v_run AND r.node_id = n.node_id AND r.inserted + r.retracted > 0;
+    UPDATE argus_catalog.runs SET
+           status = 'ok', finished_at = clock_timestamp(), clock = argus.clock_now(),
+           rows_in = (SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams
+                       WHERE run_id = v_run),
+           nodes_run = (SELECT count(*) FROM argus_catalog.run_nodes r
+                          JOIN argus_catalog.nodes n USING (node_id)
+                         WHERE r.run_id = v_run AND n.kind <> 'stream'),
+           isolated = nullif(v_failed, '{}')
+     WHERE run_id = v_run;
+    -- per-node statistics for the last 500 cycles; the cycle log for as long as the
+    -- settings say
+    DELETE FROM argus_catalog.run_nodes WHERE run_id < v_run - 500;
+    DELETE FROM argus_catalog.run_maintenance WHERE run_id < v_run - 500;
+    PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
+    RETURN v_run;
+END $$;
+
+-- The cycle log (argus.runs and what hangs off it) keeps the last `keep` cycles and
+-- the cycles of the last `keep_for`, whichever are fewer (NULL: no limit of that kind).
+CREATE OR REPLACE FUNCTION argus.trim_log(run bigint, keep bigint, keep_for interval)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_before bigint;
+BEGIN
+    IF run % 100 <> 0 THEN  -- every hundredth cycle is often enough
+        RETURN;
+    END IF;
+    SELECT greatest(run - keep, (SELECT max(run_id) FROM argus_catalog.runs
+                                  WHERE started_at < now() - keep_for))
+      INTO v_before;
+    IF v_before IS NOT NULL THEN
+        DELETE FROM argus_catalog.run_streams WHERE run_id <= v_before;
+        DELETE FROM argus_catalog.run_queries WHERE run_id <= v_before;
+        DELETE FROM argus_catalog.runs WHERE run_id <= v_before;
+    END IF;
+END $$;

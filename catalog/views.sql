@@ -1,0 +1,114 @@
+-- argus's views for psql users, as they are now: re-created after the numbered
+-- migrations whenever this file changes (argus.catalog).
+
+DROP VIEW IF EXISTS argus.streams, argus.queries, argus.nodes, argus.loads, argus.runs,
+                    argus.index, argus.quarantine CASCADE;
+
+CREATE VIEW argus.streams AS
+SELECT s.name,
+       (SELECT string_agg(format('%I %s%s', c.name, c.type,
+                                 CASE WHEN c.not_null THEN ' NOT NULL' ELSE '' END),
+                          ', ' ORDER BY c.position)
+          FROM argus_catalog.stream_columns c WHERE c.stream_id = s.stream_id) AS columns,
+       s.time_column,
+       format('%I.%I', 'argus_inbox', s.name) AS inbox,
+       format('%I.%I', 'argus_streams', s.name) AS history,
+       s.node_id,
+       (SELECT count(*) FROM argus_catalog.quarantine r WHERE r.stream = s.name) AS quarantined,
+       s.created_at
+  FROM argus_catalog.streams s;
+
+-- status 'failed': a node of the query failed in run `failed_run`; the query is
+-- isolated (its answer stays as it was) until `argus retry`. culprit: the row its
+-- node failed on, when one row could be named.
+CREATE VIEW argus.queries AS
+SELECT q.name,
+       q.sql,
+       (SELECT array_agg(c.name ORDER BY c.position)
+          FROM argus_catalog.query_columns c WHERE c.query_id = q.query_id) AS columns,
+       q.output_node,
+       (SELECT array_agg(qn.node_id ORDER BY qn.node_id)
+          FROM argus_catalog.query_nodes qn WHERE qn.query_id = q.query_id) AS nodes,
+       format('%I.%I', 'argus_results', q.name) AS results,
+       format('%I.%I', 'argus_changes', q.name) AS changes,
+       q.status,
+       q.error,
+       q.culprit,
+       q.failed_run,
+       q.created_at
+  FROM argus_catalog.queries q;
+
+CREATE VIEW argus.nodes AS
+SELECT n.node_id,
+       n.kind,
+       n.join_level,
+       n.sequence_id,
+       (SELECT array_agg(e.parent_id ORDER BY e.position)
+          FROM argus_catalog.edges e WHERE e.child_id = n.node_id) AS parents,
+       n.definition,
+       (SELECT array_agg(q.name ORDER BY q.name)
+          FROM argus_catalog.query_nodes qn JOIN argus_catalog.queries q USING (query_id)
+         WHERE qn.node_id = n.node_id) AS used_by,
+       format('%I.%I', n.hist_schema, n.hist_name) AS history,
+       format('%I.%I', 'argus_net', 'n' || n.node_id || '_delta') AS delta,
+       n.insert_only,
+       st.hist_rows AS rows,
+       st.horizon_column || ' > ' || st.horizon AS horizon,  -- rows kept: older were purged
+       n.created_at,
+       -- the last cycle that maintained this node: applied its changes or rebuilt it
+       (SELECT CASE WHEN m.rebuilt THEN 'rebuild' ELSE 'apply' END
+          FROM argus_catalog.run_maintenance m WHERE m.node_id = n.node_id
+         ORDER BY m.run_id DESC LIMIT 1) AS last_maintenance,
+       round(st.apply_ms_row::numeric, 5) AS apply_ms_per_row,
+       round(st.rebuild_ms_row::numeric, 5) AS rebuild_ms_per_row,
+       n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS isolated
+  FROM argus_catalog.nodes n
+  JOIN argus_catalog.node_stats st USING (node_id);
+
+CREATE VIEW argus.loads AS
+SELECT load_id, stream, rows, source, loaded_at FROM argus_catalog.loads;
+
+CREATE VIEW argus.runs AS
+SELECT r.run_id,
+       r.started_at,
+       r.finished_at,
+       round(extract(epoch FROM r.finished_at - r.started_at)::numeric * 1000, 1) AS ms,
+       r.status,
+       r.rows_in,
+       (SELECT jsonb_object_agg(s.stream, s.rows) FROM argus_catalog.run_streams s
+         WHERE s.run_id = r.run_id) AS rows_per_stream,
+       (SELECT jsonb_object_agg(s.stream, s.late) FROM argus_catalog.run_streams s
+         WHERE s.run_id = r.run_id AND s.late > 0) AS late_rows,
+       (SELECT jsonb_object_agg(s.stream, s.quarantined) FROM argus_catalog.run_streams s
+         WHERE s.run_id = r.run_id AND s.quarantined > 0) AS quarantined_rows,
+       (SELECT jsonb_object_agg(q.query, q.inserted) FROM argus_catalog.run_queries q
+         WHERE q.run_id = r.run_id AND (q.inserted > 0 OR q.retracted > 0)) AS new_rows,
+       (SELECT jsonb_object_agg(q.query, q.retracted) FROM argus_catalog.run_queries q
+         WHERE q.run_id = r.run_id AND q.retracted > 0) AS retracted_rows,
+       r.isolated AS failed_queries,  -- queries this cycle isolated: see argus.queries
+       r.nodes_run,
+       r.clock,
+       r.error
+  FROM argus_catalog.runs r;
+
+CREATE VIEW argus.index AS
+SELECT t.node_id,
+       n.kind,
+       t.sources,
+       p.canonical AS predset,
+       d.canonical AS on_parents,
+       t.svoa,
+       t.jvoas,
+       st.hist_rows AS rows
+  FROM argus_catalog.topology t
+  JOIN argus_catalog.nodes n USING (node_id)
+  JOIN argus_catalog.node_stats st USING (node_id)
+  JOIN argus_catalog.predsets p ON p.predset_id = t.predset_id
+  LEFT JOIN argus_catalog.predsets d ON d.predset_id = t.dpredset_id;
+
+-- Rows a cycle held back: an event time further ahead of the server's clock than
+-- settings.max_clock_lead (which would move the stream clock and expire every window).
+-- `argus quarantine release` returns them to their inbox.
+CREATE VIEW argus.quarantine AS
+SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at
+  FROM argus_catalog.quarantine q;

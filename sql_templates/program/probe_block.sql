@@ -1,0 +1,6 @@
+-- In place of a node that failed, in the cycle that runs again without it: which row of
+-- its inputs' changes its expressions fail on (argus_culprit). The node itself, and
+-- what only failed queries use, are left out of this cycle.
+    IF {condition} THEN
+{searches}
+    END IF;
