@@ -381,8 +381,12 @@ def _exact_domain(terms: dict[str, Fraction], const, type_of: TypeOf) -> bool:
     if all(_EXACT.match(t) for t in types):
         return const[0] == "num"
     if all(t.startswith("timestamp") for t in types) and const[0] == "interval":
-        with_tz = any("with time zone" in t for t in types)
-        return const[1] is not _UNSAFE and not (with_tz and const[1].days)
+        # one type only: PostgreSQL converts a timestamp compared with a timestamptz in
+        # the session's time zone, and an interval moved across that conversion changes
+        # the comparison where daylight saving time shifts
+        with_tz = "with time zone" in types[0]
+        return (len(set(types)) == 1 and const[1] is not _UNSAFE
+                and not (with_tz and const[1].days))
     return False
 
 

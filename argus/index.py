@@ -105,6 +105,7 @@ _CANDIDATES = """
 SELECT t.node_id, t.sources, n.hist_rows
   FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
  WHERE t.sources_key = %(key)s
+   AND t.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())  -- stale: isolated
    AND NOT EXISTS (
        SELECT 1 FROM argus_catalog.predset_orpreds po
         WHERE po.predset_id = t.predset_id

@@ -264,6 +264,7 @@ class Builder:
                 """SELECT s.node_id, s.operands FROM argus_catalog.setop_topology s
                      JOIN argus_catalog.node_stats n USING (node_id)
                     WHERE s.op = 'union_all' AND s.operands <@ %s::text[]
+                      AND s.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
                     ORDER BY cardinality(s.operands) DESC, n.hist_rows DESC, s.node_id""",
                 (keys,)):
             if _without([(k, None) for k in keys], operands) is not None:
@@ -495,8 +496,13 @@ class Builder:
             definition = growing(definition, parents[0])
         signature_text = signature(kind, parents, names, exprs, definition, self._salt(salted))
         found = self.conn.execute(
-            "SELECT node_id FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
+            "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
+            "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
             (signature_text,)).fetchone()
+        if found and found[1]:  # the same node, isolated since a failure: stale, not shared
+            signature_text = signature(kind, parents, names, exprs, definition,
+                                       f"{self._salt(salted)} beside isolated node {found[0]}")
+            found = None
         if found:
             node = self.load(found[0])
             if entry is not None and self._block(node.id) is None:
@@ -933,10 +939,30 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
                     sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
             if node.kind == "aggregate":  # before CODE_VERSION 7
                 conn.execute(AggregateCompiler.tid_column(node))
+            if node.definition.get("temporal"):  # CODE_VERSION 17: fewer rising bounds
+                node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
     return True
+
+
+def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> Node:
+    """A temporal selection's bounds as this argus classifies them (argus.temporal)."""
+    _, bounds, monotone = classify(node.definition["predicate"])
+    definition = {**node.definition, "monotone": monotone,
+                  "bounds": [[b.column, b.op, b.expr] for b in bounds]}
+    if definition == node.definition:
+        return node
+    node = dataclasses.replace(node, definition=definition)
+    (stored,) = conn.execute("SELECT signature FROM argus_catalog.nodes WHERE node_id = %s",
+                             (node.id,)).fetchone()
+    parts = json.loads(stored)  # its salt, if any, stays
+    parts[3] = json.loads(signature(node.kind, parents, (), (), definition, None))[3]
+    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = %s "
+                 "WHERE node_id = %s", (json.dumps(definition), json.dumps(parts, sort_keys=True),
+                                        node.id))
+    return node
 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:

@@ -118,6 +118,7 @@ def candidates(builder, input_id: int, groups: list[str]) -> list[int]:
         """SELECT g.node_id FROM argus_catalog.group_topology g
              JOIN argus_catalog.node_stats n USING (node_id)
             WHERE g.input_id = %s
+              AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
               AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
                                WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
                                                   WHERE e.node_id = g.node_id
@@ -242,7 +243,9 @@ def reroute(builder, parent: Node, new: Node) -> None:
     for node_id, in builder.conn.execute(
             """SELECT g.node_id FROM argus_catalog.group_topology g
                 WHERE g.input_id = %s AND NOT g.rerolled AND g.node_id <> %s
-                  AND g.width < %s""", (parent.id, new.id, len(new_off.groups))).fetchall():
+                  AND g.width < %s
+                  AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())""",
+            (parent.id, new.id, len(new_off.groups))).fetchall():
         off = offer(builder, node_id)
         if not set(off.groups) < set(new_off.groups):
             continue

@@ -13,6 +13,7 @@ index, and let their parents purge the rows that fail every consumer's bound.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -90,19 +91,53 @@ class Bound:
 
 
 def _rising(expr: exp.Expr) -> bool:
-    """True if expr only rises (or stays) as the clock rises."""
+    """True if expr never falls as the clock rises, in any time zone: the clock, plus or
+    minus an interval of fixed length (hours and smaller units: a day or a month added
+    to a timestamptz is a calendar day, 23 or 25 hours across a daylight saving change),
+    truncated to an hour or less (or to any unit in UTC). A cast to another type may
+    wrap (::time) or go back an hour at a daylight saving change (::timestamp)."""
+    expr = _strip(expr)
     if _is_clock(expr):
         return True
     if isinstance(expr, (exp.Add, exp.Sub)):
-        left, right = expr.left, expr.right
-        constant = not any(_is_clock(n) for n in right.walk())
-        return constant and _rising(left)
-    if isinstance(expr, (exp.Cast, exp.Paren)):
-        return _rising(expr.this)
+        return _fixed_interval(expr.right) and _rising(expr.left)
+    if isinstance(expr, exp.Cast):
+        return expr.to.this == exp.DataType.Type.TIMESTAMPTZ and _rising(expr.this)
     if isinstance(expr, (exp.DateTrunc, exp.TimestampTrunc)):
         unit = expr.args.get("unit")
-        return _rising(expr.this) and (unit is None or not any(_is_clock(n) for n in unit.walk()))
+        zone = expr.args.get("zone")
+        unit_name = unit.name.lower() if isinstance(unit, (exp.Literal, exp.Var)) else None
+        if isinstance(zone, exp.Literal) and zone.name.upper() in ("UTC", "ETC/UTC", "GMT"):
+            return unit_name is not None and _rising(expr.this)
+        return zone is None and unit_name in _SHORT_UNITS and _rising(expr.this)
     return False
+
+
+_SHORT_UNITS = {"microseconds", "milliseconds", "second", "minute", "hour"}
+
+
+def _strip(expr: exp.Expr) -> exp.Expr:
+    while isinstance(expr, exp.Paren):
+        expr = expr.this
+    return expr
+
+
+def _fixed_interval(expr: exp.Expr) -> bool:
+    """An interval constant of fixed length: no days, months or years."""
+    expr = _strip(expr)
+    if isinstance(expr, exp.Interval):
+        text = f"{expr.this.name} {expr.args['unit'].name if expr.args.get('unit') else ''}"
+    elif isinstance(expr, exp.Cast) and expr.to.this == exp.DataType.Type.INTERVAL \
+            and isinstance(expr.this, exp.Literal):
+        text = expr.this.name
+    else:
+        return False
+    units = re.findall(r"[a-z]+", text.lower())
+    return bool(units) and all(u.rstrip("s") in _FIXED for u in units)
+
+
+_FIXED = {"microsecond", "millisecond", "second", "sec", "minute", "min", "m", "hour", "hr",
+          "h", "us", "ms"}
 
 
 def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:

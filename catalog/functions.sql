@@ -198,6 +198,7 @@ DECLARE
     v_run      bigint;
     v_last     bigint;
     v_error    text;
+    v_context  text;
     v_node     bigint;
     v_delta    text;
     v_timeout  text;
@@ -249,9 +250,10 @@ BEGIN
             PERFORM set_config('lock_timeout', v_timeout, true);
             SELECT * INTO v_program FROM argus_net.cycle_program(v_run);
         EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
-            UPDATE argus_catalog.runs SET status = 'failed', error = v_error,
-                   finished_at = clock_timestamp() WHERE run_id = v_run;
+            GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_context = PG_EXCEPTION_CONTEXT;
+            UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),
+                   error = v_error || coalesce(' (' || split_part(v_context, E'\n', 1) || ')', '')
+             WHERE run_id = v_run;
             RETURN v_run;
         END;
         IF v_diagnose IS NOT NULL THEN  -- the probe of the node that failed before

@@ -15,6 +15,7 @@ After every cycle it checks, against an independent mirror of every row loaded
   an infinite event time is refused at load;
 - every row loaded is in its stream's history, or held in the quarantine, or older than
   the horizon its stream was purged to;
+- in a session time zone with daylight saving time, across its changes;
 - ternary logic partitioning: the answer of `q` is the bag sum of the answers of
   `q AND p`, `q AND NOT p` and `q AND (p) IS NULL`.
 
@@ -48,6 +49,10 @@ from .oracle import MIRROR, Oracle, bag, same
 
 UTC = dt.timezone.utc
 START = dt.datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+# the session's time zone and where the clock starts: across daylight saving changes
+ZONES = ["UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu"]
+STARTS = [START, dt.datetime(2024, 3, 10, 5, 0, tzinfo=UTC),
+          dt.datetime(2024, 11, 3, 4, 30, tzinfo=UTC), dt.datetime(2024, 3, 31, 0, 0, tzinfo=UTC)]
 NAN, INF = float("nan"), float("inf")
 
 # -- data ------------------------------------------------------------------------------
@@ -273,15 +278,18 @@ class Fuzzer:
     def __init__(self, dsn: str, seed: int) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
-        self.gen = Gen(self.rng)
+        self.gen = Gen(self.rng, self.rng.choice(STARTS))
+        self.zone = self.rng.choice(ZONES)
         self.handles = {s: argus.connect(dsn, sharing=s) for s in ("selection", "match-plan",
                                                                    "none")}
+        for handle in self.handles.values():  # registrations and cycles in one zone
+            handle.conn.execute(sql.SQL("SET TimeZone = {}").format(sql.Literal(self.zone)))
         self.db = self.handles["selection"]
         self.oracle = Oracle(self.db)
         self.stats = Stats()
         self.names = itertools.count(1)
         self.tlp: list[list[str]] = []
-        self.log: list[str] = []
+        self.log: list[str] = [f"time zone {self.zone}, clock from {self.gen.clock}"]
         for name, columns in STREAMS.items():
             self.oracle.create_stream(name, columns, time_column=TIME)
 

@@ -4,7 +4,7 @@
             DECLARE
                 {row} record;
             BEGIN
-                FOR {row} IN SELECT * FROM {source} LOOP
+                FOR {row} IN SELECT * FROM {source} AS argus_input LOOP
                     BEGIN
                         PERFORM {exprs}{partners};
                     EXCEPTION WHEN OTHERS THEN
