@@ -31,6 +31,10 @@ _VALUE = {
     "other": "({x})",
 }
 SPECIAL = {"numeric", "float4", "float8"}  # categories with NaN and ±Infinity
+# A numeric sum's scale is the largest of its current rows' (PostgreSQL's accumulator),
+# and an average's or a variance's rounding follows it: the largest scale is kept as an
+# extreme (re-read when rows leave), since a running sum keeps the scale of rows gone.
+_SCALE = ("d", "max(CASE WHEN {s} > 0 THEN scale({x}) END)", "max")
 _SPECIALS = [(suffix, f"coalesce(sum({{s}}) FILTER (WHERE ({{x}}) = '{value}'), 0)", "add")
              for suffix, value in (("nan", "NaN"), ("pinf", "Infinity"), ("ninf", "-Infinity"))]
 COUNTS = ("c", "f", "t", "nan", "pinf", "ninf")  # books that count rows
@@ -42,13 +46,17 @@ def _sums(category: str, squares: bool) -> list[tuple[str, str, str]]:
     books = [("s", f"sum({{s}} * {value})", "add")]
     if squares:
         books.append(("q", f"sum({{s}} * {value} * {value})", "add"))
-    return books + [_COUNT] + (_SPECIALS if category in SPECIAL else [])
+    return (books + [_COUNT] + (_SPECIALS if category in SPECIAL else [])
+            + ([_SCALE] if category == "numeric" else []))
 
 
 def _special(value: str, category: str, sums: bool = True) -> str:
     """`value` over the finite rows, or what PostgreSQL answers when NaN or ±Infinity
     are among the rows: for sums and averages NaN, or the one infinity present; for
     variances NaN."""
+    if category == "numeric":  # at the scale of the current rows
+        value = (value.replace("{s}", "round({s}, {d})")
+                 .replace("{q}", "round({q}, 2 * {d})"))
     if category not in SPECIAL:
         return value
     if not sums:
@@ -75,6 +83,7 @@ def _variance(sample: bool, category: str, root: bool) -> str:
     value = f"argus.numeric_sqrt({variance})" if root else variance
     exact = f"CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END"
     return f"CASE WHEN {{c}} > {minimum} THEN {_special(exact, category, sums=False)} END"
+
 
 
 def _spec(func: str, category: str, distinct: bool):
@@ -174,6 +183,7 @@ class Book:
     column: str
     change: str  # SQL over {x} and {s}
     combine: str  # add | min | max | distinct
+    value: str | None = None  # min/max: what the extreme is of, over a parent row (t1)
 
     def over(self, arg: str, sign: str) -> str:
         return self.change.format(x=arg, s=sign)
@@ -193,6 +203,14 @@ class Spec:
         refs = {"n": f'"{alias}"."argus_n"'}
         refs.update({b.column.rsplit("_", 1)[1]: f'"{alias}"."{b.column}"' for b in self.books})
         return self.final.format(**refs)
+
+
+def _extreme_of(suffix: str, arg: str | None, merge: dict | None) -> str | None:
+    """What a min/max book takes the extreme of, over a row of the node's parent: the
+    argument (or its scale), or for a regrouped node the finer node's book."""
+    if merge is not None:
+        return f'"t1"."{merge["from"][suffix][0]}"'
+    return f"scale({arg})" if suffix == "d" else arg
 
 
 @dataclass(frozen=True)
@@ -215,7 +233,9 @@ class Model:
             else:
                 books, final = _spec(func, category, distinct)
             specs.append(Spec(i, name, func, arg, distinct,
-                              tuple(Book(f"argus_{name}_{suffix}", change, combine)
+                              tuple(Book(f"argus_{name}_{suffix}", change, combine,
+                                         _extreme_of(suffix, arg, merge)
+                                         if combine in ("min", "max") else None)
                                     for suffix, change, combine in books), final))
         return cls(tuple((g, e) for g, e in definition["groups"]), tuple(specs))
 
@@ -247,4 +267,4 @@ class Model:
 
     @property
     def has_extremes(self) -> bool:
-        return any(s.func in ("min", "max") for s in self.specs)
+        return any(b.combine in ("min", "max") for _, b in self.books)

@@ -186,20 +186,34 @@ def drop(name: str, dsn: str | None) -> None:
 @main.command()
 @click.option("--wait/--no-wait", default=False,
               help="Wait for a running cycle instead of skipping (default: skip).")
+@click.option("--log", type=click.Path(path_type=Path), default=None,
+              help="Also append one timestamped line to this file (rotated at 1 MB).")
 @dsn_option
 @handle_errors
-def run(wait: bool, dsn: str | None) -> None:
+def run(wait: bool, log: Path | None, dsn: str | None) -> None:
     """Run one cycle: claim new rows, update every query, report."""
+    from .schedule import log_cycle, tag
+
     with _connect(dsn) as db:
         try:
             report = db.run(wait=wait)
         except CycleInProgressError as exc:
             err_console.print(f"skipped: {exc}")
+            if log:
+                log_cycle(log, tag(db.dsn), "skipped: another cycle was running")
             return
+        except ArgusError as exc:
+            if log:
+                log_cycle(log, tag(db.dsn), f"failed: {exc}")
+            raise
     rows_in = ", ".join(f"{s} {n}" for s, n in report.rows_in.items()) or "no streams"
     changed = {q: n for q, n in report.new_rows.items() if n or report.retracted[q]}
-    console.print(f"run {report.run_id}: {report.total_in} rows in ({rows_in}); "
-                  f"{report.nodes_run} nodes evaluated; {report.seconds * 1000:.1f} ms")
+    summary = (f"run {report.run_id}: {report.total_in} rows in ({rows_in}); "
+               f"{report.nodes_run} nodes evaluated; {report.seconds * 1000:.1f} ms")
+    if log:
+        log_cycle(log, tag(db.dsn), summary + "".join(
+            f"; isolated {q}: {e}" for q, e in report.failed.items()))
+    console.print(summary)
     for query, n in sorted(changed.items()):
         console.print(f"  {query}: +{n} -{report.retracted[query]}")
     for stream, n in report.quarantined.items():
@@ -467,7 +481,7 @@ def schedule(every: str | None, cron_expr: str | None, pg_cron: bool, log: Path 
     else:
         entry = sched.schedule_cron(target, expression, log)
         console.print(f"crontab: {entry.schedule} argus run (database {entry.target}); "
-                      f"output appended to {log or sched.default_home() / 'cycles.log'}")
+                      f"one line per cycle in {log or sched.default_log(entry.target)}")
 
 
 @main.command()
@@ -515,9 +529,14 @@ def server_status() -> None:
 
     s = default_server()
     if s.running():
-        console.print(f"running: {s.dsn()} (data in {s.pgdata})")
+        dsn = s.dsn().replace(s.settings()["password"], "********")
+        console.print(f"running: {dsn} (password in {s.home / 'server.json'}, data in "
+                      f"{s.pgdata})", soft_wrap=True)
     else:
-        console.print(f"not running (data in {s.pgdata})")
+        stale = s.stale_pid()
+        console.print(f"not running (data in {s.pgdata})"
+                      + (f"; its postmaster.pid is stale: {stale}" if stale else ""),
+                      soft_wrap=True)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

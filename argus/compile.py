@@ -42,7 +42,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.recompile_stale).
-CODE_VERSION = 18
+CODE_VERSION = 19
 
 
 @dataclass(frozen=True)
@@ -643,7 +643,7 @@ class AggregateCompiler:
                        w_groups=cols(model.group_names, "w"),
                        w_hash=row_hash(model.group_names, "w"),
                        u_groups=cols(model.group_names, "u"),
-                       func=sql.SQL(book.combine), x=sql.SQL(spec.arg), parent=parent.hist,
+                       func=sql.SQL(book.combine), x=sql.SQL(book.value), parent=parent.hist,
                        parent_delta=parent.delta, affected=affected,
                        group_named=named(model.group_exprs, model.group_names),
                        t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))

@@ -92,19 +92,36 @@ class EmbeddedServer:
             if not (self.pgdata / "PG_VERSION").exists():
                 self._initdb()
             if not self.running():
+                self._clear_stale_pid()
                 self._start()
         return self.dsn()
 
     def running(self) -> bool:
-        pid_file = self.pgdata / "postmaster.pid"
-        try:
-            lines = pid_file.read_text().splitlines()
-            os.kill(int(lines[0]), 0)
-        except (OSError, ValueError, IndexError):
+        """The server answers on its port. (Its postmaster.pid alone says nothing: after
+        a crash, the PID in it may be another process's.)"""
+        import psycopg
+
+        if not self._settings_path.exists():
             return False
-        except PermissionError:  # alive, owned by the server user
-            return True
-        return len(lines) >= 8 and lines[7].strip() == "ready"
+        try:
+            with psycopg.connect(self.dsn("postgres"), connect_timeout=3):
+                return True
+        except psycopg.OperationalError:
+            return False
+
+    def stale_pid(self) -> str | None:
+        """Why postmaster.pid is stale (its PID is dead, or not this server), or None."""
+        try:
+            pid = int((self.pgdata / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            return f"PID {pid} is not running"
+        if "postgres" not in command or str(self.pgdata) not in command:
+            return f"PID {pid} is another process ({command.strip()[:60]})"
+        return None
 
     def stop(self) -> bool:
         if not self.running():
@@ -190,7 +207,30 @@ class EmbeddedServer:
 
             os.chown(conf, pwd.getpwnam(SERVER_USER).pw_uid, -1)
 
+    def _clear_stale_pid(self) -> None:
+        """A server that does not answer: remove a postmaster.pid it left behind, or wait
+        for a server of this directory that is still starting (crash recovery)."""
+        reason = self.stale_pid()
+        if reason is not None:
+            (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
+            warnings.warn(f"argus: removed a stale postmaster.pid ({reason}); starting the "
+                          "server", stacklevel=3)
+            return
+        if (self.pgdata / "postmaster.pid").exists():  # ours, alive: starting or recovering
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if self.running():
+                    return
+                if self.stale_pid() is not None or not (self.pgdata / "postmaster.pid").exists():
+                    return self._clear_stale_pid()
+                time.sleep(0.5)
+            raise ServerError(f"the embedded PostgreSQL (data in {self.pgdata}) is running "
+                              f"but does not answer on port {self.settings()['port']}: see "
+                              f"{self.log}")
+
     def _start(self) -> None:
+        if self.running():  # it finished starting while we waited
+            return
         settings = self.settings()
         if not _port_free(settings["port"]):
             settings["port"] = _free_port()

@@ -6,12 +6,16 @@ Rows given in Python are COPied straight into the inbox inside that transaction.
 writes from many tasks and connections, which may retry: it writes into a per-load
 staging table, each row tagged with its partition and position, and `commit_staged`
 moves the rows into the inbox — each (partition, position) once — and records the id.
+A load holds a lock on its id from staging to commit (`load_lock`), so that the same
+load started twice runs once; staging tables a failed or killed load left behind are
+swept (`sweep_staging`) by the next load or cycle, once no live load holds them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -58,9 +62,41 @@ def load_rows(conn: psycopg.Connection, stream: str, rows: Iterable[object],
     return LoadResult(load_id, name, count)
 
 
+def staging_name(load_id: str) -> str:
+    return f"load_{hashlib.sha1(load_id.encode()).hexdigest()[:20]}"
+
+
 def staging_table(load_id: str) -> sql.Identifier:
-    digest = hashlib.sha1(load_id.encode()).hexdigest()[:20]
-    return sql.Identifier(STAGING_SCHEMA, f"load_{digest}")
+    return sql.Identifier(STAGING_SCHEMA, staging_name(load_id))
+
+
+LOAD_LOCK = 0x41524C44  # "ARLD": pg_advisory_lock(LOAD_LOCK, hashtext(load id))
+
+
+@contextlib.contextmanager
+def load_lock(conn: psycopg.Connection, load_id: str) -> Iterator[None]:
+    """Hold the load id for as long as the load runs (on `conn`'s session): the same id
+    loaded from a second process waits here, then finds it loaded."""
+    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOAD_LOCK, load_id))
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOAD_LOCK, load_id))
+
+
+def drop_staging(conn: psycopg.Connection, load_id: str) -> None:
+    """Forget a load's staging table (its rows were moved, or the load failed)."""
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging_table(load_id)))
+        conn.execute("DELETE FROM argus_catalog.staging WHERE load_id = %s", (load_id,))
+
+
+def sweep_staging(conn: psycopg.Connection) -> list[str]:
+    """Drop the staging tables of loads that died (older than the setting
+    stale_staging_after, and no live load holds their id); the load ids swept."""
+    (swept,) = conn.execute("SELECT argus.sweep_staging()").fetchone()
+    return swept
 
 
 def already_loaded(conn: psycopg.Connection, load_id: str) -> bool:
@@ -77,6 +113,9 @@ def prepare_staging(conn: psycopg.Connection, stream: str, load_id: str) -> sql.
         conn.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING DEFAULTS "
                              "INCLUDING CONSTRAINTS, argus_part int, argus_row bigint)").format(
             table, stream_inbox(stream)))
+        conn.execute("INSERT INTO argus_catalog.staging (load_id, stream, table_name) "
+                     "VALUES (%s, %s, %s) ON CONFLICT (load_id) DO UPDATE "
+                     "SET created_at = now()", (load_id, stream, staging_name(load_id)))
     return table
 
 
@@ -87,7 +126,7 @@ def commit_staged(conn: psycopg.Connection, stream: str, load_id: str,
     columns = sql.SQL(", ").join(map(sql.Identifier, stream_schemas(conn)[stream].column_names))
     with conn.transaction():
         if not _claim_id(conn, load_id, stream, source):
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+            drop_staging(conn, load_id)
             return LoadResult(load_id, stream, 0, duplicate=True)
         try:
             count = conn.execute(sql.SQL(
@@ -99,5 +138,5 @@ def commit_staged(conn: psycopg.Connection, stream: str, load_id: str,
                             "by another process?); nothing was loaded") from None
         conn.execute("UPDATE argus_catalog.loads SET rows = %s WHERE load_id = %s",
                      (count, load_id))
-        conn.execute(sql.SQL("DROP TABLE {}").format(table))
+        drop_staging(conn, load_id)
     return LoadResult(load_id, stream, count)

@@ -26,8 +26,6 @@ from .aggregates import books_needed
 from .compile import Node
 from .plan import Agg, Col
 
-MINMAX = ("min", "max")
-
 
 @dataclass(frozen=True)
 class Want:
@@ -51,7 +49,10 @@ class Offer:
 
 
 def _key(arg: str | None, suffix: str, combine: str) -> tuple:
-    return (arg, combine if combine in MINMAX else suffix)
+    """A book's identity over X: the extreme of the argument (a min or a max book, "m",
+    whichever aggregate keeps it), else its kind (a numeric's scale, "d", is a max of
+    another value)."""
+    return (arg, combine if suffix == "m" else suffix)
 
 
 def offer(builder, node_id: int) -> Offer:

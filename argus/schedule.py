@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .embedded import default_home
 from .errors import ArgusError
@@ -66,6 +65,15 @@ def tag(dsn: str) -> str:
 
 
 # -- crontab ---------------------------------------------------------------------------
+# Entries are edited with python-crontab and found by their exact comment,
+# `argus-cycle: <host:port/database>`: scheduling or removing one database's entry
+# never touches another's (a database named `pipe` and one named `pipe2`). The crontab
+# line carries no password: it names a password file of argus's (0600), and each
+# database logs to a file of its own, one timestamped line per cycle, rotated.
+
+COMMENT = "argus-cycle: "
+MARKER = "# " + COMMENT.strip()
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -74,58 +82,97 @@ class Entry:
     line: str
 
 
-def _crontab() -> str:
+def _crontab():
     if shutil.which("crontab") is None:
         raise ArgusError("no crontab command on this machine: install cron (Debian: "
                          "apt-get install cron), or schedule inside PostgreSQL with --pg-cron")
-    done = subprocess.run(["crontab", "-l"], capture_output=True, text=True)
-    if done.returncode != 0 and "no crontab" not in done.stderr:
-        raise ArgusError(f"crontab -l failed: {done.stderr.strip()}")
-    return done.stdout if done.returncode == 0 else ""
+    from crontab import CronTab
 
-
-def _install(text: str) -> None:
-    done = subprocess.run(["crontab", "-"], input=text, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ArgusError(f"crontab refused the new table: {done.stderr.strip()}")
+    try:
+        return CronTab(user=True)
+    except OSError as exc:
+        raise ArgusError(f"cannot read the crontab: {exc}") from None
 
 
 def entries() -> list[Entry]:
-    found = []
-    for line in _crontab().splitlines():
-        if MARKER in line:
-            target = line.split(MARKER, 1)[1].strip()
-            found.append(Entry(" ".join(line.split()[:5]), target, line))
-    return found
+    return [Entry(str(job.slices), job.comment[len(COMMENT):], job.render())
+            for job in _crontab() if job.comment.startswith(COMMENT)]
+
+
+def default_log(target: str) -> Path:
+    return default_home() / "logs" / (re.sub(r"[^A-Za-z0-9_.-]", "_", target) + ".log")
+
+
+def passfile() -> Path:
+    return default_home() / "pgpass"
+
+
+def _remember_password(dsn: str) -> str:
+    """The DSN without its password, which goes to argus's password file (libpq's
+    format, 0600) for that host, port, database and user."""
+    parts = conninfo_to_dict(dsn)
+    password = parts.pop("password", None)
+    if password is None:
+        return dsn
+    def field(value: object) -> str:
+        return str(value).replace("\\", "\\\\").replace(":", "\\:")
+    key = ":".join(field(parts.get(k) or d) for k, d in
+                   (("host", "localhost"), ("port", 5432), ("dbname", "*"), ("user", "*")))
+    path = passfile()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [line for line in (path.read_text().splitlines() if path.exists() else [])
+             if not line.startswith(key + ":")]
+    path.write_text("\n".join(lines + [f"{key}:{field(password)}"]) + "\n")
+    path.chmod(0o600)
+    return make_conninfo(**parts)
 
 
 def command_line(dsn: str, log: Path) -> str:
-    """The shell command cron runs: this argus, this DSN, appending to `log`."""
+    """The shell command cron runs: this argus, this database, logging to `log`."""
     argus = Path(sys.executable).with_name("argus")
     program = shlex.quote(str(argus)) if argus.exists() else (
         f"{shlex.quote(sys.executable)} -m argus.cli")
-    return (f"ARGUS_DSN={shlex.quote(dsn)} {program} run "
-            f">> {shlex.quote(str(log))} 2>&1")
+    return (f"PGPASSFILE={shlex.quote(str(passfile()))} "
+            f"ARGUS_DSN={shlex.quote(_remember_password(dsn))} {program} run "
+            f"--log {shlex.quote(str(log))} >> {shlex.quote(str(log))}.err 2>&1")
 
 
 def schedule_cron(dsn: str, expression: str, log: Path | None = None) -> Entry:
-    log = log or default_home() / "cycles.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     target = tag(dsn)
-    kept = [line for line in _crontab().splitlines() if f"{MARKER} {target}" not in line]
-    line = f"{expression} {command_line(dsn, log)} {MARKER} {target}"
-    _install("\n".join(kept + [line]) + "\n")
-    return Entry(expression, target, line)
+    log = log or default_log(target)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cron = _crontab()
+    cron.remove_all(comment=COMMENT + target)
+    job = cron.new(command=command_line(dsn, log), comment=COMMENT + target)
+    job.setall(expression)
+    if not job.is_valid():
+        raise ArgusError(f"{expression!r} is not a valid cron schedule")
+    cron.write()
+    return Entry(str(job.slices), target, job.render())
 
 
 def unschedule_cron(dsn: str) -> bool:
-    target = tag(dsn)
-    lines = _crontab().splitlines()
-    kept = [line for line in lines if f"{MARKER} {target}" not in line]
-    if len(kept) == len(lines):
-        return False
-    _install("\n".join(kept) + "\n" if kept else "")
-    return True
+    cron = _crontab()
+    removed = cron.remove_all(comment=COMMENT + tag(dsn))
+    if removed:
+        cron.write()
+    return bool(removed)
+
+
+def log_cycle(path: Path, target: str, line: str) -> None:
+    """Append one timestamped line for a cycle of `target` to `path`, rotated at 1 MB
+    (five files kept)."""
+    import logging
+    from logging.handlers import RotatingFileHandler
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = RotatingFileHandler(path, maxBytes=1 << 20, backupCount=5)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    record = logging.LogRecord("argus", logging.INFO, "", 0, f"{target} {line}", None, None)
+    try:
+        handler.emit(record)
+    finally:
+        handler.close()
 
 
 # -- pg_cron ---------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def _interval(text: object) -> str:
     return str(text)
 
 
-INTERVALS = ("max_clock_lead", "keep_runs_for")
+INTERVALS = ("max_clock_lead", "keep_runs_for", "stale_staging_after")
 
 # name -> (parse, what it does)
 SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
@@ -75,6 +75,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                   "the cycle log (argus.runs) keeps this many cycles at most (null: all)"),
     "keep_runs_for": (_optional(_interval),
                       "the cycle log keeps the cycles of this long at most (null: all)"),
+    "stale_staging_after": (_interval,
+                            "a Spark load's staging table this old, that no live load "
+                            "holds, was left by a load that died: the next load or cycle "
+                            "drops it"),
 }
 
 

@@ -4,8 +4,15 @@ Spark writes into a per-load staging table (many tasks, many connections, retrie
 possible); one transaction then moves the rows into the stream's inbox and records the
 load id (`argus.loads`). Every row is tagged with its Spark partition and position, so a
 partition written twice by a retried task is moved once. A load id already recorded is
-a no-op: re-running a job with the same id loads nothing. Give a stable id (the default
-for files is their path, size and modification time) to make re-runs safe.
+a no-op: re-running a job with the same id loads nothing, and the same id loaded by two
+processes at once loads once (the second waits for the first). Give a stable id to make
+re-runs safe: a file's default id is a digest of its content (`file_id`), so a file
+touched, copied or renamed is still loaded once, and a changed one again.
+
+Files are checked before anything is written: a CSV row with too many or too few
+fields, or an unbalanced quote, fails the load naming the file and line; every Parquet
+file of a directory must match the stream's columns. A value PostgreSQL cannot take
+fails the load naming the file and the row.
 
 Needs the `spark` extra (pyspark) and Java; the PostgreSQL JDBC driver is taken from
 $ARGUS_JDBC_JAR, else Debian's /usr/share/java/postgresql.jar, else Maven coordinates
@@ -14,6 +21,8 @@ in $ARGUS_JDBC_PACKAGES (for machines that reach a Maven repository).
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import os
 import re
 import time
@@ -26,7 +35,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from .api import resolve_dsn
 from .errors import LoadError, UnknownStreamError
-from .loads import LoadResult, already_loaded, commit_staged, prepare_staging, staging_table
+from .loads import (LoadResult, already_loaded, commit_staged, drop_staging, load_lock,
+                    prepare_staging, staging_table, sweep_staging)
 from .names import check_name
 from .streams import stream_schemas
 
@@ -163,30 +173,93 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
                  JOIN argus_catalog.streams s USING (stream_id)
                 WHERE s.name = %s AND c.not_null""", (name,))}
         pairs = check_schema(df, name, schema.columns, not_null)
-        if already_loaded(conn, load_id):
-            say(f"load {load_id} was loaded before: nothing to do")
-            return LoadResult(load_id, name, 0, duplicate=True)
-        table = prepare_staging(conn, name, load_id)
-        from pyspark.sql import functions as F
+        swept = sweep_staging(conn)
+        if swept:
+            say(f"dropped the staging tables of {len(swept)} failed loads")
+        with load_lock(conn, load_id):  # the same id from another process waits here
+            if already_loaded(conn, load_id):
+                say(f"load {load_id} was loaded before: nothing to do")
+                return LoadResult(load_id, name, 0, duplicate=True)
+            table = prepare_staging(conn, name, load_id)
+            try:
+                return _write(conn, df, pairs, name, table, load_id, batch_size, source,
+                              dsn, say)
+            finally:
+                drop_staging(conn, load_id)  # moved, or failed: nothing left behind
 
-        tagged = df.select(*[F.col(f"`{src}`").alias(dst) for src, dst in pairs],
-                           F.spark_partition_id().alias("argus_part"),
-                           F.monotonically_increasing_id().alias("argus_row"))
-        url, props = jdbc_target(dsn)
-        started = time.perf_counter()
-        say(f"writing {df.rdd.getNumPartitions()} partitions to staging")
-        try:
-            (tagged.write.mode("append").option("batchsize", batch_size)
-             .jdbc(url, table.as_string(conn), properties=props))
-        except Exception as exc:  # py4j wraps the driver's error
-            raise LoadError(f"load {load_id!r} into stream {name!r} failed, nothing was "
-                            f"loaded: {_spark_error(exc)}") from None
-        say("moving the staged rows into the inbox")
-        result = commit_staged(conn, name, load_id, source)
-        seconds = time.perf_counter() - started
-        rate = result.rows / max(seconds, 1e-9)
-        say(f"{result.rows:,} rows in {seconds:.1f} s ({rate:,.0f} rows/s)")
-        return result
+
+def _write(conn, df, pairs, name, table, load_id, batch_size, source, dsn, say):
+    from pyspark.sql import functions as F
+
+    tagged = df.select(*[F.col(f"`{src}`").alias(dst) for src, dst in pairs],
+                       F.spark_partition_id().alias("argus_part"),
+                       F.monotonically_increasing_id().alias("argus_row"))
+    url, props = jdbc_target(dsn)
+    started = time.perf_counter()
+    say(f"writing {df.rdd.getNumPartitions()} partitions to staging")
+    try:
+        (tagged.write.mode("append").option("batchsize", batch_size)
+         .jdbc(url, table.as_string(conn), properties=props))
+    except Exception as exc:  # py4j wraps the driver's error
+        message = re.sub(r'of relation "load_[0-9a-f]+"', f"of stream {name!r}",
+                         _spark_error(exc).split(" (Failing row contains")[0])
+        raise LoadError(f"load {load_id!r} into stream {name!r} failed, nothing was loaded: "
+                        f"{message}{_culprit(df, pairs, exc)}") from None
+    say("moving the staged rows into the inbox")
+    result = commit_staged(conn, name, load_id, source)
+    seconds = time.perf_counter() - started
+    say(f"{result.rows:,} rows in {seconds:.1f} s ({result.rows / max(seconds, 1e-9):,.0f} "
+        "rows/s)")
+    return result
+
+
+def _culprit(df, pairs, exc: Exception) -> str:
+    """Where the value PostgreSQL refused is: the file and the row (its values), found
+    in the DataFrame by the value or the column PostgreSQL named."""
+    from pyspark.sql import functions as F
+
+    text = str(exc)
+    value = re.search(r'ERROR: [^\n]*?: "((?:[^"]|"")*)"', text)
+    column = re.search(r'ERROR: null value in column "([^"]+)"', text)
+    names = {dst: src for src, dst in pairs}
+    try:
+        if column and column.group(1) in names:
+            found = df.where(F.col(f"`{names[column.group(1)]}`").isNull())
+        elif value:
+            wanted = value.group(1).replace('""', '"')
+            found = df.where(F.greatest(*[F.col(f"`{src}`").cast("string") == F.lit(wanted)
+                                          for src, _ in pairs] + [F.lit(False)]))
+        else:
+            return ""
+        row = found.select("*", F.input_file_name().alias("argus_file")).first()
+    except Exception:  # the DataFrame cannot be read again (the JVM went away, …)
+        return ""
+    if row is None:
+        return ""
+    values = {k: v for k, v in row.asDict().items() if k != "argus_file"}
+    where = f" in file {row['argus_file']}" if row["argus_file"] else ""
+    return f"; the row{where}: {values}"
+
+
+def file_id(path: Path) -> str:
+    """A load id for a file, or a directory of files, from their content (SHA-256 of
+    the bytes, and of each file's path relative to the directory): the same data loads
+    once whatever its name or modification time, and changed data loads again."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(data_files(path))
+    for file in files:
+        if file != path:
+            digest.update(str(file.relative_to(path)).encode())
+        with open(file, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def data_files(directory: Path) -> list[Path]:
+    """The data files of a directory as Spark reads them (not _SUCCESS, .crc, hidden)."""
+    return [p for p in directory.rglob("*") if p.is_file()
+            and not p.name.startswith(("_", ".")) and not p.name.endswith(".crc")]
 
 
 def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = None,
@@ -200,14 +273,98 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
     fmt = (fmt or file.suffix.lstrip(".") or "parquet").lower()
     if fmt not in ("csv", "parquet", "json"):
         raise LoadError(f"unknown format {fmt!r}: use csv, parquet or json")
-    stat = file.stat()
-    load_id = load_id or f"{file.resolve()}:{stat.st_size}:{int(stat.st_mtime)}"
-    spark = session(master)
-    reader = spark.read.format(fmt)
-    if fmt == "csv":
-        reader = reader.option("header", str(header).lower())
-    return load(reader.load(str(file)), stream, dsn, load_id, batch_size,
-                source=str(file), progress=progress)
+    load_id = load_id or file_id(file)
+    with psycopg.connect(resolve_dsn(dsn), autocommit=True) as conn:
+        schema = stream_schemas(conn).get(check_name(stream, "stream"))
+    if schema is None:
+        raise UnknownStreamError(f"unknown stream {stream!r}")
+    try:
+        spark = session(master)
+        if fmt == "csv":
+            df = _read_csv(spark, file, schema.column_names, header)
+        else:
+            if fmt == "parquet":
+                _check_parquet_files(spark, file, schema)
+            df = spark.read.format(fmt).load(str(file))
+        return load(df, stream, dsn, load_id, batch_size, source=str(file),
+                    progress=progress)
+    except LoadError:
+        raise
+    except Exception as exc:  # the JVM went away (killed, out of memory), …
+        if type(exc).__module__.startswith("py4j") or isinstance(exc, ConnectionError):
+            raise LoadError(f"Spark stopped during the load of {path} ({type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:200]}); nothing was committed: run "
+                            "the load again") from None
+        raise
+
+
+def _read_csv(spark, file: Path, columns: tuple[str, ...], header: bool):
+    """Read CSV strictly: every row must have exactly the header's fields (FAILFAST), all
+    as strings, which PostgreSQL parses; a malformed row fails naming file and line."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    names = list(columns)
+    if header:
+        first = next(iter(data_files(file) if file.is_dir() else [file]), None)
+        with open(first, encoding="utf-8", errors="replace") as handle:
+            names = [n.strip().strip('"') for n in handle.readline().rstrip("\r\n").split(",")]
+    fields = [StructField(n, StringType()) for n in names]
+    reader = (spark.read.schema(StructType(fields)).option("header", str(header).lower())
+              .option("enforceSchema", "false"))
+    strict = reader.option("mode", "FAILFAST").csv(str(file))
+    try:  # parses every field of every row once (a bare count() would parse none)
+        strict.agg(F.sum(F.hash(*[F.col(f"`{n}`") for n in names]))).collect()
+    except Exception as exc:
+        if type(exc).__module__.startswith("py4j") and "Java" not in type(exc).__name__:
+            raise  # the JVM itself: load_file says so
+        found = _malformed(file, len(fields), header)
+        raise LoadError(f"cannot load {file}, nothing was loaded: "
+                        f"{found or _spark_error(exc)}") from None
+    return strict
+
+
+def _malformed(file: Path, width: int, header: bool) -> str | None:
+    """The first malformed CSV record (only on a failure: a plain scan in Python): its
+    file, the line it starts on, and what is wrong."""
+    for path in [file] if file.is_file() else sorted(data_files(file)):
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            reader = csv.reader(handle, strict=True)
+            start = 1
+            try:
+                for number, record in enumerate(reader):
+                    if not (header and number == 0) and len(record) != width:
+                        return (f"file {path}, line {start}: {len(record)} fields where there "
+                                f"are {width} columns: {','.join(record)[:200]!r}")
+                    start = reader.line_num + 1
+            except csv.Error as exc:
+                return f"file {path}, line {start}: {exc} (an unbalanced quote?)"
+    return None
+
+
+def _check_parquet_files(spark, path: Path, schema) -> None:
+    """Every Parquet file must have only the stream's columns, with types that can feed
+    them, and every NOT NULL one: checked file by file, before anything is written."""
+    files = [path] if path.is_file() else sorted(data_files(path))
+    columns = dict(schema.columns)
+    reference = None
+    for file in files:
+        fields = {f.name.lower(): f for f in spark.read.parquet(str(file)).schema.fields}
+        problems = [f"column {n!r} is not in stream {schema.name!r}"
+                    for n in fields if n not in columns]
+        for n, field in fields.items():
+            family = _family(columns.get(n, ""))
+            spark_type = type(field.dataType).__name__
+            if family and spark_type != "StringType" and spark_type not in _ACCEPTS[family]:
+                problems.append(f"column {n!r} has type {field.dataType.simpleString()}, which "
+                                f"cannot feed {columns[n]}")
+        if reference is not None and set(fields) != reference:
+            problems.append(f"its columns ({', '.join(sorted(fields))}) differ from the other "
+                            f"files' ({', '.join(sorted(reference))})")
+        if problems:
+            raise LoadError(f"cannot load {path}, nothing was loaded: file {file}: "
+                            + "; ".join(problems))
+        reference = set(fields)
 
 
 __all__ = ["jdbc_jar", "jdbc_target", "load", "load_file", "session", "staging_table"]

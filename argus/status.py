@@ -44,9 +44,13 @@ def status_tables(conn: psycopg.Connection) -> list:
                      GROUP BY node_id HAVING count(*) > 1) s),
                   (SELECT count(*) FROM argus_catalog.query_nodes
                      JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream')""").fetchone()
+    staged, stale = conn.execute(
+        """SELECT count(*), count(*) FILTER (WHERE s.created_at < now() - t.stale_staging_after)
+             FROM argus_catalog.staging s, argus_catalog.settings t""").fetchone()
     network = (f"{queries} queries, {nodes} nodes ({shared} shared by several queries); "
                f"sharing ratio {uses / nodes if nodes else 0:.2f} query uses per node; "
-               f"{state:,} rows of node state")
+               f"{state:,} rows of node state; {staged} Spark loads staged"
+               + (f" ({stale} abandoned: the next load or cycle drops them)" if stale else ""))
 
     runs = Table("run", "started", "ms", "status", "rows in", "nodes run", "error",
                  title="recent cycles", title_justify="left")

@@ -218,6 +218,7 @@ BEGIN
     IF (SELECT program_stale FROM argus_catalog.settings) THEN
         PERFORM argus.assemble_program();
     END IF;
+    PERFORM argus.sweep_staging();
     SELECT * INTO v_settings FROM argus_catalog.settings;
     IF v_settings.random_page_cost IS NOT NULL THEN
         PERFORM set_config('random_page_cost', v_settings.random_page_cost::text, true);
@@ -320,4 +321,25 @@ BEGIN
         DELETE FROM argus_catalog.run_queries WHERE run_id <= v_before;
         DELETE FROM argus_catalog.runs WHERE run_id <= v_before;
     END IF;
+END $$;
+
+-- Drop the staging tables that failed or killed loads left behind: older than
+-- settings.stale_staging_after and held by no live load (argus.loads.load_lock holds
+-- pg_advisory_lock(0x41524C44, hashtext(load id)) from staging to commit). Returns the
+-- load ids swept. Called by every load and every cycle.
+CREATE OR REPLACE FUNCTION argus.sweep_staging() RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_row record;
+    v_swept text[] := '{}';
+BEGIN
+    FOR v_row IN SELECT s.* FROM argus_catalog.staging s, argus_catalog.settings t
+                  WHERE s.created_at < now() - t.stale_staging_after LOOP
+        IF pg_try_advisory_xact_lock(1095912516, hashtext(v_row.load_id)) THEN
+            EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I', v_row.table_name);
+            DELETE FROM argus_catalog.staging WHERE load_id = v_row.load_id;
+            v_swept := v_swept || v_row.load_id;
+        END IF;
+    END LOOP;
+    RETURN v_swept;
 END $$;

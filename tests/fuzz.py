@@ -167,18 +167,26 @@ class Gen:
         column = self.rng.choice(["t", "t", "t", "d", "ts"])  # on the time column, or not
         op = self.rng.choice([">", ">=", "<="])
         minutes = self.rng.choice([10, 30, 60, 600])
-        if column == "d":
-            return f"{alias}.d {op} argus_now() - interval '{minutes} days'"
         return f"{alias}.{column} {op} argus_now() - interval '{minutes} minutes'"
 
     def family(self) -> list[tuple[str, str]]:
         """Queries of one shape differing in their literals (and so sharing nodes):
         (role, SQL); role 'tlp' marks a partition q, q∧p, q∧¬p, q∧p IS NULL."""
         a, c = STREAMS["a"], STREAMS["c"]
-        shape = self.rng.choice(["select", "tlp", "aggregate", "global", "join", "left",
-                                 "semi", "anti", "exists", "distinct", "setop", "window",
-                                 "clock", "groups_anti", "nested", "poison"])
+        shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
+                                 "left", "semi", "anti", "exists", "distinct", "setop",
+                                 "window", "clock", "groups_anti", "nested", "poison"])
         size = self.rng.randint(1, 3)
+        if shape == "variants":  # one value in several spellings and comparisons: sharing
+            column = self.rng.choice(sorted(c for c in a if c != "b"))
+            pg_type = a[column]
+            value = None
+            while value is None:
+                value = self.value(pg_type)
+            return [("variants", f"SELECT x.id, x.{column} FROM a x WHERE x.{column} "
+                                 f"{self.rng.choice(COMPARE)} "
+                                 f"{self.rng.choice(spellings(pg_type, value))}")
+                    for _ in range(self.rng.randint(2, 5))]
         if shape == "tlp":
             base = f"SELECT x.id, x.k, x.s FROM a x WHERE {self.predicate('x', a, 1)}"
             p = self.predicate("x", a, 1)
@@ -229,8 +237,9 @@ class Gen:
                      f"GROUP BY x.id) g WHERE g.n > 1 AND NOT EXISTS (SELECT 1 FROM "
                      f"(SELECT y.id FROM c y GROUP BY y.id) h WHERE h.id = g.id + 1)")
             elif shape == "poison":  # alone, so that PostgreSQL divides every row too;
-                # the rare row with id 999 breaks it
-                q = f"SELECT x.id, x.k FROM a x WHERE 100 / (x.id - 999) < {self.rng.randint(0, 5)}"
+                # the rare row whose id is its magic number breaks it
+                q = (f"SELECT x.id, x.k FROM a x WHERE 100 / (x.id - "
+                     f"{self.rng.randint(1000, 1004)}) < {self.rng.randint(0, 5)}")
             else:  # nested
                 q = (f"SELECT g.k, g.m FROM (SELECT x.k, max(x.f) AS m, count(*) AS n FROM a x "
                      f"WHERE {where} GROUP BY x.k) g WHERE g.n >= {self.rng.randint(1, 2)}")
@@ -242,7 +251,8 @@ class Gen:
         rows = []
         for _ in range(self.rng.randint(1, 12)):
             row = {c: self.value(t) for c, t in columns.items()}
-            row["id"] = 999 if self.rng.random() < 0.01 else self.rng.randint(1, 50)
+            row["id"] = (self.rng.randint(1000, 1004) if self.rng.random() < 0.03
+                         else self.rng.randint(1, 50))
             if self.rng.random() < 0.02:  # far in the future: quarantined
                 row[TIME] = dt.datetime(2204, 1, 1, tzinfo=UTC)
             rows.append(tuple(row[c] for c in columns))

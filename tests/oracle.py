@@ -179,8 +179,11 @@ class Oracle:
             f"query {name}: incremental answer differs from the query run from scratch\n"
             f"  missing: {dict(expected - actual)}\n  extra: {dict(actual - expected)}")
         if name in self.accumulated:
-            assert same(self.accumulated[name], actual), (
-                f"query {name}: the changes reported do not add up to the answer")
+            summed = self.accumulated[name]
+            assert same(summed, actual), (
+                f"query {name}: the changes reported do not add up to the answer\n"
+                f"  in the answer only: {dict(actual - summed)}\n"
+                f"  in the changes only: {dict(summed - actual)}")
 
     def check(self) -> None:
         """Every query that is not isolated after a failure (see db.retry) is exact."""

@@ -52,3 +52,40 @@ def test_demo_runs_on_the_embedded_default(home):
     assert "cycle 2" in result.output
     status = CliRunner().invoke(main, ["server", "status"])
     assert "running" in status.output
+
+
+def test_a_stale_pid_file_of_another_process_is_recovered(home):
+    """After a crash, postmaster.pid may name a PID now used by another process: the
+    server is not 'running' because of it, argus says so and starts it again."""
+    import os
+    import signal
+    import subprocess
+
+    with argus.connect() as db:
+        db.create_stream("s", {"a": "int"})
+    server = EmbeddedServer(home)
+    pid_file = server.pgdata / "postmaster.pid"
+    old = int(pid_file.read_text().split()[0])
+    os.kill(old, signal.SIGKILL)  # a crash: the pid file stays behind
+    other = subprocess.Popen(["sleep", "60"])  # a live process with some PID
+    try:
+        lines = pid_file.read_text().splitlines()
+        pid_file.write_text("\n".join([str(other.pid)] + lines[1:]) + "\n")
+        assert not server.running()
+        assert "another process" in server.stale_pid()
+        status = CliRunner().invoke(main, ["server", "status"])
+        assert "stale" in status.output and "another process" in status.output
+        with pytest.warns(UserWarning, match="stale postmaster.pid"):
+            with argus.connect() as db:  # recovered: the server restarts, data intact
+                assert [s.name for s in db.streams()] == ["s"]
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_server_status_does_not_print_the_password(home):
+    with argus.connect():
+        pass
+    password = EmbeddedServer(home).settings()["password"]
+    status = CliRunner().invoke(main, ["server", "status"])
+    assert "running" in status.output and password not in status.output

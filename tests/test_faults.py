@@ -222,3 +222,55 @@ def test_a_bad_query_does_not_break_cycles_for_the_others(transfers):
     transfers.insert("transfers", [(1, "2024-01-01", "a", "b", 5)])
     transfers.run()
     assert transfers.db.results("fine") == [(1,)]
+
+
+LOAD_SCRIPT = """
+import sys, argus
+dsn, load_id, start, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with argus.connect(dsn) as db:
+    db.insert("tr", [(i, i % 97, i % 89, i % 1000 + 1) for i in range(start, start + n)],
+              load_id=load_id)
+"""
+
+
+@pytest.mark.slow
+def test_loads_cycles_and_kills_interleave_with_every_row_once(db, fresh_dsn, tmp_path):
+    """Loader processes (some started twice with one id, as a retrying scheduler would),
+    scheduled cycles (`argus run --log`, as cron runs them) and kills of either at
+    random points: after the operator re-runs every load, every row is in its stream's
+    history exactly once, and the answers are exact."""
+    rng = random.Random(5)
+    oracle = setup_workload(db)
+    loader = tmp_path / "load.py"
+    loader.write_text(LOAD_SCRIPT)
+    argus_cli = [sys.executable, "-m", "argus.cli", "run", "--log", str(tmp_path / "c.log"),
+                 "--dsn", fresh_dsn]
+    loads, killed = [], 0
+    for k in range(30):
+        load = (f"load-{k}", k * 200, 200)
+        loads.append(load)
+        processes = [subprocess.Popen([sys.executable, str(loader), fresh_dsn, *map(str, load)])
+                     for _ in range(2 if rng.random() < 0.3 else 1)]
+        processes.append(subprocess.Popen(argus_cli, stdout=subprocess.DEVNULL))
+        time.sleep(rng.uniform(0.05, 0.6))
+        for process in processes:
+            if process.poll() is None and rng.random() < 0.4:
+                process.send_signal(signal.SIGKILL)
+                killed += 1
+        for process in processes:
+            process.wait()
+    assert killed > 5
+    for load in loads:  # the operator re-runs every load: the ones that landed are no-ops
+        subprocess.run([sys.executable, str(loader), fresh_dsn, *map(str, load)], check=True)
+    deadline = time.time() + 60
+    while db.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                          "current_database() AND pid <> pg_backend_pid()").fetchone()[0]:
+        assert time.time() < deadline
+        time.sleep(0.1)
+    db.run()
+    assert_exactly_once(db, range(30 * 200))
+    assert [r[2] for r in db.loads()] == [200] * 30  # each id recorded with its rows
+    oracle.pending = [("tr", [(i, i % 97, i % 89, i % 1000 + 1) for i in range(30 * 200)])]
+    oracle.accumulated.clear()
+    oracle.run()  # every answer equals its SQL from scratch
+    assert "run " in (tmp_path / "c.log").read_text()

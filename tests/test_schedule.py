@@ -93,3 +93,32 @@ def test_pg_cron_missing_is_a_clear_error(fresh_dsn):
         pytest.skip("pg_cron is loaded here")
     out = cli("schedule", "--every", "1m", "--pg-cron", "--dsn", fresh_dsn)
     assert out.exit_code == 1 and "pg_cron is not available" in out.output
+
+
+def test_entries_of_databases_with_similar_names_are_kept_apart(crontab, admin_dsn, tmp_path):
+    """`pipe_cron` and `pipe_cron2`: removing one's entry keeps the other's; the crontab
+    holds no password; each database logs to its own file."""
+    from psycopg.conninfo import make_conninfo
+
+    first = make_conninfo(admin_dsn, dbname="pipe_cron", password="s3cret:x")
+    second = make_conninfo(admin_dsn, dbname="pipe_cron2", password="s3cret:x")
+    sched.schedule_cron(first, "*/5 * * * *")
+    sched.schedule_cron(second, "*/7 * * * *")
+    mine = {e.target: e for e in sched.entries() if e.target.endswith(("pipe_cron",
+                                                                        "pipe_cron2"))}
+    assert len(mine) == 2
+    assert all("s3cret" not in e.line and "PGPASSFILE=" in e.line for e in mine.values())
+    assert sched.passfile().stat().st_mode & 0o077 == 0
+    assert sched.unschedule_cron(first)
+    left = [e.target for e in sched.entries() if "pipe_cron" in e.target]
+    assert left == [sched.tag(second)]
+    assert sched.default_log(sched.tag(first)) != sched.default_log(sched.tag(second))
+    assert sched.unschedule_cron(second)
+
+
+def test_the_cycle_log_is_timestamped_and_names_the_database(db, fresh_dsn, tmp_path):
+    log = tmp_path / "db.log"
+    out = cli("run", "--log", str(log), "--dsn", fresh_dsn)
+    assert out.exit_code == 0, out.output
+    line = log.read_text().strip()
+    assert line[:4].isdigit() and sched.tag(fresh_dsn) in line and "run 1:" in line

@@ -206,3 +206,119 @@ def test_argus_gen_writes_parquet(tmp_path):
                                     "--out", str(tmp_path / "tr")], catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert list((tmp_path / "tr").glob("*.parquet"))
+
+
+def test_one_load_id_from_two_processes_loads_once(events, fresh_dsn, tmp_path):
+    """The second process waits for the first (a lock on the id), then finds it loaded:
+    every row once, and the id recorded with the rows it moved."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import argus.spark as s
+        spark = s.session()
+        df = spark.createDataFrame([(i, "2024-01-01", 1.0) for i in range(3000)],
+                                   "id long, day string, v double").repartition(3)
+        print(s.load(df, "events", {fresh_dsn!r}, load_id="twice").rows)
+    """))
+    jobs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outputs = [job.communicate(timeout=300)[0] for job in jobs]
+    assert all(job.returncode == 0 for job in jobs)
+    assert sorted(int(out.split()[-1]) for out in outputs) == [0, 3000]
+    assert len(inbox(events)) == 3000
+    assert [(r[0], r[2]) for r in events.loads()] == [("twice", 3000)]
+
+
+def test_a_file_is_identified_by_its_content(events, fresh_dsn, tmp_path):
+    """Touched, copied or renamed: loaded once. Another file of the same size and
+    modification time, or a file changed inside a directory: loaded."""
+    data = tmp_path / "a.csv"
+    data.write_text("id,day,v\n1,2024-01-01,9.5\n2,2024-01-02,1.5\n")
+    spark_mod.load_file(str(data), "events", fresh_dsn)
+    os.utime(data)  # touched
+    copy = tmp_path / "copy.csv"
+    shutil.copy2(data, copy)
+    for path in (data, copy):
+        assert spark_mod.load_file(str(path), "events", fresh_dsn).duplicate
+    same_size = tmp_path / "b.csv"
+    same_size.write_text("id,day,v\n3,2024-01-01,9.5\n4,2024-01-02,1.5\n")
+    stat = data.stat()
+    os.utime(same_size, (stat.st_atime, stat.st_mtime))  # cp -p of other data
+    assert spark_mod.load_file(str(same_size), "events", fresh_dsn).rows == 2
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "part.csv").write_text("id,day,v\n5,2024-01-01,1\n")
+    spark_mod.load_file(str(folder), "events", fresh_dsn, fmt="csv")
+    (folder / "part.csv").write_text("id,day,v\n6,2024-01-01,1\n")  # rewritten inside
+    assert spark_mod.load_file(str(folder), "events", fresh_dsn, fmt="csv").rows == 1
+    assert [r[0] for r in inbox(events)] == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("line, what", [("2,2024-01-02,1.5,extra", "an extra field"),
+                                        ("2,2024-01-02", "a missing field"),
+                                        ('2,"2024-01-02,1.5', "an unbalanced quote")])
+def test_a_malformed_csv_row_fails_the_load_naming_file_and_line(events, fresh_dsn, tmp_path,
+                                                                 line, what):
+    data = tmp_path / "bad.csv"
+    data.write_text("id,day,v\n1,2024-01-01,9.5\n" + line + "\n3,2024-01-03,2.5\n")
+    with pytest.raises(argus.LoadError, match=rf"file {data}, line 3"):
+        spark_mod.load_file(str(data), "events", fresh_dsn)
+    assert inbox(events) == [] and events.loads() == [], what
+
+
+def test_parquet_files_with_other_columns_fail_naming_the_file(spark, events, fresh_dsn,
+                                                               tmp_path):
+    folder = tmp_path / "parts"
+    spark.createDataFrame([(1, "2024-01-01", 1.0)], "id long, day string, v double") \
+        .write.parquet(str(folder / "a"))
+    spark.createDataFrame([(2, "2024-01-01")], "id long, day string") \
+        .write.parquet(str(folder / "b"))  # a column missing
+    with pytest.raises(argus.LoadError, match=r"file .*/b/part-.*differ from the other"):
+        spark_mod.load_file(str(folder), "events", fresh_dsn, fmt="parquet")
+    spark.createDataFrame([(3, True)], "id long, v boolean").write.parquet(str(tmp_path / "c"))
+    with pytest.raises(argus.LoadError, match=r"file .*/c/part-.*'v' has type boolean"):
+        spark_mod.load_file(str(tmp_path / "c"), "events", fresh_dsn, fmt="parquet")
+    assert inbox(events) == []
+
+
+def test_a_bad_value_names_the_file_and_the_row(events, fresh_dsn, tmp_path):
+    data = tmp_path / "values.csv"
+    data.write_text("id,day,v\n1,2024-01-01,9.5\n2,2024-01-02,12x\n")
+    with pytest.raises(argus.LoadError, match=r'numeric: "12x".*file .*values.csv.*12x'):
+        spark_mod.load_file(str(data), "events", fresh_dsn)
+
+
+def test_failed_and_abandoned_staging_is_cleaned_up(spark, events, fresh_dsn):
+    bad = spark.createDataFrame([(1, "not a day", 1.0)], "id long, day string, v double")
+    with pytest.raises(argus.LoadError):
+        spark_mod.load(bad, "events", fresh_dsn, load_id="fails")
+    staged = "SELECT count(*) FROM pg_tables WHERE schemaname = 'argus_staging'"
+    assert events.conn.execute(staged).fetchone() == (0,)
+    # a load killed after staging left its table: swept by a cycle once it is stale
+    prepare_staging(events.conn, "events", "killed")
+    events.run()
+    assert events.conn.execute(staged).fetchone() == (1,)  # not stale yet: a load may live
+    events.conn.execute("UPDATE argus_catalog.staging SET created_at = now() - interval '2h'")
+    events.run()
+    assert events.conn.execute(staged).fetchone() == (0,)
+    assert events.conn.execute("SELECT count(*) FROM argus_catalog.staging").fetchone() == (0,)
+
+
+def test_a_jvm_killed_during_a_load_is_a_clear_error(events, fresh_dsn, tmp_path):
+    script = tmp_path / "job.py"
+    data = tmp_path / "e.csv"
+    data.write_text("id,day,v\n1,2024-01-01,9.5\n")
+    script.write_text(textwrap.dedent(f"""
+        import argus, argus.spark as s
+        spark = s.session()
+        spark.sparkContext._gateway.proc.kill()  # the JVM dies
+        spark.sparkContext._gateway.proc.wait()
+        try:
+            s.load_file({str(data)!r}, "events", {fresh_dsn!r})
+        except argus.LoadError as exc:
+            print("LoadError:", exc)
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert "LoadError: Spark stopped during the load" in done.stdout, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout
+    assert inbox(events) == []
