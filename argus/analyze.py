@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import sqlglot
@@ -63,12 +63,18 @@ UNSUPPORTED: tuple[tuple[type[exp.Expr], str], ...] = (
     (exp.Parameter, "parameter placeholders"),
 )
 
-# Functions whose value depends on when they run: a continuous query's answer must not.
+# Functions whose value depends on when or by whom they run: a continuous query's
+# answer must not.
 TIME_DEPENDENT: dict[type[exp.Expr], str] = {
     exp.CurrentTimestamp: "now() / CURRENT_TIMESTAMP",
     exp.CurrentDate: "CURRENT_DATE",
     exp.CurrentTime: "CURRENT_TIME",
     exp.Rand: "random()",
+    **{getattr(exp, name): text for name, text in (
+        ("CurrentUser", "CURRENT_USER"), ("SessionUser", "SESSION_USER"),
+        ("CurrentRole", "CURRENT_ROLE"), ("CurrentSchema", "CURRENT_SCHEMA"),
+        ("CurrentCatalog", "CURRENT_CATALOG"), ("CurrentVersion", "version()"))
+       if hasattr(exp, name)},
 }
 
 QUERY_TYPES = (exp.Select, exp.Union, exp.Except, exp.Intersect)
@@ -150,10 +156,16 @@ def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
             raise UnknownStreamError(f"unknown stream {name!r} (streams: {known})")
 
 
-def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
+def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
+            functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None) -> Analyzed:
+    """`functions`: checks the names of the functions the query calls and says the
+    schema of those outside pg_catalog, whose calls are then schema-qualified
+    (argus.functions.check)."""
     tree = parse(sql_text)
     refuse_unsupported(tree)
     _check_tables(tree, streams)
+    if functions is not None:
+        _qualify_functions(tree, functions(function_names(tree)))
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
     # output names the user gave: AS aliases, and the column alias lists of derived
@@ -180,6 +192,16 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema]) -> Analyzed:
     used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
     return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used),
                     plan=Output(result.plan, exprs), functions=function_names(tree))
+
+
+def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
+    """Calls of functions outside pg_catalog, schema-qualified in place, so that no
+    search_path decides later which function a cycle calls."""
+    for call in list(tree.find_all(exp.Anonymous)):
+        schema = schemas.get(fold(call.name))
+        if schema is not None and not isinstance(call.parent, exp.Dot):
+            call.replace(exp.Dot(this=exp.to_identifier(schema, quoted=True),
+                                 expression=call.copy()))
 
 
 def _check_clock_uses(plan) -> None:

@@ -12,25 +12,17 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from . import functions, network
 from .analyze import Analyzed, analyze
-from . import network
 from .compile import SIGN_ID, T1, rebuild, virtual
-from .errors import (DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError,
-                     UnsupportedQueryError)
+from .errors import DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
                     results_view)
 from .network import Builder, assemble, drop_unused, execute_all
 from .sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
-from .temporal import at_previous_clock, reads_clock
-
-# Stable functions whose value changes with the clock: PostgreSQL calls them stable,
-# a continuous query must not depend on them.
-CLOCK_FUNCTIONS = frozenset({"now", "statement_timestamp", "transaction_timestamp",
-                             "clock_timestamp", "timeofday", "localtimestamp", "localtime",
-                             "current_timestamp", "current_date", "current_time"})
-
+from .temporal import at_previous_clock, reads_clock, rewrite_user_calls
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -63,15 +55,21 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
     name = check_name(name, "query")
     # read and planned before taking the cycle lock: a large query holds up no cycle
     schemas = stream_schemas(conn)
-    analyzed = analyze(sql_text, schemas)
+
+    def functions_of(names: frozenset[str]) -> dict[str, str]:
+        return functions.check(conn, names)
+
+    analyzed = analyze(sql_text, schemas, functions_of)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
-            analyzed = analyze(sql_text, stream_schemas(conn))
-        _check_functions(conn, analyzed)
+            analyzed = analyze(sql_text, stream_schemas(conn), functions_of)
+        # everything from here resolves names as a cycle does: no search_path of the
+        # registrant's decides which function or table a node's code means
+        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         plan = _check_with_postgres(conn, analyzed)
         if not force:
             _check_state(conn, name, plan)
@@ -87,19 +85,6 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
                              "split it") from None
 
 
-def _check_functions(conn: psycopg.Connection, analyzed: Analyzed) -> None:
-    if not analyzed.functions:
-        return
-    rows = conn.execute(
-        """SELECT DISTINCT proname FROM pg_proc
-            WHERE proname = ANY(%s) AND (provolatile = 'v' OR proname = ANY(%s))
-            ORDER BY 1""", (sorted(analyzed.functions), sorted(CLOCK_FUNCTIONS))).fetchall()
-    if rows:
-        raise UnsupportedQueryError(
-            f"the volatile or clock-dependent function {rows[0][0]}()",
-            "a continuous query must give the same answer whenever it is evaluated")
-
-
 def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     """Let PostgreSQL plan the canonical query over the stream histories: types,
     operators and functions are checked before anything is created. The plan (EXPLAIN's
@@ -107,7 +92,7 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(analyzed.canonical, read="postgres")
+    tree = rewrite_user_calls(sqlglot.parse_one(analyzed.canonical, read="postgres"))
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
         if table.name not in ctes:

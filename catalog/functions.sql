@@ -124,7 +124,7 @@ $$;
 -- is a failed node whose probe (argus.compile.probe_block: which row its expressions
 -- fail on) runs in its place.
 CREATE OR REPLACE FUNCTION argus.assemble_program(diagnose bigint DEFAULT NULL) RETURNS void
-LANGUAGE plpgsql SET check_function_bodies = off AS $$
+LANGUAGE plpgsql SET check_function_bodies = off SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_frame text := (SELECT program_frame FROM argus_catalog.settings);
     v_body  text;
@@ -192,8 +192,11 @@ $$;
 -- inputs in the histories, and the probe names the row. Any other failure (the server,
 -- a lock, a stream's own code) rolls the cycle back whole and is recorded as a failed
 -- run; the function then returns normally with its run id.
+--
+-- It never runs through the caller's search_path.
 CREATE OR REPLACE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS bigint
-LANGUAGE plpgsql SET jit = off SET extra_float_digits = 1 AS $$
+LANGUAGE plpgsql SET jit = off SET extra_float_digits = 1
+SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run      bigint;
     v_last     bigint;
@@ -328,7 +331,7 @@ END $$;
 -- pg_advisory_lock(0x41524C44, hashtext(load id)) from staging to commit). Returns the
 -- load ids swept. Called by every load and every cycle.
 CREATE OR REPLACE FUNCTION argus.sweep_staging() RETURNS text[]
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_row record;
     v_swept text[] := '{}';
@@ -343,3 +346,4 @@ BEGIN
     END LOOP;
     RETURN v_swept;
 END $$;
+

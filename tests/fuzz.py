@@ -76,6 +76,10 @@ STREAMS = {
     "a": {"id": "bigint", "k": "int", "n": "numeric", "f": "double precision", "s": "text",
           "d": "date", "ts": "timestamp", "t": "timestamptz", "b": "boolean"},
     "c": {"id": "bigint", "k": "int", "f": "double precision", "s": "text", "t": "timestamptz"},
+    # read by windows only, so that purging happens (and a window on d or ts must not
+    # bound what a later window on t needs)
+    "w": {"id": "bigint", "k": "int", "d": "date", "ts": "timestamp", "t": "timestamptz",
+          "u": "timestamptz"},
 }
 TIME = "t"
 
@@ -163,8 +167,7 @@ class Gen:
             text = f"({text} {self.rng.choice(['AND', 'OR'])} {other})"
         return f"NOT ({text})" if self.rng.random() < 0.1 else text
 
-    def window(self, alias: str) -> str:
-        column = self.rng.choice(["t", "t", "t", "d", "ts"])  # on the time column, or not
+    def window(self, alias: str, column: str) -> str:
         op = self.rng.choice([">", ">=", "<="])
         minutes = self.rng.choice([10, 30, 60, 600])
         return f"{alias}.{column} {op} argus_now() - interval '{minutes} minutes'"
@@ -177,16 +180,20 @@ class Gen:
                                  "left", "semi", "anti", "exists", "distinct", "setop",
                                  "window", "clock", "groups_anti", "nested", "poison"])
         size = self.rng.randint(1, 3)
-        if shape == "variants":  # one value in several spellings and comparisons: sharing
-            column = self.rng.choice(sorted(c for c in a if c != "b"))
+        # a family's windows are on one column: the time column, or not (a stream's
+        # history may be purged only by windows on its time column)
+        window_column = self.rng.choice(["t", "t", "u", "d", "ts"])
+        if shape == "variants":  # one value, spelled and compared in several ways: the
+            # literals canonicalization must tell equal or apart, under sharing
+            column = self.rng.choice(["f", "f", "d", "t", "n", "k", "ts", "s"])
             pg_type = a[column]
-            value = None
+            value = self.rng.choice([0.1, 1e9 + 0.1, 1.5]) if column == "f" else None
             while value is None:
                 value = self.value(pg_type)
-            return [("variants", f"SELECT x.id, x.{column} FROM a x WHERE x.{column} "
-                                 f"{self.rng.choice(COMPARE)} "
+            ops = ["=", self.rng.choice([">", ">=", "<", "<="]), "<>", self.rng.choice(COMPARE)]
+            return [("variants", f"SELECT x.id, x.{column} FROM a x WHERE x.{column} {op} "
                                  f"{self.rng.choice(spellings(pg_type, value))}")
-                    for _ in range(self.rng.randint(2, 5))]
+                    for op in self.rng.sample(ops, len(ops))]
         if shape == "tlp":
             base = f"SELECT x.id, x.k, x.s FROM a x WHERE {self.predicate('x', a, 1)}"
             p = self.predicate("x", a, 1)
@@ -202,7 +209,7 @@ class Gen:
                 having = f" HAVING count(*) > {self.rng.randint(0, 2)}" \
                     if self.rng.random() < 0.4 else ""
                 if self.rng.random() < 0.5:  # over a window: rows leave the groups again
-                    where = f"{self.window('x')} AND {where}"
+                    where = f"{self.window('x', window_column if window_column in a else 't')} AND {where}"
                 q = (f"SELECT x.k, count(*) AS cnt, sum(x.{x}) AS total, avg(x.{x}) AS mean, "
                      f"min(x.{x}) AS lo, max(x.{x}) AS hi, stddev(x.{x}) AS sd "
                      f"FROM a x WHERE {where} GROUP BY x.k{having}")
@@ -229,7 +236,8 @@ class Gen:
                 q = (f"SELECT x.k FROM a x WHERE {where} {op} "
                      f"SELECT y.k FROM c y WHERE {self.predicate('y', c, 0)}")
             elif shape == "window":
-                q = f"SELECT x.id, x.k FROM a x WHERE {self.window('x')} AND {where}"
+                q = (f"SELECT x.id, x.k FROM w x WHERE {self.window('x', window_column)} AND "
+                     f"{self.predicate('x', STREAMS['w'], 1)}")
             elif shape == "clock":
                 q = f"SELECT x.id, argus_now() - x.t AS age FROM a x WHERE {where}"
             elif shape == "groups_anti":
@@ -330,9 +338,11 @@ class Fuzzer:
     def register(self) -> None:
         family = self.gen.family()
         names = []
-        for _, query in family:
+        for role, query in family:
             name = f"q{next(self.names)}"
-            handle = self.handles[self.rng.choice(sorted(self.handles))]
+            # variants under selection sharing: the new query reads an earlier one's node
+            handle = self.handles["selection" if role == "variants" and self.rng.random() < 0.8
+                                  else self.rng.choice(sorted(self.handles))]
             self.log.append(f"register {name} [{handle.sharing.strategy}] {query}")
             try:
                 self.oracle.db = handle

@@ -1,0 +1,63 @@
+"""Security: the exploits of issue 18 fail, and argus's own code does not depend on
+whoever runs it (its search_path, its functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from argus import QueryError
+
+
+def test_a_callers_search_path_cannot_put_its_functions_in_a_cycle(oracle, fresh_dsn):
+    """`CREATE FUNCTION evil.upper(varchar)`, then a cycle run with `SET search_path =
+    evil, public`: the cycle's code resolves names as at registration (pg_catalog
+    first), so the answer is PostgreSQL's."""
+    import psycopg
+
+    oracle.create_stream("s", {"id": "int", "c": "varchar"})
+    oracle.register("q", "SELECT id FROM s WHERE upper(c) = 'AB'")
+    with psycopg.connect(fresh_dsn, autocommit=True) as evil:
+        evil.execute("CREATE SCHEMA evil")
+        evil.execute("CREATE FUNCTION evil.upper(varchar) RETURNS text IMMUTABLE "
+                     "LANGUAGE sql AS $$ SELECT 'AB' $$")
+        oracle.insert("s", [(1, "ab"), (2, "xy")])
+        evil.execute("SET search_path = evil, public")
+        oracle.run(lambda: evil.execute("SELECT argus.run_cycle()").fetchone())
+    assert oracle.db.results("q") == [(1,)]
+
+
+def test_user_functions_are_called_by_their_schema(oracle, fresh_dsn):
+    """A function of the registrant's search_path is written schema-qualified into the
+    node code: a cycle run with another search_path calls the same one."""
+    import psycopg
+
+    oracle.conn.execute("CREATE FUNCTION public.double_it(int) RETURNS int IMMUTABLE "
+                        "LANGUAGE sql AS $$ SELECT 2 * $1 $$")
+    oracle.create_stream("s", {"id": "int"})
+    oracle.register("q", "SELECT id, double_it(id) AS d FROM s WHERE double_it(id) > 2")
+    with psycopg.connect(fresh_dsn, autocommit=True) as other:
+        other.execute("SET search_path = pg_temp")
+        oracle.insert("s", [(1,), (2,)])
+        oracle.run(lambda: other.execute("SELECT argus.run_cycle()").fetchone())
+    assert oracle.db.results("q") == [(2, 4)]
+
+
+def test_functions_must_be_immutable_and_trusted(db, fresh_dsn):
+    import psycopg
+
+    db.create_stream("s", {"id": "int"})
+    db.conn.execute("CREATE FUNCTION public.stable_one(int) RETURNS int STABLE "
+                    "LANGUAGE sql AS $$ SELECT $1 $$")
+    with pytest.raises(QueryError, match=r"public.stable_one\(\).*IMMUTABLE"):
+        db.register_query("q", "SELECT id FROM s WHERE stable_one(id) > 0")
+    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+        admin.execute("CREATE ROLE argus_test_nobody NOLOGIN")
+        try:
+            admin.execute("CREATE FUNCTION public.theirs(int) RETURNS int IMMUTABLE "
+                          "LANGUAGE sql AS $$ SELECT $1 $$")
+            admin.execute("ALTER FUNCTION public.theirs(int) OWNER TO argus_test_nobody")
+            with pytest.raises(QueryError, match=r"owned by a superuser"):
+                db.register_query("q", "SELECT id FROM s WHERE theirs(id) > 0")
+        finally:
+            admin.execute("DROP FUNCTION IF EXISTS public.theirs(int)")
+            admin.execute("DROP ROLE argus_test_nobody")
