@@ -8,11 +8,12 @@ from collections.abc import Iterable, Mapping
 import psycopg
 from psycopg import sql
 
-from . import catalog, cycle, network, quarantine, registry, settings, streams
+from . import catalog, cycle, network, quarantine, registry, requests, roles, settings, streams
 from . import loads as load_ops
 from .analyze import StreamSchema
 from .cycle import CycleReport
-from .errors import ServerError
+from .compile import CODE_VERSION
+from .errors import CatalogError, PermissionDeniedError, ServerError
 from .names import changes_view, check_name, results_view
 from .registry import QueryInfo
 from .sharing import Sharing
@@ -38,7 +39,29 @@ def connect(dsn: str | None = None, sharing: Sharing | str | None = None) -> Arg
     return Argus(resolve_dsn(dsn), sharing)
 
 
+def _prepare(conn: psycopg.Connection) -> bool:
+    """Bring the catalog and code up to date and set up the roles, when this session
+    may act as argus's owner; else check that the owner did. True for the owner."""
+    session = roles.session(conn)
+    if session is None or session.owner:
+        catalog.migrate(conn)
+        network.recompile_stale(conn)
+        roles.setup(conn)
+        return True
+    if (session.version != catalog.latest_version() or session.catalog_code != catalog.code()[0]
+            or session.code_version < CODE_VERSION):
+        owner = f"a member of role {session.prefix}_owner" if session.prefix else "its owner"
+        raise CatalogError("this database's argus catalog was made by another version of "
+                           f"argus: {owner} upgrades it by connecting once")
+    return False
+
+
 class Argus:
+    """A connection to one database's argus. A role that may act as its owner (the one
+    that installed it, or a member of its owner role) does everything here; a role it
+    granted (argus.roles) does what it was granted: a registrar's streams and queries
+    are requests the owner's processes carry out (argus.requests)."""
+
     def __init__(self, dsn: str, sharing: Sharing | str | None = None) -> None:
         self.dsn = dsn
         self.sharing = Sharing.of(sharing or os.environ.get("ARGUS_SHARING"))
@@ -50,8 +73,7 @@ class Argus:
             version = self.conn.info.server_version
             if version < 150000:
                 raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
-            catalog.migrate(self.conn)
-            network.recompile_stale(self.conn)
+            self.owner = _prepare(self.conn)
         except BaseException:
             self.conn.close()
             raise
@@ -60,9 +82,15 @@ class Argus:
 
     def create_stream(self, name: str, columns: Mapping[str, str],
                       time_column: str | None = None) -> StreamSchema:
+        if not self.owner:
+            requests.submit(self.conn, "create_stream", name,
+                            {"columns": dict(columns), "time_column": time_column})
+            return streams.stream_schemas(self.conn)[check_name(name, "stream")]
         return streams.create_stream(self.conn, name, columns, time_column)
 
     def drop_stream(self, name: str) -> None:
+        if not self.owner:
+            return requests.submit(self.conn, "drop_stream", name, {})
         streams.drop_stream(self.conn, name)
 
     def streams(self) -> list[StreamSchema]:
@@ -88,10 +116,38 @@ class Argus:
         """Register a continuous query, backfilled from the streams' histories. A query
         whose state PostgreSQL estimates above the setting max_query_state is refused,
         unless `force`."""
+        if not self.owner:
+            requests.submit(self.conn, "register", name, {"sql": sql_text, "force": force})
+            return registry.readable_info(self.conn, name, sql_text)
         return registry.register(self.conn, name, sql_text, self.sharing, force)
 
     def unregister_query(self, name: str) -> None:
+        if not self.owner:
+            return requests.submit(self.conn, "unregister", name, {})
         registry.unregister(self.conn, name)
+
+    def process_requests(self) -> list[requests.Outcome]:
+        """Carry out the registrars' pending requests (as the owner)."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role carries out "
+                                        "requests")
+        return requests.process(self.conn, self.sharing)
+
+    # -- roles -------------------------------------------------------------------
+
+    def grant(self, kind: str, role: str, query: str | None = None,
+              stream: str | None = None) -> None:
+        """Let `role` be a reader (of every query, of `query`, or of `stream`'s
+        history), a writer (of every stream or of `stream`) or a registrar."""
+        roles.grant(self.conn, kind, role, query=query, stream=stream)
+
+    def revoke(self, kind: str, role: str, query: str | None = None,
+               stream: str | None = None) -> None:
+        roles.revoke(self.conn, kind, role, query=query, stream=stream)
+
+    def privileges(self) -> list[tuple[str, str, str]]:
+        """Who may do what: (role, kind, on what)."""
+        return roles.privileges(self.conn)
 
     def queries(self) -> list[QueryInfo]:
         names = [r[0] for r in self.conn.execute(
@@ -111,14 +167,14 @@ class Argus:
     def results(self, name: str) -> list[tuple]:
         """The query's current answer (QueryFailedError for a query isolated after a
         failure: see `retry`)."""
-        registry.query_info(self.conn, name).check_ok()
+        registry.check_ok(self.conn, name)
         return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
             results_view(check_name(name, "query")))).fetchall()
 
     def new_results(self, name: str) -> list[tuple]:
         """The last cycle's changes to the answer: each row with its sign (+1 inserted,
         -1 retracted) as the last element."""
-        registry.query_info(self.conn, name).check_ok()
+        registry.check_ok(self.conn, name)
         return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
             changes_view(check_name(name, "query")))).fetchall()
 

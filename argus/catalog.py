@@ -14,6 +14,7 @@ import re
 import psycopg
 from psycopg import sql
 
+from . import roles
 from .errors import CatalogError
 from .names import CATALOG_SCHEMA, CYCLE_LOCK
 from .resources import resource_dir
@@ -68,6 +69,7 @@ def migrate(conn: psycopg.Connection) -> int:
         return 0  # the common case, checked without waiting for a running cycle
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        roles.become_owner(conn)  # new objects are the owner role's
         current = installed_version(conn) or 0
         if current > latest_version():
             raise CatalogError(
@@ -84,5 +86,6 @@ def migrate(conn: psycopg.Connection) -> int:
         if installed_code(conn) != digest:
             conn.execute(text)  # reviewed files of our own, no parameters
             conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s", (digest,))
+            conn.execute("SELECT argus.apply_privileges()")  # views were created anew
             applied += 1
         return applied

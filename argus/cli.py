@@ -176,11 +176,9 @@ def load(path: Path, stream: str, fmt: str | None, header: bool, load_id: str | 
 @handle_errors
 def drop(name: str, dsn: str | None) -> None:
     """Drop query NAME and the nodes no other query needs."""
-    from . import registry
-
     with _connect(dsn) as db:
-        dropped = registry.unregister(db.conn, name)
-        console.print(f"query {name} dropped; nodes removed: {dropped or 'none'}")
+        db.unregister_query(name)
+        console.print(f"query {name} dropped")
 
 
 @main.command()
@@ -195,6 +193,8 @@ def run(wait: bool, log: Path | None, dsn: str | None) -> None:
     from .schedule import log_cycle, tag
 
     with _connect(dsn) as db:
+        if db.owner:
+            _report_requests(db.process_requests())
         try:
             report = db.run(wait=wait)
         except CycleInProgressError as exc:
@@ -222,6 +222,70 @@ def run(wait: bool, log: Path | None, dsn: str | None) -> None:
     for query, error in report.failed.items():
         err_console.print(f"[red]isolated:[/] query {query} failed: {error}; the others went "
                           f"on (argus retry {query})", highlight=False)
+
+
+def _report_requests(outcomes) -> None:
+    for o in outcomes:
+        if o.status == "done":
+            console.print(f"request {o.request_id} of {o.requested_by}: {o.kind} {o.name} done")
+        else:
+            err_console.print(f"[red]request {o.request_id} of {o.requested_by} refused:[/] "
+                              f"{o.error}", highlight=False)
+
+
+@main.command()
+@click.option("--once", is_flag=True, help="Carry out the pending requests, then stop.")
+@dsn_option
+@handle_errors
+def worker(once: bool, dsn: str | None) -> None:
+    """Carry out registrars' requests (create streams, register and drop queries) as
+    the owner, as they come; run it as a member of the database's owner role."""
+    with _connect(dsn) as db:
+        if not db.owner:
+            raise click.UsageError("argus worker runs as a member of the owner role")
+        _report_requests(db.process_requests())
+        if once:
+            return
+        db.conn.execute("LISTEN argus_requests")
+        console.print("waiting for requests (Ctrl-C stops)")
+        while True:
+            for _ in db.conn.notifies(timeout=5.0, stop_after=1):
+                pass
+            _report_requests(db.process_requests())
+
+
+GRANT_KINDS = click.Choice(["reader", "writer", "registrar"])
+
+
+@main.command()
+@click.argument("kind", type=GRANT_KINDS)
+@click.argument("role")
+@click.option("--query", default=None, help="reader: only this query's answer and changes.")
+@click.option("--stream", default=None,
+              help="reader: this stream's history; writer: only this stream's inbox.")
+@dsn_option
+@handle_errors
+def grant(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
+    """Let ROLE read, write or register (see the README's Security section)."""
+    with _connect(dsn) as db:
+        db.grant(kind, role, query=query, stream=stream)
+        what = f"query {query}" if query else f"stream {stream}" if stream else "everything"
+        console.print(f"{role} is a {kind} of {what}")
+
+
+@main.command()
+@click.argument("kind", type=GRANT_KINDS)
+@click.argument("role")
+@click.option("--query", default=None)
+@click.option("--stream", default=None)
+@dsn_option
+@handle_errors
+def revoke(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
+    """Take back what `argus grant` gave."""
+    with _connect(dsn) as db:
+        db.revoke(kind, role, query=query, stream=stream)
+        what = f" of query {query}" if query else f" of stream {stream}" if stream else ""
+        console.print(f"{role} is no longer a {kind}{what}")
 
 
 @main.command()

@@ -56,21 +56,7 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:
     """The run's log, read in one round trip (it is part of every cycle's latency)."""
     status, error, nodes_run, rows_in, held, failed, queries, node_ms = conn.execute(
-        """SELECT r.status, r.error, r.nodes_run,
-                  (SELECT coalesce(jsonb_object_agg(stream, rows), '{}')
-                     FROM argus_catalog.run_streams WHERE run_id = r.run_id),
-                  (SELECT coalesce(jsonb_object_agg(stream, quarantined), '{}')
-                     FROM argus_catalog.run_streams
-                    WHERE run_id = r.run_id AND quarantined > 0),
-                  (SELECT coalesce(jsonb_object_agg(q.name, concat_ws('; row: ', q.error,
-                                                                       q.culprit)), '{}')
-                     FROM argus_catalog.queries q WHERE q.failed_run = r.run_id),
-                  (SELECT coalesce(jsonb_object_agg(query, jsonb_build_array(inserted,
-                                                                             retracted)), '{}')
-                     FROM argus_catalog.run_queries WHERE run_id = r.run_id),
-                  (SELECT coalesce(jsonb_object_agg(node_id, ms), '{}')
-                     FROM argus_catalog.run_nodes WHERE run_id = r.run_id)
-             FROM argus_catalog.runs r WHERE r.run_id = %s""", (run_id,)).fetchone()
+        "SELECT * FROM argus.cycle_report(%s)", (run_id,)).fetchone()
     if status == "failed":
         raise CycleError(f"cycle {run_id} failed and was rolled back, its rows wait in the "
                          f"inboxes: {error}")

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from .api import Argus
 from .datagen import TRANSFER_COLUMNS, TransferGenerator
+from . import roles
 from .names import STREAMS_SCHEMA
 
 DEMO_DATABASE = "argus_demo"
@@ -38,9 +39,8 @@ QUERIES = {
 
 def demo_dsn(admin_dsn: str) -> str:
     """Recreate the demo database on the server `admin_dsn` points at; return its DSN."""
+    roles.drop_database(admin_dsn, DEMO_DATABASE)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(DEMO_DATABASE)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DEMO_DATABASE)))
     return make_conninfo(admin_dsn, dbname=DEMO_DATABASE)
 

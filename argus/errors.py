@@ -71,3 +71,7 @@ class SettingError(ArgusError):
 
 class ServerError(ArgusError):
     """The embedded PostgreSQL could not be started or reached."""
+
+
+class PermissionDeniedError(ArgusError):
+    """The session's role may not do this (the owner grants it: argus grant)."""

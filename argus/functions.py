@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import psycopg
 
-from .errors import UnsupportedQueryError
+from .errors import PermissionDeniedError, UnsupportedQueryError
 
 # STABLE functions of pg_catalog that compute from their arguments and the session's
 # settings only (time zone, date style, text search configuration).
@@ -37,7 +37,8 @@ _CANDIDATES = """
 SELECT f.name, n.nspname, p.provolatile, p.prokind,
        r.rolsuper OR p.proowner = (SELECT c.relowner FROM pg_class c
                                     WHERE c.oid = 'argus_catalog.nodes'::regclass) AS trusted,
-       array_position(current_schemas(true), n.nspname::text) AS rank
+       array_position(current_schemas(true), n.nspname::text) AS rank,
+       coalesce(has_function_privilege(%s::name, p.oid, 'EXECUTE'), true) AS callable
   FROM unnest(%s::text[]) AS f(name)
   JOIN pg_proc p ON p.proname = f.name
   JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -46,12 +47,17 @@ SELECT f.name, n.nspname, p.provolatile, p.prokind,
 """
 
 
-def check(conn: psycopg.Connection, names: frozenset[str]) -> dict[str, str]:
-    """Refuse the functions a query may not call (naming the first); the schema of each
-    function found outside pg_catalog, to qualify its calls with."""
+def check(conn: psycopg.Connection, names: frozenset[str], registrant: str | None = None
+          ) -> dict[str, str]:
+    """Refuse the functions a query may not call (naming the first), or that the
+    registrant may not execute; the schema of each function found outside pg_catalog,
+    to qualify its calls with."""
     found: dict[str, list[tuple]] = {}
-    for name, schema, volatility, kind, trusted, rank in conn.execute(
-            _CANDIDATES, (sorted(names - ARGUS),)):
+    for name, schema, volatility, kind, trusted, rank, callable_ in conn.execute(
+            _CANDIDATES, (registrant, sorted(names - ARGUS))):
+        if not callable_:
+            raise PermissionDeniedError(f"role {registrant!r} may not execute the function "
+                                        f"{schema}.{name}()")
         found.setdefault(name, []).append((schema, volatility, kind, trusted, rank))
     schemas = {}
     for name in sorted(found):

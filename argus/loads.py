@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from . import roles
 from .errors import LoadError
 from .names import STAGING_SCHEMA, check_name, stream_inbox
 from .streams import copy_rows, stream_schemas
@@ -37,10 +38,8 @@ class LoadResult:
 def _claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) -> bool:
     """Record the load id in the current transaction; False if it was loaded before.
     A concurrent load of the same id waits here until the first one commits."""
-    return conn.execute(
-        """INSERT INTO argus_catalog.loads (load_id, stream, rows, source)
-           VALUES (%s, %s, 0, %s) ON CONFLICT (load_id) DO NOTHING RETURNING 1""",
-        (load_id, stream, source)).fetchone() is not None
+    return conn.execute("SELECT argus.claim_load(%s, %s, %s)",
+                        (load_id, stream, source)).fetchone()[0]
 
 
 def load_rows(conn: psycopg.Connection, stream: str, rows: Iterable[object],
@@ -57,8 +56,7 @@ def load_rows(conn: psycopg.Connection, stream: str, rows: Iterable[object],
             return LoadResult(load_id, name, 0, duplicate=True)
         count = copy_rows(conn, name, schema.column_names, rows)
         if load_id is not None:
-            conn.execute("UPDATE argus_catalog.loads SET rows = %s WHERE load_id = %s",
-                         (count, load_id))
+            conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
     return LoadResult(load_id, name, count)
 
 
@@ -109,6 +107,7 @@ def prepare_staging(conn: psycopg.Connection, stream: str, load_id: str) -> sql.
     (partition, position) tag of each row."""
     table = staging_table(load_id)
     with conn.transaction():
+        roles.become_owner(conn)
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
         conn.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING DEFAULTS "
                              "INCLUDING CONSTRAINTS, argus_part int, argus_row bigint)").format(
@@ -136,7 +135,6 @@ def commit_staged(conn: psycopg.Connection, stream: str, load_id: str,
         except psycopg.errors.UndefinedTable:
             raise LoadError(f"load {load_id!r}: its staged rows are gone (was it committed "
                             "by another process?); nothing was loaded") from None
-        conn.execute("UPDATE argus_catalog.loads SET rows = %s WHERE load_id = %s",
-                     (count, load_id))
+        conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
         drop_staging(conn, load_id)
     return LoadResult(load_id, stream, count)

@@ -17,7 +17,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from . import index, regroup
+from . import index, regroup, roles
 from .aggregates import Model
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
@@ -930,6 +930,7 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
         return False
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        roles.become_owner(conn)
         if current():
             return False  # another process did it while this one waited
         net = load(conn)

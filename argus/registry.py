@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from . import functions, network
+from . import functions, network, roles
 from .analyze import Analyzed, analyze
 from .compile import SIGN_ID, T1, rebuild, virtual
-from .errors import DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError
+from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
+                     UnknownQueryError)
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
-                    results_view)
+                    results_view, stream_history)
 from .network import Builder, assemble, drop_unused, execute_all
 from .sharing import Sharing
 from .streams import stream_schemas
@@ -51,17 +52,23 @@ class QueryInfo:
 
 
 def register(conn: psycopg.Connection, name: str, sql_text: str,
-             sharing: Sharing | None = None, force: bool = False) -> QueryInfo:
+             sharing: Sharing | None = None, force: bool = False,
+             registrant: str | None = None) -> QueryInfo:
+    """`registrant`: the role a registrar's request came from (argus.requests), which
+    must be allowed to read every stream the query reads and to call its functions."""
     name = check_name(name, "query")
     # read and planned before taking the cycle lock: a large query holds up no cycle
     schemas = stream_schemas(conn)
 
     def functions_of(names: frozenset[str]) -> dict[str, str]:
-        return functions.check(conn, names)
+        return functions.check(conn, names, registrant)
 
     analyzed = analyze(sql_text, schemas, functions_of)
+    if registrant is not None:
+        _check_readable(conn, sql_text, schemas, registrant)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        roles.become_owner(conn)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
@@ -83,6 +90,21 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         except RecursionError:
             raise QueryError(f"query {name!r} nests too deeply to be maintained; "
                              "split it") from None
+
+
+def _check_readable(conn: psycopg.Connection, sql_text: str, schemas, registrant: str) -> None:
+    """A registrant's query reads only streams the registrant may read."""
+    from sqlglot import exp
+
+    from .analyze import parse
+
+    for stream in sorted({t.name for t in parse(sql_text).find_all(exp.Table)} & set(schemas)):
+        (ok,) = conn.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", (
+            registrant, stream_history(stream).as_string(conn))).fetchone()
+        if not ok:
+            raise PermissionDeniedError(
+                f"role {registrant!r} may not read stream {stream!r}, which the query reads "
+                f"(its owner grants it: argus grant reader {registrant} --stream {stream})")
 
 
 def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
@@ -192,6 +214,7 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
         if not conn.execute("DELETE FROM argus_catalog.queries WHERE name = %s RETURNING 1",
                             (name,)).fetchone():
             raise UnknownQueryError(f"unknown query {name!r}")
+        conn.execute("DELETE FROM argus_catalog.grants WHERE query = %s", (name,))
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
         dropped = drop_unused(conn)
         assemble(conn, check=())  # no new code
@@ -214,6 +237,27 @@ def query_info(conn: psycopg.Connection, name: str) -> QueryInfo:
             ORDER BY n.join_level, n.sequence_id, n.node_id""", (query_id,)).fetchall()
     return QueryInfo(name, sql_text, [tuple(c) for c in columns], output,
                      [NodeInfo(i, k, False) for i, k in nodes], status, error or None)
+
+
+def check_ok(conn: psycopg.Connection, name: str) -> None:
+    """Raise for an unknown or isolated query (asked of argus.query_status, which
+    answers whoever may read the query)."""
+    name = check_name(name, "query")
+    row = conn.execute("SELECT status, error FROM argus.query_status(%s)", (name,)).fetchone()
+    if row is None:
+        raise UnknownQueryError(f"unknown query {name!r} (or not one role "
+                                f"{conn.info.user!r} may read)")
+    QueryInfo(name, "", [], 0, [], row[0], row[1] or None).check_ok()
+
+
+def readable_info(conn: psycopg.Connection, name: str, sql_text: str) -> QueryInfo:
+    """What a role that may read a query sees of it: its output columns (the network's
+    nodes are the owner's)."""
+    columns = conn.execute(
+        """SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+            WHERE attrelid = %s::regclass AND attnum > 0 ORDER BY attnum""",
+        (results_view(check_name(name, "query")).as_string(conn),)).fetchall()
+    return QueryInfo(name, sql_text, [tuple(c) for c in columns], 0, [])
 
 
 def retry(conn: psycopg.Connection, name: str) -> QueryInfo:

@@ -8,6 +8,7 @@ from rich.table import Table
 from psycopg import sql
 
 from .catalog import installed_version
+from . import roles
 from .names import stream_inbox
 
 INBOX_COUNT_LIMIT = 1_000_000  # count waiting rows exactly up to here
@@ -68,5 +69,17 @@ def status_tables(conn: psycopg.Connection) -> list:
         for row in failed:
             table.add_row(*("" if v is None else str(v) for v in row))
         out.append(table)
+    privileges = roles.privileges(conn)
+    if privileges:
+        table = Table("role", "as", "on", title=f"privileges (owner role {roles.owner_role(conn)})",
+                      title_justify="left")
+        for row in privileges:
+            table.add_row(*row)
+        out.append(table)
+    pending = conn.execute("SELECT count(*) FROM argus_catalog.requests "
+                           "WHERE status = 'pending'").fetchone()[0]
+    if pending:
+        out.append(f"{pending} registrars' requests wait for an argus worker (argus worker, "
+                   "or the next argus run)")
     return out
 

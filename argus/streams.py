@@ -13,6 +13,7 @@ from psycopg import sql
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from . import roles
 from .analyze import StreamSchema
 from .compile import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
@@ -69,6 +70,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
 
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        roles.become_owner(conn)
         if conn.execute("SELECT 1 FROM argus_catalog.streams WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"stream {name!r} already exists")
@@ -145,16 +147,14 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         conn.execute(sql.SQL("DROP TABLE {}, {}, {}").format(
             stream_inbox(name), stream_history(name), node.delta_table))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))
+        conn.execute("DELETE FROM argus_catalog.grants WHERE stream = %s", (name,))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         assemble(conn)
 
 
 def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
-    rows = conn.execute(
-        """SELECT s.name, s.time_column,
-                  array_agg(c.name ORDER BY c.position), array_agg(c.type ORDER BY c.position)
-             FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
-            GROUP BY s.stream_id ORDER BY s.name""").fetchall()
+    """The streams this session's role may load or read (all, for the owner)."""
+    rows = conn.execute("SELECT * FROM argus.stream_schemas()").fetchall()
     return {name: StreamSchema(name, tuple(zip(cols, types)), time_column)
             for name, time_column, cols, types in rows}
 

@@ -193,9 +193,11 @@ $$;
 -- a lock, a stream's own code) rolls the cycle back whole and is recorded as a failed
 -- run; the function then returns normally with its run id.
 --
--- It never runs through the caller's search_path.
+-- It runs as the owner of argus's objects (SECURITY DEFINER), whoever calls it (a
+-- writer may), and never through the caller's search_path: the code it runs was written
+-- by the owner's processes only.
 CREATE OR REPLACE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS bigint
-LANGUAGE plpgsql SET jit = off SET extra_float_digits = 1
+LANGUAGE plpgsql SECURITY DEFINER SET jit = off SET extra_float_digits = 1
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run      bigint;
@@ -347,3 +349,162 @@ BEGIN
     RETURN v_swept;
 END $$;
 
+-- What a cycle did, in one row (argus.cycle.report), for whoever may run cycles.
+CREATE OR REPLACE FUNCTION argus.cycle_report(p_run bigint)
+RETURNS TABLE (status text, error text, nodes_run bigint, rows_in jsonb, held jsonb,
+               failed jsonb, queries jsonb, node_ms jsonb)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT r.status, r.error, r.nodes_run::bigint,
+           (SELECT coalesce(jsonb_object_agg(stream, rows), '{}')
+              FROM argus_catalog.run_streams WHERE run_id = r.run_id),
+           (SELECT coalesce(jsonb_object_agg(stream, quarantined), '{}')
+              FROM argus_catalog.run_streams WHERE run_id = r.run_id AND quarantined > 0),
+           (SELECT coalesce(jsonb_object_agg(q.name, concat_ws('; row: ', q.error, q.culprit)),
+                            '{}')
+              FROM argus_catalog.queries q WHERE q.failed_run = r.run_id),
+           (SELECT coalesce(jsonb_object_agg(query, jsonb_build_array(inserted, retracted)),
+                            '{}')
+              FROM argus_catalog.run_queries WHERE run_id = r.run_id),
+           (SELECT coalesce(jsonb_object_agg(node_id, ms), '{}')
+              FROM argus_catalog.run_nodes WHERE run_id = r.run_id)
+      FROM argus_catalog.runs r WHERE r.run_id = p_run
+$$;
+
+-- A load id, claimed for a load into `p_stream` in the caller's transaction (false:
+-- loaded before; a concurrent load of the same id waits here for the first to end),
+-- and its row count once the rows are in. A writer may claim ids only for the streams
+-- whose inboxes it may insert into (its session's role), so that it cannot make
+-- another writer's load look done.
+CREATE OR REPLACE FUNCTION argus.claim_load(p_load_id text, p_stream text, p_source text)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT has_table_privilege(session_user, format('argus_inbox.%I', p_stream), 'INSERT') THEN
+        RAISE EXCEPTION 'argus: permission denied to load into stream %', p_stream
+              USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    INSERT INTO argus_catalog.loads (load_id, stream, rows, source)
+    VALUES (p_load_id, p_stream, 0, p_source) ON CONFLICT (load_id) DO NOTHING;
+    RETURN FOUND;
+END $$;
+CREATE OR REPLACE FUNCTION argus.count_load(p_load_id text, p_rows bigint)
+RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE argus_catalog.loads SET rows = p_rows
+     WHERE load_id = p_load_id AND rows = 0
+       AND has_table_privilege(session_user, format('argus_inbox.%I', stream), 'INSERT')
+$$;
+
+-- The streams and their columns, for whoever may load or read one.
+CREATE OR REPLACE FUNCTION argus.stream_schemas()
+RETURNS TABLE (name text, time_column text, columns text[], types text[])
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT s.name, s.time_column, array_agg(c.name ORDER BY c.position),
+           array_agg(c.type ORDER BY c.position)
+      FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
+     WHERE pg_has_role(session_user, (SELECT role_prefix || '_owner' FROM argus_catalog.settings), 'USAGE')
+        IS NOT FALSE
+        OR has_table_privilege(session_user, format('argus_inbox.%I', s.name), 'INSERT')
+        OR has_table_privilege(session_user, format('argus_streams.%I', s.name), 'SELECT')
+     GROUP BY s.stream_id ORDER BY s.name
+$$;
+
+-- A registrar's request (argus_catalog.requests) is its own: requested_by is the role
+-- inserting it, and it starts pending. The owner's workers are woken by a notification.
+CREATE OR REPLACE FUNCTION argus.request_row() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    NEW.requested_by := current_user;
+    NEW.requested_at := now();
+    NEW.status := 'pending';
+    NEW.error := NULL;
+    NEW.error_class := NULL;
+    NEW.done_at := NULL;
+    PERFORM pg_notify('argus_requests', NEW.kind);
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE TRIGGER request_row BEFORE INSERT ON argus_catalog.requests
+FOR EACH ROW EXECUTE FUNCTION argus.request_row();
+
+-- The privileges of argus's roles (argus.roles), applied again whenever argus
+-- (re)creates objects: nothing for PUBLIC; the group roles get what their kind may do;
+-- single roles what argus_catalog.grants records. Does nothing before roles exist.
+CREATE OR REPLACE FUNCTION argus.apply_privileges() RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_prefix text := (SELECT role_prefix FROM argus_catalog.settings);
+    v_reader text := v_prefix || '_reader';
+    v_writer text := v_prefix || '_writer';
+    v_registrar text := v_prefix || '_registrar';
+    v_grant record;
+    v_roles text;
+    v_writing text := 'argus.run_cycle(boolean), argus.cycle_report(bigint), '
+                      'argus.claim_load(text, text, text), argus.count_load(text, bigint)';
+BEGIN
+    IF v_prefix IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT string_agg(DISTINCT quote_ident(r), ', ') INTO v_roles
+      FROM (SELECT unnest(ARRAY[v_reader, v_writer, v_registrar]) UNION
+            SELECT role FROM argus_catalog.grants) AS roles(r);
+    -- nothing for PUBLIC: not the schemas, not argus's functions
+    EXECUTE 'REVOKE ALL ON SCHEMA argus, argus_catalog, argus_streams, argus_inbox, argus_net, '
+            'argus_results, argus_changes, argus_staging FROM PUBLIC';
+    EXECUTE 'REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA argus, argus_net FROM PUBLIC';
+    -- every role of argus: who it is, the streams it may see, the clock (what
+    -- argus_now() and views reading the clock need), a readable query's status
+    EXECUTE format('GRANT USAGE ON SCHEMA argus, argus_catalog TO %s', v_roles);
+    EXECUTE format('GRANT SELECT ON argus_catalog.clock TO %s', v_roles);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION argus.clock_now(), argus.clock_previous(), '
+                   'argus.argus_now(), argus.numeric_sqrt(numeric), argus.stream_schemas(), '
+                   'argus.session_info(), argus.query_status(text) TO %s', v_roles);
+    -- readers: every query's answer and changes, and the catalog views
+    EXECUTE format('GRANT USAGE ON SCHEMA argus_results, argus_changes TO %I', v_reader);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus_results, argus_changes TO %I',
+                   v_reader);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus TO %I', v_reader);
+    -- writers: every inbox, loads and cycles
+    EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox TO %I', v_writer);
+    EXECUTE format('GRANT INSERT ON ALL TABLES IN SCHEMA argus_inbox TO %I', v_writer);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_writing, v_writer);
+    -- registrars: their own requests
+    EXECUTE format('GRANT SELECT, INSERT (kind, name, body) ON argus_catalog.requests TO %I',
+                   v_registrar);
+    -- single roles
+    FOR v_grant IN SELECT * FROM argus_catalog.grants LOOP
+        IF v_grant.kind = 'reader' AND v_grant.query IS NOT NULL THEN
+            EXECUTE format('GRANT USAGE ON SCHEMA argus_results, argus_changes TO %I',
+                           v_grant.role);
+            EXECUTE format('GRANT SELECT ON argus_results.%I, argus_changes.%I TO %I',
+                           v_grant.query, v_grant.query, v_grant.role);
+        ELSIF v_grant.kind = 'reader' THEN
+            EXECUTE format('GRANT USAGE ON SCHEMA argus_streams TO %I', v_grant.role);
+            EXECUTE format('GRANT SELECT ON argus_streams.%I TO %I', v_grant.stream, v_grant.role);
+        ELSE
+            EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox TO %I', v_grant.role);
+            EXECUTE format('GRANT INSERT ON argus_inbox.%I TO %I', v_grant.stream, v_grant.role);
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_writing, v_grant.role);
+        END IF;
+    END LOOP;
+END $$;
+
+-- Who is this session, for argus (argus.roles.session): the catalog's versions, the
+-- role prefix, and whether the session's role may act as the owner of argus's objects.
+CREATE OR REPLACE FUNCTION argus.session_info()
+RETURNS TABLE (version int, catalog_code text, code_version int, role_prefix text,
+               owner boolean)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (SELECT max(v.version) FROM argus_catalog.schema_version v), s.catalog_code,
+           s.code_version, s.role_prefix,
+           pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
+                                       WHERE nspname = 'argus_catalog'), 'USAGE')
+      FROM argus_catalog.settings s
+$$;
+
+-- A query's status for whoever may read its answer.
+CREATE OR REPLACE FUNCTION argus.query_status(p_name text)
+RETURNS TABLE (status text, error text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT q.status, concat_ws('; row: ', q.error, q.culprit)
+      FROM argus_catalog.queries q
+     WHERE q.name = p_name
+       AND has_table_privilege(session_user, format('argus_results.%I', q.name), 'SELECT')
+$$;

@@ -18,6 +18,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 import argus
+from argus import roles
 from argus.embedded import EmbeddedServer
 
 from .oracle import Oracle
@@ -59,9 +60,7 @@ def _create_database(admin: str, name: str, template: str | None = None) -> str:
 
 
 def _drop_database(admin: str, name: str) -> None:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
+    roles.drop_database(admin, name)
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,7 @@ import psycopg
 from psycopg import sql
 
 import argus
-from argus import ArgusError
+from argus import ArgusError, roles
 
 from .oracle import MIRROR, Oracle, bag, same
 
@@ -209,7 +209,8 @@ class Gen:
                 having = f" HAVING count(*) > {self.rng.randint(0, 2)}" \
                     if self.rng.random() < 0.4 else ""
                 if self.rng.random() < 0.5:  # over a window: rows leave the groups again
-                    where = f"{self.window('x', window_column if window_column in a else 't')} AND {where}"
+                    column = window_column if window_column in a else "t"
+                    where = f"{self.window('x', column)} AND {where}"
                 q = (f"SELECT x.k, count(*) AS cnt, sum(x.{x}) AS total, avg(x.{x}) AS mean, "
                      f"min(x.{x}) AS lo, max(x.{x}) AS hi, stddev(x.{x}) AS sd "
                      f"FROM a x WHERE {where} GROUP BY x.k{having}")
@@ -482,17 +483,15 @@ def main() -> None:
     total, seed = Stats(), args.seed if args.seed is not None else random.randrange(1 << 30)
     while time.monotonic() < deadline:
         name = f"argus_fuzz_{seed}"
+        roles.drop_database(args.dsn, name)
         with psycopg.connect(args.dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(name)))
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         dsn = psycopg.conninfo.make_conninfo(args.dsn, dbname=name)
         stats = run(dsn, seed, seconds=min(300, max(1, deadline - time.monotonic())))
         for key in ("queries", "isolated", "cycles", "comparisons", "drops", "quarantined"):
             setattr(total, key, getattr(total, key) + getattr(stats, key))
         total.refused.update(stats.refused)
-        with psycopg.connect(args.dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        roles.drop_database(args.dsn, name)
         if args.seed is not None:
             break
         seed = random.randrange(1 << 30)

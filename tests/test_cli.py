@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
+from argus import roles
 from argus.cli import main
 
 
@@ -73,8 +74,4 @@ def test_demo_runs_on_a_given_server(admin_dsn):
     out = invoke(admin_dsn, "demo", "--cycles", "2", "--history", "2000", "--batch", "500")
     assert out.exit_code == 0, out.output
     assert "cycle 2" in out.output and "re-running" in out.output
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE argus_demo WITH (FORCE)"))
+    roles.drop_database(admin_dsn, "argus_demo")

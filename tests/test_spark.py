@@ -157,8 +157,9 @@ def test_the_demo_runs_on_spark_generated_data(admin_dsn):
                              catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert "by Spark" in out.output and "cycle 2" in out.output
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute("DROP DATABASE argus_demo WITH (FORCE)")
+    from argus import roles
+
+    roles.drop_database(admin_dsn, "argus_demo")
 
 
 def test_tpch_initial_load_and_refresh_batches(db, fresh_dsn, tmp_path):

@@ -22,6 +22,7 @@ from decimal import Decimal
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from .. import roles
 from ..api import Argus, connect, resolve_dsn
 from .methods import Floor, MatViews, PgIvm, Rerun
 from .workloads import Workload
@@ -82,9 +83,9 @@ class Results:
 
 def fresh_database(dsn: str | None) -> str:
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
+    roles.drop_database(admin, DATABASE)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")  # our constant
-        conn.execute(f"CREATE DATABASE {DATABASE}")
+        conn.execute(f"CREATE DATABASE {DATABASE}")  # our constant
     return make_conninfo(admin, dbname=DATABASE)
 
 

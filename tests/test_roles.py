@@ -1,0 +1,288 @@
+"""Roles and privileges (issue 18), as non-superuser LOGIN roles made by the tests see
+them: each exploit fails with a clear error, and every role can do what it was granted
+and nothing else."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+import argus
+from argus import ArgusError
+from argus.errors import PermissionDeniedError, UnknownQueryError, UnknownStreamError
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def login(fresh_dsn):
+    """make(label) -> (role, dsn): a new LOGIN role without privileges, dropped after."""
+    made = []
+
+    def make(label: str) -> tuple[str, str]:
+        role = f"argus_test_{label}_{os.getpid()}_{next(_names)}"
+        with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        made.append(role)
+        dsn = make_conninfo(fresh_dsn, user=role)
+        try:
+            psycopg.connect(dsn).close()
+        except psycopg.OperationalError as exc:
+            pytest.skip(f"this server does not let a new role log in without a password: {exc}")
+        return role, dsn
+
+    yield make
+    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+        for role in made:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+@pytest.fixture
+def network(db):
+    """Two streams and two queries, with a cycle's rows."""
+    db.create_stream("s", {"id": "int", "v": "text"})
+    db.create_stream("t", {"id": "int", "secret": "text"})
+    db.register_query("a", "SELECT id, v FROM s WHERE id > 0")
+    db.register_query("b", "SELECT id, secret FROM t")
+    db.insert("s", [(1, "x")])
+    db.insert("t", [(1, "classified")])
+    db.run()
+    return db
+
+
+@pytest.fixture
+def worker(fresh_dsn):
+    """An owner's process carrying out registrars' requests while the test runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        with argus.connect(fresh_dsn) as owner:
+            while not stop.wait(0.05):
+                owner.process_requests()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join()
+
+
+def denied(dsn: str, statement: str) -> str:
+    """The error PostgreSQL gives the role for the statement (which must fail)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as exc:
+            conn.execute(statement)
+    return str(exc.value)
+
+
+CATALOG_WRITES = [
+    "UPDATE argus_catalog.nodes SET cycle_block = 'EXECUTE ''ALTER ROLE me SUPERUSER'''",
+    "INSERT INTO argus_catalog.grants VALUES ('reader', current_user, 'b', NULL)",
+    "UPDATE argus_catalog.settings SET role_prefix = 'x'",
+    "DELETE FROM argus_net.n1",
+    "INSERT INTO argus_streams.t VALUES (2, 'forged')",
+    "CREATE TABLE argus_net.mine (x int)",
+    "SELECT argus.apply_privileges()",
+    "SELECT argus.assemble_program()",
+    "SELECT argus.isolate(1, 1, 'x', 'x')",
+]
+
+
+@pytest.mark.parametrize("kind", ["reader", "writer", "registrar"])
+def test_no_granted_role_writes_the_catalog_or_the_network(network, login, kind):
+    """Exploit 1: registering was writing node code into the catalog, which the owner's
+    next cycle ran. No role argus grants may write the catalog, the network or the
+    histories, nor call argus's own machinery."""
+    role, dsn = login(kind)
+    network.grant(kind, role)
+    for statement in CATALOG_WRITES:
+        assert "permission denied" in denied(dsn, statement)
+
+
+def test_a_reader_of_one_query_reads_only_that_query(network, login):
+    role, dsn = login("reader")
+    network.grant("reader", role, query="a")
+    with argus.connect(dsn) as reader:
+        assert reader.results("a") == [(1, "x")]
+        assert reader.new_results("a") == [(1, "x", 1)]
+        with pytest.raises(UnknownQueryError, match="'b'"):
+            reader.results("b")
+    for table in ("argus_results.b", "argus_changes.b", "argus_streams.t", "argus_streams.s",
+                  "argus_inbox.s", "argus_catalog.queries", "argus_catalog.nodes",
+                  "argus_net.n1", "argus.queries"):
+        assert "permission denied" in denied(dsn, f"SELECT * FROM {table}")
+    network.revoke("reader", role, query="a")
+    assert "permission denied" in denied(dsn, "SELECT * FROM argus_results.a")
+
+
+def test_a_reader_of_every_query_reads_answers_and_catalog_views_not_data(network, login):
+    role, dsn = login("reader")
+    network.grant("reader", role)
+    with argus.connect(dsn) as reader:
+        assert reader.results("b") == [(1, "classified")]
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM argus.queries").fetchone() == (2,)
+    for table in ("argus_streams.t", "argus_inbox.t", "argus_catalog.queries", "argus_net.n1"):
+        assert "permission denied" in denied(dsn, f"SELECT * FROM {table}")
+    network.register_query("c", "SELECT v FROM s")  # a later query: readable too
+    with argus.connect(dsn) as reader:
+        assert reader.results("c") == [("x",)]
+
+
+def test_a_writer_loads_its_stream_and_runs_cycles_and_nothing_else(network, login):
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    with argus.connect(dsn) as writer:
+        assert writer.insert("s", [(2, "y")]) == 1
+        assert writer.insert("s", [(3, "z")], load_id="batch-1") == 1
+        assert writer.insert("s", [(3, "z")], load_id="batch-1") == 0  # exactly once
+        report = writer.run()
+        assert report.rows_in["s"] == 2
+        with pytest.raises(UnknownStreamError):  # not one it may load
+            writer.insert("t", [(9, "forged")])
+        with pytest.raises(UnknownQueryError):
+            writer.results("a")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="stream t"):
+            conn.execute("SELECT argus.claim_load('theirs', 't', 'copy')")
+    assert "permission denied" in denied(dsn, "SELECT * FROM argus_inbox.s")
+    assert "permission denied" in denied(dsn, "INSERT INTO argus_inbox.t VALUES (9, 'forged')")
+    assert sorted(network.results("a")) == [(1, "x"), (2, "y"), (3, "z")]
+
+
+def test_a_registrar_registers_over_streams_it_may_read(network, login, worker):
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    with argus.connect(dsn) as registrar:
+        info = registrar.register_query("mine", "SELECT id FROM s WHERE v = 'x'")
+        assert info.columns == [("id", "integer")]
+        assert registrar.results("mine") == [(1,)]
+        with pytest.raises(PermissionDeniedError, match="may not read stream 't'"):
+            registrar.register_query("spy", "SELECT secret FROM t")
+        with pytest.raises(PermissionDeniedError, match="created by role"):
+            registrar.unregister_query("a")
+        registrar.create_stream("own", {"id": "int"})
+        registrar.insert("own", [(5,)])
+        registrar.register_query("own_q", "SELECT id FROM own")
+        registrar.run()
+        assert registrar.results("own_q") == [(5,)]
+        registrar.unregister_query("own_q")
+        registrar.unregister_query("mine")
+        registrar.drop_stream("own")
+    assert [q.name for q in network.queries()] == ["a", "b"]
+    assert "permission denied" in denied(dsn, "UPDATE argus_catalog.requests SET status = 'done'")
+
+
+def test_registration_refuses_reading_functions_by_name(network, login, worker):
+    """Exploit 2: `table_to_xml` is STABLE and read any table into an answer."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    with argus.connect(dsn) as registrar:
+        with pytest.raises(ArgusError, match=r"table_to_xml\(\)"):
+            registrar.register_query(
+                "leak", "SELECT left(table_to_xml('argus_streams.t'::regclass, true, false, "
+                "'')::text, 120) AS k, count(*) FROM s GROUP BY 1")
+
+
+def test_a_registrar_calls_only_functions_it_may_execute(network, login, worker, fresh_dsn):
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+        admin.execute("CREATE FUNCTION public.private_double(int) RETURNS int IMMUTABLE "
+                      "LANGUAGE sql AS $$ SELECT 2 * $1 $$")
+        admin.execute("REVOKE EXECUTE ON FUNCTION public.private_double(int) FROM PUBLIC")
+    with argus.connect(dsn) as registrar:
+        with pytest.raises(PermissionDeniedError, match="private_double"):
+            registrar.register_query("d", "SELECT private_double(id) AS d FROM s")
+
+
+def test_a_role_without_grants_is_told_so(network, login):
+    _, dsn = login("nobody")
+    with pytest.raises(PermissionDeniedError, match="no argus privileges"):
+        argus.connect(dsn)
+
+
+def test_roles_of_one_database_have_nothing_in_another(admin_dsn, network, login):
+    role, dsn = login("writer")
+    network.grant("writer", role)
+    name = f"argus_roles_other_{os.getpid()}"
+    argus.roles.drop_database(admin_dsn, name)
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        argus.connect(make_conninfo(admin_dsn, dbname=name)).close()
+        with pytest.raises(PermissionDeniedError, match="no argus privileges"):
+            argus.connect(make_conninfo(dsn, dbname=name))
+    finally:
+        with psycopg.connect(make_conninfo(admin_dsn, dbname=name), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        argus.roles.drop_database(admin_dsn, name)
+
+
+# -- the grants of every argus object, as the catalog says them --------------------------
+
+def test_every_definer_function_pins_its_search_path_and_public_runs_nothing(db):
+    rows = db.conn.execute(
+        """SELECT p.oid::regprocedure::text, p.prosecdef, p.proconfig, p.proacl::text[],
+                  pg_get_userbyid(p.proowner)
+             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname IN ('argus', 'argus_net')""").fetchall()
+    owner = argus.roles.owner_role(db.conn)
+    assert len(rows) > 10
+    for name, definer, config, acl, proowner in rows:
+        assert proowner == owner, name
+        if definer:
+            assert any(c.startswith("search_path=pg_catalog") for c in config or []), name
+        # an ACL entry "=X/owner" is PUBLIC's EXECUTE; NULL is the default, which is PUBLIC's
+        assert acl is not None and not any(a.startswith("=") for a in acl), name
+
+
+def test_privilege_matrix(network, login):
+    """Role × object × action, from PostgreSQL's own privilege functions: only the
+    owner writes anything but inboxes and requests."""
+    role_of = {}
+    for kind in ("reader", "writer", "registrar"):
+        role_of[kind], _ = login(kind)
+        network.grant(kind, role_of[kind])
+    rows = network.conn.execute(
+        """SELECT n.nspname, c.relname, r.role,
+                  has_any_column_privilege(r.role, c.oid, 'SELECT'),
+                  has_any_column_privilege(r.role, c.oid, 'INSERT'),
+                  has_any_column_privilege(r.role, c.oid, 'UPDATE')
+                  OR has_table_privilege(r.role, c.oid, 'DELETE, TRUNCATE')
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+                  unnest(%s::text[]) AS r(role)
+            WHERE n.nspname LIKE 'argus%%' AND c.relkind IN ('r', 'v', 'p')""",
+        (list(role_of.values()),)).fetchall()
+    kind_of = {v: k for k, v in role_of.items()}
+    matrix = {}
+    for schema, table, role, select, insert, change in rows:
+        kind = kind_of[role]
+        assert not change, (kind, schema, table)
+        matrix[(kind, schema, table)] = (select, insert)
+        if insert:
+            assert (kind, schema) in {("writer", "argus_inbox"), ("registrar", "argus_catalog")}, \
+                (kind, schema, table)
+            assert schema != "argus_catalog" or table == "requests"
+        if select:
+            assert (kind, schema) in {
+                ("reader", "argus_results"), ("reader", "argus_changes"), ("reader", "argus"),
+                ("reader", "argus_catalog"), ("writer", "argus_catalog"),
+                ("registrar", "argus_catalog")}, (kind, schema, table)
+            assert schema != "argus_catalog" or table in ("clock", "requests"), (kind, table)
+    assert matrix[("reader", "argus_results", "a")] == (True, False)
+    assert matrix[("writer", "argus_inbox", "s")] == (False, True)
+    assert matrix[("registrar", "argus_catalog", "requests")] == (True, True)
+    assert matrix[("writer", "argus_streams", "s")] == (False, False)
+    listed = {(role, kind) for role, kind, _ in network.privileges()}
+    assert {(role, kind) for kind, role in role_of.items()} <= listed
