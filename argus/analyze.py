@@ -32,6 +32,7 @@ class StreamSchema:
     name: str
     columns: tuple[tuple[str, str], ...]  # (name, PostgreSQL type), in declared order
     time_column: str | None = None
+    not_null: frozenset[str] = frozenset()
 
     @property
     def column_names(self) -> tuple[str, ...]:

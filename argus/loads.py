@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from . import roles
 from .errors import LoadError
-from .names import STAGING_SCHEMA, check_name, stream_inbox
+from .names import STAGING_SCHEMA, check_name
 from .streams import copy_rows, stream_schemas
 
 
@@ -61,7 +60,8 @@ def load_rows(conn: psycopg.Connection, stream: str, rows: Iterable[object],
 
 
 def staging_name(load_id: str) -> str:
-    return f"load_{hashlib.sha1(load_id.encode()).hexdigest()[:20]}"
+    """As argus.staging_name(): the staging table of a load id."""
+    return f"load_{hashlib.sha256(load_id.encode()).hexdigest()[:20]}"
 
 
 def staging_table(load_id: str) -> sql.Identifier:
@@ -85,9 +85,7 @@ def load_lock(conn: psycopg.Connection, load_id: str) -> Iterator[None]:
 
 def drop_staging(conn: psycopg.Connection, load_id: str) -> None:
     """Forget a load's staging table (its rows were moved, or the load failed)."""
-    with conn.transaction():
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging_table(load_id)))
-        conn.execute("DELETE FROM argus_catalog.staging WHERE load_id = %s", (load_id,))
+    conn.execute("SELECT argus.drop_staging(%s)", (load_id,))
 
 
 def sweep_staging(conn: psycopg.Connection) -> list[str]:
@@ -98,43 +96,26 @@ def sweep_staging(conn: psycopg.Connection) -> list[str]:
 
 
 def already_loaded(conn: psycopg.Connection, load_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM argus_catalog.loads WHERE load_id = %s",
-                        (load_id,)).fetchone() is not None
+    return conn.execute("SELECT argus.loaded(%s)", (load_id,)).fetchone()[0]
 
 
 def prepare_staging(conn: psycopg.Connection, stream: str, load_id: str) -> sql.Identifier:
     """A fresh staging table shaped like the inbox (NOT NULL included), plus the
-    (partition, position) tag of each row."""
-    table = staging_table(load_id)
-    with conn.transaction():
-        roles.become_owner(conn)
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
-        conn.execute(sql.SQL("CREATE UNLOGGED TABLE {} (LIKE {} INCLUDING DEFAULTS "
-                             "INCLUDING CONSTRAINTS, argus_part int, argus_row bigint)").format(
-            table, stream_inbox(stream)))
-        conn.execute("INSERT INTO argus_catalog.staging (load_id, stream, table_name) "
-                     "VALUES (%s, %s, %s) ON CONFLICT (load_id) DO UPDATE "
-                     "SET created_at = now()", (load_id, stream, staging_name(load_id)))
-    return table
+    (partition, position) tag of each row; the session's role may write it (the owner
+    creates it, argus.prepare_staging, for whoever may load the stream)."""
+    (name,) = conn.execute("SELECT argus.prepare_staging(%s, %s)", (stream, load_id)).fetchone()
+    return sql.Identifier(STAGING_SCHEMA, name)
 
 
 def commit_staged(conn: psycopg.Connection, stream: str, load_id: str,
                   source: str) -> LoadResult:
     """Move a staged load into the inbox, once, and drop the staging table."""
-    table = staging_table(load_id)
-    columns = sql.SQL(", ").join(map(sql.Identifier, stream_schemas(conn)[stream].column_names))
-    with conn.transaction():
-        if not _claim_id(conn, load_id, stream, source):
-            drop_staging(conn, load_id)
-            return LoadResult(load_id, stream, 0, duplicate=True)
-        try:
-            count = conn.execute(sql.SQL(
-                "INSERT INTO {} ({}) SELECT {} FROM (SELECT DISTINCT ON (argus_part, argus_row) "
-                "* FROM {}) AS staged").format(stream_inbox(stream), columns, columns, table)
-            ).rowcount
-        except psycopg.errors.UndefinedTable:
-            raise LoadError(f"load {load_id!r}: its staged rows are gone (was it committed "
-                            "by another process?); nothing was loaded") from None
-        conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
-        drop_staging(conn, load_id)
+    try:
+        (count,) = conn.execute("SELECT argus.commit_staged(%s, %s, %s)",
+                                (stream, load_id, source)).fetchone()
+    except psycopg.errors.UndefinedTable:
+        raise LoadError(f"load {load_id!r}: its staged rows are gone (was it committed "
+                        "by another process?); nothing was loaded") from None
+    if count is None:
+        return LoadResult(load_id, stream, 0, duplicate=True)
     return LoadResult(load_id, stream, count)

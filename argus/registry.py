@@ -65,7 +65,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
 
     analyzed = analyze(sql_text, schemas, functions_of)
     if registrant is not None:
-        _check_readable(conn, sql_text, schemas, registrant)
+        _check_readable(conn, analyzed.streams, registrant)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         roles.become_owner(conn)
@@ -92,13 +92,9 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
                              "split it") from None
 
 
-def _check_readable(conn: psycopg.Connection, sql_text: str, schemas, registrant: str) -> None:
+def _check_readable(conn: psycopg.Connection, streams, registrant: str) -> None:
     """A registrant's query reads only streams the registrant may read."""
-    from sqlglot import exp
-
-    from .analyze import parse
-
-    for stream in sorted({t.name for t in parse(sql_text).find_all(exp.Table)} & set(schemas)):
+    for stream in sorted(set(streams)):
         (ok,) = conn.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", (
             registrant, stream_history(stream).as_string(conn))).fetchone()
         if not ok:

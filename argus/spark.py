@@ -168,11 +168,7 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
         schema = stream_schemas(conn).get(name)
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")
-        not_null = {r[0] for r in conn.execute(
-            """SELECT c.name FROM argus_catalog.stream_columns c
-                 JOIN argus_catalog.streams s USING (stream_id)
-                WHERE s.name = %s AND c.not_null""", (name,))}
-        pairs = check_schema(df, name, schema.columns, not_null)
+        pairs = check_schema(df, name, schema.columns, schema.not_null)
         swept = sweep_staging(conn)
         if swept:
             say(f"dropped the staging tables of {len(swept)} failed loads")

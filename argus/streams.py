@@ -155,8 +155,8 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
 def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
     """The streams this session's role may load or read (all, for the owner)."""
     rows = conn.execute("SELECT * FROM argus.stream_schemas()").fetchall()
-    return {name: StreamSchema(name, tuple(zip(cols, types)), time_column)
-            for name, time_column, cols, types in rows}
+    return {name: StreamSchema(name, tuple(zip(cols, types)), time_column, frozenset(not_null))
+            for name, time_column, cols, types, not_null in rows}
 
 
 def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],

@@ -333,7 +333,7 @@ END $$;
 -- pg_advisory_lock(0x41524C44, hashtext(load id)) from staging to commit). Returns the
 -- load ids swept. Called by every load and every cycle.
 CREATE OR REPLACE FUNCTION argus.sweep_staging() RETURNS text[]
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_row record;
     v_swept text[] := '{}';
@@ -394,11 +394,13 @@ RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 $$;
 
 -- The streams and their columns, for whoever may load or read one.
-CREATE OR REPLACE FUNCTION argus.stream_schemas()
-RETURNS TABLE (name text, time_column text, columns text[], types text[])
+DROP FUNCTION IF EXISTS argus.stream_schemas();  -- its columns changed once
+CREATE FUNCTION argus.stream_schemas()
+RETURNS TABLE (name text, time_column text, columns text[], types text[], not_null text[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT s.name, s.time_column, array_agg(c.name ORDER BY c.position),
-           array_agg(c.type ORDER BY c.position)
+           array_agg(c.type ORDER BY c.position),
+           coalesce(array_agg(c.name ORDER BY c.position) FILTER (WHERE c.not_null), '{}')
       FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
      WHERE pg_has_role(session_user, (SELECT role_prefix || '_owner' FROM argus_catalog.settings), 'USAGE')
         IS NOT FALSE
@@ -437,7 +439,10 @@ DECLARE
     v_grant record;
     v_roles text;
     v_writing text := 'argus.run_cycle(boolean), argus.cycle_report(bigint), '
-                      'argus.claim_load(text, text, text), argus.count_load(text, bigint)';
+                      'argus.claim_load(text, text, text), argus.count_load(text, bigint), '
+                      'argus.sweep_staging(), argus.prepare_staging(text, text), '
+                      'argus.drop_staging(text), argus.commit_staged(text, text, text), '
+                      'argus.loaded(text)';
 BEGIN
     IF v_prefix IS NULL THEN
         RETURN;
@@ -462,7 +467,7 @@ BEGIN
                    v_reader);
     EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus TO %I', v_reader);
     -- writers: every inbox, loads and cycles
-    EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox TO %I', v_writer);
+    EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox, argus_staging TO %I', v_writer);
     EXECUTE format('GRANT INSERT ON ALL TABLES IN SCHEMA argus_inbox TO %I', v_writer);
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_writing, v_writer);
     -- registrars: their own requests
@@ -479,7 +484,8 @@ BEGIN
             EXECUTE format('GRANT USAGE ON SCHEMA argus_streams TO %I', v_grant.role);
             EXECUTE format('GRANT SELECT ON argus_streams.%I TO %I', v_grant.stream, v_grant.role);
         ELSE
-            EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox TO %I', v_grant.role);
+            EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox, argus_staging TO %I',
+                           v_grant.role);
             EXECUTE format('GRANT INSERT ON argus_inbox.%I TO %I', v_grant.stream, v_grant.role);
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', v_writing, v_grant.role);
         END IF;
@@ -507,4 +513,87 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       FROM argus_catalog.queries q
      WHERE q.name = p_name
        AND has_table_privilege(session_user, format('argus_results.%I', q.name), 'SELECT')
+$$;
+
+-- Spark loads (argus.loads): a staging table per load id, named by a digest of the id,
+-- created and dropped by the owner for whoever may load the stream, and its rows moved
+-- into the inbox once. A load holds pg_advisory_lock(0x41524C44, hashtext(id)) from
+-- staging to commit; another session's load of the same id is refused here.
+CREATE OR REPLACE FUNCTION argus.staging_name(p_load_id text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT 'load_' || left(encode(sha256(convert_to(p_load_id, 'UTF8')), 'hex'), 20)
+$$;
+
+CREATE OR REPLACE FUNCTION argus.hold_load(p_load_id text, p_stream text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT has_table_privilege(session_user, format('argus_inbox.%I', p_stream), 'INSERT') THEN
+        RAISE EXCEPTION 'argus: permission denied to load into stream %', p_stream
+              USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(1095912516, hashtext(p_load_id)) THEN
+        RAISE EXCEPTION 'argus: load % is running in another session', p_load_id
+              USING ERRCODE = 'lock_not_available';
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION argus.prepare_staging(p_stream text, p_load_id text)
+RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_table text := argus.staging_name(p_load_id);
+BEGIN
+    PERFORM argus.hold_load(p_load_id, p_stream);
+    EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I', v_table);
+    EXECUTE format('CREATE UNLOGGED TABLE argus_staging.%I (LIKE argus_inbox.%I INCLUDING '
+                   'DEFAULTS INCLUDING CONSTRAINTS, argus_part int, argus_row bigint)',
+                   v_table, p_stream);
+    EXECUTE format('GRANT INSERT, SELECT ON argus_staging.%I TO %I', v_table, session_user);
+    INSERT INTO argus_catalog.staging (load_id, stream, table_name)
+    VALUES (p_load_id, p_stream, v_table)
+    ON CONFLICT (load_id) DO UPDATE SET stream = EXCLUDED.stream, table_name = EXCLUDED.table_name,
+                                        created_at = now();
+    RETURN v_table;
+END $$;
+
+CREATE OR REPLACE FUNCTION argus.drop_staging(p_load_id text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_stream text := (SELECT stream FROM argus_catalog.staging WHERE load_id = p_load_id);
+BEGIN
+    IF v_stream IS NOT NULL THEN
+        PERFORM argus.hold_load(p_load_id, v_stream);
+        EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I', argus.staging_name(p_load_id));
+        DELETE FROM argus_catalog.staging WHERE load_id = p_load_id;
+    END IF;
+END $$;
+
+-- The staged rows into the inbox, each (partition, position) once: the rows moved, or
+-- NULL if the id was loaded before (then nothing is moved).
+CREATE OR REPLACE FUNCTION argus.commit_staged(p_stream text, p_load_id text, p_source text)
+RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_columns text;
+    v_rows bigint;
+BEGIN
+    PERFORM argus.hold_load(p_load_id, p_stream);
+    IF NOT argus.claim_load(p_load_id, p_stream, p_source) THEN
+        PERFORM argus.drop_staging(p_load_id);
+        RETURN NULL;
+    END IF;
+    SELECT string_agg(quote_ident(c.name), ', ' ORDER BY c.position) INTO v_columns
+      FROM argus_catalog.stream_columns c JOIN argus_catalog.streams s USING (stream_id)
+     WHERE s.name = p_stream;
+    EXECUTE format('INSERT INTO argus_inbox.%I (%s) SELECT %s FROM (SELECT DISTINCT ON '
+                   '(argus_part, argus_row) * FROM argus_staging.%I) AS staged',
+                   p_stream, v_columns, v_columns, argus.staging_name(p_load_id));
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    PERFORM argus.count_load(p_load_id, v_rows);
+    PERFORM argus.drop_staging(p_load_id);
+    RETURN v_rows;
+END $$;
+
+-- Was this load id loaded before?
+CREATE OR REPLACE FUNCTION argus.loaded(p_load_id text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM argus_catalog.loads WHERE load_id = p_load_id)
 $$;

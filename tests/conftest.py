@@ -25,6 +25,7 @@ from .oracle import Oracle
 
 LOCAL_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 _counter = itertools.count()
+_roles = itertools.count()
 
 
 def _answers(dsn: str) -> bool:
@@ -100,3 +101,27 @@ TRANSFERS = {"tran_id": "bigint", "tran_date": "date", "sender": "text",
 def transfers(oracle: Oracle) -> Oracle:
     oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
     return oracle
+
+
+@pytest.fixture
+def login(fresh_dsn):
+    """make(label) -> (role, dsn): a new LOGIN role without privileges, dropped after."""
+    made = []
+
+    def make(label: str) -> tuple[str, str]:
+        role = f"argus_test_{label}_{os.getpid()}_{next(_roles)}"
+        with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        made.append(role)
+        dsn = make_conninfo(fresh_dsn, user=role)
+        try:
+            psycopg.connect(dsn).close()
+        except psycopg.OperationalError as exc:
+            pytest.skip(f"this server does not let a new role log in without a password: {exc}")
+        return role, dsn
+
+    yield make
+    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+        for role in made:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -4,7 +4,6 @@ and nothing else."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 
@@ -16,33 +15,6 @@ from psycopg.conninfo import make_conninfo
 import argus
 from argus import ArgusError
 from argus.errors import PermissionDeniedError, UnknownQueryError, UnknownStreamError
-
-_names = itertools.count()
-
-
-@pytest.fixture
-def login(fresh_dsn):
-    """make(label) -> (role, dsn): a new LOGIN role without privileges, dropped after."""
-    made = []
-
-    def make(label: str) -> tuple[str, str]:
-        role = f"argus_test_{label}_{os.getpid()}_{next(_names)}"
-        with psycopg.connect(fresh_dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        made.append(role)
-        dsn = make_conninfo(fresh_dsn, user=role)
-        try:
-            psycopg.connect(dsn).close()
-        except psycopg.OperationalError as exc:
-            pytest.skip(f"this server does not let a new role log in without a password: {exc}")
-        return role, dsn
-
-    yield make
-    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
-        for role in made:
-            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
-
 
 @pytest.fixture
 def network(db):

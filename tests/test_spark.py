@@ -323,3 +323,25 @@ def test_a_jvm_killed_during_a_load_is_a_clear_error(events, fresh_dsn, tmp_path
     assert "LoadError: Spark stopped during the load" in done.stdout, done.stdout + done.stderr
     assert "Traceback" not in done.stdout
     assert inbox(events) == []
+
+
+def test_a_writer_role_loads_with_spark_and_nothing_else(spark, events, fresh_dsn, login):
+    """A writer of one stream (not a member of argus's owner role) loads a DataFrame
+    through a staging table the owner made for it, exactly once; its JDBC connection
+    may not write another load's staging table or another stream."""
+    role, dsn = login("writer")
+    events.create_stream("other", {"id": "bigint"})
+    events.grant("writer", role, stream="events")
+    df = spark.createDataFrame([(1, "2024-01-01", 3.5), (2, "2024-01-02", 7.25)],
+                               "id long, day string, v double")
+    assert spark_mod.load(df, "events", dsn, load_id="w-1").rows == 2
+    assert spark_mod.load(df, "events", dsn, load_id="w-1").duplicate
+    with pytest.raises(argus.UnknownStreamError):
+        spark_mod.load(df.select("id"), "other", dsn, load_id="w-2")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT argus.prepare_staging('other', 'w-3')")
+    events.run()
+    assert sorted(events.results("big")) == [(2, 7.25)]
+    assert events.conn.execute("SELECT count(*) FROM pg_tables "
+                               "WHERE schemaname = 'argus_staging'").fetchone() == (0,)
