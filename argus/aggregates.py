@@ -119,9 +119,8 @@ def _spec(func: str, category: str, distinct: bool):
     return table[func]
 
 
-# Categories of aggregates registered before CODE_VERSION 15 ("exact": integer or
-# numeric, "float"), whose books are as they were then: running sums in the argument's
-# type, which a NaN never leaves.
+# Categories of aggregates stored networks may hold from older argus ("exact": integer
+# or numeric, "float"): running sums in the argument's type, which a NaN never leaves.
 _LEGACY = ("exact", "float")
 
 

@@ -23,8 +23,8 @@ from .errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownSt
 from .names import fold
 from .plan import Output
 from .planner import Planner
+from .trees import DIALECT
 
-DIALECT = "postgres"
 
 
 @dataclass(frozen=True)

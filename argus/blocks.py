@@ -24,8 +24,8 @@ from .canon import (Clause, PredSet, Resolve, atom_instances, canonicalize, clau
                     column_atom, map_clause)
 from .plan import Join, Plan, Select
 from .temporal import reads_clock
+from .trees import DIALECT, conjuncts
 
-DIALECT = "postgres"
 
 
 @dataclass(frozen=True)
@@ -115,13 +115,7 @@ def describe(plan: Plan, source: Source, *, canonical: bool = True,
 
 
 def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.And):
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    if isinstance(e, exp.Boolean) and e.this is True:
-        return []
-    return [e]
+    return [c for c in conjuncts(e) if not (isinstance(c, exp.Boolean) and c.this is True)]
 
 
 def substitute(sql_text: str, inputs: Mapping[str, Mapping[str, exp.Expr]]) -> exp.Expr:

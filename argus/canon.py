@@ -34,7 +34,8 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-DIALECT = "postgres"
+from .trees import DIALECT, conjuncts, unparen
+
 MAX_CLAUSES = 32  # CNF of a condition beyond this is kept as one opaque literal
 
 COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
@@ -120,10 +121,6 @@ def predset_text(predset: PredSet) -> str:
                                for c in predset))
 
 
-def clause_instances(clause: Clause) -> frozenset[int]:
-    return frozenset().union(*(lit.instances for lit in clause))
-
-
 def map_clause(clause: Clause, mapping: Mapping[int, int]) -> Clause:
     return frozenset(lit.mapped(mapping) for lit in clause)
 
@@ -177,7 +174,7 @@ def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True,
     conjunct is an opaque literal: equal only to the same text, implying nothing else.
     """
     if not enabled:
-        return frozenset(frozenset({_opaque(c)}) for c in _conjuncts(condition))
+        return frozenset(frozenset({_opaque(c)}) for c in conjuncts(condition))
     clauses = _cnf(condition, _Ctx(type_of, resolve), negated=False)
     if clauses is None:
         return frozenset({frozenset({_opaque(condition)})})
@@ -190,22 +187,11 @@ class _Ctx:
     resolve: Resolve | None
 
 
-def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
-    e = _strip(e)
-    if isinstance(e, exp.And):
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    return [e]
-
-
-def _strip(e: exp.Expr) -> exp.Expr:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    return e
 
 
 def _cnf(e: exp.Expr, ctx: _Ctx, negated: bool) -> list[Clause] | None:
     """CNF clauses of e (of NOT e when negated); None when it would grow too large."""
-    e = _strip(e)
+    e = unparen(e)
     if isinstance(e, exp.Not):
         return _cnf(e.this, ctx, not negated)
     if isinstance(e, (exp.And, exp.Or)):
@@ -267,7 +253,7 @@ def _tautology(lit: Literal) -> bool:
 
 
 def _atom_text(e: exp.Expr) -> str:
-    return _strip(e).sql(DIALECT)
+    return unparen(e).sql(DIALECT)
 
 
 def _comparison(left: exp.Expr, op: str, right: exp.Expr, ctx: _Ctx | TypeOf) -> Literal:
@@ -321,14 +307,14 @@ def _resolved(side: exp.Expr, expr: exp.Expr, const, ctx: _Ctx):
     elif kind == "bool":
         return const
     if ctx.resolve is not None:
-        resolved = ctx.resolve(_strip(side), _strip(expr), ctx.type_of)
+        resolved = ctx.resolve(unparen(side), unparen(expr), ctx.type_of)
         if resolved is not None:
             return ("num", Fraction(resolved[1])) if resolved[0] == "num" else resolved
     return ("str", const[1]) if kind == "str" else ("sql", _atom_text(expr))
 
 
 def _is_column(e: exp.Expr) -> bool:
-    return isinstance(_strip(e), exp.Column)
+    return isinstance(unparen(e), exp.Column)
 
 
 def float_text(value: float) -> str:
@@ -391,7 +377,7 @@ def _exact_domain(terms: dict[str, Fraction], const, type_of: TypeOf) -> bool:
 
 
 def _linear(e: exp.Expr, type_of: TypeOf) -> _Lin | None:
-    e = _strip(e)
+    e = unparen(e)
     if isinstance(e, exp.Column):
         atom = _atom_text(e)
         return _Lin({atom: Fraction(1)}, _ZERO) if type_of(atom) else None
@@ -471,7 +457,7 @@ def _constant(e: exp.Expr):
     """(kind, value) of a constant expression, or None: "num" and "interval" (exact,
     for linear forms), "bool", "str" (a string literal) and "typed" (a cast of a
     literal), whose values only PostgreSQL can tell."""
-    e = _strip(e)
+    e = unparen(e)
     if isinstance(e, exp.Neg):
         inner = _constant(e.this)
         if inner is not None and inner[0] in ("num", "interval"):
@@ -681,7 +667,7 @@ def sargable(condition: str, type_of: TypeOf) -> str:
     canonical literals), so that the condition keeps the same rows."""
     tree = sqlglot.parse_one(condition, read=DIALECT)
     out, rewritten = [], False
-    for conjunct in _conjuncts(tree):
+    for conjunct in conjuncts(tree):
         if isinstance(conjunct, exp.Between) and not conjunct.args.get("symmetric"):
             parts = [(conjunct.this, ">=", conjunct.args["low"]),
                      (conjunct.this, "<=", conjunct.args["high"])]
@@ -694,7 +680,7 @@ def sargable(condition: str, type_of: TypeOf) -> str:
             out.extend(text for pair in isolated for text in pair)
             rewritten = True
         else:
-            out.append(_strip(conjunct).sql(DIALECT))
+            out.append(unparen(conjunct).sql(DIALECT))
     return " AND ".join(f"({text})" for text in dict.fromkeys(out)) if rewritten else condition
 
 

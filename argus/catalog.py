@@ -1,9 +1,9 @@
 """Create and upgrade the system catalog from the versioned DDL files in catalog/.
 
 Tables change through files named NNN_description.sql, applied in order, each in the
-transaction that records its version. Functions and views are defined once, as they are
-now, in catalog/functions.sql and catalog/views.sql, applied after the numbered files
-whenever their text changed. All under the cycle lock, so that two processes never race.
+transaction that records its version; they hold tables only. Functions and views are
+defined once, as they are now, in catalog/functions.sql and catalog/views.sql, applied
+after the numbered files, whenever one was applied or their text changed. All under the cycle lock, so that two processes never race.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def migrate(conn: psycopg.Connection) -> int:
             conn.execute(sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
                 sql.Identifier(CATALOG_SCHEMA, "schema_version")), (version,))
             applied += 1
-        if installed_code(conn) != digest:
+        if applied or installed_code(conn) != digest:  # a migration may drop views
             conn.execute(text)  # reviewed files of our own, no parameters
             conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s", (digest,))
             conn.execute("SELECT argus.apply_privileges()")  # views were created anew

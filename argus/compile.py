@@ -33,11 +33,11 @@ from .canon import sargable
 from .names import SIGN, node_delta, std_alias, stream_inbox
 from .temporal import Bound, at_previous_clock, clock_once
 from .templates import render
+from .trees import DIALECT
 
 T1 = sql.Identifier(std_alias(1))
 T2 = sql.Identifier(std_alias(2))
 SIGN_ID = sql.Identifier(SIGN)
-HASH = sql.Identifier("argus_hash")
 NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
@@ -141,10 +141,10 @@ def unqualified(expr: str) -> str:
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(expr, read="postgres")
+    tree = sqlglot.parse_one(expr, read=DIALECT)
     for column in tree.find_all(exp.Column):
         column.set("table", None)
-    return tree.sql(dialect="postgres")
+    return tree.sql(dialect=DIALECT)
 
 
 def var(node_id: int) -> sql.SQL:
@@ -303,13 +303,13 @@ class SelectCompiler:
         the columns it re-reads as the clock moves)."""
         passed = {e: n for n, e in zip(node.columns, node.exprs)}
         mapping = {}
-        for column in sqlglot.parse_one(text, read="postgres").find_all(exp.Column):
+        for column in sqlglot.parse_one(text, read=DIALECT).find_all(exp.Column):
             if column.table == "t1":
                 mine = passed.get(sql.Identifier("t1", column.name).as_string(None))
                 if mine is None:
                     raise ValueError(f"node {node.id} does not keep column {column.name!r}")
                 mapping[column.name] = exp.column(mine, table="t1", quoted=True)
-        return substitute(text, {"t1": mapping}).sql("postgres")
+        return substitute(text, {"t1": mapping}).sql(DIALECT)
 
     def _temporal(self, node: Node, parents: list[Node]) -> list[Step]:
         d = node.definition

@@ -21,8 +21,8 @@ from sqlglot import exp
 
 from .canon import TypeOf, float_text
 from .errors import QueryError, UnsupportedQueryError
+from .trees import DIALECT
 
-DIALECT = "postgres"
 EXACT = {"smallint", "integer", "bigint", "numeric"}
 FLOATS = {"real", "double precision"}
 # Date/time input PostgreSQL reads as the current time: a query that says them would

@@ -91,10 +91,6 @@ def std_alias(i: int) -> str:
     return STANDARD_ALIAS.format(i)
 
 
-def node_hist(node_id: int) -> sql.Identifier:
-    return sql.Identifier(NETWORK_SCHEMA, f"n{node_id}")
-
-
 def node_delta(node_id: int) -> sql.Identifier:
     return sql.Identifier(NETWORK_SCHEMA, f"n{node_id}_delta")
 

@@ -29,8 +29,10 @@ from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
+from .trees import conjuncts
 from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name, source_atoms
 from .temporal import classify, clock_conjuncts
+from .trees import DIALECT
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
 
@@ -278,7 +280,7 @@ class Builder:
             return text
         return substitute(text, {alias: {n: exp.column(c, table=alias, quoted=True)
                                          for n, c in m.items()}
-                                 for alias, m in maps.items()}).sql("postgres")
+                                 for alias, m in maps.items()}).sql(DIALECT)
 
     def columns_of(self, plan: Plan) -> list[str]:
         """The node columns holding a plan's columns, in the plan's order."""
@@ -782,7 +784,7 @@ def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[
     row's probe reads only its partners, (sender, tran_date) for a chain within a day
     window; with no equality key, one range key. An index costs at every insert into
     the parent, hence one per side."""
-    tree = sqlglot.parse_one(condition, read="postgres")
+    tree = sqlglot.parse_one(condition, read=DIALECT)
     side = {"t1": left, "t2": right}
     keys: dict[str, tuple[list[str], list[str], list[str]]] = {t: ([], [], []) for t in side}
 
@@ -795,7 +797,7 @@ def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[
             if column.name not in found:
                 found.append(column.name)
 
-    for node in _conjuncts(tree):
+    for node in conjuncts(tree):
         if isinstance(node, exp.Between):
             consider(1, node.this, [node.args["low"], node.args["high"]])
         elif isinstance(node, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
@@ -813,12 +815,6 @@ def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[
     return out
 
 
-def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.And):
-        return _conjuncts(tree.left) + _conjuncts(tree.right)
-    return [tree]
 
 
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
@@ -935,12 +931,15 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
             return False  # another process did it while this one waited
         net = load(conn)
         for node in net.nodes.values():
-            if node.kind == "stream":  # CODE_VERSION 4 and 5 read claimed rows through it
+            # what stored networks of older argus may lack or hold: a view of a stream's
+            # claimed rows (no longer read), an aggregate's tid column, temporal
+            # definitions classified by older rules
+            if node.kind == "stream":
                 conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
                     sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
-            if node.kind == "aggregate":  # before CODE_VERSION 7
+            if node.kind == "aggregate":
                 conn.execute(AggregateCompiler.tid_column(node))
-            if node.definition.get("temporal"):  # CODE_VERSION 17: fewer rising bounds
+            if node.definition.get("temporal"):
                 node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)

@@ -29,8 +29,8 @@ from .errors import QueryError, UnsupportedQueryError
 from .names import MAX_IDENTIFIER_BYTES
 from .plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .temporal import calls_user_clock, rewrite_user_calls
+from .trees import DIALECT, conjuncts
 
-DIALECT = "postgres"
 AGG_ALIAS = "argus_agg"  # the pseudo-relation that names an aggregate's outputs
 
 # aggregate name (as PostgreSQL spells it) -> the canonical one argus maintains
@@ -49,16 +49,6 @@ def short(name: str) -> str:
         return name
     digest = hashlib.md5(name.encode()).hexdigest()[:8]
     return f"{name.encode()[:50].decode(errors='ignore')}_{digest}"
-
-
-def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
-    if condition is None:
-        return []
-    if isinstance(condition, exp.Paren):
-        return conjuncts(condition.this)
-    if isinstance(condition, exp.And):
-        return conjuncts(condition.left) + conjuncts(condition.right)
-    return [condition]
 
 
 def conjunction(conditions: list[str]) -> str:

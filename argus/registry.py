@@ -24,6 +24,7 @@ from .sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
 from .temporal import at_previous_clock, reads_clock, rewrite_user_calls
+from .trees import DIALECT
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -110,7 +111,7 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     import sqlglot
     from sqlglot import exp
 
-    tree = rewrite_user_calls(sqlglot.parse_one(analyzed.canonical, read="postgres"))
+    tree = rewrite_user_calls(sqlglot.parse_one(analyzed.canonical, read=DIALECT))
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
         if table.name not in ctes:
@@ -118,7 +119,7 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     try:
         with conn.transaction():
             (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(
-                sql.SQL(tree.sql(dialect="postgres", copy=False)))).fetchone()
+                sql.SQL(tree.sql(dialect=DIALECT, copy=False)))).fetchone()
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""

@@ -30,6 +30,7 @@ from .blocks import (Block, Cond, Match, atoms_of, connected_subsets, matches, r
 from .canon import PredSet, column_atom, map_atom, map_clause
 from .plan import Col
 from .planner import short
+from .trees import DIALECT
 
 STRATEGIES = ("selection", "match-plan", "none")
 
@@ -206,7 +207,7 @@ class BlockBuilder:
         for name, e in computed.items():
             column = fresh_name(short(name), taken)
             columns.append(Col(column, render(e, where)))
-            node_atoms[column] = rename_instances(e, part.sta).sql("postgres")
+            node_atoms[column] = rename_instances(e, part.sta).sql(DIALECT)
         entry = IndexEntry(tuple(self.builder.sources_of(part.node)),
                            self._predset(part.subset, part.sta),
                            self._predset_of(part.residual, part.sta), node_atoms)
@@ -219,15 +220,15 @@ class BlockBuilder:
         computed = {n: e for n, e in self.outputs.items() if n not in plain}
         have = self.builder.atoms(part.node)
         missing = {n: e for n, e in computed.items()
-                   if rename_instances(e, part.sta).sql("postgres") not in have}
-        keep = {e.sql("postgres") for e in plain.values()}
+                   if rename_instances(e, part.sta).sql(DIALECT) not in have}
+        keep = {e.sql(DIALECT) for e in plain.values()}
         if part.residual or missing:
             part = self.select(part, keep, computed)
         else:
             self._ensure(part, keep)
         have = self.builder.atoms(part.node)
-        names = {n: have[part.node_atom(e.sql("postgres"))] for n, e in plain.items()}
-        names |= {n: have[rename_instances(e, part.sta).sql("postgres")]
+        names = {n: have[part.node_atom(e.sql(DIALECT))] for n, e in plain.items()}
+        names |= {n: have[rename_instances(e, part.sta).sql(DIALECT)]
                   for n, e in computed.items()}
         return part.node, names
 
@@ -263,7 +264,7 @@ class BlockBuilder:
             node_atom = map_atom(atom, sta)
             name = fresh_name(column_name(node_atom, width), taken)
             alias, column = where[atom]
-            columns.append(Col(name, exp.column(column, table=alias, quoted=True).sql("postgres")))
+            columns.append(Col(name, exp.column(column, table=alias, quoted=True).sql(DIALECT)))
             names[name] = node_atom
         return columns, names
 
@@ -296,7 +297,7 @@ def fresh_name(name: str, taken: set[str]) -> str:
 def column_name(atom: str, width: int) -> str:
     """A node column's name from its atom: the source column in a one-source node,
     t<STA>_<column> in a join."""
-    column = sqlglot.parse_one(atom, read="postgres")
+    column = sqlglot.parse_one(atom, read=DIALECT)
     if width == 1:
         return short(column.name)
     return short(f"t{column.table[1:]}_{column.name}")

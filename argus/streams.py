@@ -22,6 +22,7 @@ from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_h
                     stream_inbox)
 from .network import assemble, execute_all, load_node, store_blocks
 from .templates import render
+from .trees import DIALECT
 
 _NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
 
@@ -44,10 +45,10 @@ def parse_column_type(column: str, spec: object) -> ColumnType:
     not_null = bool(_NOT_NULL.search(spec))
     text = _NOT_NULL.sub("", spec).strip()
     try:
-        parsed = sqlglot.parse_one(text, into=exp.DataType, dialect="postgres")
+        parsed = sqlglot.parse_one(text, into=exp.DataType, dialect=DIALECT)
     except SqlglotError:
         raise InvalidNameError(f"column {column!r}: unknown or unsupported type {spec!r}") from None
-    return ColumnType(parsed.sql(dialect="postgres"), not_null)
+    return ColumnType(parsed.sql(dialect=DIALECT), not_null)
 
 
 def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str],

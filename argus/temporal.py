@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-DIALECT = "postgres"
+from .trees import DIALECT, conjuncts, unparen
+
 USER_FUNCTION = "argus_now"
 NOW = "argus.clock_now()"
 PREVIOUS = "argus.clock_previous()"
@@ -96,7 +97,7 @@ def _rising(expr: exp.Expr) -> bool:
     to a timestamptz is a calendar day, 23 or 25 hours across a daylight saving change),
     truncated to an hour or less (or to any unit in UTC). A cast to another type may
     wrap (::time) or go back an hour at a daylight saving change (::timestamp)."""
-    expr = _strip(expr)
+    expr = unparen(expr)
     if _is_clock(expr):
         return True
     if isinstance(expr, (exp.Add, exp.Sub)):
@@ -116,15 +117,9 @@ def _rising(expr: exp.Expr) -> bool:
 _SHORT_UNITS = {"microseconds", "milliseconds", "second", "minute", "hour"}
 
 
-def _strip(expr: exp.Expr) -> exp.Expr:
-    while isinstance(expr, exp.Paren):
-        expr = expr.this
-    return expr
-
-
 def _fixed_interval(expr: exp.Expr) -> bool:
     """An interval constant of fixed length: no days, months or years."""
-    expr = _strip(expr)
+    expr = unparen(expr)
     if isinstance(expr, exp.Interval):
         text = f"{expr.this.name} {expr.args['unit'].name if expr.args.get('unit') else ''}"
     elif isinstance(expr, exp.Cast) and expr.to.this == exp.DataType.Type.INTERVAL \
@@ -145,11 +140,8 @@ def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
     if not reads_clock(predicate):
         return False, [], True
     tree = sqlglot.parse_one(predicate, read=DIALECT)
-    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
     bounds, monotone = [], True
-    for conjunct in conjuncts:
-        while isinstance(conjunct, exp.Paren):
-            conjunct = conjunct.this
+    for conjunct in conjuncts(tree):
         if not any(_is_clock(n) for n in conjunct.walk()):
             continue
         bound = _bound(conjunct)
@@ -163,8 +155,7 @@ def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
 def clock_conjuncts(predicate: str) -> list[str]:
     """The conjuncts of a predicate that read the clock."""
     tree = sqlglot.parse_one(predicate, read=DIALECT)
-    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
-    return [c.sql(DIALECT) for c in conjuncts if any(_is_clock(n) for n in c.walk())]
+    return [c.sql(DIALECT) for c in conjuncts(tree) if any(_is_clock(n) for n in c.walk())]
 
 
 def _bound(conjunct: exp.Expr) -> Bound | None:

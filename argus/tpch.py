@@ -4,8 +4,7 @@ no download at run time), split into an initial load and refresh batches.
 The newest orders (by order key) and their line items are held back and cut into
 `batches` refresh batches of `share` of the orders each, as TPC-H's refresh function
 RF1 inserts them. Everything is written as Parquet, one directory per table, for
-`argus load` (Spark) or any other loader; `create_streams` declares the eight tables as
-argus streams with their TPC-H types.
+`argus load` (Spark) or any other loader.
 """
 
 from __future__ import annotations
@@ -94,9 +93,3 @@ def generate(scale: float, out: Path, batches: int = 10, share: float = 0.001) -
         data.refresh.append(batch)
     return data
 
-
-def create_streams(db, data: Dataset) -> None:
-    """Declare the eight TPC-H tables as streams (orders' event time: o_orderdate)."""
-    for table in TABLES:
-        time_column = {"orders": "o_orderdate", "lineitem": "l_shipdate"}.get(table)
-        db.create_stream(table, data.columns[table], time_column=time_column)

@@ -2,9 +2,9 @@
 -- are in catalog/functions.sql and catalog/views.sql from this version on.)
 
 -- The old views and functions read columns moved below.
-DROP VIEW argus.nodes, argus.index;
-DROP FUNCTION argus_net.cycle_program(bigint);
-DROP FUNCTION argus.assemble_program();  -- now with an argument (catalog/functions.sql)
+DROP VIEW IF EXISTS argus.nodes, argus.index;
+DROP FUNCTION IF EXISTS argus_net.cycle_program(bigint);
+DROP FUNCTION IF EXISTS argus.assemble_program();  -- now with an argument (catalog/functions.sql)
 
 -- Per-node counters every cycle writes, kept out of the wide catalog rows of
 -- argus_catalog.nodes (which a cycle rewrote: 83 MB of dead rows after 5,000 cycles

@@ -18,6 +18,7 @@ import sqlglot
 
 from ..datagen import TRANSFER_COLUMNS, TransferGenerator
 from ..workload import transfer_queries
+from ..trees import DIALECT
 
 # TPC-H queries argus maintains incrementally (the others use scalar subqueries, NOT IN
 # (subquery) or other constructs argus refuses; see README "Supported SQL").
@@ -89,4 +90,4 @@ def continuous(text: str) -> str:
     tree = sqlglot.parse_one(text, read="duckdb")
     tree.set("order", None)
     tree.set("limit", None)
-    return tree.sql(dialect="postgres")
+    return tree.sql(dialect=DIALECT)
