@@ -204,6 +204,33 @@ class Spec:
         return self.final.format(**refs)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One aggregate of an aggregate node's definition (stored as a JSON list):
+    output column, function, argument over t1 (None for count(*)), DISTINCT, the
+    argument's category (argus.network._category), and for a node regrouped from a
+    finer aggregate (vertical expansion) where its books come from."""
+
+    name: str
+    func: str
+    arg: str | None
+    distinct: bool
+    category: str | None
+    merge: dict | None = None  # {"from": {suffix: [column, ...]}, "arg": ...}
+
+    @classmethod
+    def of(cls, stored: list) -> Entry:
+        return cls(*stored[:5], stored[5] if len(stored) > 5 else None)
+
+    @property
+    def regrouped(self) -> bool:
+        return self.merge is not None
+
+
+def entries(definition: dict) -> list[Entry]:
+    return [Entry.of(e) for e in definition["aggregates"]]
+
+
 def _extreme_of(suffix: str, arg: str | None, merge: dict | None) -> str | None:
     """What a min/max book takes the extreme of, over a row of the node's parent: the
     argument (or its scale), or for a regrouped node the finer node's book."""
@@ -220,9 +247,9 @@ class Model:
     @classmethod
     def of(cls, definition: dict) -> Model:
         specs = []
-        for i, entry in enumerate(definition["aggregates"]):
-            name, func, arg, distinct, category = entry[:5]
-            merge = entry[5] if len(entry) > 5 else None
+        for i, entry in enumerate(entries(definition)):
+            name, func, arg, distinct, category, merge = (
+                entry.name, entry.func, entry.arg, entry.distinct, entry.category, entry.merge)
             if merge is not None:
                 books, final = _merged(func, category, merge["from"])
                 arg = merge["from"].get("m", [None])[0]

@@ -12,7 +12,7 @@ from . import catalog, cycle, network, quarantine, registry, requests, roles, se
 from . import loads as load_ops
 from .analyze import StreamSchema
 from .cycle import CycleReport
-from .compile import CODE_VERSION
+from .nodes import CODE_VERSION
 from .errors import CatalogError, PermissionDeniedError, ServerError
 from .names import changes_view, check_name, results_view
 from .registry import QueryInfo

@@ -3,7 +3,8 @@
 Tables change through files named NNN_description.sql, applied in order, each in the
 transaction that records its version; they hold tables only. Functions and views are
 defined once, as they are now, in catalog/functions.sql and catalog/views.sql, applied
-after the numbered files, whenever one was applied or their text changed. All under the cycle lock, so that two processes never race.
+after the numbered files, whenever one was applied or their text changed. All under
+the cycle lock, so that two processes never race.
 """
 
 from __future__ import annotations

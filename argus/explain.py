@@ -7,8 +7,10 @@ import textwrap
 import psycopg
 from psycopg import sql
 
+from .aggregates import entries
 from . import network
-from .compile import T1, claim, virtual
+from .nodes import T1, virtual
+from .nodes.stream import claim
 from .names import changes_view, results_view
 from .registry import changes_view_sql, query_info
 from .templates import render
@@ -27,7 +29,7 @@ def describe(node) -> list[str]:
         groups = ", ".join(e for _, e in d["groups"]) or "(one global group)"
         aggs = ", ".join(f"{e[0]} = {e[1]}({'DISTINCT ' if e[3] else ''}{e[2] or '*'})"
                          for e in d["aggregates"])
-        merged = any(len(e) > 5 for e in d["aggregates"])
+        merged = any(e.regrouped for e in entries(d))
         return [f"group by {groups}", f"aggregates: {aggs}"] + (
             ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
             if merged else [])

@@ -18,13 +18,16 @@ from psycopg import sql
 from sqlglot import exp
 
 from . import index, regroup, roles
-from .aggregates import Model
+from .aggregates import Model, entries
 from .blocks import Indexed, describe, is_spj, render, substitute
 from .canon import column_atom, map_atom
 from .constants import Constants
-from .compile import (CODE_VERSION, COMPILERS, AggregateCompiler, Node, fill, flush_block, frame,
-                      join_condition, node_block, parent_index_name, probe_block, purge_block,
-                      var, virtual)
+from .nodes import CODE_VERSION, COMPILERS, Node, virtual
+from .nodes.aggregate import AggregateCompiler, parent_index_name
+from .nodes.base import var
+from .nodes.join import join_condition
+from .nodes.purge import purge_block
+from .program import fill, flush_block, frame, node_block, probe_block
 from .errors import QueryError, UnknownStreamError
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -760,9 +763,9 @@ def _without(keyed: list, covered: list[str]) -> list | None:
 
 def growing(definition: dict, parent: Node) -> dict:
     """An aggregate's definition marked "grows" when its input only grows
-    (compile.grows): an insert-only parent, or — computed from its books (a regroup,
+    (nodes.aggregate.grows): an insert-only parent, or — computed from its books (a regroup,
     every aggregate "from" the parent's) — an aggregate over such an input."""
-    regroup = all(len(entry) > 5 for entry in definition["aggregates"])
+    regroup = all(entry.regrouped for entry in entries(definition))
     grows = parent.insert_only or (parent.kind == "aggregate" and regroup
                                    and bool(parent.definition.get("grows")))
     return {**{k: v for k, v in definition.items() if k != "grows"},

@@ -14,7 +14,8 @@ from psycopg import sql
 
 from . import functions, network, roles
 from .analyze import Analyzed, analyze
-from .compile import SIGN_ID, T1, rebuild, virtual
+from .nodes import SIGN_ID, T1, virtual
+from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError)
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,

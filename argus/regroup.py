@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from psycopg import sql
 
-from .aggregates import books_needed
-from .compile import Node
+from .aggregates import books_needed, entries
 from .plan import Agg, Col
+
+if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
+    from .nodes import Node
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,11 @@ def offer(builder, node_id: int) -> Offer:
     specs, books = {}, {}
     if not rerolled:
         books[(None, "c")] = ("argus_n", "")  # every direct aggregate counts X's rows
-    for entry in d["aggregates"]:
-        name, func, arg, distinct, category = entry[:5]
-        merged = len(entry) > 5
-        arg_x = entry[5]["arg"] if merged else arg
+    for entry in entries(d):
+        name, func, arg, distinct, category = (entry.name, entry.func, entry.arg, entry.distinct,
+                                               entry.category)
+        merged = entry.regrouped
+        arg_x = entry.merge["arg"] if merged else arg
         specs[(func, arg_x, distinct)] = name
         if distinct or (arg is None and not merged):
             continue

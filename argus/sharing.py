@@ -70,7 +70,7 @@ class IndexEntry:
 class Part:
     """A node that computes the query's instances `subset`, except `residual`."""
 
-    node: object  # argus.compile.Node
+    node: object  # argus.nodes.Node
     subset: frozenset[int]
     sta: dict[int, int]  # query instance -> the node's STA
     residual: list[Cond] = field(default_factory=list)

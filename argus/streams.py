@@ -15,7 +15,7 @@ from sqlglot.errors import SqlglotError
 
 from . import roles
 from .analyze import StreamSchema
-from .compile import COMPILERS
+from .nodes import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
                      UnknownStreamError)
 from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,

@@ -30,7 +30,7 @@ CREATE TABLE argus_catalog.nodes (
     hist_name   text NOT NULL,
     insert_only boolean NOT NULL DEFAULT true,
     hist_rows   bigint NOT NULL DEFAULT 0,   -- rows in the history, kept by every cycle
-    cycle_block text,                    -- PL/pgSQL that fills the delta (argus.compile)
+    cycle_block text,                    -- PL/pgSQL that fills the delta (argus.nodes)
     flush_block text,                    -- PL/pgSQL that merges the delta into the history
     horizon     text,                    -- rows before this were purged (windowed consumers)
     created_at  timestamptz NOT NULL DEFAULT now()

@@ -20,7 +20,7 @@ ALTER TABLE argus_catalog.settings
     -- planner scans a whole history rather than probing its index once per delta row.
     -- NULL: the server's setting.
     ADD COLUMN random_page_cost real DEFAULT 1.1,
-    -- The version of the node code stored in argus_catalog.nodes (argus.compile
+    -- The version of the node code stored in argus_catalog.nodes (argus.nodes
     -- CODE_VERSION): older code is recompiled when argus connects.
     ADD COLUMN code_version int NOT NULL DEFAULT 0,
     -- A cycle takes an inbox whose file grew past this many bytes whole (locked, read,

@@ -8,11 +8,11 @@
 ALTER TABLE argus_catalog.settings
     -- cycle_program's body around the nodes' code, with format() placeholders for the
     -- declarations, evaluation blocks, whether any node is signed, flush blocks and
-    -- purges (argus.compile.frame; it depends on the streams only)
+    -- purges (argus.program.frame; it depends on the streams only)
     ADD COLUMN program_frame text,
     ADD COLUMN program_stale boolean NOT NULL DEFAULT true;
 
 ALTER TABLE argus_catalog.nodes
-    -- the node's purge code (argus.compile.purge_block), recomputed whenever the
+    -- the node's purge code (argus.nodes.purge.purge_block), recomputed whenever the
     -- network changes, since it depends on the node's consumers
     ADD COLUMN purge_block text;

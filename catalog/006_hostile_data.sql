@@ -23,7 +23,7 @@ ALTER TABLE argus_catalog.nodes
     DROP COLUMN hist_rows, DROP COLUMN apply_ms_row, DROP COLUMN rebuild_ms_row,
     DROP COLUMN horizon,
     -- PL/pgSQL that looks for the row a failed node's expressions fail on
-    -- (argus.compile.probe_block), run in the node's place after it failed
+    -- (argus.program.probe_block), run in the node's place after it failed
     ADD COLUMN probe_block text;
 
 -- A query whose node failed is isolated: the others go on.

@@ -117,11 +117,11 @@ LANGUAGE sql AS $$
 $$;
 
 -- The cycle program is assembled in the database, by the first cycle after the network
--- changed, from the code each node stored when it was compiled (argus.compile): a
+-- changed, from the code each node stored when it was compiled (argus.program): a
 -- change compiles and validates only its own nodes' code, so that registering query
 -- number N costs what query N needs, and a cycle started from psql or pg_cron runs the
 -- current network all the same. Nodes only failed queries use are left out; `diagnose`
--- is a failed node whose probe (argus.compile.probe_block: which row its expressions
+-- is a failed node whose probe (argus.program.probe_block: which row its expressions
 -- fail on) runs in its place.
 CREATE OR REPLACE FUNCTION argus.assemble_program(diagnose bigint DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql SET check_function_bodies = off SET search_path = pg_catalog, pg_temp AS $$

@@ -93,8 +93,9 @@ def spellings(pg_type: str, value) -> list[str]:
         text = str(value)
         if not value.is_finite():
             return [f"'{text}'", f"'{text}'::numeric"]
-        return [text, f"'{text}'", f"'{value.normalize()}'", f"{value}0" if "." in text
-                else f"{text}.0", f"CAST('{text}' AS numeric)"]
+        padded = f"{text}0" if "." in text else text if "E" in text else f"{text}.0"
+        return [text, f"'{text}'", f"'{value.normalize()}'", padded,
+                f"CAST('{text}' AS numeric)"]
     if pg_type == "double precision":
         if math.isnan(value) or math.isinf(value):
             name = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")

@@ -114,7 +114,7 @@ def test_registration_runs_the_new_code_once(db, monkeypatch):
             slots["predicate"] = sql.SQL("no_such_column > 0")
         return original(name, **slots)
 
-    monkeypatch.setattr("argus.compile.render", broken)
+    monkeypatch.setattr("argus.nodes.select.render", broken)
     db.create_stream("s", {"x": "int"})
     with pytest.raises(QueryError, match="no_such_column"):
         db.register_query("q", "SELECT x FROM s WHERE x > 1")

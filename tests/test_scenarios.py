@@ -53,6 +53,15 @@ def parse(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
     return scenarios
 
 
+def stream_spec(text: str) -> tuple[str, dict[str, str], str | None]:
+    """`NAME (COL TYPE, ...) [time COL]` -> (name, columns, time column)."""
+    text, timed, time_column = text.partition(") time ")
+    name, _, spec = text.partition("(")
+    spec = spec if timed else spec.rstrip().removesuffix(")")
+    columns = dict(c.strip().split(" ", 1) for c in re.split(r",(?![^()]*\))", spec))
+    return name.strip(), columns, time_column.strip() or None
+
+
 CASES = [(f"{path.stem}: {title}", steps) for path in sorted(SCENARIOS.glob("*.txt"))
          for title, steps in parse(path)]
 
@@ -67,10 +76,7 @@ def test_scenario(db, steps):
     oracle = Oracle(db)
     for verb, text in steps:
         if verb == "stream":
-            text, _, time_column = text.partition(") time ")
-            name, _, spec = text.partition("(")
-            columns = dict(c.strip().split(" ", 1) for c in spec.rstrip(")").split(","))
-            oracle.create_stream(name.strip(), columns, time_column=time_column.strip() or None)
+            oracle.create_stream(*stream_spec(text))
         elif verb == "query":
             name, _, sql_text = text.partition(":")
             oracle.register(name.strip(), sql_text.strip())

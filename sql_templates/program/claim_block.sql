@@ -3,7 +3,7 @@
 -- server's clock are held back in the quarantine instead). Rows older than the clock
 -- (late) are claimed like any other, and counted. Large inboxes are taken whole when
 -- no load is writing to any of them: locked (loads wait for the end of the cycle),
--- read in place by the stream's children (argus.compile.in_inbox) and truncated at
+-- read in place by the stream's children (argus.nodes.stream.in_inbox) and truncated at
 -- the end of the cycle; otherwise (or when small) the claim moves the rows it takes to
 -- the stream's delta table, and rows committed during the cycle wait for the next.
     argus_t := clock_timestamp();

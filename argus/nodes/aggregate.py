@@ -1,0 +1,210 @@
+"""Aggregate nodes: GROUP BY with algebraic aggregates kept in books
+(`argus.aggregates`), one history row per group, updated in place."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from ..aggregates import Book, Model, Spec
+from ..templates import render
+from .base import (Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, expr_hash, named,
+                   row_hash, same_row, unqualified, var, virtual)
+
+
+def grows(node: Node, parent: Node) -> bool:
+    """The aggregate's input only grows: its parent is insert-only, or (definition
+    "grows", set by the network) it regroups the books of an aggregate over such an
+    input, whose groups never vanish, whose counts only rise and whose MIN/MAX books
+    only move outward, although each change of a group reaches its children as a
+    retraction and an insertion."""
+    return parent.insert_only or bool(node.definition.get("grows"))
+
+
+def parent_index_name(node_id: int) -> str:
+    return f"argus_n{int(node_id)}_groups"
+
+
+class AggregateCompiler:
+    """GROUP BY with algebraic aggregates updated from bookkeeping columns
+    (`argus.aggregates`): one history row per group, updated in place."""
+
+    def _slots(self, model: Model) -> dict:
+        global_ = model.is_global
+        finals = [sql.SQL("{} AS {}").format(sql.SQL(s.final_over("n")), sql.Identifier(s.name))
+                  for s in model.specs]
+        return {
+            "group_named": named(model.group_exprs, model.group_names),
+            "group_by": sql.SQL("") if global_ else sql.SQL(" GROUP BY {}").format(
+                sql.SQL(", ").join(map(sql.SQL, model.group_exprs))),
+            "comma": sql.SQL("") if global_ else sql.SQL(", "),
+            "f_columns": sql.SQL(", ").join(
+                [sql.Identifier("n", g) for g in model.group_names] + finals
+                + [sql.Identifier("n", "argus_n")]
+                + [sql.Identifier("n", b.column) for _, b in model.books]),
+            "keep": sql.SQL("TRUE" if global_ else '"n"."argus_n" > 0'),
+            "t1": T1, "sign": SIGN_ID,
+        }
+
+    def _group_by(self, model: Model, alias: str) -> sql.Composable:
+        if model.is_global:
+            return sql.SQL("")
+        return sql.SQL(" GROUP BY {}").format(cols(model.group_names, alias))
+
+    def _same_group(self, model: Model, other: str) -> sql.Composable:
+        """`other` (a CTE of per-group results) is dh's group: equal hashes, so that
+        PostgreSQL hash-joins them, then equal values."""
+        if model.is_global:
+            return sql.SQL("TRUE")
+        return same_row(model.group_names, other, "dh")
+
+    def from_scratch(self, model: Model, parent: Node) -> sql.Composed:
+        books = [sql.SQL(", {} AS {}").format(sql.SQL(b.over(s.arg, "1::smallint")),
+                                              sql.Identifier(b.column)) for s, b in model.books]
+        return render("aggregate/select", n_hash=row_hash(model.group_names, "n"),
+                      book_backfill=sql.SQL("").join(books), parent=parent.hist,
+                      **self._slots(model))
+
+    def _values(self, model: Model, spec: Spec, source: sql.Identifier,
+                count: str) -> sql.Composed:
+        """(group, value) pairs of COUNT(DISTINCT value) with their signed counts."""
+        return render("aggregate/values", group_named=named(model.group_exprs, model.group_names),
+                      comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                      x=sql.SQL(spec.arg), hash=expr_hash(model.group_exprs + [f"({spec.arg})"]),
+                      count=sql.SQL(count), source=source, t1=T1,
+                      group_exprs=sql.SQL(", ").join(map(sql.SQL, model.group_exprs)))
+
+    def create(self, node, parents):
+        model, parent = Model.of(node.definition), parents[0]
+        # fillfactor 50: groups are updated in place; free room in each page makes those
+        # updates HOT, so the page's dead versions are pruned without waiting for VACUUM
+        out = [sql.SQL("CREATE TABLE {} WITH (fillfactor = 50) AS {} WITH NO DATA").format(
+                   node.hist, self.from_scratch(model, parent)),
+               sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
+               create_delta(node), self.tid_column(node)]
+        for spec in model.distinct_specs:
+            out.append(render("aggregate/aux_create", aux=node.aux(f"d{spec.index}"),
+                              x=sql.SQL(spec.arg), parent=parent.hist,
+                              **{k: v for k, v in self._slots(model).items()
+                                 if k in ("group_named", "comma", "t1")}))
+        return out + self.parent_index(node, parent)
+
+    @staticmethod
+    def tid_column(node: Node) -> sql.Composed:
+        """The delta's rows carry the ctid of the group's row they change (delta.sql)."""
+        return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_ctid tid").format(
+            node.delta_table)
+
+    @staticmethod
+    def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
+        """MIN/MAX under retraction re-read the parent's rows of the affected groups."""
+        model = Model.of(node.definition)
+        if not (model.group_exprs and not grows(node, parent) and model.has_extremes) \
+                or virtual(parent):  # a view: its aggregate's groups are few
+            return []
+        return [render("aggregate/parent_index", name=sql.Identifier(parent_index_name(node.id)),
+                       parent=parent.hist,
+                       hash=expr_hash([unqualified(e) for e in model.group_exprs]))]
+
+    def backfill(self, node, parents):
+        model, parent = Model.of(node.definition), parents[0]
+        out = [sql.SQL("INSERT INTO {} ({}) {}").format(
+            node.hist, cols(model.stored + ["argus_hash"]), self.from_scratch(model, parent))]
+        for spec in model.distinct_specs:
+            out.append(render("aggregate/aux_backfill", aux=node.aux(f"d{spec.index}"),
+                              key=cols(model.group_names + ["v"]),
+                              values=self._values(model, spec, parent.hist, "1")))
+        return out
+
+    def _combine(self, node: Node, model: Model, spec: Spec, book: Book, parent: Node):
+        """(merged bookkeeping column, extra CTE, its join) for one book."""
+        b, k = sql.Identifier(book.column), spec.index
+        if book.combine == "add":
+            return sql.SQL(", CASE WHEN dh.{b} IS NULL THEN o.{b} WHEN o.{b} IS NULL THEN dh.{b} "
+                           "ELSE o.{b} + dh.{b} END AS {b}").format(b=b), None
+        if book.combine == "distinct":
+            cte = sql.Identifier(f"cd{k}")
+            gnames = model.group_names
+            return (sql.SQL(", coalesce(o.{b}, 0) + coalesce({cte}.c, 0) AS {b}").format(
+                        b=b, cte=cte),
+                    render("aggregate/count_distinct", k=sql.SQL(str(k)),
+                           comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                           x_groups=cols(gnames, "x"), x_hash=row_hash(gnames, "x"),
+                           aux=node.aux(f"d{spec.index}"),
+                           values=self._values(model, spec, parent.delta, "t1.argus_sign"),
+                           a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
+                           x_group_by=self._group_by(model, "x")))
+        extreme = sql.SQL("least" if book.combine == "min" else "greatest")
+        if grows(node, parent):  # extremes only move outward: old vs inserted
+            return sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(f=extreme, b=b), None
+        cte = sql.Identifier(f"mm{k}")
+        affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)") if model.is_global
+                    else sql.SQL("{} IN (SELECT dh.argus_hash FROM dh WHERE dh.argus_r > 0)")
+                    .format(expr_hash(model.group_exprs)))
+        return (sql.SQL(", CASE WHEN dh.argus_r > 0 THEN {cte}.v ELSE {f}(o.{b}, dh.{b}) END "
+                        "AS {b}").format(cte=cte, f=extreme, b=b),
+                render("aggregate/minmax", k=sql.SQL(str(k)),
+                       comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                       w_groups=cols(model.group_names, "w"),
+                       w_hash=row_hash(model.group_names, "w"),
+                       u_groups=cols(model.group_names, "u"),
+                       func=sql.SQL(book.combine), x=sql.SQL(book.value), parent=parent.hist,
+                       parent_delta=parent.delta, affected=affected,
+                       group_named=named(model.group_exprs, model.group_names),
+                       t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))
+
+    def evaluate(self, node, parents):
+        model, parent = Model.of(node.definition), parents[0]
+        deltas, merges, ctes, joins = [], [], [], []
+        for spec, book in model.books:
+            merge, cte = self._combine(node, model, spec, book, parent)
+            merges.append(merge)
+            if book.combine != "distinct":
+                deltas.append(sql.SQL(", {} AS {}").format(
+                    sql.SQL(book.over(spec.arg, '"t1"."argus_sign"')), sql.Identifier(book.column)))
+            if cte is not None:
+                ctes.append(cte)
+                name = f"{'cd' if book.combine == 'distinct' else 'mm'}{spec.index}"
+                joins.append(sql.SQL(" LEFT JOIN {} ON {}").format(
+                    sql.Identifier(name), self._same_group(model, name)))
+        gnames, stored = model.group_names, model.stored
+
+        def changed(this: str, other: str) -> sql.Composable:
+            if grows(node, parent):  # every group in the delta gained rows: it changed
+                return sql.SQL("")
+            return sql.SQL("\n") + render("aggregate/changed", this=sql.Identifier(this),
+                                          other=sql.Identifier(other),
+                                          this_stored=cols(stored, this),
+                                          other_stored=cols(stored, other))
+
+        statement = render(
+            "aggregate/delta", delta=node.delta, stored=cols(stored), hist=node.hist,
+            book_delta=sql.SQL("").join(deltas), parent_delta=parent.delta,
+            d_hash=row_hash(gnames, "d"), dh_groups=cols(gnames, "dh"),
+            match_h=sql.SQL("TRUE") if model.is_global else same_row(gnames, "h", "dh"),
+            match_o=sql.SQL("TRUE") if model.is_global else same_row(gnames, "o", "dh"),
+            ctes=sql.SQL("").join(sql.SQL(", ") + cte for cte in ctes),
+            book_merge=sql.SQL("").join(merges), joins=sql.SQL("").join(joins),
+            o_stored=cols(stored, "o"), f_stored=cols(stored, "f"),
+            o_changed=changed("o", "f"), f_changed=changed("f", "o"), **self._slots(model))
+        return [Step(statement)]
+
+    def flush(self, node, parents):
+        """One row per group: update changed groups in place, insert new ones, delete
+        the ones that vanished; then the COUNT(DISTINCT) per-value counts."""
+        model, parent = Model.of(node.definition), parents[0]
+        gnames, stored = model.group_names, model.stored
+        slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
+                 "stored": cols(stored), "d_stored": cols(stored, "d")}
+        when = sql.SQL("{} > 0").format(var(node.id))
+        steps = [Step(render("aggregate/flush_update", **slots), when)]
+        if not model.is_global:  # a global aggregate's one row never appears or vanishes
+            steps.append(Step(render("aggregate/flush_insert", **slots), when))
+            if not grows(node, parent):  # groups vanish only when rows leave
+                steps.append(Step(render("aggregate/flush_delete", **slots), when))
+        for spec in model.distinct_specs:
+            steps.append(Step(render(
+                "aggregate/aux_flush", aux=node.aux(f"d{spec.index}"),
+                values=self._values(model, spec, parent.delta, "t1.argus_sign"),
+                a_key=cols(gnames + ["v"], "a"), d_key=cols(gnames + ["v"], "d"),
+                key=cols(gnames + ["v"])), any_rows(parent)))
+        return steps

@@ -1,0 +1,193 @@
+"""What every node kind shares: the `Node` a network holds, the `Step`s a compiler
+emits, the `Compiler` protocol and small SQL builders.
+
+Two paths: an insert-only node (every input append-only, an operator that only adds
+rows) appends its delta to its history. A node on the signed path (aggregates, left,
+anti joins, EXCEPT, and everything downstream of them) receives and emits -1 rows; its
+history carries argus_hash, a hash of each row's value, so that a retraction removes
+exactly the copies it names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import sqlglot
+from psycopg import sql
+from sqlglot import exp
+
+from ..names import SIGN, node_delta, std_alias, stream_inbox
+from ..templates import render
+from ..trees import DIALECT
+
+
+T1 = sql.Identifier(std_alias(1))
+T2 = sql.Identifier(std_alias(2))
+SIGN_ID = sql.Identifier(SIGN)
+NETWORK = "argus_net"
+# The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
+# Bump it when a template or compiler changes what it emits: argus recompiles stored
+# code older than this when it connects (argus.network.recompile_stale).
+CODE_VERSION = 19
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    kind: str
+    join_level: int
+    sequence_id: int
+    parents: tuple[int, ...]
+    columns: tuple[str, ...]  # visible columns, what children and views read
+    exprs: tuple[str, ...]  # how each column is computed, over the parents' t1, t2, …
+    hist_ref: tuple[str, str]  # (schema, table) of the history
+    definition: dict = field(default_factory=dict, compare=False)
+    insert_only: bool = True
+    types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
+    claimed_in_inbox: bool = field(default=False, compare=False)  # see `in_inbox`
+
+    @property
+    def hist(self) -> sql.Identifier:
+        return sql.Identifier(*self.hist_ref)
+
+    @property
+    def delta(self) -> sql.Composable:
+        """What children read as this node's changes: its delta table, or for a stream
+        whose claim left the rows in the inbox (`in_inbox`), the inbox."""
+        if self.claimed_in_inbox:
+            return sql.SQL("(SELECT {}, 1::smallint AS {} FROM {})").format(
+                self.column_list, SIGN_ID, stream_inbox(self.hist_ref[1]))
+        return node_delta(self.id)
+
+    @property
+    def delta_table(self) -> sql.Identifier:
+        return node_delta(self.id)
+
+    def aux(self, suffix: str) -> sql.Identifier:
+        return sql.Identifier(NETWORK, f"n{self.id}_{suffix}")
+
+    @property
+    def column_list(self) -> sql.Composed:
+        return cols(self.columns)
+
+    @property
+    def named_expr_list(self) -> sql.Composed:
+        return named(self.exprs, self.columns)
+
+
+@dataclass(frozen=True)
+class Step:
+    statement: sql.Composable
+    condition: sql.Composable | None = None  # None: whenever the node runs
+    dynamic: bool = True
+
+
+# -- small SQL builders ----------------------------------------------------------------
+
+def cols(names, prefix: str | None = None) -> sql.Composed:
+    if prefix is None:
+        return sql.SQL(", ").join(map(sql.Identifier, names))
+    return sql.SQL(", ").join(sql.Identifier(prefix, n) for n in names)
+
+
+def named(exprs, names) -> sql.Composed:
+    return sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
+                              for e, n in zip(exprs, names))
+
+
+def row_hash(names, prefix: str | None = None) -> sql.Composed:
+    """The value hash of a row: NULL-safe, and equal for equal values (1.0 = 1.00)."""
+    if not names:
+        return sql.SQL("0::bigint")
+    return sql.SQL("hash_record_extended(ROW({}), 0)").format(cols(names, prefix))
+
+
+def expr_hash(exprs) -> sql.Composed:
+    if not exprs:
+        return sql.SQL("0::bigint")
+    return sql.SQL("hash_record_extended(ROW({}), 0)").format(
+        sql.SQL(", ").join(sql.SQL(e) for e in exprs))
+
+
+def same_row(names, a: str, b: str) -> sql.Composed:
+    """a's and b's rows have equal values (NULLs equal), found through argus_hash.
+
+    The value comparison is wrapped in CASE: PostgreSQL estimates a bare
+    ROW(…) IS NOT DISTINCT FROM ROW(…) as one row whatever the inputs, and then picks
+    nested loops that scan a table per row; a CASE is estimated at one half."""
+    if not names:
+        return sql.SQL("TRUE")
+    return sql.SQL("{}.argus_hash = {}.argus_hash AND CASE WHEN ROW({}) IS NOT DISTINCT FROM "
+                   "ROW({}) THEN true ELSE false END").format(
+        sql.Identifier(a), sql.Identifier(b), cols(names, a), cols(names, b))
+
+
+def unqualified(expr: str) -> str:
+    """An expression over t1 as an index expression: without the table qualifier."""
+
+    tree = sqlglot.parse_one(expr, read=DIALECT)
+    for column in tree.find_all(exp.Column):
+        column.set("table", None)
+    return tree.sql(dialect=DIALECT)
+
+
+def var(node_id: int) -> sql.SQL:
+    """The program variable holding the rows node `node_id` wrote to its delta."""
+    return sql.SQL(f"argus_n{int(node_id)}")
+
+
+def any_rows(*nodes: Node) -> sql.Composed:
+    return sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(n.id)) for n in nodes)
+
+
+def all_rows(*nodes: Node) -> sql.Composed:
+    return sql.SQL(" AND ").join(sql.SQL("{} > 0").format(var(n.id)) for n in nodes)
+
+
+def signed_slots(node: Node) -> dict[str, sql.Composable]:
+    """Slots shared by templates that write a node's rows through a subquery `s`."""
+    hashing = not node.insert_only
+    return {
+        "columns": node.column_list, "s_columns": cols(node.columns, "s"),
+        "hash_column": sql.SQL(", argus_hash") if hashing else sql.SQL(""),
+        "hash_expr": sql.SQL(", ") + row_hash(node.columns, "s") if hashing else sql.SQL(""),
+        "sign": SIGN_ID, "t1": T1, "t2": T2,
+    }
+
+
+class Compiler(Protocol):
+    def create(self, node: Node, parents: list[Node]) -> list[sql.Composable]: ...
+
+    def backfill(self, node: Node, parents: list[Node]) -> list[sql.Composable]: ...
+
+    def evaluate(self, node: Node, parents: list[Node]) -> list[Step]: ...
+
+    def flush(self, node: Node, parents: list[Node]) -> list[Step]: ...
+
+
+def virtual(node: Node) -> bool:
+    """The node's history and delta are views over its parent's (select/create_view):
+    a selection over an aggregate's groups, or over such a selection."""
+    return node.kind == "select" and bool(node.definition.get("virtual"))
+
+
+def create_delta(node: Node) -> sql.Composed:
+    return render("node/create_delta", delta=node.delta_table, hist=node.hist, sign=SIGN_ID)
+
+
+def add_hash(node: Node) -> list[sql.Composable]:
+    return [] if node.insert_only else [render("node/add_hash", hist=node.hist)]
+
+
+def bag_flush(node: Node, names=None) -> list[Step]:
+    """Merge the delta into a history that holds one row per copy."""
+    names = node.columns if names is None else names
+    when = sql.SQL("{} > 0").format(var(node.id))
+    if node.insert_only:
+        return [Step(render("node/flush_insert_only", hist=node.hist, delta=node.delta,
+                            columns=cols(names)), when, dynamic=False)]
+    slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
+             "h_columns": cols(names, "h"), "n_columns": cols(names, "n")}
+    return [Step(render("node/flush_retract", **slots), when),
+            Step(render("node/flush_insert_signed", **slots), when)]

@@ -1,0 +1,35 @@
+"""DISTINCT nodes: each row with its count of copies."""
+
+from __future__ import annotations
+
+
+from ..templates import render
+from .base import Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, named, row_hash
+from .setop import cols_sql
+
+
+class DistinctCompiler:
+    """One history row per value with its multiplicity (argus_count)."""
+
+    def _slots(self, node: Node) -> dict:
+        names = node.columns
+        return {"columns": cols(names), "named": named(cols_sql(names, "t1"), names),
+                "t1_columns": cols(names, "t1"), "hash": row_hash(names, "t1"),
+                "h_columns": cols(names, "h"), "d_columns": cols(names, "d"),
+                "x_columns": cols(names, "x"), "t1": T1, "sign": SIGN_ID}
+
+    def create(self, node, parents):
+        return [render("distinct/create", hist=node.hist, parent=parents[0].hist,
+                       **self._slots(node)), create_delta(node)]
+
+    def backfill(self, node, parents):
+        return [render("distinct/backfill", hist=node.hist, parent=parents[0].hist,
+                       **self._slots(node))]
+
+    def evaluate(self, node, parents):
+        return [Step(render("distinct/delta", delta=node.delta, hist=node.hist,
+                            parent_delta=parents[0].delta, **self._slots(node)))]
+
+    def flush(self, node, parents):
+        return [Step(render("distinct/flush", hist=node.hist, parent_delta=parents[0].delta,
+                            **self._slots(node)), any_rows(parents[0]))]

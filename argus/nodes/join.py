@@ -1,0 +1,94 @@
+"""Join nodes: inner joins by the Rete rule, semi, anti and left joins by counting
+partners."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from ..canon import sargable
+from ..templates import render
+from .base import (Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush, create_delta, named,
+                   signed_slots)
+
+
+def join_condition(node: Node, parents: list[Node]) -> str:
+    """The join's condition as its statements run it: with its windows sargable on both
+    sides (canon.sargable), so that a delta row probes the other side's index within
+    its window instead of reading every row of its key."""
+    types = {sql.Identifier(alias, c).as_string(None): t
+             for alias, parent in zip(("t1", "t2"), parents)
+             for c, t in zip(parent.columns, parent.types)}
+    return sargable(node.definition["condition"], types.get)
+
+
+class JoinCompiler:
+    """Inner joins by the Rete rule; semi and anti joins (and the NULL-padded part of a
+    left join) by counting each left row's partners before and after the deltas."""
+
+    def _slots(self, node: Node, parents: list[Node], exprs=None) -> dict:
+        return {**signed_slots(node), "condition": sql.SQL(join_condition(node, parents)),
+                "named_exprs": named(exprs or node.exprs, node.columns)}
+
+    def _padded(self, node: Node) -> tuple[str, ...]:
+        """A left join's columns for a left row without partner: right side NULL."""
+        return tuple(e if not e.startswith('"t2".') else f"CAST(NULL AS {t})"
+                     for e, t in zip(node.exprs, node.types))
+
+    def create(self, node, parents):
+        left, right = parents
+        if node.definition["kind"] in ("semi", "anti"):
+            statement = render("select/create", hist=node.hist, parent=left.hist, t1=T1,
+                               named_exprs=node.named_expr_list)
+        else:
+            statement = render("join/create", hist=node.hist, named_exprs=node.named_expr_list,
+                               left=left.hist, right=right.hist, t1=T1, t2=T2)
+        return [statement, *add_hash(node), create_delta(node)]
+
+    def backfill(self, node, parents):
+        left, right = parents
+        kind = node.definition["kind"]
+        statements = []
+        if kind in ("inner", "left"):
+            statements.append(render("join/backfill", hist=node.hist, left=left.hist,
+                                     right=right.hist, **self._slots(node, parents)))
+        if kind != "inner":
+            exprs = self._padded(node) if kind == "left" else None
+            statements.append(render("join/partners_backfill", hist=node.hist, left=left.hist,
+                                     right=right.hist, **self._slots(node, parents, exprs),
+                                     negate=sql.SQL("" if kind == "semi" else "NOT")))
+        return statements
+
+    def evaluate(self, node, parents):
+        left, right = parents
+        kind = node.definition["kind"]
+        steps = []
+        if kind in ("inner", "left"):
+            slots = self._slots(node, parents)
+            for lt, rt, sign_expr, when in (
+                    (left.delta, right.hist, "t1", all_rows(left)),
+                    (left.hist, right.delta, "t2", all_rows(right)),
+                    (left.delta, right.delta, "t1 t2", all_rows(left, right))):
+                signs = sql.SQL(" * ").join(sql.SQL("{}.{}").format(sql.Identifier(t), SIGN_ID)
+                                            for t in sign_expr.split())
+                steps.append(Step(render("join/term", delta=node.delta, left=lt, right=rt,
+                                         sign_expr=signs, **slots), when))
+        if kind != "inner":
+            exprs = self._padded(node) if kind == "left" else None
+            slots = self._slots(node, parents, exprs)
+            present_when_matched = kind == "semi"
+            growing = "_growing" if right.insert_only else ""
+            steps.append(Step(render(f"join/partners_new_rows{growing}", delta=node.delta,
+                                     left_delta=left.delta, right=right.hist,
+                                     right_delta=right.delta,
+                                     test=sql.SQL("> 0" if present_when_matched else "= 0"),
+                                     negate=sql.SQL("" if present_when_matched else "NOT"),
+                                     **slots), all_rows(left)))
+            gained, lost = ("1", "-1") if present_when_matched else ("-1", "1")
+            steps.append(Step(render(f"join/partners_changed{growing}", delta=node.delta,
+                                     left=left.hist, right=right.hist, right_delta=right.delta,
+                                     on_gained=sql.SQL(gained), on_lost=sql.SQL(lost), **slots),
+                              all_rows(right)))
+        return steps
+
+    def flush(self, node, parents):
+        return bag_flush(node)

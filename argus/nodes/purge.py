@@ -1,0 +1,42 @@
+"""Purging: the rows of a node that no consumer can need again."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from ..temporal import Bound, clock_once
+from ..templates import render
+from .base import Node, virtual
+
+
+def purge_block(node: Node, children: list[Node], time_column: str | None = None
+                ) -> sql.Composed | None:
+    """Delete the rows of `node` that no consumer can need again: when every consumer is
+    a selection with a lower time bound on one column it passes through from `node` —
+    for a stream, its time column (a window on another column says nothing of what a
+    later query on the time column needs). The horizon records the column. An
+    aggregate's, a DISTINCT's or a set operation's rows are the state of its groups:
+    a group that left a window may come back, and must come back counted."""
+    if node.kind in ("aggregate", "distinct", "setop") or virtual(node) or not children:
+        return None
+    bounds_by_child = []
+    for child in children:
+        if not (child.kind == "select" and child.definition.get("monotone")):
+            return None
+        bounds_by_child.append([Bound(*b) for b in child.definition.get("bounds", [])
+                                if b[0] in node.columns])
+    common = set.intersection(*({b.column for b in bounds} for bounds in bounds_by_child))
+    if time_column is not None:
+        common &= {time_column}
+    if not common:
+        return None
+    column = min(common)
+    failed, horizons = [], []
+    for bounds in bounds_by_child:
+        mine = [b for b in bounds if b.column == column]
+        failed.append("(" + " OR ".join(b.failed() for b in mine) + ")")
+        horizons.append("greatest(" + ", ".join(f"({b.expr})" for b in mine) + ")")
+    return render("node/purge", hist=node.hist,
+                  failed=sql.SQL(clock_once(" AND ".join(failed))),
+                  horizon=sql.SQL(clock_once("least(" + ", ".join(horizons) + ")")),
+                  column=sql.Literal(column), id=sql.Literal(node.id))

@@ -1,0 +1,115 @@
+"""Selection and projection nodes, temporal ones included."""
+
+from __future__ import annotations
+
+import sqlglot
+from psycopg import sql
+from sqlglot import exp
+
+from ..blocks import substitute
+from ..temporal import Bound, at_previous_clock, clock_once
+from ..templates import render
+from ..trees import DIALECT
+from .base import (Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols, create_delta,
+                   expr_hash, row_hash, signed_slots, var, virtual)
+
+
+class SelectCompiler:
+    """Selection and projection. A temporal selection (its predicate reads the clock)
+    also retracts its rows that expire as the clock rises and, unless its predicate is
+    a lower bound, takes in old parent rows that start to satisfy it."""
+
+    def _slots(self, node: Node) -> dict:
+        predicate = clock_once(node.definition.get("predicate") or "TRUE")
+        return {**signed_slots(node), "named_exprs": node.named_expr_list,
+                "predicate": sql.SQL(predicate)}
+
+    @staticmethod
+    def own(node: Node, text: str) -> str:
+        """SQL over the parent's columns (t1) as SQL over the node's own history, whose
+        columns pass them through under names of their own (a temporal filter keeps
+        the columns it re-reads as the clock moves)."""
+        passed = {e: n for n, e in zip(node.columns, node.exprs)}
+        mapping = {}
+        for column in sqlglot.parse_one(text, read=DIALECT).find_all(exp.Column):
+            if column.table == "t1":
+                mine = passed.get(sql.Identifier("t1", column.name).as_string(None))
+                if mine is None:
+                    raise ValueError(f"node {node.id} does not keep column {column.name!r}")
+                mapping[column.name] = exp.column(mine, table="t1", quoted=True)
+        return substitute(text, {"t1": mapping}).sql(DIALECT)
+
+    def _temporal(self, node: Node, parents: list[Node]) -> list[Step]:
+        d = node.definition
+        moved = sql.SQL("argus_clock_moved")
+        if d["monotone"]:
+            expired = " OR ".join(Bound(*b).failed() for b in d["bounds"])
+        else:
+            expired = "NOT coalesce(({}), false)".format(") AND (".join(d["clock_conjuncts"]))
+        steps = [Step(render("select/expire", delta=node.delta, hist=node.hist,
+                             columns=node.column_list, t1_columns=cols(node.columns, "t1"),
+                             expired=sql.SQL(clock_once(self.own(node, expired))), t1=T1,
+                             sign=SIGN_ID),
+                      moved)]
+        if not d["monotone"]:
+            slots = self._slots(node)
+            steps.append(Step(render("select/enter", delta=node.delta, parent=parents[0].hist,
+                                     previous=sql.SQL(clock_once(
+                                         at_previous_clock(d["predicate"]))),
+                                     **{**slots, "hash_expr": row_hash(node.columns, "s")}),
+                              moved))
+        return steps
+
+    def create(self, node, parents):
+        if virtual(node):
+            return self.views(node, parents[0])
+        own = {e: n for n, e in zip(node.columns, node.exprs)}
+        indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(
+                       node.hist, sql.Identifier(own[sql.Identifier("t1", b[0]).as_string(None)]))
+                   for b in node.definition.get("bounds", [])]
+        return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
+                       parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
+                create_delta(node)]
+
+    def views(self, node: Node, parent: Node) -> list[sql.Composed]:
+        """A virtual selection's history and delta (select/create_view)."""
+        slots = {"named_exprs": node.named_expr_list, "hash": expr_hash(node.exprs),
+                 "predicate": self._slots(node)["predicate"], "t1": T1}
+        return [render("select/create_view", view=node.hist, parent=parent.hist,
+                       sign=sql.SQL(""), **slots),
+                render("select/create_view", view=node.delta_table, parent=parent.delta,
+                       sign=sql.SQL("{}.{}, ").format(T1, SIGN_ID), **slots)]
+
+    def backfill(self, node, parents):
+        if virtual(node):
+            return []
+        return [render("select/backfill", hist=node.hist, parent=parents[0].hist,
+                       **self._slots(node))]
+
+    def evaluate(self, node, parents):
+        if virtual(node):
+            return []  # its delta is a view; node_block counts it
+        steps = [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
+                             **self._slots(node)), all_rows(parents[0]), dynamic=False)]
+        if node.definition.get("temporal"):
+            steps += self._temporal(node, parents)
+        return steps
+
+    def flush(self, node, parents):
+        if virtual(node):
+            return []
+        if node.insert_only or not self.keyed(node, parents[0]):
+            return bag_flush(node)
+        when = sql.SQL("{} > 0").format(var(node.id))
+        slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
+                 "columns": node.column_list, "h_columns": cols(node.columns, "h"),
+                 "d_columns": cols(node.columns, "d")}
+        return [Step(render("select/flush_keyed_retract", **slots), when),
+                Step(render("select/flush_keyed_insert", **slots), when, dynamic=False)]
+
+    @staticmethod
+    def keyed(node: Node, parent: Node) -> bool:
+        """Its rows are distinct and it retracts only rows it holds: a non-temporal
+        selection (HAVING) over an aggregate, passing the group keys through."""
+        return (parent.kind == "aggregate" and not node.definition.get("temporal")
+                and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.definition["groups"]))

@@ -1,0 +1,86 @@
+"""Stream nodes: a stream's history, and the claim that moves an inbox's rows into a
+cycle (quarantining rows too far ahead of the clock)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from psycopg import sql
+
+from ..names import stream_inbox
+from ..templates import render
+from .base import Node, SIGN_ID, Step, create_delta, var
+
+
+class StreamCompiler:
+    """A stream's source node: the cycle's claim statement fills its delta."""
+
+    def create(self, node, parents):
+        return [create_delta(node)]
+
+    def backfill(self, node, parents):
+        return []
+
+    def evaluate(self, node, parents):
+        return []
+
+    def flush(self, node, parents):
+        def append(source: sql.Identifier, when: str) -> Step:
+            return Step(render("stream/flush", hist=node.hist, columns=node.column_list,
+                               source=source),
+                        sql.SQL(when).format(var(node.id)), dynamic=False)
+
+        return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
+                append(node.delta_table, "NOT argus_locked AND {} > 0")]
+
+
+def in_inbox(node: Node) -> Node:
+    """A stream node as its children see it when the cycle's claim was locked: its
+    claimed rows are the inbox's (sql_templates/program/claim_block.sql)."""
+    return dataclasses.replace(node, claimed_in_inbox=True) if node.kind == "stream" else node
+
+
+def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
+          left: frozenset[str] = frozenset()) -> sql.Composed:
+    """One statement that claims every stream's inbox under one snapshot, so a load that
+    wrote to several streams in one transaction is claimed whole by one cycle. Returns
+    the rows claimed per stream, the largest event time claimed, the late rows and the
+    rows held back (quarantined: an event time too far ahead of the server's clock)
+    per stream. `locked`: the cycle holds every inbox exclusively; the children read the
+    claimed rows in the inbox (`in_inbox`), which is truncated at the end of the cycle,
+    instead of rows deleted one by one; only the streams not named in `left` (a query's
+    output: its changes view reads the delta table) are also copied."""
+    parts, counts, times, late, held = [], [], [], [], []
+    for i, (name, node, time_column) in enumerate(streams):
+        claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
+        t = sql.Identifier(time_column) if time_column else None
+        admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
+        hold = {"held": sql.Identifier(f"held_{i}"), "taken": sql.Identifier(f"taken_{i}"),
+                "inbox": stream_inbox(name), "claimed": claimed, "name": sql.Literal(name),
+                "t": t, "admitted": admitted}
+        if t and locked:
+            parts.append(render("stream/hold_locked", **hold))
+        if not (locked and name in left):
+            parts.append(render("stream/claim_locked" if locked else "stream/claim",
+                                claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
+                                inbox=stream_inbox(name), delta=node.delta_table,
+                                columns=node.column_list, sign=SIGN_ID, admitted=admitted))
+        if t and not locked:
+            parts.append(render("stream/hold", **hold))
+        # locked, the inbox is stable: a second scan of it is cheaper than keeping the
+        # claimed rows in a tuple store for both the move and the statistics
+        parts.append(render("stream/claim_stats", stats=stats, admitted=admitted,
+                            claimed=stream_inbox(name) if locked else claimed,
+                            latest=sql.SQL("(max({}) FILTER (WHERE {}))::timestamptz").format(
+                                t, admitted) if t else sql.SQL("NULL::timestamptz"),
+                            late=sql.SQL("count(*) FILTER (WHERE {} AND {} < "
+                                         "(SELECT argus.clock_now()))").format(admitted, t)
+                            if t else sql.SQL("0")))
+        counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
+        times.append(sql.SQL("(SELECT latest FROM {})").format(stats))
+        late.append(sql.SQL("(SELECT late FROM {})").format(stats))
+        held.append(sql.SQL("(SELECT held FROM {})").format(stats))
+    return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[], "
+                   "ARRAY[{}]::bigint[]").format(
+        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), sql.SQL(", ").join(times),
+        sql.SQL(", ").join(late), sql.SQL(", ").join(held))

@@ -1,0 +1,213 @@
+"""The cycle program: each node's evaluation, flush, probe and rebuild code, and the
+PL/pgSQL frame they are assembled into (argus.assemble_program, in the database).
+Pure: SQL is built from sql_templates/, nothing runs here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from psycopg import sql
+
+from .aggregates import Model
+from .names import stream_inbox
+from .templates import render
+from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, var, virtual
+from .nodes.join import join_condition
+from .nodes import COMPILERS
+from .nodes.stream import claim, in_inbox
+
+
+def _step_code(step: Step, conn, counted: bool = False) -> sql.Composable:
+    statement = step.statement
+    if counted:
+        statement = render("program/counted", statement=statement, sign=SIGN_ID)
+    if step.dynamic:
+        return sql.SQL("EXECUTE {}").format(sql.Literal(statement.as_string(conn)))
+    return statement
+
+
+def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], conn
+              ) -> sql.Composed:
+    """Code that reads a stream's claimed rows, compiled for both places they can be:
+    the inbox after a locked claim, the stream's delta table after any other (so that
+    PostgreSQL plans each over one plain table)."""
+    copied = code(parents)
+    if any(p.kind == "stream" for p in parents):
+        locked = code(list(map(in_inbox, parents)))
+        if locked.as_string(conn) != copied.as_string(conn):
+            return render("program/claimed_where", locked=locked, copied=copied)
+    return copied
+
+
+def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+    steps = COMPILERS[node.kind].evaluate(node, parents)
+    if virtual(node):
+        code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
+    elif not steps:
+        return None
+    else:
+        signed = not node.insert_only
+        code = per_claim(parents, lambda parents: sql.SQL("\n").join(
+            render("program/step_signed" if signed else "program/step",
+                   condition=step.condition or sql.SQL("TRUE"),
+                   statement=_step_code(step, conn, counted=signed), var=var(node.id))
+            for step in COMPILERS[node.kind].evaluate(node, parents)), conn)
+    counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
+                    var=var(node.id))
+    condition = any_rows(*_unique(parents))
+    if node.definition.get("temporal"):
+        condition = sql.SQL("{} OR argus_clock_moved").format(condition)
+    return render("program/node_block", condition=condition, body=code,
+                  counts=counts, id=sql.Literal(node.id),
+                  analyze=sql.SQL("") if virtual(node) else analyze_delta(node))
+
+
+def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+    """The code that diagnoses the node after one of its statements failed: each
+    input's changes, row by row, against the node's expressions over one row (a
+    selection's predicate and columns, an aggregate's groups and arguments, a join's
+    condition and columns against the other input's history), so that the failure can
+    name the row. None where no row-level expression can fail (DISTINCT, set
+    operations: their columns pass through)."""
+    d = node.definition
+    if node.kind == "select":
+        sides = [(T1, 0, None, [d.get("predicate") or "TRUE", *node.exprs])]
+    elif node.kind == "aggregate":
+        model = Model.of(d)
+        sides = [(T1, 0, None, model.group_exprs + [s.arg for s in model.specs if s.arg]
+                  or ["TRUE"])]
+    elif node.kind == "join":
+        condition = join_condition(node, parents)
+        sides = [(T1, 0, 1, list(node.exprs)), (T2, 1, 0, list(node.exprs))]
+    else:
+        return None
+
+    def code(parents: list[Node]) -> sql.Composed:
+        searches = []
+        for row, mine, other, exprs in sides:
+            partners = sql.SQL("") if other is None else sql.SQL(" FROM {} AS {} WHERE {}").format(
+                parents[other].hist, T2 if row == T1 else T1, sql.SQL(condition))
+            searches.append(render(
+                "program/probe_search", row=row, source=parents[mine].delta,
+                exprs=sql.SQL(", ").join(sql.SQL("({})").format(sql.SQL(e)) for e in exprs),
+                partners=partners, what=sql.Literal(_describe_input(parents[mine]))))
+        return render("program/probe_block", condition=any_rows(*_unique(parents)),
+                      searches=sql.SQL("\n").join(searches))
+
+    return per_claim(parents, code, conn)
+
+
+def _describe_input(node: Node) -> str:
+    if node.kind == "stream":
+        return f"row of stream {node.hist_ref[1]}"
+    return f"row of node {node.id}"
+
+
+def analyze_delta(node: Node) -> sql.Composed:
+    return render("program/analyze_delta", var=var(node.id), delta=node.delta_table,
+                  name=sql.Literal(node.delta_table.as_string(None)))
+
+
+def aux_tables(node: Node) -> list[sql.Identifier]:
+    """The tables a node keeps besides its history: per-value counts."""
+    if node.kind == "aggregate":
+        return [node.aux(f"d{s.index}") for s in Model.of(node.definition).distinct_specs]
+    if node.kind == "setop" and node.definition["op"] != "union_all":
+        return [node.aux("counts")]
+    return []
+
+
+def rebuildable(node: Node) -> bool:
+    """Signed nodes may rebuild their history instead of applying a cycle's changes
+    (catalog/003); an insert-only node's changes are an append, never dearer."""
+    return node.kind != "stream" and not node.insert_only and not virtual(node)
+
+
+def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
+    """The node's tables emptied and refilled from its parents' (already maintained)
+    histories by its own from-scratch SQL: the statements that backfilled it."""
+    return ([sql.SQL("DELETE FROM {}").format(t) for t in [node.hist, *aux_tables(node)]]
+            + COMPILERS[node.kind].backfill(node, parents))
+
+
+def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+    """Maintain the node's history at the end of the cycle, timed: apply the delta, or
+    rebuild when argus.choose_maintenance chose it for this node and cycle. None: the
+    history is a view (`virtual`), nothing to maintain."""
+    steps = COMPILERS[node.kind].flush(node, parents)
+    if not steps:
+        return None
+    apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
+        render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
+               statement=_step_code(step, conn))
+        for step in COMPILERS[node.kind].flush(node, parents)), conn)
+    conditions = [step.condition for step in steps]
+    condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(
+        map(sql.SQL, dict.fromkeys(c.as_string(conn) for c in conditions))))
+    if rebuildable(node):
+        apply = render("program/rebuild_or_apply", id=sql.Literal(node.id), apply=apply,
+                       rebuild=sql.SQL("\n").join(
+                           sql.SQL("        EXECUTE {};").format(
+                               sql.Literal(s.as_string(conn))) for s in rebuild(node, parents)))
+    return render("program/flush_block", condition=condition, body=apply,
+                  id=sql.Literal(node.id))
+
+
+
+def _unique(nodes: list[Node]) -> list[Node]:
+    seen, out = set(), []
+    for n in nodes:
+        if n.id not in seen:
+            seen.add(n.id)
+            out.append(n)
+    return out
+
+
+# The program's frame is rendered here, with PostgreSQL format() placeholders where the
+# nodes' code goes (literal % doubled): argus.assemble_program() fills it in the
+# database (catalog/004), `fill` in Python for the code a change must validate.
+_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge")
+
+
+def frame(streams: list[tuple[str, Node, str | None]],
+          left: frozenset[str] = frozenset()) -> str:
+    """argus_net.cycle_program's body around the nodes' code: claim the streams' inboxes,
+    evaluate, choose how to maintain the signed nodes (if any), flush, purge, release
+    the inboxes. `left`: the streams whose rows a locked claim leaves in the inbox (see
+    `claim`); every other stream's are copied to its delta table, which outlives the
+    cycle (a query's changes view reads it)."""
+    claim_code = release_code = sql.SQL("")
+    if streams:
+        inboxes = [stream_inbox(name) for name, _, _ in streams]
+        large = sql.SQL(" OR ").join(
+            sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
+                sql.Literal(inbox.as_string(None))) for inbox in inboxes)
+
+        names = [name for name, _, _ in streams]
+        claim_code = render("program/claim_block", claim=claim(streams),
+                            claim_locked=claim(streams, locked=True, left=left),
+                            inboxes=sql.SQL(", ").join(inboxes), large=large,
+                            vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
+                            analyze=sql.SQL("\n").join(analyze_delta(n) for _, n, _ in streams),
+                            ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
+                            names=sql.SQL(", ").join(sql.Literal(s) for s in names),
+                            count=sql.Literal(len(streams)))
+        release_code = render("program/release_block", inboxes=sql.SQL(", ").join(inboxes))
+    marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
+    text = render("program/cycle_program", claim=claim_code, release=release_code,
+                  **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
+    text = text.replace("%", "%%")
+    for position, slot in enumerate(_SLOTS, 1):
+        text = text.replace(marks[slot], f"%{position}$s")
+    return text
+
+
+def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
+         flushes: list[str], purges: list[str], initial: int = 0) -> str:
+    """The frame filled as argus.assemble_program() fills it (PostgreSQL's format())."""
+    values = ["\n".join(f"    {var(i).as_string(None)} bigint := {initial};" for i in node_ids),
+              "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
+              "\n".join(purges)]
+    return re.sub(r"%(?:%|(\d)\$s)",
+                  lambda m: values[int(m[1]) - 1] if m[1] else "%", frame_text)

@@ -1,0 +1,65 @@
+"""The package's layers (README, Layout): a module imports only from its own layer or
+the layers below it, so the optimizer never depends on how nodes compile or run, and
+nothing below the surface depends on the API. Checked from the source, no server."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import argus
+
+PACKAGE = Path(argus.__file__).parent
+
+# bottom to top
+LAYERS = [
+    ("foundations", {"errors", "trees", "names", "resources", "templates", "plan",
+                     "settings", "aggregates", "datagen", "workload"}),
+    ("frontend: SQL to plans", {"temporal", "canon", "functions", "constants", "analyze",
+                                "planner"}),
+    ("multi-query optimizer", {"blocks", "index", "sharing", "regroup"}),
+    ("node kinds and the cycle program", {"nodes", "program"}),
+    ("the network in PostgreSQL", {"roles", "catalog", "network"}),
+    ("operations", {"streams", "loads", "registry", "requests", "cycle", "quarantine",
+                    "explain", "status", "embedded", "schedule", "tpch", "sparkgen"}),
+    ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__"}),
+]
+LAYER = {module: i for i, (_, modules) in enumerate(LAYERS) for module in modules}
+
+
+def top_module(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def imports(path: Path) -> set[str]:
+    """argus modules `path` imports at run time (not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and ast.unparse(node.test) == "TYPE_CHECKING" for n in ast.walk(node)}
+    depth = len(path.relative_to(PACKAGE).parts) - 1
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and id(node) not in typing_only:
+            if node.level - 1 < depth:
+                continue  # within its own subpackage
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(a.name for a in node.names)
+    return found
+
+
+def test_every_module_has_a_layer():
+    modules = {top_module(p) for p in PACKAGE.rglob("*.py")}
+    assert modules - set(LAYER) == set(), "add the new module to a layer of tests/test_layers.py"
+
+
+def test_no_module_imports_from_a_higher_layer():
+    upward = []
+    for path in PACKAGE.rglob("*.py"):
+        mine = top_module(path)
+        for other in imports(path):
+            if other in LAYER and LAYER[other] > LAYER[mine]:
+                upward.append(f"{path.relative_to(PACKAGE)} ({LAYERS[LAYER[mine]][0]}) imports "
+                              f"{other} ({LAYERS[LAYER[other]][0]})")
+    assert upward == []
