@@ -76,7 +76,8 @@ def test_scenario(db, steps):
     oracle = Oracle(db)
     for verb, text in steps:
         if verb == "stream":
-            oracle.create_stream(*stream_spec(text))
+            name, columns, time_column = stream_spec(text)
+            oracle.create_stream(name, columns, time_column=time_column)
         elif verb == "query":
             name, _, sql_text = text.partition(":")
             oracle.register(name.strip(), sql_text.strip())
