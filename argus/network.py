@@ -584,7 +584,7 @@ class Builder:
         parent = new_parent or self.load(node.parents[0])
         definition = growing(definition, parent)
         compiler = COMPILERS["aggregate"]
-        old, new = Model.of(node.definition), Model.of(definition)
+        old, new = node.spec, Model.of(definition)
         probe = sql.Identifier("argus_restructure_probe")
         self.conn.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS {} WITH NO DATA")
                           .format(probe, compiler.from_scratch(new, parent)))
@@ -942,7 +942,7 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
                     sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
             if node.kind == "aggregate":
                 conn.execute(AggregateCompiler.tid_column(node))
-            if node.definition.get("temporal"):
+            if node.kind == "select" and node.spec.temporal:
                 node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)

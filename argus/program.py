@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from psycopg import sql
 
-from .aggregates import Model
 from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, var, virtual
@@ -56,7 +55,7 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
-    if node.definition.get("temporal"):
+    if node.kind == "select" and node.spec.temporal:
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id),
@@ -70,11 +69,10 @@ def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     condition and columns against the other input's history), so that the failure can
     name the row. None where no row-level expression can fail (DISTINCT, set
     operations: their columns pass through)."""
-    d = node.definition
     if node.kind == "select":
-        sides = [(T1, 0, None, [d.get("predicate") or "TRUE", *node.exprs])]
+        sides = [(T1, 0, None, [node.spec.predicate or "TRUE", *node.exprs])]
     elif node.kind == "aggregate":
-        model = Model.of(d)
+        model = node.spec
         sides = [(T1, 0, None, model.group_exprs + [s.arg for s in model.specs if s.arg]
                   or ["TRUE"])]
     elif node.kind == "join":
@@ -112,8 +110,8 @@ def analyze_delta(node: Node) -> sql.Composed:
 def aux_tables(node: Node) -> list[sql.Identifier]:
     """The tables a node keeps besides its history: per-value counts."""
     if node.kind == "aggregate":
-        return [node.aux(f"d{s.index}") for s in Model.of(node.definition).distinct_specs]
-    if node.kind == "setop" and node.definition["op"] != "union_all":
+        return [node.aux(f"d{s.index}") for s in node.spec.distinct_specs]
+    if node.kind == "setop" and node.spec.op != "union_all":
         return [node.aux("counts")]
     return []
 

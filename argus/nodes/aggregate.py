@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+
 from psycopg import sql
 
 from ..aggregates import Book, Model, Spec
 from ..templates import render
-from .base import (Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, expr_hash, named,
+from .base import (SPECS, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, expr_hash, named,
                    row_hash, same_row, unqualified, var, virtual)
 
 
@@ -22,6 +23,9 @@ def grows(node: Node, parent: Node) -> bool:
 
 def parent_index_name(node_id: int) -> str:
     return f"argus_n{int(node_id)}_groups"
+
+
+SPECS["aggregate"] = Model.of
 
 
 class AggregateCompiler:
@@ -74,7 +78,7 @@ class AggregateCompiler:
                       group_exprs=sql.SQL(", ").join(map(sql.SQL, model.group_exprs)))
 
     def create(self, node, parents):
-        model, parent = Model.of(node.definition), parents[0]
+        model, parent = node.spec, parents[0]
         # fillfactor 50: groups are updated in place; free room in each page makes those
         # updates HOT, so the page's dead versions are pruned without waiting for VACUUM
         out = [sql.SQL("CREATE TABLE {} WITH (fillfactor = 50) AS {} WITH NO DATA").format(
@@ -97,7 +101,7 @@ class AggregateCompiler:
     @staticmethod
     def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
         """MIN/MAX under retraction re-read the parent's rows of the affected groups."""
-        model = Model.of(node.definition)
+        model = node.spec
         if not (model.group_exprs and not grows(node, parent) and model.has_extremes) \
                 or virtual(parent):  # a view: its aggregate's groups are few
             return []
@@ -106,7 +110,7 @@ class AggregateCompiler:
                        hash=expr_hash([unqualified(e) for e in model.group_exprs]))]
 
     def backfill(self, node, parents):
-        model, parent = Model.of(node.definition), parents[0]
+        model, parent = node.spec, parents[0]
         out = [sql.SQL("INSERT INTO {} ({}) {}").format(
             node.hist, cols(model.stored + ["argus_hash"]), self.from_scratch(model, parent))]
         for spec in model.distinct_specs:
@@ -153,7 +157,7 @@ class AggregateCompiler:
                        t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))
 
     def evaluate(self, node, parents):
-        model, parent = Model.of(node.definition), parents[0]
+        model, parent = node.spec, parents[0]
         deltas, merges, ctes, joins = [], [], [], []
         for spec, book in model.books:
             merge, cte = self._combine(node, model, spec, book, parent)
@@ -191,7 +195,7 @@ class AggregateCompiler:
     def flush(self, node, parents):
         """One row per group: update changed groups in place, insert new ones, delete
         the ones that vanished; then the COUNT(DISTINCT) per-value counts."""
-        model, parent = Model.of(node.definition), parents[0]
+        model, parent = node.spec, parents[0]
         gnames, stored = model.group_names, model.stored
         slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
                  "stored": cols(stored), "d_stored": cols(stored, "d")}

@@ -10,6 +10,8 @@ exactly the copies it names.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,6 +34,11 @@ NETWORK = "argus_net"
 CODE_VERSION = 19
 
 
+# How each kind reads its stored definition (a JSON object in argus_catalog.nodes) as
+# its typed one, `Node.spec`: registered by the kind's module.
+SPECS: dict[str, Callable[[dict], object]] = {}
+
+
 @dataclass(frozen=True)
 class Node:
     id: int
@@ -46,6 +53,11 @@ class Node:
     insert_only: bool = True
     types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
     claimed_in_inbox: bool = field(default=False, compare=False)  # see `in_inbox`
+
+    @functools.cached_property
+    def spec(self):
+        """The kind's typed definition (SelectSpec, JoinSpec, Model, …), read once."""
+        return SPECS[self.kind](self.definition)
 
     @property
     def hist(self) -> sql.Identifier:
@@ -169,7 +181,7 @@ class Compiler(Protocol):
 def virtual(node: Node) -> bool:
     """The node's history and delta are views over its parent's (select/create_view):
     a selection over an aggregate's groups, or over such a selection."""
-    return node.kind == "select" and bool(node.definition.get("virtual"))
+    return node.kind == "select" and node.spec.virtual
 
 
 def create_delta(node: Node) -> sql.Composed:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 
+
 from ..templates import render
-from .base import Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, named, row_hash
+from .base import SPECS, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, named, row_hash
 from .setop import cols_sql
+
+
+SPECS["distinct"] = lambda d: None  # nothing to define: its columns are its rows
 
 
 class DistinctCompiler:

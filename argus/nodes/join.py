@@ -3,12 +3,30 @@ partners."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from psycopg import sql
 
 from ..canon import sargable
 from ..templates import render
-from .base import (Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush, create_delta, named,
-                   signed_slots)
+from .base import (SPECS, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush, create_delta,
+                   named, signed_slots)
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """A join's definition."""
+
+    kind: str  # inner, left, semi or anti
+    condition: str  # over t1 (left) and t2 (right)
+    indexes: tuple[tuple[str, str], ...] = ()  # the indexes its probes use
+
+    @classmethod
+    def of(cls, d: dict) -> JoinSpec:
+        return cls(d["kind"], d["condition"], tuple(tuple(i) for i in d.get("indexes") or []))
+
+
+SPECS["join"] = JoinSpec.of
 
 
 def join_condition(node: Node, parents: list[Node]) -> str:
@@ -18,7 +36,7 @@ def join_condition(node: Node, parents: list[Node]) -> str:
     types = {sql.Identifier(alias, c).as_string(None): t
              for alias, parent in zip(("t1", "t2"), parents)
              for c, t in zip(parent.columns, parent.types)}
-    return sargable(node.definition["condition"], types.get)
+    return sargable(node.spec.condition, types.get)
 
 
 class JoinCompiler:
@@ -36,7 +54,7 @@ class JoinCompiler:
 
     def create(self, node, parents):
         left, right = parents
-        if node.definition["kind"] in ("semi", "anti"):
+        if node.spec.kind in ("semi", "anti"):
             statement = render("select/create", hist=node.hist, parent=left.hist, t1=T1,
                                named_exprs=node.named_expr_list)
         else:
@@ -46,7 +64,7 @@ class JoinCompiler:
 
     def backfill(self, node, parents):
         left, right = parents
-        kind = node.definition["kind"]
+        kind = node.spec.kind
         statements = []
         if kind in ("inner", "left"):
             statements.append(render("join/backfill", hist=node.hist, left=left.hist,
@@ -60,7 +78,7 @@ class JoinCompiler:
 
     def evaluate(self, node, parents):
         left, right = parents
-        kind = node.definition["kind"]
+        kind = node.spec.kind
         steps = []
         if kind in ("inner", "left"):
             slots = self._slots(node, parents)

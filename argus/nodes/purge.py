@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ..temporal import Bound, clock_once
+from ..temporal import clock_once
 from ..templates import render
 from .base import Node, virtual
 
@@ -21,10 +21,10 @@ def purge_block(node: Node, children: list[Node], time_column: str | None = None
         return None
     bounds_by_child = []
     for child in children:
-        if not (child.kind == "select" and child.definition.get("monotone")):
+        if not (child.kind == "select" and child.spec.monotone):
             return None
-        bounds_by_child.append([Bound(*b) for b in child.definition.get("bounds", [])
-                                if b[0] in node.columns])
+        bounds_by_child.append([b for b in child.spec.bounds
+                                if b.column in node.columns])
     common = set.intersection(*({b.column for b in bounds} for bounds in bounds_by_child))
     if time_column is not None:
         common &= {time_column}

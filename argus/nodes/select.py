@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sqlglot
 from psycopg import sql
 from sqlglot import exp
@@ -10,8 +12,31 @@ from ..blocks import substitute
 from ..temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT
-from .base import (Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols, create_delta,
-                   expr_hash, row_hash, signed_slots, var, virtual)
+from .base import (SPECS, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols,
+                   create_delta, expr_hash, row_hash, signed_slots, var, virtual)
+
+
+@dataclass(frozen=True)
+class SelectSpec:
+    """A selection's definition."""
+
+    predicate: str | None = None  # over t1; None: every row (a projection)
+    temporal: bool = False  # the predicate reads the clock
+    monotone: bool = False  # temporal, and every conjunct reading the clock a lower bound
+    bounds: tuple[Bound, ...] = ()  # those lower bounds: what purging and indexes use
+    clock_conjuncts: tuple[str, ...] = ()  # the predicate's conjuncts that read the clock
+    virtual: bool = False  # history and delta are views of the parent's (argus.network)
+    indexes: tuple[tuple[str, str], ...] = ()  # the parent's indexes its bounds probe
+
+    @classmethod
+    def of(cls, d: dict) -> SelectSpec:
+        return cls(d.get("predicate"), bool(d.get("temporal")), bool(d.get("monotone")),
+                   tuple(Bound(*b) for b in d.get("bounds", [])),
+                   tuple(d.get("clock_conjuncts", [])), bool(d.get("virtual")),
+                   tuple(tuple(i) for i in d.get("indexes") or []))
+
+
+SPECS["select"] = SelectSpec.of
 
 
 class SelectCompiler:
@@ -20,7 +45,7 @@ class SelectCompiler:
     a lower bound, takes in old parent rows that start to satisfy it."""
 
     def _slots(self, node: Node) -> dict:
-        predicate = clock_once(node.definition.get("predicate") or "TRUE")
+        predicate = clock_once(node.spec.predicate or "TRUE")
         return {**signed_slots(node), "named_exprs": node.named_expr_list,
                 "predicate": sql.SQL(predicate)}
 
@@ -40,22 +65,22 @@ class SelectCompiler:
         return substitute(text, {"t1": mapping}).sql(DIALECT)
 
     def _temporal(self, node: Node, parents: list[Node]) -> list[Step]:
-        d = node.definition
+        spec = node.spec
         moved = sql.SQL("argus_clock_moved")
-        if d["monotone"]:
-            expired = " OR ".join(Bound(*b).failed() for b in d["bounds"])
+        if spec.monotone:
+            expired = " OR ".join(b.failed() for b in spec.bounds)
         else:
-            expired = "NOT coalesce(({}), false)".format(") AND (".join(d["clock_conjuncts"]))
+            expired = "NOT coalesce(({}), false)".format(") AND (".join(spec.clock_conjuncts))
         steps = [Step(render("select/expire", delta=node.delta, hist=node.hist,
                              columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                              expired=sql.SQL(clock_once(self.own(node, expired))), t1=T1,
                              sign=SIGN_ID),
                       moved)]
-        if not d["monotone"]:
+        if not spec.monotone:
             slots = self._slots(node)
             steps.append(Step(render("select/enter", delta=node.delta, parent=parents[0].hist,
                                      previous=sql.SQL(clock_once(
-                                         at_previous_clock(d["predicate"]))),
+                                         at_previous_clock(spec.predicate))),
                                      **{**slots, "hash_expr": row_hash(node.columns, "s")}),
                               moved))
         return steps
@@ -65,8 +90,9 @@ class SelectCompiler:
             return self.views(node, parents[0])
         own = {e: n for n, e in zip(node.columns, node.exprs)}
         indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(
-                       node.hist, sql.Identifier(own[sql.Identifier("t1", b[0]).as_string(None)]))
-                   for b in node.definition.get("bounds", [])]
+                       node.hist, sql.Identifier(own[exp.column(b.column, "t1", quoted=True)
+                                                     .sql(DIALECT)]))
+                   for b in node.spec.bounds]
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
                        parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
                 create_delta(node)]
@@ -91,7 +117,7 @@ class SelectCompiler:
             return []  # its delta is a view; node_block counts it
         steps = [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
                              **self._slots(node)), all_rows(parents[0]), dynamic=False)]
-        if node.definition.get("temporal"):
+        if node.spec.temporal:
             steps += self._temporal(node, parents)
         return steps
 
@@ -111,5 +137,5 @@ class SelectCompiler:
     def keyed(node: Node, parent: Node) -> bool:
         """Its rows are distinct and it retracts only rows it holds: a non-temporal
         selection (HAVING) over an aggregate, passing the group keys through."""
-        return (parent.kind == "aggregate" and not node.definition.get("temporal")
-                and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.definition["groups"]))
+        return (parent.kind == "aggregate" and not node.spec.temporal
+                and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.spec.groups))

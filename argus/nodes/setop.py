@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from psycopg import sql
 
 from ..templates import render
-from .base import (Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, any_rows, bag_flush, cols,
-                   create_delta, row_hash, signed_slots)
+from .base import (SPECS, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, any_rows, bag_flush,
+                   cols, create_delta, row_hash, signed_slots)
 
 
 def cols_sql(names, prefix: str) -> list[str]:
@@ -21,6 +23,26 @@ _MULTIPLICITY = {
 }
 
 
+@dataclass(frozen=True)
+class SetOpSpec:
+    """A set operation's definition."""
+
+    op: str  # union, union_all, intersect, intersect_all, except, except_all
+    left: tuple[str, ...] | None = None  # the columns each input contributes (a shared
+    right: tuple[str, ...] | None = None  # parent may have more); None: all of them
+
+    @classmethod
+    def of(cls, d: dict) -> SetOpSpec:
+        return cls(d["op"], *(tuple(d[s]) if d.get(s) else None for s in ("left", "right")))
+
+    def columns(self, side: str) -> list[str] | None:
+        chosen = getattr(self, side)
+        return None if chosen is None else list(chosen)
+
+
+SPECS["setop"] = SetOpSpec.of
+
+
 class SetOpCompiler:
     """UNION ALL as a bag; INTERSECT / EXCEPT (and ALL) by counting each value's copies
     in both inputs (aux table) and emitting the change of the output multiplicity.
@@ -29,7 +51,7 @@ class SetOpCompiler:
 
     @staticmethod
     def _source_columns(node: Node, side: str, source: Node) -> list[str]:
-        return node.definition.get(side) or list(source.columns)
+        return node.spec.columns(side) or list(source.columns)
 
     def _cast(self, node: Node, side: str, source: Node, alias: str) -> sql.Composed:
         return sql.SQL(", ").join(
@@ -56,7 +78,7 @@ class SetOpCompiler:
 
     def create(self, node, parents):
         left, right = parents
-        union_all = node.definition["op"] == "union_all"
+        union_all = node.spec.op == "union_all"
         template = "setop/create_union_all" if union_all else "setop/create"
         return [render(template, hist=node.hist, aux=node.aux("counts"),
                        left_named=self._named(node, "left", left, "t1"),
@@ -66,7 +88,7 @@ class SetOpCompiler:
 
     def backfill(self, node, parents):
         left, right = parents
-        op = node.definition["op"]
+        op = node.spec.op
         if op == "union_all":
             return [render("setop/union_all_backfill", hist=node.hist, left=left.hist,
                            right=right.hist, left_cast=self._cast(node, "left", left, "t1"),
@@ -83,7 +105,7 @@ class SetOpCompiler:
 
     def evaluate(self, node, parents):
         left, right = parents
-        op = node.definition["op"]
+        op = node.spec.op
         if op == "union_all":
             return [Step(render("setop/union_all", delta=node.delta, source=src.delta,
                                 cast=self._cast(node, side, src, "t1"), **signed_slots(node)),
@@ -106,7 +128,7 @@ class SetOpCompiler:
     def flush(self, node, parents):
         left, right = parents
         steps = bag_flush(node)
-        if node.definition["op"] != "union_all":
+        if node.spec.op != "union_all":
             counts = self._counts(node, left.delta, right.delta, "t1.argus_sign",
                                   "t2.argus_sign", parents)
             steps.append(Step(render("setop/flush", aux=node.aux("counts"), counts=counts,

@@ -3,13 +3,25 @@ cycle (quarantining rows too far ahead of the clock)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import dataclasses
 
 from psycopg import sql
 
 from ..names import stream_inbox
 from ..templates import render
-from .base import Node, SIGN_ID, Step, create_delta, var
+from .base import SPECS, Node, SIGN_ID, Step, create_delta, var
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A stream node's definition: the stream's name."""
+
+    stream: str
+
+
+SPECS["stream"] = lambda d: StreamSpec(d["stream"])
 
 
 class StreamCompiler:
