@@ -7,9 +7,8 @@ import textwrap
 import psycopg
 from psycopg import sql
 
-from .aggregates import entries
 from . import network
-from .nodes import T1, virtual
+from .nodes import KINDS, T1, virtual
 from .nodes.stream import claim
 from .names import changes_view, results_view
 from .registry import changes_view_sql, query_info
@@ -17,27 +16,8 @@ from .templates import render
 
 
 def describe(node) -> list[str]:
-    """What a node computes, in a line or two."""
-    d = node.definition
-    if node.kind == "select":
-        return [f"where {d['predicate']}"] if d.get("predicate") else ["projection"]
-    if node.kind == "join":
-        return [f"{d['kind']} join on {d['condition']}"] + (
-            [f"indexed join keys: {', '.join('.'.join(i) for i in d['indexes'])}"]
-            if d.get("indexes") else [])
-    if node.kind == "aggregate":
-        groups = ", ".join(e for _, e in d["groups"]) or "(one global group)"
-        aggs = ", ".join(f"{e[0]} = {e[1]}({'DISTINCT ' if e[3] else ''}{e[2] or '*'})"
-                         for e in d["aggregates"])
-        merged = any(e.regrouped for e in entries(d))
-        return [f"group by {groups}", f"aggregates: {aggs}"] + (
-            ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
-            if merged else [])
-    if node.kind == "distinct":
-        return ["one row per distinct value, with its multiplicity"]
-    if node.kind == "setop":
-        return [f"{d['op'].replace('_', ' ').upper()} of its two parents (columns by position)"]
-    return []
+    """What a node computes, in a line or two (its kind's `describe`)."""
+    return KINDS[node.kind].describe(node)
 
 
 _LAST_RUN = """

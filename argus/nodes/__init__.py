@@ -10,22 +10,11 @@ delta). Pure: SQL is built from sql_templates/, nothing runs here.
 
 from __future__ import annotations
 
-from .aggregate import AggregateCompiler
-from .base import CODE_VERSION, T1, T2, SIGN_ID, Compiler, Node, Step, virtual
-from .distinct import DistinctCompiler
-from .join import JoinCompiler
-from .select import SelectCompiler
-from .setop import SetOpCompiler
-from .stream import StreamCompiler
+from . import aggregate, distinct, join, select, setop, stream  # each registers its kind
+from .base import CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, Step, virtual
 
-COMPILERS: dict[str, Compiler] = {
-    "stream": StreamCompiler(),
-    "select": SelectCompiler(),
-    "join": JoinCompiler(),
-    "aggregate": AggregateCompiler(),
-    "distinct": DistinctCompiler(),
-    "setop": SetOpCompiler(),
-}
+assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, select, setop, stream)}
+COMPILERS: dict[str, Compiler] = {name: kind.compiler for name, kind in KINDS.items()}
 
-__all__ = ["CODE_VERSION", "COMPILERS", "SIGN_ID", "T1", "T2", "Compiler", "Node", "Step",
-           "virtual"]
+__all__ = ["CODE_VERSION", "COMPILERS", "KINDS", "SIGN_ID", "T1", "T2", "Compiler", "Kind",
+           "Node", "Step", "virtual"]

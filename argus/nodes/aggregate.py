@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ..aggregates import Book, Model, Spec
+from ..aggregates import Book, Model, Spec, entries
 from ..templates import render
-from .base import (SPECS, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, expr_hash, named,
-                   row_hash, same_row, unqualified, var, virtual)
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, expr_hash,
+                   named, row_hash, same_row, unqualified, var, virtual)
 
 
 def grows(node: Node, parent: Node) -> bool:
@@ -23,9 +23,6 @@ def grows(node: Node, parent: Node) -> bool:
 
 def parent_index_name(node_id: int) -> str:
     return f"argus_n{int(node_id)}_groups"
-
-
-SPECS["aggregate"] = Model.of
 
 
 class AggregateCompiler:
@@ -212,3 +209,16 @@ class AggregateCompiler:
                 a_key=cols(gnames + ["v"], "a"), d_key=cols(gnames + ["v"], "d"),
                 key=cols(gnames + ["v"])), any_rows(parent)))
         return steps
+
+
+def describe(node: Node) -> list[str]:
+    model = node.spec
+    groups = ", ".join(e for _, e in model.groups) or "(one global group)"
+    aggs = ", ".join(f"{e.name} = {e.func}({'DISTINCT ' if e.distinct else ''}{e.arg or '*'})"
+                     for e in entries(node.definition))
+    return [f"group by {groups}", f"aggregates: {aggs}"] + (
+        ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
+        if any(e.regrouped for e in entries(node.definition)) else [])
+
+
+KIND = register(Kind("aggregate", Model.of, AggregateCompiler(), describe, keeps_groups=True))

@@ -34,11 +34,6 @@ NETWORK = "argus_net"
 CODE_VERSION = 19
 
 
-# How each kind reads its stored definition (a JSON object in argus_catalog.nodes) as
-# its typed one, `Node.spec`: registered by the kind's module.
-SPECS: dict[str, Callable[[dict], object]] = {}
-
-
 @dataclass(frozen=True)
 class Node:
     id: int
@@ -57,7 +52,7 @@ class Node:
     @functools.cached_property
     def spec(self):
         """The kind's typed definition (SelectSpec, JoinSpec, Model, …), read once."""
-        return SPECS[self.kind](self.definition)
+        return KINDS[self.kind].spec(self.definition)
 
     @property
     def hist(self) -> sql.Identifier:
@@ -166,6 +161,29 @@ def signed_slots(node: Node) -> dict[str, sql.Composable]:
         "hash_expr": sql.SQL(", ") + row_hash(node.columns, "s") if hashing else sql.SQL(""),
         "sign": SIGN_ID, "t1": T1, "t2": T2,
     }
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a node kind is, in one place (its module registers it): how it reads its
+    stored definition (a JSON object in argus_catalog.nodes) as its typed one
+    (`Node.spec`), its compiler, how `argus explain` describes a node of it, and
+    whether its rows are the state of groups, which purging never deletes (a group that
+    left a window may come back, and must come back counted)."""
+
+    name: str
+    spec: Callable[[dict], object]
+    compiler: Compiler
+    describe: Callable[[Node], list[str]]
+    keeps_groups: bool = False
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    KINDS[kind.name] = kind
+    return kind
 
 
 class Compiler(Protocol):

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 
 from ..templates import render
-from .base import SPECS, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, named, row_hash
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, named,
+                   row_hash)
 from .setop import cols_sql
-
-
-SPECS["distinct"] = lambda d: None  # nothing to define: its columns are its rows
 
 
 class DistinctCompiler:
@@ -37,3 +35,9 @@ class DistinctCompiler:
     def flush(self, node, parents):
         return [Step(render("distinct/flush", hist=node.hist, parent_delta=parents[0].delta,
                             **self._slots(node)), any_rows(parents[0]))]
+
+
+KIND = register(Kind("distinct", lambda d: None,  # nothing to define: its columns are its rows
+                     DistinctCompiler(),
+                     lambda node: ["one row per distinct value, with its multiplicity"],
+                     keeps_groups=True))

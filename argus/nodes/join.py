@@ -9,8 +9,8 @@ from psycopg import sql
 
 from ..canon import sargable
 from ..templates import render
-from .base import (SPECS, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush, create_delta,
-                   named, signed_slots)
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush,
+                   create_delta, named, signed_slots)
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,6 @@ class JoinSpec:
     @classmethod
     def of(cls, d: dict) -> JoinSpec:
         return cls(d["kind"], d["condition"], tuple(tuple(i) for i in d.get("indexes") or []))
-
-
-SPECS["join"] = JoinSpec.of
 
 
 def join_condition(node: Node, parents: list[Node]) -> str:
@@ -110,3 +107,13 @@ class JoinCompiler:
 
     def flush(self, node, parents):
         return bag_flush(node)
+
+
+def describe(node: Node) -> list[str]:
+    spec = node.spec
+    return [f"{spec.kind} join on {spec.condition}"] + (
+        [f"indexed join keys: {', '.join('.'.join(i) for i in spec.indexes)}"]
+        if spec.indexes else [])
+
+
+KIND = register(Kind("join", JoinSpec.of, JoinCompiler(), describe))

@@ -6,7 +6,7 @@ from psycopg import sql
 
 from ..temporal import clock_once
 from ..templates import render
-from .base import Node, virtual
+from .base import KINDS, Node, virtual
 
 
 def purge_block(node: Node, children: list[Node], time_column: str | None = None
@@ -17,7 +17,7 @@ def purge_block(node: Node, children: list[Node], time_column: str | None = None
     later query on the time column needs). The horizon records the column. An
     aggregate's, a DISTINCT's or a set operation's rows are the state of its groups:
     a group that left a window may come back, and must come back counted."""
-    if node.kind in ("aggregate", "distinct", "setop") or virtual(node) or not children:
+    if KINDS[node.kind].keeps_groups or virtual(node) or not children:
         return None
     bounds_by_child = []
     for child in children:

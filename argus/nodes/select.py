@@ -12,7 +12,7 @@ from ..blocks import substitute
 from ..temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT
-from .base import (SPECS, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols,
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols,
                    create_delta, expr_hash, row_hash, signed_slots, var, virtual)
 
 
@@ -34,9 +34,6 @@ class SelectSpec:
                    tuple(Bound(*b) for b in d.get("bounds", [])),
                    tuple(d.get("clock_conjuncts", [])), bool(d.get("virtual")),
                    tuple(tuple(i) for i in d.get("indexes") or []))
-
-
-SPECS["select"] = SelectSpec.of
 
 
 class SelectCompiler:
@@ -139,3 +136,8 @@ class SelectCompiler:
         selection (HAVING) over an aggregate, passing the group keys through."""
         return (parent.kind == "aggregate" and not node.spec.temporal
                 and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.spec.groups))
+
+
+KIND = register(Kind("select", SelectSpec.of, SelectCompiler(),
+                     lambda node: [f"where {node.spec.predicate}"] if node.spec.predicate
+                     else ["projection"]))

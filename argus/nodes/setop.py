@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from psycopg import sql
 
 from ..templates import render
-from .base import (SPECS, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, any_rows, bag_flush,
-                   cols, create_delta, row_hash, signed_slots)
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, any_rows,
+                   bag_flush, cols, create_delta, row_hash, signed_slots)
 
 
 def cols_sql(names, prefix: str) -> list[str]:
@@ -38,9 +38,6 @@ class SetOpSpec:
     def columns(self, side: str) -> list[str] | None:
         chosen = getattr(self, side)
         return None if chosen is None else list(chosen)
-
-
-SPECS["setop"] = SetOpSpec.of
 
 
 class SetOpCompiler:
@@ -136,3 +133,9 @@ class SetOpCompiler:
                                      c_columns=cols(node.columns, "c"),
                                      columns=node.column_list), any_rows(left, right)))
         return steps
+
+
+KIND = register(Kind("setop", SetOpSpec.of, SetOpCompiler(),
+                     lambda node: [f"{node.spec.op.replace('_', ' ').upper()} of its two "
+                                   "parents (columns by position)"],
+                     keeps_groups=True))

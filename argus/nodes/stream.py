@@ -11,7 +11,7 @@ from psycopg import sql
 
 from ..names import stream_inbox
 from ..templates import render
-from .base import SPECS, Node, SIGN_ID, Step, create_delta, var
+from .base import Kind, register, Node, SIGN_ID, Step, create_delta, var
 
 
 @dataclass(frozen=True)
@@ -19,9 +19,6 @@ class StreamSpec:
     """A stream node's definition: the stream's name."""
 
     stream: str
-
-
-SPECS["stream"] = lambda d: StreamSpec(d["stream"])
 
 
 class StreamCompiler:
@@ -96,3 +93,7 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
                    "ARRAY[{}]::bigint[]").format(
         sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), sql.SQL(", ").join(times),
         sql.SQL(", ").join(late), sql.SQL(", ").join(held))
+
+
+KIND = register(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),
+                     lambda node: []))
