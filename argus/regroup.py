@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from psycopg import sql
 
@@ -28,6 +28,36 @@ from .plan import Agg, Col
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
     from .nodes import Node
+
+
+class Groups(Protocol):
+    """What the optimizer reads, and records, of the aggregates over each input: which
+    aggregate nodes group an input by which canonical expressions, whether a node is
+    regrouped from a finer one, and how many rows a node holds. argus.network reads the
+    catalog (group_topology, group_exprs, node_stats); tests use a dict."""
+
+    def exprs(self, node_id: int) -> list[str]:
+        """The node's canonical group expressions, in order."""
+
+    def rerolled(self, node_id: int) -> bool:
+        """Is the node regrouped from a finer aggregate's books?"""
+
+    def rows(self, node_id: int) -> int:
+        """Rows in the node's history."""
+
+    def covering(self, input_id: int, exprs: list[str]) -> list[int]:
+        """Working aggregate nodes over `input_id` grouping by at least `exprs`,
+        smallest first."""
+
+    def coarser(self, input_id: int, than: int, width: int) -> list[int]:
+        """Working aggregate nodes over `input_id`, computed from it directly, other
+        than `than`, grouping by fewer than `width` expressions."""
+
+    def record(self, node_id: int, input_id: int, exprs: list[str], rerolled: bool) -> None:
+        """A new aggregate node (once; a shared one is recorded already)."""
+
+    def reroll(self, node_id: int) -> None:
+        """The node is now computed from a finer aggregate's books."""
 
 
 @dataclass(frozen=True)
@@ -61,13 +91,8 @@ def _key(arg: str | None, suffix: str, combine: str) -> tuple:
 def offer(builder, node_id: int) -> Offer:
     node = builder.load(node_id)
     d = node.definition
-    canon = [c for (c,) in builder.conn.execute(
-        "SELECT canonical FROM argus_catalog.group_exprs WHERE node_id = %s ORDER BY position",
-        (node_id,))]
-    rows, rerolled = builder.conn.execute(
-        "SELECT n.hist_rows, g.rerolled FROM argus_catalog.node_stats n JOIN "
-        "argus_catalog.group_topology g USING (node_id) WHERE node_id = %s",
-        (node_id,)).fetchone()
+    canon = builder.groups.exprs(node_id)
+    rows, rerolled = builder.groups.rows(node_id), builder.groups.rerolled(node_id)
     specs, books = {}, {}
     if not rerolled:
         books[(None, "c")] = ("argus_n", "")  # every direct aggregate counts X's rows
@@ -118,24 +143,11 @@ def book_types(builder, parent: Node, want: Want) -> dict:
     return dict(zip(keys, builder.probe_types(parent, exprs)))
 
 
-def candidates(builder, input_id: int, groups: list[str]) -> list[int]:
-    return [r[0] for r in builder.conn.execute(
-        """SELECT g.node_id FROM argus_catalog.group_topology g
-             JOIN argus_catalog.node_stats n USING (node_id)
-            WHERE g.input_id = %s
-              AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
-              AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
-                               WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
-                                                  WHERE e.node_id = g.node_id
-                                                    AND e.canonical = w.canonical))
-            ORDER BY n.hist_rows, g.node_id""", (input_id, groups))]
-
-
 def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
     """The node computing `want` over `parent`, and where each plan column is in it."""
     groups = [g.expr for g in want.groups]
     if builder.sharing.strategy != "none" and len(set(groups)) == len(groups):
-        offers = [offer(builder, n) for n in candidates(builder, parent.id, groups)]
+        offers = [offer(builder, n) for n in builder.groups.covering(parent.id, groups)]
         types = book_types(builder, parent, want)
         for off in offers:
             if set(off.groups) == set(groups):
@@ -152,7 +164,7 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
                     continue
                 off = expand(builder, off, missing, sources)
                 return off.node, _names(off, want)
-        finer = [(off, sources) for off in offers if off.rows < _rows(builder, parent)
+        finer = [(off, sources) for off in offers if off.rows < builder.groups.rows(parent.id)
                  for sources in [serve(off, want, types)] if sources is not None]
         if finer:
             off, sources = min(finer, key=lambda f: (f[0].rows, f[0].node.id))
@@ -166,11 +178,6 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
 def _names(off: Offer, want: Want) -> dict[str, str]:
     names = {g.name: off.groups[g.expr] for g in want.groups}
     return names | {a.name: off.specs[(a.func, a.arg, a.distinct)] for a in want.aggs}
-
-
-def _rows(builder, node: Node) -> int:
-    return builder.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
-                                (node.id,)).fetchone()[0]
 
 
 def _entry(a: Agg, category) -> list:
@@ -187,32 +194,20 @@ def _direct(builder, parent: Node, want: Want) -> Node:
                   "aggregates": [_entry(a, want.categories.get(a.arg)) for a in want.aggs]}
     node = builder.ensure("aggregate", [parent], _columns(want.groups, want.aggs), definition,
                           False)
-    record(builder, node, parent.id, [g.expr for g in want.groups], rerolled=False)
+    builder.groups.record(node.id, parent.id, [g.expr for g in want.groups], rerolled=False)
     return node
 
 
 def _regroup(builder, parent: Node, off: Offer, want: Want, sources) -> tuple[Node, dict]:
-    groups = tuple(Col(g.name, sql.Identifier("t1", off.groups[g.expr]).as_string(builder.conn))
+    groups = tuple(Col(g.name, sql.Identifier("t1", off.groups[g.expr]).as_string(None))
                    for g in want.groups)
     aggregates = [_entry(a, want.categories.get(a.arg)) + [{"from": src, "arg": a.arg}]
                   for a, src in zip(want.aggs, sources)]
     node = builder.ensure("aggregate", [off.node], _columns(groups, want.aggs),
                           {"groups": [[g.name, g.expr] for g in groups],
                            "aggregates": aggregates}, False)
-    record(builder, node, parent.id, [g.expr for g in want.groups], rerolled=True)
+    builder.groups.record(node.id, parent.id, [g.expr for g in want.groups], rerolled=True)
     return node, {n: n for n in [g.name for g in want.groups] + [a.name for a in want.aggs]}
-
-
-def record(builder, node: Node, input_id: int, groups: list[str], rerolled: bool) -> None:
-    conn = builder.conn
-    inserted = conn.execute(
-        "INSERT INTO argus_catalog.group_topology VALUES (%s, %s, %s, %s) "
-        "ON CONFLICT (node_id) DO NOTHING RETURNING 1",
-        (node.id, input_id, len(groups), rerolled)).fetchone()
-    if inserted:
-        with conn.cursor() as cur:
-            cur.executemany("INSERT INTO argus_catalog.group_exprs VALUES (%s, %s, %s)",
-                            [(node.id, i, g) for i, g in enumerate(groups, 1)])
 
 
 def expand(builder, off: Offer, extra: Want, sources: list | None = None) -> Offer:
@@ -243,14 +238,9 @@ def reroute(builder, parent: Node, new: Node) -> None:
     """Compute existing coarser aggregates over `parent` from the new, finer `new`
     when it can serve them and is smaller than `parent`."""
     new_off = offer(builder, new.id)
-    if new_off.rows >= _rows(builder, parent):
+    if new_off.rows >= builder.groups.rows(parent.id):
         return
-    for node_id, in builder.conn.execute(
-            """SELECT g.node_id FROM argus_catalog.group_topology g
-                WHERE g.input_id = %s AND NOT g.rerolled AND g.node_id <> %s
-                  AND g.width < %s
-                  AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())""",
-            (parent.id, new.id, len(new_off.groups))).fetchall():
+    for node_id in builder.groups.coarser(parent.id, new.id, len(new_off.groups)):
         off = offer(builder, node_id)
         if not set(off.groups) < set(new_off.groups):
             continue
@@ -261,7 +251,7 @@ def reroute(builder, parent: Node, new: Node) -> None:
         sources = serve(new_off, want, book_types(builder, parent, want))
         if sources is None:
             continue
-        groups = [[name, sql.Identifier("t1", new_off.groups[canon]).as_string(builder.conn)]
+        groups = [[name, sql.Identifier("t1", new_off.groups[canon]).as_string(None)]
                   for canon, name in off.groups.items()]
         order = {name: i for i, (name, _) in enumerate(d["groups"])}
         groups.sort(key=lambda g: order[g[0]])
@@ -270,7 +260,6 @@ def reroute(builder, parent: Node, new: Node) -> None:
                                      for e, src in zip(d["aggregates"], sources)]}
         columns = [Col(c, e) for c, e in zip(off.node.columns, off.node.exprs)]
         builder.restructure(off.node, definition, columns, new_parent=new)
-        builder.conn.execute("UPDATE argus_catalog.group_topology SET rerolled = true "
-                             "WHERE node_id = %s", (node_id,))
+        builder.groups.reroll(node_id)
 
 
