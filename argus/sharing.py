@@ -21,16 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import sqlglot
 from sqlglot import exp
 
-from .blocks import (Block, Cond, Match, atoms_of, connected_subsets, matches, render,
+from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
                      rename_instances)
 from .canon import PredSet, column_atom, map_atom, map_clause
 from .plan import Col
 from .planner import short
 from .trees import DIALECT
+
+if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
+    from .nodes import Node
 
 STRATEGIES = ("selection", "match-plan", "none")
 
@@ -70,7 +74,7 @@ class IndexEntry:
 class Part:
     """A node that computes the query's instances `subset`, except `residual`."""
 
-    node: object  # argus.nodes.Node
+    node: Node
     subset: frozenset[int]
     sta: dict[int, int]  # query instance -> the node's STA
     residual: list[Cond] = field(default_factory=list)
@@ -79,10 +83,50 @@ class Part:
         return map_atom(atom, self.sta)
 
 
-class BlockBuilder:
-    """Covers one block with nodes, through `builder` (argus.network.Builder)."""
+class Network(Protocol):
+    """All that covering a block asks of the network: argus.network.Builder answers
+    from the catalog, the computation index and PostgreSQL's estimates, and makes the
+    nodes."""
 
-    def __init__(self, builder, block: Block) -> None:
+    sharing: Sharing
+
+    def load(self, node_id: int) -> Node:
+        """A node of the network."""
+
+    def estimate(self, source_id: int, instance: int, conds) -> float:
+        """Rows of a source that satisfy `conds` (over the atoms of `instance`)."""
+
+    def candidates(self, sources, shapes) -> list[Indexed]:
+        """Computation-index entries over these sources, of these predicate shapes."""
+
+    def source_index(self, node: Node) -> Indexed:
+        """A source itself, as an index entry (no predicate)."""
+
+    def sources_of(self, node: Node) -> list[int]:
+        """The sources a node joins, in its standard table alias order."""
+
+    def atoms(self, node: Node) -> dict[str, str]:
+        """Atom over the node's standard aliases -> the node's column holding it."""
+
+    def column(self, node: Node, atom: str) -> str:
+        """The node's column holding `atom`."""
+
+    def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
+                    entry: IndexEntry) -> Node:
+        """A selection node (shared if it exists), recorded in the computation index."""
+
+    def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
+                  entry: IndexEntry) -> Node:
+        """A join node (shared if it exists), recorded in the computation index."""
+
+    def enrich(self, node: Node, atoms: set[str]) -> Node:
+        """The node with columns added for `atoms` (projection enrichment)."""
+
+
+class BlockBuilder:
+    """Covers one block with nodes, through the network's `Network` methods."""
+
+    def __init__(self, builder: Network, block: Block) -> None:
         self.builder = builder
         self.block = block
         self.sharing: Sharing = builder.sharing

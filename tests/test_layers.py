@@ -63,3 +63,18 @@ def test_no_module_imports_from_a_higher_layer():
                 upward.append(f"{path.relative_to(PACKAGE)} ({LAYERS[LAYER[mine]][0]}) imports "
                               f"{other} ({LAYERS[LAYER[other]][0]})")
     assert upward == []
+
+
+def test_the_network_answers_everything_the_optimizer_asks():
+    """The optimizer's contracts (sharing.Network, regroup.Groups) are implemented by
+    the network in PostgreSQL, and by the in-memory groups of the offline tests."""
+    from argus import network, regroup, sharing
+
+    from .test_regroup_offline import MemoryGroups
+
+    def methods(cls) -> set[str]:
+        return {n for n in vars(cls) if not n.startswith("_")}
+
+    assert methods(sharing.Network) <= set(dir(network.Builder))
+    assert methods(regroup.Groups) <= set(dir(network.CatalogGroups))
+    assert methods(regroup.Groups) <= set(dir(MemoryGroups))
