@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .trees import qualified
+
 # (suffix, change per input row, combine). "add": old + delta; "min"/"max": the extreme
 # of old and the inserted rows (re-read when rows were retracted); "distinct": from the
 # per-value counts of the node's aux table.
@@ -160,7 +162,7 @@ def _merged(func: str, category: str, sources: dict[str, list[str]]):
     merged = []
     for suffix, _, combine in books:
         column, pg_type = sources[suffix]
-        x = f'"t1"."{column}"'
+        x = qualified("t1", column)
         if combine in ("min", "max"):
             change = f"{combine}(CASE WHEN {{s}} > 0 THEN {x} END)"
         elif suffix in COUNTS:
@@ -199,8 +201,8 @@ class Spec:
     final: str  # SQL over {n} and the books' suffixes
 
     def final_over(self, alias: str) -> str:
-        refs = {"n": f'"{alias}"."argus_n"'}
-        refs.update({b.column.rsplit("_", 1)[1]: f'"{alias}"."{b.column}"' for b in self.books})
+        refs = {"n": qualified(alias, "argus_n")}
+        refs.update({b.column.rsplit("_", 1)[1]: qualified(alias, b.column) for b in self.books})
         return self.final.format(**refs)
 
 
@@ -235,7 +237,7 @@ def _extreme_of(suffix: str, arg: str | None, merge: dict | None) -> str | None:
     """What a min/max book takes the extreme of, over a row of the node's parent: the
     argument (or its scale), or for a regrouped node the finer node's book."""
     if merge is not None:
-        return f'"t1"."{merge["from"][suffix][0]}"'
+        return qualified("t1", merge["from"][suffix][0])
     return f"scale({arg})" if suffix == "d" else arg
 
 
@@ -253,7 +255,7 @@ class Model:
             if merge is not None:
                 books, final = _merged(func, category, merge["from"])
                 arg = merge["from"].get("m", [None])[0]
-                arg = f'"t1"."{arg}"' if arg else None
+                arg = qualified("t1", arg) if arg else None
             elif arg is None:
                 books, final = [], "{n}"
             else:

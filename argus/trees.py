@@ -7,6 +7,11 @@ from sqlglot import exp
 DIALECT = "postgres"  # every parse and every generated SQL text
 
 
+def qualified(table: str, column: str) -> str:
+    """`"table"."column"`, quoted as PostgreSQL reads it (SQL text over a node's inputs)."""
+    return exp.column(column, table=table, quoted=True).sql(DIALECT)
+
+
 def unparen(e: exp.Expr) -> exp.Expr:
     """The expression inside any parentheses around it."""
     while isinstance(e, exp.Paren):

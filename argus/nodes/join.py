@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from ..canon import sargable
 from ..templates import render
+from ..trees import DIALECT
 from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush,
                    create_delta, named, signed_slots)
 
@@ -36,6 +39,13 @@ def join_condition(node: Node, parents: list[Node]) -> str:
     return sargable(node.spec.condition, types.get)
 
 
+def _right_column(expr: str) -> bool:
+    """Is the join's column the right input's (t2)? (A join's columns pass its inputs'
+    columns through.)"""
+    tree = sqlglot.parse_one(expr, read=DIALECT)
+    return isinstance(tree, exp.Column) and tree.table == "t2"
+
+
 class JoinCompiler:
     """Inner joins by the Rete rule; semi and anti joins (and the NULL-padded part of a
     left join) by counting each left row's partners before and after the deltas."""
@@ -46,7 +56,7 @@ class JoinCompiler:
 
     def _padded(self, node: Node) -> tuple[str, ...]:
         """A left join's columns for a left row without partner: right side NULL."""
-        return tuple(e if not e.startswith('"t2".') else f"CAST(NULL AS {t})"
+        return tuple(f"CAST(NULL AS {t})" if _right_column(e) else e
                      for e, t in zip(node.exprs, node.types))
 
     def create(self, node, parents):

@@ -11,7 +11,7 @@ from sqlglot import exp
 from ..blocks import substitute
 from ..temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
-from ..trees import DIALECT
+from ..trees import DIALECT, qualified
 from .base import (Kind, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols,
                    create_delta, expr_hash, row_hash, signed_slots, var, virtual)
 
@@ -135,7 +135,7 @@ class SelectCompiler:
         """Its rows are distinct and it retracts only rows it holds: a non-temporal
         selection (HAVING) over an aggregate, passing the group keys through."""
         return (parent.kind == "aggregate" and not node.spec.temporal
-                and all(f'"t1"."{g}"' in node.exprs for g, _ in parent.spec.groups))
+                and all(qualified("t1", g) in node.exprs for g, _ in parent.spec.groups))
 
 
 KIND = register(Kind("select", SelectSpec.of, SelectCompiler(),

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from psycopg import sql
 
 from ..templates import render
+from ..trees import qualified
 from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, any_rows,
                    bag_flush, cols, create_delta, row_hash, signed_slots)
 
 
 def cols_sql(names, prefix: str) -> list[str]:
-    return [f'"{prefix}"."{n}"' for n in names]
+    return [qualified(prefix, n) for n in names]
 
 
 _MULTIPLICITY = {
