@@ -12,8 +12,7 @@ from psycopg import sql
 from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, var, virtual
-from .nodes.join import join_condition
-from .nodes import COMPILERS
+from .nodes import COMPILERS, KINDS
 from .nodes.stream import claim, in_inbox
 
 
@@ -69,27 +68,22 @@ def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     condition and columns against the other input's history), so that the failure can
     name the row. None where no row-level expression can fail (DISTINCT, set
     operations: their columns pass through)."""
-    if node.kind == "select":
-        sides = [(T1, 0, None, [node.spec.predicate or "TRUE", *node.exprs])]
-    elif node.kind == "aggregate":
-        model = node.spec
-        sides = [(T1, 0, None, model.group_exprs + [s.arg for s in model.specs if s.arg]
-                  or ["TRUE"])]
-    elif node.kind == "join":
-        condition = join_condition(node, parents)
-        sides = [(T1, 0, 1, list(node.exprs)), (T2, 1, 0, list(node.exprs))]
-    else:
+    kind = KINDS[node.kind]
+    if kind.probe is None:
         return None
+    probes = kind.probe(node, parents)
 
     def code(parents: list[Node]) -> sql.Composed:
         searches = []
-        for row, mine, other, exprs in sides:
-            partners = sql.SQL("") if other is None else sql.SQL(" FROM {} AS {} WHERE {}").format(
-                parents[other].hist, T2 if row == T1 else T1, sql.SQL(condition))
+        for p in probes:
+            partners = sql.SQL("") if p.partners is None else sql.SQL(
+                " FROM {} AS {} WHERE {}").format(parents[p.partners].hist,
+                                                  T2 if p.row == T1 else T1,
+                                                  sql.SQL(p.condition))
             searches.append(render(
-                "program/probe_search", row=row, source=parents[mine].delta,
-                exprs=sql.SQL(", ").join(sql.SQL("({})").format(sql.SQL(e)) for e in exprs),
-                partners=partners, what=sql.Literal(_describe_input(parents[mine]))))
+                "program/probe_search", row=p.row, source=parents[p.source].delta,
+                exprs=sql.SQL(", ").join(sql.SQL("({})").format(sql.SQL(e)) for e in p.exprs),
+                partners=partners, what=sql.Literal(_describe_input(parents[p.source]))))
         return render("program/probe_block", condition=any_rows(*_unique(parents)),
                       searches=sql.SQL("\n").join(searches))
 
@@ -107,15 +101,6 @@ def analyze_delta(node: Node) -> sql.Composed:
                   name=sql.Literal(node.delta_table.as_string(None)))
 
 
-def aux_tables(node: Node) -> list[sql.Identifier]:
-    """The tables a node keeps besides its history: per-value counts."""
-    if node.kind == "aggregate":
-        return [node.aux(f"d{s.index}") for s in node.spec.distinct_specs]
-    if node.kind == "setop" and node.spec.op != "union_all":
-        return [node.aux("counts")]
-    return []
-
-
 def rebuildable(node: Node) -> bool:
     """Signed nodes may rebuild their history instead of applying a cycle's changes
     (catalog/003); an insert-only node's changes are an append, never dearer."""
@@ -125,8 +110,9 @@ def rebuildable(node: Node) -> bool:
 def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
     """The node's tables emptied and refilled from its parents' (already maintained)
     histories by its own from-scratch SQL: the statements that backfilled it."""
-    return ([sql.SQL("DELETE FROM {}").format(t) for t in [node.hist, *aux_tables(node)]]
-            + COMPILERS[node.kind].backfill(node, parents))
+    kind = KINDS[node.kind]
+    return ([sql.SQL("DELETE FROM {}").format(t) for t in [node.hist, *kind.aux_tables(node)]]
+            + kind.compiler.backfill(node, parents))
 
 
 def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:

@@ -8,8 +8,8 @@ from psycopg import sql
 
 from ..aggregates import Book, Model, Spec, entries
 from ..templates import render
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, expr_hash,
-                   named, row_hash, same_row, unqualified, var, virtual)
+from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta,
+                   expr_hash, named, row_hash, same_row, unqualified, var, virtual)
 
 
 def grows(node: Node, parent: Node) -> bool:
@@ -221,4 +221,8 @@ def describe(node: Node) -> list[str]:
         if any(e.regrouped for e in entries(node.definition)) else [])
 
 
-KIND = register(Kind("aggregate", Model.of, AggregateCompiler(), describe, keeps_groups=True))
+KIND = register(Kind(
+    "aggregate", Model.of, AggregateCompiler(), describe, keeps_groups=True,
+    probe=lambda node, parents: [Probe(T1, 0, node.spec.group_exprs
+                                       + [s.arg for s in node.spec.specs if s.arg] or ["TRUE"])],
+    aux_tables=lambda node: [node.aux(f"d{s.index}") for s in node.spec.distinct_specs]))

@@ -164,18 +164,39 @@ def signed_slots(node: Node) -> dict[str, sql.Composable]:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """Where a failed node looks for the row it failed on: each row of input `source`'s
+    changes, as `row`, against `exprs` (the node's expressions over one row) — for a
+    join, with each partner of the other input's history (`partners`, by `condition`)."""
+
+    row: sql.Identifier
+    source: int
+    exprs: list[str]
+    partners: int | None = None
+    condition: str | None = None
+
+
+def _no_tables(node: Node) -> list[sql.Identifier]:
+    return []
+
+
+@dataclass(frozen=True)
 class Kind:
     """What a node kind is, in one place (its module registers it): how it reads its
     stored definition (a JSON object in argus_catalog.nodes) as its typed one
-    (`Node.spec`), its compiler, how `argus explain` describes a node of it, and
-    whether its rows are the state of groups, which purging never deletes (a group that
-    left a window may come back, and must come back counted)."""
+    (`Node.spec`), its compiler, how `argus explain` describes a node of it, whether its
+    rows are the state of groups, which purging never deletes (a group that left a
+    window may come back, and must come back counted), where a failed node of it looks
+    for the row it failed on (None: no row-level expression of it can fail), and the
+    tables it keeps besides its history."""
 
     name: str
     spec: Callable[[dict], object]
     compiler: Compiler
     describe: Callable[[Node], list[str]]
     keeps_groups: bool = False
+    probe: Callable[[Node, list[Node]], list[Probe]] | None = None
+    aux_tables: Callable[[Node], list[sql.Identifier]] = _no_tables
 
 
 KINDS: dict[str, Kind] = {}

@@ -12,8 +12,8 @@ from sqlglot import exp
 from ..canon import sargable
 from ..templates import render
 from ..trees import DIALECT
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, bag_flush,
-                   create_delta, named, signed_slots)
+from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
+                   bag_flush, create_delta, named, signed_slots)
 
 
 @dataclass(frozen=True)
@@ -126,4 +126,10 @@ def describe(node: Node) -> list[str]:
         if spec.indexes else [])
 
 
-KIND = register(Kind("join", JoinSpec.of, JoinCompiler(), describe))
+def probe(node: Node, parents: list[Node]) -> list[Probe]:
+    condition = join_condition(node, parents)
+    return [Probe(T1, 0, list(node.exprs), 1, condition),
+            Probe(T2, 1, list(node.exprs), 0, condition)]
+
+
+KIND = register(Kind("join", JoinSpec.of, JoinCompiler(), describe, probe=probe))

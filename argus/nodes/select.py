@@ -12,8 +12,8 @@ from ..blocks import substitute
 from ..temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT, qualified
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush, cols,
-                   create_delta, expr_hash, row_hash, signed_slots, var, virtual)
+from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush,
+                   cols, create_delta, expr_hash, row_hash, signed_slots, var, virtual)
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,8 @@ class SelectCompiler:
                 and all(qualified("t1", g) in node.exprs for g, _ in parent.spec.groups))
 
 
-KIND = register(Kind("select", SelectSpec.of, SelectCompiler(),
-                     lambda node: [f"where {node.spec.predicate}"] if node.spec.predicate
-                     else ["projection"]))
+KIND = register(Kind(
+    "select", SelectSpec.of, SelectCompiler(),
+    describe=lambda node: ([f"where {node.spec.predicate}"] if node.spec.predicate
+                           else ["projection"]),
+    probe=lambda node, parents: [Probe(T1, 0, [node.spec.predicate or "TRUE", *node.exprs])]))

@@ -139,4 +139,6 @@ class SetOpCompiler:
 KIND = register(Kind("setop", SetOpSpec.of, SetOpCompiler(),
                      lambda node: [f"{node.spec.op.replace('_', ' ').upper()} of its two "
                                    "parents (columns by position)"],
-                     keeps_groups=True))
+                     keeps_groups=True,
+                     aux_tables=lambda node: ([node.aux("counts")]
+                                              if node.spec.op != "union_all" else [])))
