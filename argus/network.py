@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import psycopg
 import sqlglot
@@ -19,8 +18,8 @@ from sqlglot import exp
 
 from . import index, regroup, roles
 from .aggregates import Model, entries
-from .blocks import Indexed, describe, is_spj, render, substitute
-from .canon import column_atom, map_atom
+from .blocks import describe, is_spj, substitute
+from .canon import map_atom
 from .constants import Constants
 from .nodes import CODE_VERSION, COMPILERS, Node, virtual
 from .nodes.aggregate import AggregateCompiler, parent_index_name
@@ -33,25 +32,12 @@ from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .planner import short
 from .trees import conjuncts
-from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name, source_atoms
+from .network_reads import Network as Network, Reads, load, load_node  # load* re-exported
+from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name
 from .temporal import classify, clock_conjuncts
 from .trees import DIALECT
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
-
-_LOAD = """
-SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
-       n.definition, n.insert_only,
-       coalesce((SELECT array_agg(e.parent_id ORDER BY e.position)
-                   FROM argus_catalog.edges e WHERE e.child_id = n.node_id), '{}'),
-       coalesce((SELECT array_agg(c.name ORDER BY c.position)
-                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}'),
-       coalesce((SELECT array_agg(c.expr ORDER BY c.position)
-                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}'),
-       coalesce((SELECT array_agg(c.type ORDER BY c.position)
-                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}')
-  FROM argus_catalog.nodes n
-"""
 
 # Columns of a table and whether their type can be hashed (has a default hash opclass,
 # directly, through its base or element type, or by binary coercion).
@@ -71,50 +57,6 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod),
  WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
  ORDER BY a.attnum
 """
-
-
-def _node(row: tuple) -> Node:
-    (node_id, kind, level, seq, hist_schema, hist_name, definition, insert_only, parents,
-     columns, exprs, types) = row
-    return Node(id=node_id, kind=kind, join_level=level, sequence_id=seq,
-                parents=tuple(parents), columns=tuple(columns), exprs=tuple(exprs),
-                hist_ref=(hist_schema, hist_name), definition=definition,
-                insert_only=insert_only, types=tuple(types))
-
-
-@dataclass(frozen=True)
-class Network:
-    nodes: dict[int, Node]  # in evaluation order (join_level, sequence_id, node_id)
-    streams: dict[str, int]  # stream name -> source node id
-
-
-_LOAD_ALL = """
-WITH e AS (SELECT child_id, array_agg(parent_id ORDER BY position) AS parents
-             FROM argus_catalog.edges GROUP BY child_id),
-     c AS (SELECT node_id, array_agg(name ORDER BY position) AS names,
-                  array_agg(expr ORDER BY position) AS exprs,
-                  array_agg(type ORDER BY position) AS types
-             FROM argus_catalog.node_columns GROUP BY node_id)
-SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
-       n.definition, n.insert_only, coalesce(e.parents, '{}'), coalesce(c.names, '{}'),
-       coalesce(c.exprs, '{}'), coalesce(c.types, '{}')
-  FROM argus_catalog.nodes n
-  LEFT JOIN e ON e.child_id = n.node_id
-  LEFT JOIN c ON c.node_id = n.node_id
- ORDER BY n.join_level, n.sequence_id, n.node_id
-"""
-
-
-def load(conn: psycopg.Connection) -> Network:
-    rows = conn.execute(_LOAD_ALL).fetchall()
-    streams = dict(conn.execute("SELECT name, node_id FROM argus_catalog.streams").fetchall())
-    return Network({row[0]: _node(row) for row in rows}, streams)
-
-
-def load_node(conn: psycopg.Connection, node_id: int) -> Node:
-    row = conn.execute(_LOAD + " WHERE n.node_id = %s", (node_id,)).fetchone()
-    assert row is not None, f"node {node_id} is not in the catalog"
-    return _node(row)
 
 
 def execute_all(conn: psycopg.Connection, statements) -> None:
@@ -182,7 +124,7 @@ class CatalogGroups:
                           "WHERE node_id = %s", (node_id,))
 
 
-class Builder:
+class Builder(Reads):
     """Maps plans to nodes inside the registration's transaction.
 
     Selections and inner joins are covered through the computation index
@@ -193,14 +135,12 @@ class Builder:
 
     def __init__(self, conn: psycopg.Connection, sharing: Sharing | None = None,
                  query: str = "") -> None:
-        self.conn = conn
+        super().__init__(conn)
         self.sharing = sharing or Sharing()
         self.query = query  # salts the signatures of nodes that must not be shared
         self.created: list[Node] = []
         self.names: dict[Plan, dict[str, str]] = {}  # plan column -> node column
         self._memo: dict[Plan, Node] = {}
-        self._candidates: dict[tuple, list] = {}
-        self._read: dict[tuple, object] = {}  # catalog reads, forgotten by _changed()
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
         self.constants = Constants(conn)
         self.groups = CatalogGroups(conn)
@@ -356,64 +296,6 @@ class Builder:
                SELECT a.id, n.kind FROM a JOIN argus_catalog.nodes n ON n.node_id = a.id
                 ORDER BY n.join_level, n.sequence_id, n.node_id""", (node_id,)).fetchall()
 
-    # -- what argus.sharing asks of the network ----------------------------------------
-
-    def load(self, node_id: int) -> Node:
-        return self._once(("node", node_id), lambda: load_node(self.conn, node_id))
-
-    def _block(self, node_id: int) -> tuple[list[int], int] | None:
-        return self._once(("block", node_id), lambda: index.block_of(self.conn, node_id))
-
-    def _once(self, key: tuple, read: Callable[[], object]):
-        """A registration reads the same nodes over and over: once is enough until the
-        builder changes one (_changed)."""
-        if key not in self._read:
-            self._read[key] = read()
-        return self._read[key]
-
-    def _changed(self) -> None:
-        self._read.clear()
-
-    def estimate(self, source_id: int, instance: int, conds) -> float:
-        """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
-        atoms of `instance`)."""
-        source = self.load(source_id)
-        never = self.conn.execute(
-            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
-            "WHERE relid = %s::regclass", (source.hist.as_string(self.conn),)).fetchone()
-        if never is not None and never[0]:  # without statistics, estimates are guesses
-            self.conn.execute(sql.SQL("ANALYZE {}").format(source.hist))
-        where = {column_atom(instance, c): ("t1", c) for c in source.columns}
-        predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
-        (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 "
-                                            "WHERE {}").format(source.hist, sql.SQL(predicate))
-                                    ).fetchone()
-        return plan[0]["Plan"]["Plan Rows"]
-
-    def candidates(self, sources, shapes) -> list[Indexed]:
-        key = (index.sources_key(sources), frozenset(shapes))
-        if key not in self._candidates:
-            self._candidates[key] = index.candidates(self.conn, sources, shapes)
-        return self._candidates[key]
-
-    def source_index(self, node: Node) -> Indexed:
-        (rows,) = self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
-                                    "WHERE node_id = %s", (node.id,)).fetchone()
-        return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns), rows)
-
-    def sources_of(self, node: Node) -> list[int]:
-        found = self._block(node.id)
-        return [node.id] if found is None else list(found[0])
-
-    def atoms(self, node: Node) -> dict[str, str]:
-        if self._block(node.id) is None:
-            return source_atoms(node.columns)
-        return dict(self._once(("atoms", node.id),
-                               lambda: index.node_atoms(self.conn, node.id)))
-
-    def column(self, node: Node, atom: str) -> str:
-        return self.atoms(node)[atom]
-
     def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
                     entry: IndexEntry) -> Node:
         self.check_horizon(parent, None)
@@ -471,7 +353,7 @@ class Builder:
                 "(node_id, position, name, expr, type, atom) VALUES (%s, %s, %s, %s, %s, %s)",
                 [(node.id, len(node.columns) + i, n, e, t, a)
                  for i, (n, e, t, a) in enumerate(added, 1)])
-        self._changed()
+        self.forget()
         node = self.load(node.id)
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
                           (signature(node.kind, parents, node.columns, node.exprs,
@@ -530,19 +412,6 @@ class Builder:
         if row is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")
         return load_node(self.conn, row[0])
-
-    def probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
-        """PostgreSQL's types of expressions over a node's rows."""
-        if not exprs:
-            return []
-        probe = sql.SQL("SELECT {} FROM (SELECT 1) AS d LEFT JOIN (SELECT {} FROM {} AS t1 "
-                        "LIMIT 0) AS s ON TRUE").format(
-            sql.SQL(", ").join(sql.SQL("pg_typeof(s.{})::text").format(sql.Identifier(f"e{i}"))
-                               for i in range(len(exprs))),
-            sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(f"e{i}"))
-                               for i, e in enumerate(exprs)),
-            parent.hist)
-        return list(self.conn.execute(probe).fetchone())
 
     def ensure(self, kind: str, parents: list[Node], columns, definition: dict,
                 insert_only: bool, entry: IndexEntry | None = None,
@@ -627,7 +496,7 @@ class Builder:
     def _record(self, node: Node, parents: list[Node], entry: IndexEntry) -> None:
         index.record_block(self.conn, node.id, entry.sources, entry.predset, entry.dpredset,
                            entry.atoms, [p.id for p in parents])
-        self._changed()
+        self.forget()
         self._candidates.clear()
 
     def restructure(self, node: Node, definition: dict, columns: list[Col],
@@ -656,7 +525,7 @@ class Builder:
             if changes:
                 self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(
                     table, sql.SQL(", ").join(changes)))
-        self._changed()
+        self.forget()
         self.conn.execute("DELETE FROM argus_catalog.node_columns WHERE node_id = %s",
                           (node.id,))
         with self.conn.cursor() as cur:
@@ -697,7 +566,7 @@ class Builder:
         """Make `parent` the node's only parent, after it in evaluation order (ARGUS's
         sort IDs: the node and its same-level descendants move up only if needed), and
         a node of every query that uses the node."""
-        self._changed()
+        self.forget()
         self.conn.execute("UPDATE argus_catalog.edges SET parent_id = %s WHERE child_id = %s",
                           (parent.id, node.id))
         self.conn.execute("INSERT INTO argus_catalog.query_nodes SELECT query_id, %s "
@@ -716,7 +585,7 @@ class Builder:
                 "SELECT child_id FROM argus_catalog.edges WHERE parent_id = %s", (node_id,))]
 
     def _record_types(self, node: Node) -> tuple[str, ...]:
-        self._changed()
+        self.forget()
         rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()
         types = {name: (pg_type, hashable) for name, pg_type, hashable in rows}
         if not node.insert_only:
@@ -741,7 +610,7 @@ class Builder:
     def _record_indexes(self, node: Node, keys: list[tuple[Node, list[str]]]) -> None:
         if node not in self.created or node.definition.get("indexes") is not None:
             return
-        self._changed()
+        self.forget()
         tables = [self._table_of(parent, columns) for parent, columns in keys]
         created = [[table.hist_ref[0], self._index(table, columns)]
                    for table, columns in filter(None, tables)]

@@ -19,7 +19,7 @@ LAYERS = [
                                 "planner"}),
     ("multi-query optimizer", {"blocks", "index", "sharing", "regroup"}),
     ("node kinds and the cycle program", {"nodes", "program"}),
-    ("the network in PostgreSQL", {"roles", "catalog", "network"}),
+    ("the network in PostgreSQL", {"roles", "catalog", "network_reads", "network"}),
     ("operations", {"streams", "loads", "registry", "requests", "cycle", "quarantine",
                     "explain", "status", "embedded", "schedule", "tpch", "sparkgen"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__"}),

@@ -1,0 +1,153 @@
+"""What a registration reads of the network, and remembers until it changes it: nodes,
+their blocks and atoms in the computation index, the index's candidates, PostgreSQL's
+estimates and types over the nodes' histories. These reads answer argus.sharing's
+questions (sharing.Network); argus.network.Builder, which makes the nodes, is one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from . import index
+from .blocks import Indexed, render
+from .canon import column_atom
+from .nodes import Node
+from .sharing import source_atoms
+
+
+_LOAD = """
+SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
+       n.definition, n.insert_only,
+       coalesce((SELECT array_agg(e.parent_id ORDER BY e.position)
+                   FROM argus_catalog.edges e WHERE e.child_id = n.node_id), '{}'),
+       coalesce((SELECT array_agg(c.name ORDER BY c.position)
+                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}'),
+       coalesce((SELECT array_agg(c.expr ORDER BY c.position)
+                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}'),
+       coalesce((SELECT array_agg(c.type ORDER BY c.position)
+                   FROM argus_catalog.node_columns c WHERE c.node_id = n.node_id), '{}')
+  FROM argus_catalog.nodes n
+"""
+
+def _node(row: tuple) -> Node:
+    (node_id, kind, level, seq, hist_schema, hist_name, definition, insert_only, parents,
+     columns, exprs, types) = row
+    return Node(id=node_id, kind=kind, join_level=level, sequence_id=seq,
+                parents=tuple(parents), columns=tuple(columns), exprs=tuple(exprs),
+                hist_ref=(hist_schema, hist_name), definition=definition,
+                insert_only=insert_only, types=tuple(types))
+
+
+@dataclass(frozen=True)
+class Network:
+    nodes: dict[int, Node]  # in evaluation order (join_level, sequence_id, node_id)
+    streams: dict[str, int]  # stream name -> source node id
+
+
+_LOAD_ALL = """
+WITH e AS (SELECT child_id, array_agg(parent_id ORDER BY position) AS parents
+             FROM argus_catalog.edges GROUP BY child_id),
+     c AS (SELECT node_id, array_agg(name ORDER BY position) AS names,
+                  array_agg(expr ORDER BY position) AS exprs,
+                  array_agg(type ORDER BY position) AS types
+             FROM argus_catalog.node_columns GROUP BY node_id)
+SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
+       n.definition, n.insert_only, coalesce(e.parents, '{}'), coalesce(c.names, '{}'),
+       coalesce(c.exprs, '{}'), coalesce(c.types, '{}')
+  FROM argus_catalog.nodes n
+  LEFT JOIN e ON e.child_id = n.node_id
+  LEFT JOIN c ON c.node_id = n.node_id
+ ORDER BY n.join_level, n.sequence_id, n.node_id
+"""
+
+
+def load(conn: psycopg.Connection) -> Network:
+    rows = conn.execute(_LOAD_ALL).fetchall()
+    streams = dict(conn.execute("SELECT name, node_id FROM argus_catalog.streams").fetchall())
+    return Network({row[0]: _node(row) for row in rows}, streams)
+
+
+def load_node(conn: psycopg.Connection, node_id: int) -> Node:
+    row = conn.execute(_LOAD + " WHERE n.node_id = %s", (node_id,)).fetchone()
+    assert row is not None, f"node {node_id} is not in the catalog"
+    return _node(row)
+
+
+class Reads:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self._read: dict[tuple, object] = {}  # catalog reads, forgotten by forget()
+        self._candidates: dict[tuple, list] = {}
+
+    def load(self, node_id: int) -> Node:
+        return self._once(("node", node_id), lambda: load_node(self.conn, node_id))
+
+    def _block(self, node_id: int) -> tuple[list[int], int] | None:
+        return self._once(("block", node_id), lambda: index.block_of(self.conn, node_id))
+
+    def _once(self, key: tuple, read: Callable[[], object]):
+        """A registration reads the same nodes over and over: once is enough until the
+        builder changes one (forget)."""
+        if key not in self._read:
+            self._read[key] = read()
+        return self._read[key]
+
+    def forget(self) -> None:
+        """The network changed: read its nodes again."""
+        self._read.clear()
+
+    def estimate(self, source_id: int, instance: int, conds) -> float:
+        """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
+        atoms of `instance`)."""
+        source = self.load(source_id)
+        never = self.conn.execute(
+            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
+            "WHERE relid = %s::regclass", (source.hist.as_string(self.conn),)).fetchone()
+        if never is not None and never[0]:  # without statistics, estimates are guesses
+            self.conn.execute(sql.SQL("ANALYZE {}").format(source.hist))
+        where = {column_atom(instance, c): ("t1", c) for c in source.columns}
+        predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
+        (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 "
+                                            "WHERE {}").format(source.hist, sql.SQL(predicate))
+                                    ).fetchone()
+        return plan[0]["Plan"]["Plan Rows"]
+
+    def candidates(self, sources, shapes) -> list[Indexed]:
+        key = (index.sources_key(sources), frozenset(shapes))
+        if key not in self._candidates:
+            self._candidates[key] = index.candidates(self.conn, sources, shapes)
+        return self._candidates[key]
+
+    def source_index(self, node: Node) -> Indexed:
+        (rows,) = self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
+                                    "WHERE node_id = %s", (node.id,)).fetchone()
+        return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns), rows)
+
+    def sources_of(self, node: Node) -> list[int]:
+        found = self._block(node.id)
+        return [node.id] if found is None else list(found[0])
+
+    def atoms(self, node: Node) -> dict[str, str]:
+        if self._block(node.id) is None:
+            return source_atoms(node.columns)
+        return dict(self._once(("atoms", node.id),
+                               lambda: index.node_atoms(self.conn, node.id)))
+
+    def column(self, node: Node, atom: str) -> str:
+        return self.atoms(node)[atom]
+
+    def probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
+        """PostgreSQL's types of expressions over a node's rows."""
+        if not exprs:
+            return []
+        probe = sql.SQL("SELECT {} FROM (SELECT 1) AS d LEFT JOIN (SELECT {} FROM {} AS t1 "
+                        "LIMIT 0) AS s ON TRUE").format(
+            sql.SQL(", ").join(sql.SQL("pg_typeof(s.{})::text").format(sql.Identifier(f"e{i}"))
+                               for i in range(len(exprs))),
+            sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(f"e{i}"))
+                               for i, e in enumerate(exprs)),
+            parent.hist)
+        return list(self.conn.execute(probe).fetchone())
