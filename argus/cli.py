@@ -254,17 +254,22 @@ def worker(once: bool, dsn: str | None) -> None:
             _report_requests(db.process_requests())
 
 
-GRANT_KINDS = click.Choice(["reader", "writer", "registrar"])
+def grant_arguments(command):
+    """KIND ROLE [--query Q | --stream S] [--dsn], for grant and revoke."""
+    for decorate in reversed([
+            click.argument("kind", type=click.Choice(["reader", "writer", "registrar"])),
+            click.argument("role"),
+            click.option("--query", default=None,
+                         help="reader: only this query's answer and changes."),
+            click.option("--stream", default=None,
+                         help="reader: this stream's history; writer: only this stream's inbox."),
+            dsn_option, handle_errors]):
+        command = decorate(command)
+    return command
 
 
 @main.command()
-@click.argument("kind", type=GRANT_KINDS)
-@click.argument("role")
-@click.option("--query", default=None, help="reader: only this query's answer and changes.")
-@click.option("--stream", default=None,
-              help="reader: this stream's history; writer: only this stream's inbox.")
-@dsn_option
-@handle_errors
+@grant_arguments
 def grant(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
     """Let ROLE read, write or register (see the README's Security section)."""
     with _connect(dsn) as db:
@@ -274,12 +279,7 @@ def grant(kind: str, role: str, query: str | None, stream: str | None, dsn: str 
 
 
 @main.command()
-@click.argument("kind", type=GRANT_KINDS)
-@click.argument("role")
-@click.option("--query", default=None)
-@click.option("--stream", default=None)
-@dsn_option
-@handle_errors
+@grant_arguments
 def revoke(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
     """Take back what `argus grant` gave."""
     with _connect(dsn) as db:

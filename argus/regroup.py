@@ -96,16 +96,13 @@ def offer(builder, node_id: int) -> Offer:
     specs, books = {}, {}
     if not rerolled:
         books[(None, "c")] = ("argus_n", "")  # every direct aggregate counts X's rows
-    for entry in entries(d):
-        name, func, arg, distinct, category = (entry.name, entry.func, entry.arg, entry.distinct,
-                                               entry.category)
-        merged = entry.regrouped
-        arg_x = entry.merge["arg"] if merged else arg
-        specs[(func, arg_x, distinct)] = name
-        if distinct or (arg is None and not merged):
+    for e in entries(d):
+        arg_x = e.merge["arg"] if e.regrouped else e.arg  # its argument over X
+        specs[(e.func, arg_x, e.distinct)] = e.name
+        if e.distinct or (e.arg is None and not e.regrouped):
             continue
-        for suffix, change, combine in books_needed(func, category):
-            books[_key(arg_x, suffix, combine)] = (f"argus_{name}_{suffix}", change)
+        for suffix, change, combine in books_needed(e.func, e.category):
+            books[_key(arg_x, suffix, combine)] = (f"argus_{e.name}_{suffix}", change)
     return Offer(node, rows, dict(zip(canon, [g for g, _ in d["groups"]])), rerolled,
                  specs, books)
 

@@ -183,8 +183,12 @@ def _prefix(conn: psycopg.Connection) -> str:
     return owner[:-len("_owner")]
 
 
-def _check(conn: psycopg.Connection, kind: str, role: str, query: str | None,
-           stream: str | None) -> None:
+def _checked(conn: psycopg.Connection, kind: str, role: str, query: str | None,
+             stream: str | None) -> tuple[str | None, str | None]:
+    """The grant's query and stream names as argus folds them, once the grant makes
+    sense and what it names exists."""
+    query = None if query is None else check_name(query, "query")
+    stream = None if stream is None else check_name(stream, "stream")
     if kind not in GROUPS:
         raise ArgusError(f"unknown kind of grant {kind!r} (kinds: {', '.join(GROUPS)})")
     if query is not None and stream is not None:
@@ -201,6 +205,7 @@ def _check(conn: psycopg.Connection, kind: str, role: str, query: str | None,
     if stream is not None and not conn.execute(
             "SELECT 1 FROM argus_catalog.streams WHERE name = %s", (stream,)).fetchone():
         raise UnknownStreamError(f"unknown stream {stream!r}")
+    return query, stream
 
 
 def grant(conn: psycopg.Connection, kind: str, role: str, query: str | None = None,
@@ -208,9 +213,7 @@ def grant(conn: psycopg.Connection, kind: str, role: str, query: str | None = No
     """Let `role` read (a query, a stream's history, or all queries), write (a stream,
     or all) or register."""
     prefix = _prefix(conn)
-    query = None if query is None else check_name(query, "query")
-    stream = None if stream is None else check_name(stream, "stream")
-    _check(conn, kind, role, query, stream)
+    query, stream = _checked(conn, kind, role, query, stream)
     with conn.transaction():
         if query is None and stream is None:
             conn.execute(sql.SQL("GRANT {} TO {}").format(
@@ -226,7 +229,7 @@ def grant(conn: psycopg.Connection, kind: str, role: str, query: str | None = No
 def revoke(conn: psycopg.Connection, kind: str, role: str, query: str | None = None,
            stream: str | None = None) -> None:
     prefix = _prefix(conn)
-    _check(conn, kind, role, query, stream)
+    query, stream = _checked(conn, kind, role, query, stream)
     with conn.transaction():
         if query is None and stream is None:
             conn.execute(sql.SQL("REVOKE {} FROM {}").format(
@@ -260,18 +263,18 @@ def privileges(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
     if owner is None:
         return []
     prefix = owner[:-len("_owner")]
+    names = {"prefix": prefix, **{kind: f"{prefix}_{kind}" for kind in ("owner", *GROUPS)}}
     rows = conn.execute(
-        """SELECT m.rolname, substr(g.rolname, length(%s) + 2),
-                  CASE WHEN g.rolname = %s THEN 'everything' WHEN g.rolname LIKE '%%_reader'
-                       THEN 'every query' WHEN g.rolname LIKE '%%_writer' THEN 'every stream'
-                       ELSE 'streams and queries, by request' END
+        """SELECT m.rolname, substr(g.rolname, length(%(prefix)s) + 2),
+                  CASE g.rolname WHEN %(owner)s THEN 'everything'
+                                 WHEN %(reader)s THEN 'every query'
+                                 WHEN %(writer)s THEN 'every stream'
+                                 ELSE 'streams and queries, by request' END
              FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid
              JOIN pg_roles m ON m.oid = a.member
-            WHERE g.rolname IN (%s, %s, %s, %s)
+            WHERE g.rolname IN (%(owner)s, %(reader)s, %(writer)s, %(registrar)s)
            UNION ALL
            SELECT role, kind, coalesce('query ' || query, 'stream ' || stream)
              FROM argus_catalog.grants
-            ORDER BY 1, 2, 3""",
-        (prefix, owner, owner, f"{prefix}_reader", f"{prefix}_writer",
-         f"{prefix}_registrar")).fetchall()
+            ORDER BY 1, 2, 3""", names).fetchall()
     return [tuple(r) for r in rows]

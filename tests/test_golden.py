@@ -55,7 +55,6 @@ def _node(record: dict) -> Node:
     fields = {f.name for f in dataclasses.fields(Node)}
     values = {k: tuple(v) if isinstance(v, list) and k != "definition" else v
               for k, v in record.items() if k in fields}
-    values["hist_ref"] = tuple(record["hist_ref"])
     return Node(**values)
 
 

@@ -258,3 +258,22 @@ def test_privilege_matrix(network, login):
     assert matrix[("writer", "argus_streams", "s")] == (False, False)
     listed = {(role, kind) for role, kind, _ in network.privileges()}
     assert {(role, kind) for kind, role in role_of.items()} <= listed
+
+
+def test_grant_and_revoke_from_the_command_line(network, login, fresh_dsn):
+    from click.testing import CliRunner
+
+    from argus.cli import main
+
+    role, dsn = login("reader")
+    out = CliRunner().invoke(main, ["grant", "reader", role, "--query", "A", "--dsn", fresh_dsn])
+    assert out.exit_code == 0, out.output
+    assert (role, "reader", "query a") in network.privileges()
+    with argus.connect(dsn) as reader:
+        assert reader.results("a") == [(1, "x")]
+    out = CliRunner().invoke(main, ["revoke", "reader", role, "--query", "A", "--dsn", fresh_dsn])
+    assert out.exit_code == 0, out.output
+    assert (role, "reader", "query a") not in network.privileges()
+    assert "permission denied" in denied(dsn, "SELECT * FROM argus_results.a")
+    out = CliRunner().invoke(main, ["grant", "reader", "no_such_role_anywhere", "--dsn", fresh_dsn])
+    assert out.exit_code == 1 and "unknown role 'no_such_role_anywhere'" in out.output
