@@ -10,13 +10,13 @@ from psycopg import sql
 
 from . import catalog, cycle, network, quarantine, registry, requests, roles, settings, streams
 from . import loads as load_ops
-from .analyze import StreamSchema
+from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
 from .nodes import CODE_VERSION
 from .errors import CatalogError, PermissionDeniedError, ServerError
 from .names import changes_view, check_name, results_view
 from .registry import QueryInfo
-from .sharing import Sharing
+from .mqo.sharing import Sharing
 
 
 def resolve_dsn(dsn: str | None) -> str:

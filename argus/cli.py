@@ -14,7 +14,7 @@ from rich.table import Table
 
 from . import __version__
 from .errors import ArgusError, CycleInProgressError
-from .sharing import STRATEGIES
+from .mqo.sharing import STRATEGIES
 
 console = Console()
 err_console = Console(stderr=True)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from . import functions, network, roles
-from .analyze import Analyzed, analyze
+from .frontend import functions
+from . import network, roles
+from .frontend.analyze import Analyzed, analyze
 from .nodes import SIGN_ID, T1, virtual
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
@@ -21,10 +22,10 @@ from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, Quer
 from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
                     results_view, stream_history)
 from .network import Builder, assemble, drop_unused, execute_all
-from .sharing import Sharing
+from .mqo.sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
-from .temporal import at_previous_clock, reads_clock, rewrite_user_calls
+from .frontend.temporal import at_previous_clock, reads_clock, rewrite_user_calls
 from .trees import DIALECT
 
 @dataclass(frozen=True)

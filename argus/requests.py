@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 from . import errors, registry, roles, streams
 from .errors import ArgusError, PermissionDeniedError
 from .names import check_name
-from .sharing import Sharing
+from .mqo.sharing import Sharing
 
 WAIT_SECONDS = 60.0
 

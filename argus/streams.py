@@ -14,7 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from . import roles
-from .analyze import StreamSchema
+from .frontend.analyze import StreamSchema
 from .nodes import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
                      UnknownStreamError)

@@ -25,7 +25,7 @@ import time
 
 import argus
 from argus.datagen import TRANSFER_COLUMNS, TransferGenerator
-from argus.sharing import Sharing
+from argus.mqo.sharing import Sharing
 from argus.workload import transfer_queries
 from common import fresh_database  # bench/common.py
 

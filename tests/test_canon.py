@@ -1,6 +1,6 @@
 """Golden cases of canonicalization and subsumption (fixtures/canonical.txt,
 fixtures/subsumption.txt), and the renumbering of STAs. Constants are read by
-PostgreSQL (argus.constants), as registration reads them."""
+PostgreSQL (argus.frontend.constants), as registration reads them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from argus.canon import canonicalize, predset_text, relation, sargable
-from argus.constants import Constants
+from argus.frontend.canon import canonicalize, predset_text, relation, sargable
+from argus.frontend.constants import Constants
 from argus.errors import UnsupportedQueryError
 
 from .fixtures import cases

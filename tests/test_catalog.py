@@ -8,7 +8,8 @@ import psycopg
 import pytest
 
 import argus
-from argus import analyze, catalog, names, network, schedule, streams
+from argus.frontend import analyze
+from argus import catalog, names, network, schedule, streams
 
 
 def test_migrate_is_idempotent_and_versioned(fresh_dsn):

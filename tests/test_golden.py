@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from argus.analyze import StreamSchema, analyze
+from argus.frontend.analyze import StreamSchema, analyze
 from argus.nodes import COMPILERS, Node
 from argus.nodes.purge import purge_block
 from argus.program import flush_block, frame, node_block, probe_block

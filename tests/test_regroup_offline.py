@@ -1,4 +1,4 @@
-"""The aggregate regrouping decisions of the multi-query optimizer (argus.regroup),
+"""The aggregate regrouping decisions of the multi-query optimizer (argus.mqo.regroup),
 without a server: the catalog it reads is a dict (regroup.Groups), the network a fake
 that records the nodes the optimizer asks for."""
 
@@ -8,8 +8,8 @@ import itertools
 
 from argus.nodes import Node
 from argus.plan import Agg, Col
-from argus.regroup import Want, aggregate
-from argus.sharing import Sharing
+from argus.mqo.regroup import Want, aggregate
+from argus.mqo.sharing import Sharing
 
 
 class MemoryGroups:

@@ -30,7 +30,7 @@ SIGN_ID = sql.Identifier(SIGN)
 NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
-# code older than this when it connects (argus.network.recompile_stale).
+# code older than this when it connects (argus.network.builder.recompile_stale).
 CODE_VERSION = 19
 
 

@@ -9,7 +9,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..canon import sargable
+from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ..temporal import clock_once
+from ..frontend.temporal import clock_once
 from ..templates import render
 from .base import KINDS, Node, virtual
 

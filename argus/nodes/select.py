@@ -8,8 +8,8 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..blocks import substitute
-from ..temporal import Bound, at_previous_clock, clock_once
+from ..mqo.blocks import substitute
+from ..frontend.temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT, qualified
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush,

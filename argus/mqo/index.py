@@ -4,7 +4,7 @@ computes, and find the nodes that could compute part of a new query.
 The search is SQL over B-tree indexes: nodes joining the same sources (the topology
 layer), pruned to those whose every OR-predicate has a literal on a left side the
 query constrains (literal layer). The survivors' PredSets are read back as `Literal`s
-and matched exactly, with subsumption and STA assignment, by `argus.blocks.matches`.
+and matched exactly, with subsumption and STA assignment, by `argus.mqo.blocks.matches`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from .blocks import Indexed
-from .canon import Literal, PredSet, clause_text, predset_text
+from ..frontend.canon import Literal, PredSet, clause_text, predset_text
 
 
 def sources_key(sources: Iterable[int]) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import psycopg
 
-from .errors import PermissionDeniedError, UnsupportedQueryError
+from ..errors import PermissionDeniedError, UnsupportedQueryError
 
 # STABLE functions of pg_catalog that compute from their arguments and the session's
 # settings only (time zone, date style, text search configuration).

@@ -1,6 +1,6 @@
 """PostgreSQL's reading of a query's constants, asked once per registration.
 
-Canonical predicates (`argus.canon`) must compare constants as the values PostgreSQL
+Canonical predicates (`argus.frontend.canon`) must compare constants as the values PostgreSQL
 compares: `d <> '2024-1-5'` and `d = '2024-01-05'` on a date column name one day, `n =
 '1.0'` and `n = 1` one number, `TIMESTAMP '2024-01-01 14:00+05'` a timestamp without
 zone. Only the server knows how it reads a string literal or a cast, and the type of an
@@ -20,8 +20,8 @@ from psycopg import sql
 from sqlglot import exp
 
 from .canon import TypeOf, float_text
-from .errors import QueryError, UnsupportedQueryError
-from .trees import DIALECT
+from ..errors import QueryError, UnsupportedQueryError
+from ..trees import DIALECT
 
 EXACT = {"smallint", "integer", "bigint", "numeric"}
 FLOATS = {"real", "double precision"}

@@ -16,26 +16,27 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from . import index, regroup, roles
-from .aggregates import Model, entries
-from .blocks import describe, is_spj, substitute
-from .canon import map_atom
-from .constants import Constants
-from .nodes import CODE_VERSION, COMPILERS, Node, virtual
-from .nodes.aggregate import AggregateCompiler, parent_index_name
-from .nodes.base import var
-from .nodes.join import join_condition
-from .nodes.purge import purge_block
-from .program import fill, flush_block, frame, node_block, probe_block
-from .errors import QueryError, UnknownStreamError
-from .names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
-from .plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
-from .planner import short
-from .trees import conjuncts
-from .network_reads import Network as Network, Reads, load, load_node  # load* re-exported
-from .sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name
-from .temporal import classify, clock_conjuncts
-from .trees import DIALECT
+from ..mqo import index, regroup
+from .. import roles
+from ..aggregates import Model, entries
+from ..mqo.blocks import describe, is_spj, substitute
+from ..frontend.canon import map_atom
+from ..frontend.constants import Constants
+from ..nodes import CODE_VERSION, COMPILERS, Node, virtual
+from ..nodes.aggregate import AggregateCompiler, parent_index_name
+from ..nodes.base import var
+from ..nodes.join import join_condition
+from ..nodes.purge import purge_block
+from ..program import fill, flush_block, frame, node_block, probe_block
+from ..errors import QueryError, UnknownStreamError
+from ..names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
+from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+from ..frontend.planner import short
+from ..trees import conjuncts
+from .reads import Network as Network, Reads, load, load_node  # load* re-exported
+from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name
+from ..frontend.temporal import classify, clock_conjuncts
+from ..trees import DIALECT
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
 
@@ -128,7 +129,7 @@ class Builder(Reads):
     """Maps plans to nodes inside the registration's transaction.
 
     Selections and inner joins are covered through the computation index
-    (`argus.sharing`); every other plan node is shared when an equal node (same kind,
+    (`argus.mqo.sharing`); every other plan node is shared when an equal node (same kind,
     parents, columns and definition: its signature) exists. Shared nodes name their
     columns their own way, so each plan's columns are mapped to its node's (`names`),
     and SQL over a plan's inputs is renamed before it becomes a node's."""
@@ -875,7 +876,7 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
 
 
 def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> Node:
-    """A temporal selection's bounds as this argus classifies them (argus.temporal)."""
+    """A temporal selection's bounds as this argus classifies them (argus.frontend.temporal)."""
     _, bounds, monotone = classify(node.definition["predicate"])
     definition = {**node.definition, "monotone": monotone,
                   "bounds": [[b.column, b.op, b.expr] for b in bounds]}

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from .errors import QueryError, UnsupportedQueryError
-from .names import MAX_IDENTIFIER_BYTES
-from .plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+from ..errors import QueryError, UnsupportedQueryError
+from ..names import MAX_IDENTIFIER_BYTES
+from ..plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from .temporal import calls_user_clock, rewrite_user_calls
-from .trees import DIALECT, conjuncts
+from ..trees import DIALECT, conjuncts
 
 AGG_ALIAS = "argus_agg"  # the pseudo-relation that names an aggregate's outputs
 

@@ -14,7 +14,7 @@ Constants are compared as PostgreSQL values of the type PostgreSQL compares them
 never as the text the user wrote: `d = '2024-1-5'` and `d = DATE '2024-01-05'` are one
 literal, `x = 0.1000000000000000001` on a float column is `x = 0.1`. What only
 PostgreSQL knows (how it reads a string literal or a cast, the type of an expression)
-comes from a `Resolve` function the caller backs with the server (`argus.constants`);
+comes from a `Resolve` function the caller backs with the server (`argus.frontend.constants`);
 without one, such constants are equal only to the same text and imply nothing.
 
 Atoms name columns of instances as `"i1"."amount"`: instance numbers are the Standard
@@ -34,7 +34,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from .trees import DIALECT, conjuncts, unparen
+from ..trees import DIALECT, conjuncts, unparen
 
 MAX_CLAUSES = 32  # CNF of a condition beyond this is kept as one opaque literal
 
@@ -47,7 +47,7 @@ NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<",
 # A constant: (kind, value). Kinds: "num" (an exact number: Fraction), "interval"
 # (timedelta, or _UNSAFE), "bool"; a PostgreSQL type name ("date", "double precision",
 # "timestamp with time zone", "text", …) for a constant PostgreSQL resolved, its value
-# the canonical text (`argus.constants`); "str" for a string literal nobody resolved
+# the canonical text (`argus.frontend.constants`); "str" for a string literal nobody resolved
 # (and catalogs written before constants were resolved), equal only to itself.
 Const = tuple[str, object]
 

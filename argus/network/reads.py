@@ -1,6 +1,6 @@
 """What a registration reads of the network, and remembers until it changes it: nodes,
 their blocks and atoms in the computation index, the index's candidates, PostgreSQL's
-estimates and types over the nodes' histories. These reads answer argus.sharing's
+estimates and types over the nodes' histories. These reads answer argus.mqo.sharing's
 questions (sharing.Network); argus.network.Builder, which makes the nodes, is one."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from . import index
-from .blocks import Indexed, render
-from .canon import column_atom
-from .nodes import Node
-from .sharing import source_atoms
+from ..mqo import index
+from ..mqo.blocks import Indexed, render
+from ..frontend.canon import column_atom
+from ..nodes import Node
+from ..mqo.sharing import source_atoms
 
 
 _LOAD = """

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from .trees import DIALECT, conjuncts, unparen
+from ..trees import DIALECT, conjuncts, unparen
 
 USER_FUNCTION = "argus_now"
 NOW = "argus.clock_now()"

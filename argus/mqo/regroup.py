@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from psycopg import sql
 
-from .aggregates import books_needed, entries
-from .plan import Agg, Col
+from ..aggregates import books_needed, entries
+from ..plan import Agg, Col
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
-    from .nodes import Node
+    from ..nodes import Node
 
 
 class Groups(Protocol):

@@ -28,13 +28,13 @@ from sqlglot import exp
 
 from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
                      rename_instances)
-from .canon import PredSet, column_atom, map_atom, map_clause
-from .plan import Col
-from .planner import short
-from .trees import DIALECT
+from ..frontend.canon import PredSet, column_atom, map_atom, map_clause
+from ..plan import Col
+from ..frontend.planner import short
+from ..trees import DIALECT
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
-    from .nodes import Node
+    from ..nodes import Node
 
 STRATEGIES = ("selection", "match-plan", "none")
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from .canon import (Clause, PredSet, Resolve, atom_instances, canonicalize, clause_implies,
-                    column_atom, map_clause)
-from .plan import Join, Plan, Select
-from .temporal import reads_clock
-from .trees import DIALECT, conjuncts
+from ..frontend.canon import (Clause, PredSet, Resolve, atom_instances, canonicalize,
+                              clause_implies, column_atom, map_clause)
+from ..plan import Join, Plan, Select
+from ..frontend.temporal import reads_clock
+from ..trees import DIALECT, conjuncts
 
 
 

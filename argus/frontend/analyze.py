@@ -18,12 +18,12 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
-from .errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownStreamError,
-                     UnsupportedQueryError)
-from .names import fold
-from .plan import Output
+from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownStreamError,
+                      UnsupportedQueryError)
+from ..names import fold
+from ..plan import Output
 from .planner import Planner
-from .trees import DIALECT
+from ..trees import DIALECT
 
 
 
@@ -161,7 +161,7 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
             functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None) -> Analyzed:
     """`functions`: checks the names of the functions the query calls and says the
     schema of those outside pg_catalog, whose calls are then schema-qualified
-    (argus.functions.check)."""
+    (argus.frontend.functions.check)."""
     tree = parse(sql_text)
     refuse_unsupported(tree)
     _check_tables(tree, streams)
@@ -209,7 +209,7 @@ def _check_clock_uses(plan) -> None:
     """argus_now() is allowed in temporal filters (a WHERE or HAVING condition on one
     relation) and in the query's output; anywhere else its value would be frozen into
     stored rows at the clock they were computed at."""
-    from .plan import Aggregate, Join, Select
+    from ..plan import Aggregate, Join, Select
     from .temporal import NOW
 
     stack = [plan]
