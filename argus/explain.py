@@ -8,11 +8,10 @@ import psycopg
 from psycopg import sql
 
 from . import network
-from .nodes import KINDS, T1, virtual
+from .nodes import KINDS, virtual
 from .nodes.stream import claim
 from .names import changes_view, results_view
-from .registry import changes_view_sql, query_info
-from .templates import render
+from .registry import query_info
 
 
 def describe(node) -> list[str]:
@@ -113,14 +112,9 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         if flush_block is not None:
             out.append("      flush code (end of cycle):")
             out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
-    top = net.nodes[info.output_node]
-    output = [e for (e,) in conn.execute(
-        """SELECT c.expr FROM argus_catalog.query_columns c
-             JOIN argus_catalog.queries q USING (query_id)
-            WHERE q.name = %s ORDER BY c.position""", (info.name,))]
-    exprs = sql.SQL(", ").join(map(sql.SQL, output))
     out.append("  views:")
-    out.append(text(render("query/results_view", view=results_view(info.name), exprs=exprs,
-                           hist=top.hist, t1=T1)))
-    out.append(text(changes_view_sql(info.name, output, top)))
+    for view in (results_view(info.name), changes_view(info.name)):
+        (definition,) = conn.execute("SELECT pg_get_viewdef(%s::regclass, true)",
+                                     (view.as_string(conn),)).fetchone()
+        out.append(text(sql.SQL("CREATE VIEW {} AS\n{}").format(view, sql.SQL(definition))))
     return "\n".join(out)

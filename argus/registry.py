@@ -176,7 +176,9 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     if reserved:
         raise QueryError(f"query {name!r}: output column {reserved[0]!r} uses the reserved "
                          f"prefix '{RESERVED_PREFIX}'; rename it with AS")
-    conn.execute(changes_view_sql(name, output, top))
+    (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
+                               ).fetchone()
+    conn.execute(changes_view_sql(name, output, top, last_run))
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node)
            VALUES (%s, %s, %s, %s) RETURNING query_id""",
@@ -194,11 +196,12 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                      ), builder.compiled
 
 
-def changes_view_sql(name: str, output: list[str], top) -> sql.Composed:
+def changes_view_sql(name: str, output: list[str], top, last_run: int) -> sql.Composed:
     """The query's changes view: its output expressions over the top node's delta, or,
-    for expressions that read the clock, what changed as the clock moved too."""
+    for expressions that read the clock, what changed as the clock moved too; empty
+    until a cycle after `last_run` (the last before registration)."""
     slots = {"view": changes_view(name), "exprs": sql.SQL(", ").join(map(sql.SQL, output)),
-             "delta": top.delta, "t1": T1, "sign": SIGN_ID}
+             "delta": top.delta, "t1": T1, "sign": SIGN_ID, "after": sql.Literal(last_run)}
     if not any(reads_clock(e) for e in output):
         return render("query/changes_view", **slots)
     return render("query/changes_view_clock", hist=top.hist, previous=sql.SQL(", ").join(

@@ -2,8 +2,10 @@
 -- when the clock moved, every row of the answer changed. The changes add up all the
 -- same: the answer at the new clock, minus the history at the previous clock, plus the
 -- delta at the previous clock (the previous answer was the old history, which is the
--- history minus the delta, at the previous clock).
+-- history minus the delta, at the previous clock). Nothing until a cycle ran after the
+-- query was registered (changes_view.sql).
 CREATE VIEW {view} AS
+SELECT * FROM (
 SELECT {exprs}, {t1}.{sign} FROM {delta} AS {t1}
  WHERE argus.clock_now() IS NOT DISTINCT FROM argus.clock_previous()
 UNION ALL
@@ -15,3 +17,4 @@ SELECT {exprs}, 1::smallint FROM {hist} AS {t1}
 UNION ALL
 SELECT {previous}, -1::smallint FROM {hist} AS {t1}
  WHERE argus.clock_now() IS DISTINCT FROM argus.clock_previous()
+) AS {t1} WHERE EXISTS (SELECT FROM argus_catalog.runs WHERE run_id > {after} AND status = 'ok')
