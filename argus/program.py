@@ -51,7 +51,8 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
                    condition=step.condition or sql.SQL("TRUE"),
                    statement=_step_code(step, conn, counted=signed), var=var(node.id))
             for step in COMPILERS[node.kind].evaluate(node, parents)), conn)
-    counts = render("program/count_signed" if not node.insert_only else "program/count_insert_only",
+    counted_as_written = node.insert_only and not virtual(node)  # a view counts its rows
+    counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
     if node.kind == "select" and node.spec.temporal:

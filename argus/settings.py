@@ -39,6 +39,13 @@ def _positive(kind: type) -> Callable[[object], object]:
     return parse
 
 
+def _fraction(text: object) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise ValueError("expected a number from 0 to 1")
+    return value
+
+
 def _optional(parse: Callable[[object], object]) -> Callable[[object], object]:
     return lambda text: None if text is None or str(text).lower() in ("", "null", "none",
                                                                       "server") else parse(text)
@@ -68,6 +75,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "max_query_state": (_optional(_positive(int)),
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),
+    "virtual_selectivity": (_optional(_fraction),
+                            "a new selection or projection over a stream that PostgreSQL "
+                            "estimates to pass more than this share of the stream's rows "
+                            "keeps no table: it is a view of the stream (null: never)"),
     "max_clock_lead": (_optional(_interval),
                        "hold back (quarantine) rows whose event time is further ahead of the "
                        "server's clock than this (null: never)"),

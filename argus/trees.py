@@ -27,3 +27,23 @@ def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
     if isinstance(condition, exp.And):
         return conjuncts(condition.left) + conjuncts(condition.right)
     return [condition]
+
+
+# What PostgreSQL evaluates on any row without an error: columns, constants, comparisons
+# and logic. Arithmetic can overflow, a cast or a function can fail on a row's value.
+_NEVER_FAILS = (exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren,
+                exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
+                exp.Is, exp.Between, exp.In, exp.Tuple, exp.DataType, exp.DataTypeParam,
+                exp.Star)
+
+
+def never_fails(text: str) -> bool:
+    """Whether an expression cannot fail on any row (a constant's cast fails, if it
+    does, when the statement is planned)."""
+    import sqlglot
+
+    for node in sqlglot.parse_one(text, read=DIALECT).walk():
+        constant = isinstance(node, exp.Cast) and isinstance(unparen(node.this), exp.Literal)
+        if not (constant or isinstance(node, _NEVER_FAILS)):
+            return False
+    return True

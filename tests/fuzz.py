@@ -375,8 +375,10 @@ class Fuzzer:
     def mode(self) -> None:
         maintenance = self.rng.choice(["auto", "apply", "rebuild"])
         locked = self.rng.random() < 0.5
-        self.log.append(f"configure maintenance={maintenance} locked={locked}")
-        self.db.configure(maintenance=maintenance,
+        views = self.rng.choice([None, 0.0, 0.3])  # the layout of the nodes made next
+        self.log.append(f"configure maintenance={maintenance} locked={locked} "
+                        f"virtual_selectivity={views}")
+        self.db.configure(maintenance=maintenance, virtual_selectivity=views,
                           truncate_inbox_bytes=1 if locked else 1 << 40)
 
     def cycle(self) -> None:

@@ -41,6 +41,10 @@ COMPARE = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 AGGREGATES = ["count(*)", "count({x})", "sum({x})", "min({x})", "max({x})", "avg({x})",
               "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})"]
 EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "300"))
+# the layout of the nodes registered next (settings.virtual_selectivity): selections over
+# a stream as views of its rows whenever they cannot fail (0.0), never (None), or by
+# PostgreSQL's estimate (0.3, the default)
+LAYOUTS = st.sampled_from([None, 0.0, 0.3])
 _names = itertools.count()
 
 
@@ -229,6 +233,10 @@ def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
         @rule(name=consumes(queries))
         def drop(self, name):
             self.oracle.unregister(name)
+
+        @rule(share=LAYOUTS)
+        def layout(self, share):
+            db.configure(virtual_selectivity=share)
 
         def teardown(self):
             for info in db.queries():

@@ -17,6 +17,7 @@ from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, invari
 import argus
 
 from .oracle import Oracle
+from .test_property_algebra import LAYOUTS
 
 COLUMNS = {"id": "int", "k": "int", "v": "int", "w": "int", "t": "text"}
 C = st.integers(-2, 3)
@@ -100,6 +101,10 @@ def test_sharing_strategies_keep_every_answer_exact(fresh_dsn, strategy):
         def drop(self, name):
             self.oracle.unregister(name)
             self.oracle.check()
+
+        @rule(share=LAYOUTS)
+        def layout(self, share):
+            db.configure(virtual_selectivity=share)
 
         @invariant()
         def every_node_is_needed(self):

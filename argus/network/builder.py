@@ -32,11 +32,10 @@ from ..errors import QueryError, UnknownStreamError
 from ..names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from ..frontend.planner import short
-from ..trees import conjuncts
+from ..trees import DIALECT, conjuncts, never_fails
 from .reads import Network as Network, Reads, load, load_node  # load* re-exported
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name
 from ..frontend.temporal import classify, clock_conjuncts
-from ..trees import DIALECT
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
 
@@ -419,8 +418,7 @@ class Builder(Reads):
                 salted: bool = False) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
-        if kind == "select" and not definition.get("temporal") and (
-                parents[0].kind == "aggregate" or virtual(parents[0])):
+        if kind == "select" and not definition.get("temporal") and self._over_groups(parents[0]):
             definition = {**definition, "virtual": True}
         if kind == "aggregate":
             definition = growing(definition, parents[0])
@@ -438,6 +436,8 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
+        if kind == "select" and self._view_of_stream(parents[0], definition, exprs):
+            definition = {**definition, "virtual": True}
 
         (node_id,) = self.conn.execute(
             "SELECT nextval(pg_get_serial_sequence('argus_catalog.nodes', 'node_id'))").fetchone()
@@ -474,6 +474,32 @@ class Builder(Reads):
             self._record(node, parents, entry)
         self.created.append(node)
         return node
+
+    def _over_groups(self, parent: Node) -> bool:
+        """The parent is an aggregate's groups, or a view of them."""
+        while virtual(parent):
+            parent = self.load(parent.parents[0])
+        return parent.kind == "aggregate"
+
+    def _view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
+        """ARGUS's conditional materialization: a selection over a stream (through
+        selections that keep no table) that passes most of the stream's rows is not
+        worth a copy of them; its consumers read the stream's history through a view,
+        by the stream's indexes. Most: more than settings.virtual_selectivity, by
+        PostgreSQL's estimate. Only a selection that cannot fail on a row: a view's
+        error would surface when the answer is read, not in the cycle that isolates it."""
+        predicate = definition.get("predicate")
+        if definition.get("temporal") or definition.get("virtual") or not all(
+                map(never_fails, filter(None, [predicate, *exprs]))):
+            return False
+        threshold = self._once(("virtual_selectivity",), lambda: self.conn.execute(
+            "SELECT virtual_selectivity FROM argus_catalog.settings").fetchone()[0])
+        base = parent
+        while virtual(base):
+            base = self.load(base.parents[0])
+        if threshold is None or base.kind != "stream":
+            return False
+        return self.share_of(parent, predicate, base) > threshold
 
     def _counted(self, node: Node, backfill_ms: float) -> None:
         """Record the new node's rows and, for a signed node, what its backfill cost per
@@ -763,10 +789,15 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
                in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
                                "ORDER BY name").fetchall()]
-    # a query whose output is a stream itself reads its changes from the delta table
-    outputs = {r[0] for r in conn.execute("SELECT output_node FROM argus_catalog.queries")}
+    # a query whose output is a stream itself, and a selection that is a view of a
+    # stream's rows, read them from the stream's delta table
+    copied = {r[0] for r in conn.execute(
+        """SELECT output_node FROM argus_catalog.queries
+           UNION SELECT e.parent_id FROM argus_catalog.edges e
+                   JOIN argus_catalog.nodes n ON n.node_id = e.child_id
+                  WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean""")}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
-                                             if node.id not in outputs))
+                                             if node.id not in copied))
     purges = _store_purges(conn)
     if check:
         run_once(conn, list(check), purges)

@@ -103,17 +103,35 @@ class Reads:
         """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
         atoms of `instance`)."""
         source = self.load(source_id)
-        never = self.conn.execute(
-            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
-            "WHERE relid = %s::regclass", (source.hist.as_string(self.conn),)).fetchone()
-        if never is not None and never[0]:  # without statistics, estimates are guesses
-            self.conn.execute(sql.SQL("ANALYZE {}").format(source.hist))
+        self._analyzed(source)
         where = {column_atom(instance, c): ("t1", c) for c in source.columns}
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
         (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 "
                                             "WHERE {}").format(source.hist, sql.SQL(predicate))
                                     ).fetchone()
         return plan[0]["Plan"]["Plan Rows"]
+
+    def share_of(self, parent: Node, predicate: str | None, base: Node) -> float:
+        """PostgreSQL's estimate of the share of `base`'s rows (a stream, `parent` or
+        under it) that `predicate` over `parent`'s rows (t1) passes."""
+        self._analyzed(base)
+
+        def rows(table: sql.Composable, where: str) -> float:
+            (plan,) = self.conn.execute(sql.SQL(
+                "EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 WHERE {}").format(
+                    table, sql.SQL(where))).fetchone()
+            return plan[0]["Plan"]["Plan Rows"]
+
+        passed = rows(parent.hist, predicate or "TRUE")
+        return passed / max(rows(base.hist, "TRUE"), 1.0)
+
+    def _analyzed(self, node: Node) -> None:
+        """Without statistics, PostgreSQL's estimates are guesses: gather them first."""
+        never = self.conn.execute(
+            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
+            "WHERE relid = %s::regclass", (node.hist.as_string(self.conn),)).fetchone()
+        if never is not None and never[0]:
+            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
 
     def candidates(self, sources, shapes) -> list[Indexed]:
         key = (index.sources_key(sources), frozenset(shapes))

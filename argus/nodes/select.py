@@ -25,7 +25,7 @@ class SelectSpec:
     monotone: bool = False  # temporal, and every conjunct reading the clock a lower bound
     bounds: tuple[Bound, ...] = ()  # those lower bounds: what purging and indexes use
     clock_conjuncts: tuple[str, ...] = ()  # the predicate's conjuncts that read the clock
-    virtual: bool = False  # history and delta are views of the parent's (argus.network)
+    virtual: bool = False  # history and delta are views of the parent's (network.builder)
     indexes: tuple[tuple[str, str], ...] = ()  # the parent's indexes its bounds probe
 
     @classmethod
