@@ -19,7 +19,7 @@ from .trees import qualified
 # per-value counts of the node's aux table.
 _COUNT = ("c", "coalesce(sum(CASE WHEN ({x}) IS NOT NULL THEN {s} ELSE 0 END), 0)", "add")
 
-# An argument's category (argus.network.builder.category) says how its sums are kept: exactly,
+# An argument's category (argus.network.builder._category) says how its sums are kept: exactly,
 # in a type wide enough that a retraction never overflows (an int sum in bigint, an int8
 # one in numeric), floats as the decimals PostgreSQL prints for them (so that 1e9 + 0.1
 # and 1e9 + 0.2 do not cancel), and NaN and ±Infinity counted apart from the sums of the

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterable
 
 import psycopg
 import sqlglot
@@ -17,23 +16,21 @@ from psycopg import sql
 from sqlglot import exp
 
 from ..mqo import index, regroup
-from .. import roles
 from ..aggregates import Model, entries
 from ..mqo.blocks import describe, is_spj, substitute
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
-from ..nodes import CODE_VERSION, COMPILERS, Node, virtual
-from ..nodes.aggregate import AggregateCompiler, parent_index_name
-from ..nodes.base import var
+from ..nodes import COMPILERS, Node, signature, virtual
+from ..nodes.aggregate import parent_index_name
 from ..nodes.join import join_condition
-from ..nodes.purge import purge_block
-from ..program import fill, flush_block, frame, node_block, probe_block
 from ..errors import QueryError, UnknownStreamError
-from ..names import CYCLE_LOCK, NETWORK_SCHEMA, TIME_TYPES, node_delta
+from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from ..frontend.planner import short
 from ..trees import DIALECT, conjuncts, never_fails
-from .reads import Network as Network, Reads, load, load_node  # load* re-exported
+from .groups import CatalogGroups
+from .reads import Reads, load_node
+from .stored import execute_all, store_blocks
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name
 from ..frontend.temporal import classify, clock_conjuncts
 
@@ -59,69 +56,10 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod),
 """
 
 
-def execute_all(conn: psycopg.Connection, statements) -> None:
-    for statement in statements:
-        conn.execute(statement)
-
-
 def _category(pg_type: str) -> str:
     """How an aggregate keeps the sums of an argument of this type (argus.aggregates)."""
     return {"smallint": "int", "integer": "int", "bigint": "int8", "numeric": "numeric",
             "real": "float4", "double precision": "float8"}.get(pg_type, "other")
-
-
-class CatalogGroups:
-    """regroup.Groups over the catalog: group_topology, group_exprs and node_stats.
-    Nodes only failed queries use (argus.excluded_nodes) are never offered."""
-
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self.conn = conn
-
-    def exprs(self, node_id: int) -> list[str]:
-        return [c for (c,) in self.conn.execute(
-            "SELECT canonical FROM argus_catalog.group_exprs WHERE node_id = %s "
-            "ORDER BY position", (node_id,))]
-
-    def rerolled(self, node_id: int) -> bool:
-        return self.conn.execute("SELECT rerolled FROM argus_catalog.group_topology "
-                                 "WHERE node_id = %s", (node_id,)).fetchone()[0]
-
-    def rows(self, node_id: int) -> int:
-        return self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
-                                 "WHERE node_id = %s", (node_id,)).fetchone()[0]
-
-    def covering(self, input_id: int, exprs: list[str]) -> list[int]:
-        return [r[0] for r in self.conn.execute(
-            """SELECT g.node_id FROM argus_catalog.group_topology g
-                 JOIN argus_catalog.node_stats n USING (node_id)
-                WHERE g.input_id = %s
-                  AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
-                  AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
-                                   WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
-                                                      WHERE e.node_id = g.node_id
-                                                        AND e.canonical = w.canonical))
-                ORDER BY n.hist_rows, g.node_id""", (input_id, exprs))]
-
-    def coarser(self, input_id: int, than: int, width: int) -> list[int]:
-        return [r[0] for r in self.conn.execute(
-            """SELECT g.node_id FROM argus_catalog.group_topology g
-                WHERE g.input_id = %s AND NOT g.rerolled AND g.node_id <> %s
-                  AND g.width < %s
-                  AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())""",
-            (input_id, than, width))]
-
-    def record(self, node_id: int, input_id: int, exprs: list[str], rerolled: bool) -> None:
-        if self.conn.execute(
-                "INSERT INTO argus_catalog.group_topology VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (node_id) DO NOTHING RETURNING 1",
-                (node_id, input_id, len(exprs), rerolled)).fetchone():
-            with self.conn.cursor() as cur:
-                cur.executemany("INSERT INTO argus_catalog.group_exprs VALUES (%s, %s, %s)",
-                                [(node_id, i, g) for i, g in enumerate(exprs, 1)])
-
-    def reroll(self, node_id: int) -> None:
-        self.conn.execute("UPDATE argus_catalog.group_topology SET rerolled = true "
-                          "WHERE node_id = %s", (node_id,))
 
 
 class Builder(Reads):
@@ -723,14 +661,6 @@ def growing(definition: dict, parent: Node) -> dict:
             **({"grows": True} if grows else {})}
 
 
-def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
-    """A node's canonical definition: an equal signature means the same node."""
-    definition = {k: v for k, v in definition.items()
-                  if k not in ("indexes", "virtual", "grows")}  # derived, not defining
-    parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
-    return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
-
-
 def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[str]]]:
     """(parent, columns) of the indexes worth having for a join condition: per side,
     the columns a top-level conjunct compares with an expression of the other side only:
@@ -767,194 +697,3 @@ def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[
         if columns:
             out.append((side[table], columns))
     return out
-
-
-
-
-def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
-    """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
-    database) concatenates it."""
-    blocks = (node_block(node, parents, conn), flush_block(node, parents, conn),
-              probe_block(node, parents, conn))
-    conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
-                 "probe_block = %s WHERE node_id = %s",
-                 (*(b.as_string(conn) if b is not None else None for b in blocks), node.id))
-
-
-def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
-    """The network changed: store the program's frame and every node's purge code, make
-    PostgreSQL validate the code this change compiled (`check`), and leave the program
-    to the next cycle to assemble (argus.assemble_program, catalog/004). Called in the
-    transaction of every change, so that code and network never disagree."""
-    streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
-               in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
-                               "ORDER BY name").fetchall()]
-    # a query whose output is a stream itself, and a selection that is a view of a
-    # stream's rows, read them from the stream's delta table
-    copied = {r[0] for r in conn.execute(
-        """SELECT output_node FROM argus_catalog.queries
-           UNION SELECT e.parent_id FROM argus_catalog.edges e
-                   JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-                  WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean""")}
-    program_frame = frame(streams, frozenset(name for name, node, _ in streams
-                                             if node.id not in copied))
-    purges = _store_purges(conn)
-    if check:
-        run_once(conn, list(check), purges)
-    conn.execute("UPDATE argus_catalog.settings SET program_frame = %s, program_stale = true",
-                 (program_frame,))
-
-
-def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> None:
-    """Run the cycle code of the nodes a change compiled once, over empty deltas, every
-    step forced, in a savepoint rolled back: PostgreSQL plans and executes each of their
-    statements (validating a function checks only their syntax), so that what
-    registers is what a cycle can run. The purges are only validated."""
-    rows = conn.execute(
-        """SELECT n.node_id, n.cycle_block, n.flush_block,
-                  n.kind <> 'stream' AND NOT n.insert_only,
-                  coalesce((SELECT array_agg(e.parent_id) FROM argus_catalog.edges e
-                             WHERE e.child_id = n.node_id), '{}')
-             FROM argus_catalog.nodes n WHERE n.node_id = ANY(%s)
-            ORDER BY n.join_level, n.sequence_id, n.node_id""", (ids,)).fetchall()
-    involved = sorted({i for r in rows for i in [r[0], *r[4]]})
-    tables = [r[0] for r in conn.execute(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
-        "WHERE s.nspname = %s AND c.relkind = 'r' AND c.relname = ANY(%s)",
-        (NETWORK_SCHEMA, [f"n{i}_delta" for i in involved]))]
-    forced = ("    argus_clock_moved := true;\n    argus_purge := false;\n"
-              "    argus_isolate := false;\n") + "\n".join(
-        f"{block}\n    {var(node_id).as_string(None)} := 1;"
-        for node_id, block, _, _, _ in rows if block)
-    body = fill(frame([]), involved, [forced], any(r[3] for r in rows),
-                [f for _, _, f, _, _ in rows if f], purges, initial=1)
-    # an anonymous block, not a function: PostgreSQL frees its compiled code and cached
-    # plans after it ran (a dropped function's stayed in the session, and every later
-    # DDL statement walked them: drops went 3x slower after 100 registrations)
-    body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
-                        "\n    failed_state text;\n    failed_error text;\n    culprit text;", 1)
-    with conn.transaction():
-        conn.execute("SET LOCAL jit = off")
-        for table in tables:
-            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
-        conn.execute(sql.SQL("DO {}").format(sql.Literal(body)))
-        raise psycopg.Rollback()
-
-
-def _store_purges(conn: psycopg.Connection) -> list[str]:
-    """Recompute every node's purge code (purge_block: it depends on the node's
-    consumers, which any change may alter); return it. Only nodes whose every consumer
-    is a time-bounded selection can purge, and no query's output node (its views read its
-    whole history): the rest are ruled out here without loading them."""
-    candidates = [r[0] for r in conn.execute(
-        """SELECT e.parent_id FROM argus_catalog.edges e
-             JOIN argus_catalog.nodes c ON c.node_id = e.child_id
-            WHERE e.parent_id NOT IN (SELECT output_node FROM argus_catalog.queries)
-            GROUP BY e.parent_id
-           HAVING bool_and(c.kind = 'select' AND c.definition->>'monotone' = 'true'
-                           AND jsonb_typeof(c.definition->'bounds') = 'array'
-                           AND jsonb_array_length(c.definition->'bounds') > 0)
-            ORDER BY e.parent_id""")]
-    purges: dict[int, str] = {}
-    time_columns = dict(conn.execute("SELECT node_id, time_column FROM argus_catalog.streams"))
-    for node_id in candidates:
-        children = [load_node(conn, r[0]) for r in conn.execute(
-            "SELECT DISTINCT child_id FROM argus_catalog.edges WHERE parent_id = %s",
-            (node_id,))]
-        node = load_node(conn, node_id)
-        block = purge_block(node, children, time_columns.get(node_id) if node.kind == "stream"
-                            else None)
-        if block is not None:
-            purges[node_id] = block.as_string(conn)
-    conn.execute("UPDATE argus_catalog.nodes SET purge_block = NULL "
-                 "WHERE purge_block IS NOT NULL AND node_id <> ALL(%s)", (list(purges),))
-    with conn.cursor() as cur:
-        cur.executemany("UPDATE argus_catalog.nodes SET purge_block = %s WHERE node_id = %s",
-                        [(text, node_id) for node_id, text in purges.items()])
-    return list(purges.values())
-
-
-def recompile_stale(conn: psycopg.Connection) -> bool:
-    """Recompile every node's stored code, and the program, when an older argus compiled
-    them (settings.code_version < CODE_VERSION). True if it did."""
-    def current() -> bool:
-        return conn.execute("SELECT code_version >= %s FROM argus_catalog.settings",
-                            (CODE_VERSION,)).fetchone()[0]
-
-    if current():
-        return False
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        roles.become_owner(conn)
-        if current():
-            return False  # another process did it while this one waited
-        net = load(conn)
-        for node in net.nodes.values():
-            # what stored networks of older argus may lack or hold: a view of a stream's
-            # claimed rows (no longer read), an aggregate's tid column, temporal
-            # definitions classified by older rules
-            if node.kind == "stream":
-                conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
-                    sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
-            if node.kind == "aggregate":
-                conn.execute(AggregateCompiler.tid_column(node))
-            if node.kind == "select" and node.spec.temporal:
-                node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
-            store_blocks(conn, node, [net.nodes[p] for p in node.parents])
-        assemble(conn)
-        conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
-    return True
-
-
-def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> Node:
-    """A temporal selection's bounds as this argus classifies them (argus.frontend.temporal)."""
-    _, bounds, monotone = classify(node.definition["predicate"])
-    definition = {**node.definition, "monotone": monotone,
-                  "bounds": [[b.column, b.op, b.expr] for b in bounds]}
-    if definition == node.definition:
-        return node
-    node = dataclasses.replace(node, definition=definition)
-    (stored,) = conn.execute("SELECT signature FROM argus_catalog.nodes WHERE node_id = %s",
-                             (node.id,)).fetchone()
-    parts = json.loads(stored)  # its salt, if any, stays
-    parts[3] = json.loads(signature(node.kind, parents, (), (), definition, None))[3]
-    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = %s "
-                 "WHERE node_id = %s", (json.dumps(definition), json.dumps(parts, sort_keys=True),
-                                        node.id))
-    return node
-
-
-def drop_unused(conn: psycopg.Connection) -> list[int]:
-    """Drop every non-stream node that no query needs, children before parents, and the
-    join-key indexes no remaining node asked for."""
-    rows = conn.execute(
-        """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
-                  n.kind = 'select' AND n.definition ? 'virtual'
-             FROM argus_catalog.nodes n
-            WHERE n.kind <> 'stream'
-              AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
-                               WHERE q.node_id = n.node_id)
-            ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
-    indexes = []
-    for node_id, schema, name, node_indexes, is_view in rows:
-        aux = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
-            (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
-        tables = [sql.Identifier(schema, name), node_delta(node_id)]
-        if is_view:
-            conn.execute(sql.SQL("DROP VIEW {}").format(sql.SQL(", ").join(tables)))
-            tables = []
-        tables += [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"]
-        if tables:
-            conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))
-        conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
-        indexes += node_indexes or []
-    for schema, name in indexes:
-        still_used = conn.execute(
-            "SELECT 1 FROM argus_catalog.nodes WHERE definition->'indexes' @> %s::jsonb",
-            (json.dumps([[schema, name]]),)).fetchone()
-        if not still_used:
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))
-    if rows:
-        index.drop_orphans(conn)
-    return [r[0] for r in rows]

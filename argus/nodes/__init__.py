@@ -11,10 +11,11 @@ delta). Pure: SQL is built from sql_templates/, nothing runs here.
 from __future__ import annotations
 
 from . import aggregate, distinct, join, select, setop, stream  # each registers its kind
-from .base import CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, Step, virtual
+from .base import (CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, Step,
+                   signature, virtual)
 
 assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, select, setop, stream)}
 COMPILERS: dict[str, Compiler] = {name: kind.compiler for name, kind in KINDS.items()}
 
 __all__ = ["CODE_VERSION", "COMPILERS", "KINDS", "SIGN_ID", "T1", "T2", "Compiler", "Kind",
-           "Node", "Step", "virtual"]
+           "Node", "Step", "signature", "virtual"]

@@ -11,6 +11,7 @@ exactly the copies it names.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -30,7 +31,7 @@ SIGN_ID = sql.Identifier(SIGN)
 NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
-# code older than this when it connects (argus.network.builder.recompile_stale).
+# code older than this when it connects (argus.network.stored.recompile_stale).
 CODE_VERSION = 19
 
 
@@ -242,3 +243,11 @@ def bag_flush(node: Node, names=None) -> list[Step]:
              "h_columns": cols(names, "h"), "n_columns": cols(names, "n")}
     return [Step(render("node/flush_retract", **slots), when),
             Step(render("node/flush_insert_signed", **slots), when)]
+
+
+def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
+    """A node's canonical definition: an equal signature means the same node."""
+    definition = {k: v for k, v in definition.items()
+                  if k not in ("indexes", "virtual", "grows")}  # derived, not defining
+    parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
+    return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)

@@ -1,0 +1,217 @@
+"""The network's code as the catalog stores it: each node's blocks compiled once, the
+program's frame and the purges recomputed on every change and validated by running the
+new code once; recompiling after an upgrade; dropping the nodes no query needs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+
+import psycopg
+from psycopg import sql
+
+from .. import roles
+from ..frontend.temporal import classify
+from ..mqo import index
+from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
+from ..nodes import CODE_VERSION, Node, signature
+from ..nodes.aggregate import AggregateCompiler
+from ..nodes.base import var
+from ..nodes.purge import purge_block
+from ..program import fill, flush_block, frame, node_block, probe_block
+from .reads import load, load_node
+
+
+def execute_all(conn: psycopg.Connection, statements) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
+    """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
+    database) concatenates it."""
+    blocks = (node_block(node, parents, conn), flush_block(node, parents, conn),
+              probe_block(node, parents, conn))
+    conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
+                 "probe_block = %s WHERE node_id = %s",
+                 (*(b.as_string(conn) if b is not None else None for b in blocks), node.id))
+
+
+def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
+    """The network changed: store the program's frame and every node's purge code, make
+    PostgreSQL validate the code this change compiled (`check`), and leave the program
+    to the next cycle to assemble (argus.assemble_program, catalog/004). Called in the
+    transaction of every change, so that code and network never disagree."""
+    streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
+               in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
+                               "ORDER BY name").fetchall()]
+    # a query whose output is a stream itself, and a selection that is a view of a
+    # stream's rows, read them from the stream's delta table
+    copied = {r[0] for r in conn.execute(
+        """SELECT output_node FROM argus_catalog.queries
+           UNION SELECT e.parent_id FROM argus_catalog.edges e
+                   JOIN argus_catalog.nodes n ON n.node_id = e.child_id
+                  WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean""")}
+    program_frame = frame(streams, frozenset(name for name, node, _ in streams
+                                             if node.id not in copied))
+    purges = _store_purges(conn)
+    if check:
+        run_once(conn, list(check), purges)
+    conn.execute("UPDATE argus_catalog.settings SET program_frame = %s, program_stale = true",
+                 (program_frame,))
+
+
+def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> None:
+    """Run the cycle code of the nodes a change compiled once, over empty deltas, every
+    step forced, in a savepoint rolled back: PostgreSQL plans and executes each of their
+    statements (validating a function checks only their syntax), so that what
+    registers is what a cycle can run. The purges are only validated."""
+    rows = conn.execute(
+        """SELECT n.node_id, n.cycle_block, n.flush_block,
+                  n.kind <> 'stream' AND NOT n.insert_only,
+                  coalesce((SELECT array_agg(e.parent_id) FROM argus_catalog.edges e
+                             WHERE e.child_id = n.node_id), '{}')
+             FROM argus_catalog.nodes n WHERE n.node_id = ANY(%s)
+            ORDER BY n.join_level, n.sequence_id, n.node_id""", (ids,)).fetchall()
+    involved = sorted({i for r in rows for i in [r[0], *r[4]]})
+    tables = [r[0] for r in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
+        "WHERE s.nspname = %s AND c.relkind = 'r' AND c.relname = ANY(%s)",
+        (NETWORK_SCHEMA, [f"n{i}_delta" for i in involved]))]
+    forced = ("    argus_clock_moved := true;\n    argus_purge := false;\n"
+              "    argus_isolate := false;\n") + "\n".join(
+        f"{block}\n    {var(node_id).as_string(None)} := 1;"
+        for node_id, block, _, _, _ in rows if block)
+    body = fill(frame([]), involved, [forced], any(r[3] for r in rows),
+                [f for _, _, f, _, _ in rows if f], purges, initial=1)
+    # an anonymous block, not a function: PostgreSQL frees its compiled code and cached
+    # plans after it ran (a dropped function's stayed in the session, and every later
+    # DDL statement walked them: drops went 3x slower after 100 registrations)
+    body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
+                        "\n    failed_state text;\n    failed_error text;\n    culprit text;", 1)
+    with conn.transaction():
+        conn.execute("SET LOCAL jit = off")
+        for table in tables:
+            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
+        conn.execute(sql.SQL("DO {}").format(sql.Literal(body)))
+        raise psycopg.Rollback()
+
+
+def _store_purges(conn: psycopg.Connection) -> list[str]:
+    """Recompute every node's purge code (purge_block: it depends on the node's
+    consumers, which any change may alter); return it. Only nodes whose every consumer
+    is a time-bounded selection can purge, and no query's output node (its views read its
+    whole history): the rest are ruled out here without loading them."""
+    candidates = [r[0] for r in conn.execute(
+        """SELECT e.parent_id FROM argus_catalog.edges e
+             JOIN argus_catalog.nodes c ON c.node_id = e.child_id
+            WHERE e.parent_id NOT IN (SELECT output_node FROM argus_catalog.queries)
+            GROUP BY e.parent_id
+           HAVING bool_and(c.kind = 'select' AND c.definition->>'monotone' = 'true'
+                           AND jsonb_typeof(c.definition->'bounds') = 'array'
+                           AND jsonb_array_length(c.definition->'bounds') > 0)
+            ORDER BY e.parent_id""")]
+    purges: dict[int, str] = {}
+    time_columns = dict(conn.execute("SELECT node_id, time_column FROM argus_catalog.streams"))
+    for node_id in candidates:
+        children = [load_node(conn, r[0]) for r in conn.execute(
+            "SELECT DISTINCT child_id FROM argus_catalog.edges WHERE parent_id = %s",
+            (node_id,))]
+        node = load_node(conn, node_id)
+        block = purge_block(node, children, time_columns.get(node_id) if node.kind == "stream"
+                            else None)
+        if block is not None:
+            purges[node_id] = block.as_string(conn)
+    conn.execute("UPDATE argus_catalog.nodes SET purge_block = NULL "
+                 "WHERE purge_block IS NOT NULL AND node_id <> ALL(%s)", (list(purges),))
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE argus_catalog.nodes SET purge_block = %s WHERE node_id = %s",
+                        [(text, node_id) for node_id, text in purges.items()])
+    return list(purges.values())
+
+
+def recompile_stale(conn: psycopg.Connection) -> bool:
+    """Recompile every node's stored code, and the program, when an older argus compiled
+    them (settings.code_version < CODE_VERSION). True if it did."""
+    def current() -> bool:
+        return conn.execute("SELECT code_version >= %s FROM argus_catalog.settings",
+                            (CODE_VERSION,)).fetchone()[0]
+
+    if current():
+        return False
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        roles.become_owner(conn)
+        if current():
+            return False  # another process did it while this one waited
+        net = load(conn)
+        for node in net.nodes.values():
+            # what stored networks of older argus may lack or hold: a view of a stream's
+            # claimed rows (no longer read), an aggregate's tid column, temporal
+            # definitions classified by older rules
+            if node.kind == "stream":
+                conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
+                    sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
+            if node.kind == "aggregate":
+                conn.execute(AggregateCompiler.tid_column(node))
+            if node.kind == "select" and node.spec.temporal:
+                node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
+            store_blocks(conn, node, [net.nodes[p] for p in node.parents])
+        assemble(conn)
+        conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
+    return True
+
+
+def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> Node:
+    """A temporal selection's bounds as this argus classifies them (argus.frontend.temporal)."""
+    _, bounds, monotone = classify(node.definition["predicate"])
+    definition = {**node.definition, "monotone": monotone,
+                  "bounds": [[b.column, b.op, b.expr] for b in bounds]}
+    if definition == node.definition:
+        return node
+    node = dataclasses.replace(node, definition=definition)
+    (stored,) = conn.execute("SELECT signature FROM argus_catalog.nodes WHERE node_id = %s",
+                             (node.id,)).fetchone()
+    parts = json.loads(stored)  # its salt, if any, stays
+    parts[3] = json.loads(signature(node.kind, parents, (), (), definition, None))[3]
+    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = %s "
+                 "WHERE node_id = %s", (json.dumps(definition), json.dumps(parts, sort_keys=True),
+                                        node.id))
+    return node
+
+
+def drop_unused(conn: psycopg.Connection) -> list[int]:
+    """Drop every non-stream node that no query needs, children before parents, and the
+    join-key indexes no remaining node asked for."""
+    rows = conn.execute(
+        """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
+                  n.kind = 'select' AND n.definition ? 'virtual'
+             FROM argus_catalog.nodes n
+            WHERE n.kind <> 'stream'
+              AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
+                               WHERE q.node_id = n.node_id)
+            ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
+    indexes = []
+    for node_id, schema, name, node_indexes, is_view in rows:
+        aux = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+            (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
+        tables = [sql.Identifier(schema, name), node_delta(node_id)]
+        if is_view:
+            conn.execute(sql.SQL("DROP VIEW {}").format(sql.SQL(", ").join(tables)))
+            tables = []
+        tables += [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"]
+        if tables:
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))
+        conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
+        indexes += node_indexes or []
+    for schema, name in indexes:
+        still_used = conn.execute(
+            "SELECT 1 FROM argus_catalog.nodes WHERE definition->'indexes' @> %s::jsonb",
+            (json.dumps([[schema, name]]),)).fetchone()
+        if not still_used:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))
+    if rows:
+        index.drop_orphans(conn)
+    return [r[0] for r in rows]
