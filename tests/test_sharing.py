@@ -201,3 +201,17 @@ def test_a_regroup_of_a_growing_aggregate_takes_its_extremes_without_rereading(t
         transfers.insert("transfers", transfer_rows(random.Random(day), 300 + 100 * day, 100,
                                                     day=day))
         transfers.run()  # the oracle checks both answers
+
+
+def test_two_instances_of_a_query_enrich_one_shared_node(oracle):
+    """Both sides of a self-join read one existing selection (w > 0), and each lacks
+    columns of it: the second enrichment sees the first's columns (found by the sharing
+    property test; it failed with a duplicate node column)."""
+    oracle.create_stream("tr", {"id": "int", "k": "int", "v": "int", "w": "int"})
+    oracle.insert("tr", [(i, i % 3, i % 4, i % 5 - 2) for i in range(30)])
+    oracle.run()
+    oracle.register("a", "SELECT k FROM tr INTERSECT SELECT v FROM tr WHERE w > 0")
+    oracle.register("b", "SELECT y.v, x.id FROM tr y, tr x "
+                         "WHERE y.k = x.v AND x.w > 0 AND y.w > 0")
+    oracle.insert("tr", [(i, i % 3, i % 4, i % 5 - 2) for i in range(30, 60)])
+    oracle.run()

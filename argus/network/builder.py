@@ -256,6 +256,10 @@ class Builder(Reads):
         a shared selection or join node, first to the parents that lack them, and
         refill it from its parents. Its children and the views over it read columns by
         name, so they are unaffected."""
+        node = self.load(node.id)  # the caller's may predate an enrichment of it
+        atoms = atoms - set(self.atoms(node))
+        if not atoms:  # (two instances of one query read it, and the other's added them)
+            return node
         parents = [self.load(p) for p in node.parents]
         width = len(self.sources_of(parents[0])) if node.kind == "join" else None
         wanted: dict[int, set[str]] = {}
