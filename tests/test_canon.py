@@ -11,6 +11,7 @@ from sqlglot import exp
 from argus.frontend.canon import canonicalize, predset_text, relation, sargable
 from argus.frontend.constants import Constants
 from argus.errors import UnsupportedQueryError
+from argus.mqo.blocks import Cond, implied_bounds
 
 from .fixtures import cases
 
@@ -24,12 +25,12 @@ def predset(text: str, conn=None):
     its constants read by PostgreSQL."""
     def instance(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column):
-            alias = {"r1": "i1", "r2": "i2", "": "i1"}[node.table]
+            alias = {"r1": "i1", "r2": "i2", "r3": "i3", "": "i1"}[node.table]
             return exp.column(node.name, table=alias, quoted=True)
         return node
 
     tree = sqlglot.parse_one(text, read="postgres").transform(instance)
-    types = {f'"i{i}"."{c}"': t for i in (1, 2) for c, t in TYPES.items()}
+    types = {f'"i{i}"."{c}"': t for i in (1, 2, 3) for c, t in TYPES.items()}
     if conn is None:
         return canonicalize(tree, types.get)
     constants = Constants(conn)
@@ -54,6 +55,14 @@ def test_canonical_form(case, conn):
 @pytest.mark.parametrize("case", cases("subsumption.txt"), ids=lambda c: c["title"])
 def test_subsumption(case, conn):
     assert relation(predset(case["p"], conn), predset(case["q"], conn)) == case["relation"]
+
+
+@pytest.mark.parametrize("case", cases("transitivity.txt"), ids=lambda c: c["title"])
+def test_transitivity(case, conn):
+    conds = [Cond(frozenset({clause}), exp.true(), frozenset()) for clause
+             in predset(case["condition"], conn)]
+    implied = sorted(lit.text for cond in implied_bounds(conds) for (lit,) in cond.predset)
+    assert (" AND ".join(implied) or "none") == case["implied"]
 
 
 def test_unresolved_constants_are_only_equal_to_themselves():

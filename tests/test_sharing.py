@@ -203,6 +203,28 @@ def test_a_regroup_of_a_growing_aggregate_takes_its_extremes_without_rereading(t
         transfers.run()  # the oracle checks both answers
 
 
+def test_implied_bounds_filter_every_instance_before_the_joins(transfers):
+    """ARGUS's transitivity inference: the second and third transfers of the chain are
+    bounded too (amount > 5000), so their selection (one node, shared by both) keeps only
+    those rows; the answer is PostgreSQL's (the oracle)."""
+    rng = random.Random(8)
+    transfers.insert("transfers", transfer_rows(rng, 0, 400))
+    transfers.run()
+    info = transfers.register("chain", """
+        SELECT r1.tran_id, r2.tran_id AS second, r3.tran_id AS third
+          FROM transfers r1, transfers r2, transfers r3
+         WHERE r1.receiver = r2.sender AND r2.receiver = r3.sender
+           AND r1.amount > 10000 AND r2.amount >= r1.amount * 0.5
+           AND r3.amount = r2.amount""")
+    predicates = {p for (p,) in transfers.conn.execute(
+        "SELECT definition->>'predicate' FROM argus_catalog.nodes WHERE node_id = ANY(%s) "
+        "AND kind = 'select'", ([n.id for n in info.nodes],))}
+    assert predicates == {'("t1"."amount" > 10000)', '("t1"."amount" > 5000)'}  # r2, r3 share
+    for day in (2, 3):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 200, day=day))
+        transfers.run()
+
+
 def test_two_instances_of_a_query_enrich_one_shared_node(oracle):
     """Both sides of a self-join read one existing selection (w > 0), and each lacks
     columns of it: the second enrichment sees the first's columns (found by the sharing

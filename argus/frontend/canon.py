@@ -708,3 +708,41 @@ def _isolate(lit: Literal, type_of: TypeOf) -> tuple[str, ...] | None:
     negated = (kind, _scale((kind, value), Fraction(-1)))
     return f"{a} {lit.op} {plus(b, (kind, value))}", f"{b} {FLIP[lit.op]} {plus(a, negated)}"
 
+
+
+# -- transitivity --------------------------------------------------------------------------
+
+def _at_least(lit: Literal) -> list[tuple[dict[str, Fraction], Fraction, bool]]:
+    """A numeric comparison as `Σ coef·atom ≥ const` (strict: >) forms: two for =."""
+    if lit.const is None or lit.const[0] != "num" or lit.op not in ("=", "<", "<=", ">", ">="):
+        return []
+    terms, value = dict(lit.terms), lit.value
+    negated = ({a: -c for a, c in terms.items()}, -value)
+    if lit.op == "=":
+        return [(terms, value, False), (*negated, False)]
+    if lit.op in (">", ">="):
+        return [(terms, value, lit.op == ">")]
+    return [(*negated, lit.op == "<")]
+
+
+def eliminate(p: Literal, q: Literal, atom: str) -> list[Literal]:
+    """What p and q imply with `atom` eliminated (a Fourier–Motzkin step): from
+    `x > 1000000` and `y - 0.5x > 0`, `y > 500000`. Exact: both are linear comparisons
+    with numeric constants, which canonical literals are only over exact types. A
+    constant that is not a finite decimal is left out (its SQL text would not be
+    exact)."""
+    out = []
+    for pt, pc, ps in _at_least(p):
+        for qt, qc, qs in _at_least(q):
+            a, b = pt.get(atom, 0), qt.get(atom, 0)
+            if not (a and b) or (a > 0) == (b > 0):
+                continue
+            terms = {x: abs(b) * pt.get(x, 0) + abs(a) * qt.get(x, 0) for x in {*pt, *qt}}
+            terms = [(x, c) for x, c in terms.items() if c and x != atom]
+            value = abs(b) * pc + abs(a) * qc
+            if not terms:
+                continue
+            lit = _normalize(terms, ">" if ps or qs else ">=", ("num", value))
+            if _is_decimal(lit.value):
+                out.append(lit)
+    return out

@@ -21,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..frontend.canon import (Clause, PredSet, Resolve, atom_instances, canonicalize,
-                              clause_implies, column_atom, map_clause)
+                              clause_implies, column_atom, eliminate, implies, map_clause)
 from ..plan import Join, Plan, Select
 from ..frontend.temporal import reads_clock
 from ..trees import DIALECT, conjuncts
@@ -78,11 +78,11 @@ Source = Callable[[Plan], tuple[int, Mapping[str, str], Mapping[str, str]]]
 # a source plan -> (its node id, plan column -> node column, node column -> type)
 
 
-def describe(plan: Plan, source: Source, *, canonical: bool = True,
+def describe(plan: Plan, source: Source, *, canonical: bool = True, infer: bool = True,
              resolve: Resolve | None = None) -> Block:
     """The block of a plan whose top is a selection or inner join (or any plan: then
     the block is that one source, unfiltered). `resolve`: how PostgreSQL reads its
-    constants (canon.Resolve)."""
+    constants (canon.Resolve); `infer`: add the bounds its conditions imply."""
     sources: list[int] = []
     conds: list[Cond] = []
     types: dict[str, str] = {}
@@ -111,7 +111,38 @@ def describe(plan: Plan, source: Source, *, canonical: bool = True,
         return {n: exp.column(names[n], table=f"i{k}", quoted=True) for n in p.names}
 
     outputs = walk(plan)
+    if canonical and infer:
+        conds += implied_bounds(conds)
     return Block(tuple(sources), tuple(conds), tuple((n, outputs[n]) for n in plan.names), types)
+
+
+def implied_bounds(conds: list[Cond], rounds: int = 3) -> list[Cond]:
+    """The bounds on one column that the block's conditions imply (ARGUS's transitivity
+    inference, Jin 2006 §5): `i1.amount > 1000000 AND i2.amount > i1.amount * 0.5 AND
+    i3.amount = i2.amount` also bound `i2.amount > 500000` and `i3.amount > 500000`.
+    Redundant for the answer (every row of it satisfies them), they filter instances
+    before they are joined, so that their selections keep fewer rows, and sharing can
+    reuse them. Only from conjuncts that are one comparison, and only what no bound
+    already there implies; `rounds` bounds the chains followed (cycles of conditions
+    would tighten forever)."""
+    units = [lit for c in conds if len(c.predset) == 1 for clause in c.predset
+             if len(clause) == 1 for lit in clause]
+    known = [lit for lit in units if len(lit.terms) == 1]
+    links = [lit for lit in units if len(lit.terms) == 2]
+    frontier, derived = list(known), []
+    for _ in range(rounds):
+        found = []
+        for bound in frontier:
+            ((atom, _),) = bound.terms
+            for link in links:
+                for lit in eliminate(bound, link, atom) if atom in dict(link.terms) else []:
+                    if len(lit.terms) == 1 and not any(implies(k, lit) for k in known):
+                        known.append(lit)
+                        found.append(lit)
+        derived += found
+        frontier = found
+    return [Cond(frozenset({frozenset({lit})}), sqlglot.parse_one(lit.text, read=DIALECT),
+                 lit.instances) for lit in derived]
 
 
 def _conjuncts(e: exp.Expr) -> list[exp.Expr]:

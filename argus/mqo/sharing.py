@@ -41,12 +41,13 @@ STRATEGIES = ("selection", "match-plan", "none")
 
 @dataclass(frozen=True)
 class Sharing:
-    """How registration shares: strategy, and two switches that exist to measure what
-    each technique is worth (the ARGUS thesis' Table 1)."""
+    """How registration shares: strategy, and switches that exist to measure what each
+    technique is worth (the ARGUS thesis' Table 1)."""
 
     strategy: str = "selection"
     canonicalize: bool = True  # canonical literals and subsumption (off: exact text)
     join_sharing: bool = True  # share join nodes (off: only selections are shared)
+    infer_bounds: bool = True  # transitivity inference (off: only the bounds written)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:

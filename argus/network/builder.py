@@ -96,11 +96,13 @@ class Builder(Reads):
             self.names[plan] = {c: c for c in plan.columns}
             return node
         if is_spj(plan):
-            block = describe(plan, self._source, canonical=self.sharing.canonicalize,
-                             resolve=self.constants)
+            def block_of():
+                return describe(plan, self._source, canonical=self.sharing.canonicalize,
+                                infer=self.sharing.infer_bounds, resolve=self.constants)
+
+            block = block_of()
             if self.constants.fetch():  # constants PostgreSQL had to read: again, with them
-                block = describe(plan, self._source, canonical=self.sharing.canonicalize,
-                                 resolve=self.constants)
+                block = block_of()
             node, self.names[plan] = BlockBuilder(self, block).build()
             return node
         if isinstance(plan, Select):  # a temporal filter
