@@ -418,7 +418,8 @@ def _ints(text: str) -> tuple[int, ...]:
 
 @main.command()
 @click.option("--quick", is_flag=True, help="Small data, a few minutes: checks that it runs.")
-@click.option("--workload", "workloads", type=click.Choice(["transfers", "tpch", "all"]),
+@click.option("--workload", "workloads",
+              type=click.Choice(["transfers", "tpch", "nexmark", "all"]),
               default="all", show_default=True)
 @click.option("--history", type=int, help="Transfers loaded first (default 100,000).")
 @click.option("--queries", help="Query counts to measure at, e.g. 100,150,250,500,1000.")
@@ -427,9 +428,11 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--tpch-scale", type=float, help="TPC-H scale factor (default 0.1).")
 @click.option("--tpch-queries",
               help="TPC-H query numbers, e.g. 1,3,6 (default: all that argus maintains).")
+@click.option("--nexmark-events", type=int,
+              help="Nexmark events loaded first (default 100,000).")
 @click.option("--per-query", type=int,
-              help="Transfer queries compared one by one (0: no query alone, TPC-H's "
-                   "neither).")
+              help="Transfer queries compared one by one (0: no query alone, TPC-H's and "
+                   "Nexmark's neither).")
 @click.option("--register", type=int,
               help="Transfer queries registered one after another, each timed (default 1000).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("argus-bench"),
@@ -438,8 +441,8 @@ def _ints(text: str) -> tuple[int, ...]:
 @handle_errors
 def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
           batches: str | None, repeat: int | None, tpch_scale: float | None,
-          tpch_queries: str | None, per_query: int | None, register: int | None, out: Path,
-          dsn: str | None) -> None:
+          tpch_queries: str | None, nexmark_events: int | None, per_query: int | None,
+          register: int | None, out: Path, dsn: str | None) -> None:
     """Benchmark argus against re-running the queries, REFRESH MATERIALIZED VIEW,
     pg_ivm (when installed) and the floor, in one run (database argus_bench)."""
     import dataclasses
@@ -454,11 +457,11 @@ def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
         raise click.BadParameter(
             f"argus does not maintain TPC-H {', '.join(f'Q{n}' for n in unknown)} (it "
             f"maintains {', '.join(map(str, TPCH_QUERIES))})", param_hint="--tpch-queries")
-    changes = {"workloads": ("transfers", "tpch") if workloads == "all" else (workloads,),
+    changes = {"workloads": Options.workloads if workloads == "all" else (workloads,),
                "history": history, "counts": _ints(queries) if queries else None,
                "sizes": _ints(batches) if batches else None, "repeat": repeat,
                "tpch_scale": tpch_scale, "tpch_queries": tpch, "per_query": per_query,
-               "register": register}
+               "register": register, "nexmark_events": nexmark_events}
     options = dataclasses.replace(options, **{k: v for k, v in changes.items() if v is not None})
     results = run(options, dsn, log=lambda text: console.print(f"[dim]{text}[/]"))
     for notice in results.notices:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from argus import nexmark
 from argus.bench.workloads import TPCH_QUERIES
 from argus.cli import main
 
@@ -18,13 +19,15 @@ def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):
                                        "--dsn", admin_dsn])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "bench.md").read_text()
-    for workload, queries in (("transfers", 25), ("tpch", len(TPCH_QUERIES))):
+    for workload, queries in (("transfers", 25), ("tpch", len(TPCH_QUERIES)),
+                              ("nexmark", len(nexmark.QUERIES))):
         assert f"| {workload} |" in report
         assert (f"Answers of all {queries:,} {workload} queries equal to the re-run ones "
                 "after the last batch: yes.") in report
     assert "## Each query alone" in report and "## Registration" in report
     for family in ("selection", "chain", "aggregate", "union"):  # every family compared alone
         assert f"| transfers | {family}_" in report
+    assert "| nexmark | q20 |" in report
     assert "| transfers | 25 |" in report  # query number 25 of the registration run
     assert (tmp_path / "bench.png").stat().st_size > 10_000
 

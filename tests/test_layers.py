@@ -14,7 +14,7 @@ PACKAGE = Path(argus.__file__).parent
 # bottom to top
 LAYERS = [
     ("foundations", {"errors", "trees", "names", "resources", "templates", "plan",
-                     "settings", "aggregates", "datagen", "workload"}),
+                     "settings", "aggregates", "datagen", "workload", "nexmark"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),
     ("node kinds and the cycle program", {"nodes", "program"}),

@@ -17,13 +17,14 @@ from .workloads import TPCH_QUERIES
 
 @dataclass(frozen=True)
 class Options:
-    workloads: tuple[str, ...] = ("transfers", "tpch")
+    workloads: tuple[str, ...] = ("transfers", "tpch", "nexmark")
     history: int = 100_000
     counts: tuple[int, ...] = (100, 150, 250, 500, 1000)
     sizes: tuple[int, ...] = (100, 1_000, 10_000)
     repeat: int = 3
     tpch_scale: float = 0.1
     tpch_queries: tuple[int, ...] = TPCH_QUERIES
+    nexmark_events: int = 100_000
     per_query: int = 20  # transfer queries compared alone (all TPC-H queries are; 0: none)
     register: int = 1000  # transfer queries registered one after another, each timed
     out: Path = Path("argus-bench")
@@ -32,7 +33,8 @@ class Options:
     def quick(cls, out: Path = Path("argus-bench")) -> Options:
         """Small data, for CI: checks that everything runs, not how fast."""
         return cls(history=5_000, counts=(10, 25), sizes=(100, 1_000), repeat=2,
-                   tpch_scale=0.01, per_query=4, register=25, out=out)
+                   tpch_scale=0.01, nexmark_events=5_000, per_query=4, register=25,
+                   out=out)
 
 
 def sample_families(names: list[str], count: int) -> list[str]:
@@ -67,6 +69,15 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         runner.scaling(w, dsn, (n,), w.sizes, options.repeat, results, log)
         if options.per_query:
             runner.per_query(w, dsn, [name for name, _ in w.queries], w.sizes,
+                             options.repeat, results, log)
+    if "nexmark" in options.workloads:
+        w = workloads.nexmark(options.nexmark_events)
+        results.data.append(f"nexmark, {options.nexmark_events:,} events of history, queries "
+                            + ", ".join(name for name, _ in w.queries)
+                            + ", batches of the next events")
+        runner.scaling(w, dsn, (len(w.queries),), options.sizes, options.repeat, results, log)
+        if options.per_query:
+            runner.per_query(w, dsn, [name for name, _ in w.queries], options.sizes,
                              options.repeat, results, log)
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "bench.md").write_text(report.markdown(results, "argus bench"))

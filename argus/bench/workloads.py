@@ -91,3 +91,23 @@ def continuous(text: str) -> str:
     tree.set("order", None)
     tree.set("limit", None)
     return tree.sql(dialect=DIALECT)
+
+
+def nexmark(events: int, seed: int = 1) -> Workload:
+    """The Nexmark queries argus maintains over `events` events of history; batches are
+    the next events (persons, auctions and bids mixed as the generator makes them)."""
+    from .. import nexmark as model
+
+    state = {}
+
+    def chunks() -> Iterator[dict[str, list[tuple]]]:
+        state["gen"] = gen = model.NexmarkGenerator(seed)
+        left = events
+        while left > 0:
+            n = min(left, 100_000)
+            left -= n
+            yield gen.batch(n)
+
+    return Workload("nexmark", model.COLUMNS, {name: "date_time" for name in model.COLUMNS},
+                    list(model.QUERIES.items()), chunks,
+                    lambda size: state["gen"].batch(size))

@@ -1,0 +1,78 @@
+"""Benchmark: the same workload under two layouts, in one run on the same data.
+
+  tables   every selection keeps its rows (virtual_selectivity null: argus before
+           conditional materialization)
+  views    a selection over a stream that passes most of its rows (more than 0.3, by
+           PostgreSQL's estimate) is a view of the stream (the default)
+
+For each workload (the transfer queries of `argus bench`, TPC-H's maintained queries)
+and layout: a fresh database, the history loaded, the queries registered, then batches;
+prints the median cycle, the state the network keeps beside the stream histories, and
+the nodes that are views.
+
+Usage: python bench/layout.py [--dsn DSN] [--history N] [--queries N] [--batch N]
+       [--batches N] [--tpch-scale-thousandths N]
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import argus
+from argus.bench import workloads
+from argus.bench.runner import load
+from common import arguments, fresh_database  # bench/common.py
+
+LAYOUTS = {"tables": None, "views": 0.3}
+
+STATE = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) / 1048576.0,
+                  count(*) FILTER (WHERE c.relkind = 'v' AND c.relname NOT LIKE '%%delta')
+             FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+            WHERE s.nspname = 'argus_net' AND c.relkind IN ('r', 'v')"""
+
+
+def measure(dsn_arg, make, share, batch: int, batches: int) -> dict:
+    workload = make()
+    db = argus.connect(fresh_database(dsn_arg))
+    db.configure(virtual_selectivity=share)
+    load(db, workload)
+    for name, query in workload.queries:
+        db.register_query(name, query)
+    db.conn.execute("VACUUM ANALYZE")
+    times = []
+    for _ in range(batches):
+        for stream, rows in workload.batch(batch).items():
+            db.insert(stream, rows)
+        started = time.perf_counter()
+        db.run()
+        times.append((time.perf_counter() - started) * 1000)
+    state, views = db.conn.execute(STATE).fetchone()
+    (nodes,) = db.conn.execute(
+        "SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
+    db.close()
+    return {"cycle": statistics.median(times), "state": float(state), "nodes": nodes,
+            "views": views}
+
+
+def main() -> None:
+    args = arguments(__doc__, history=100_000, queries=150, batch=1_000, batches=7,
+                     tpch_scale_thousandths=100)
+    runs = {
+        f"transfers {args.queries}q, batch {args.batch:,}":
+            (lambda: workloads.transfers(args.history, args.queries), args.batch),
+        f"TPC-H {args.tpch_scale_thousandths / 1000:g}, 15 queries":
+            (lambda: workloads.tpch(args.tpch_scale_thousandths / 1000, args.batches + 1),
+             0),
+    }
+    print("| workload | layout | cycle ms | network state MiB | nodes | views |")
+    print("|---|---|---:|---:|---:|---:|")
+    for label, (make, batch) in runs.items():
+        for layout, share in LAYOUTS.items():
+            r = measure(args.dsn, make, share, batch, args.batches)
+            print(f"| {label} | {layout} | {r['cycle']:.1f} | {r['state']:.1f} | "
+                  f"{r['nodes']} | {r['views']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
