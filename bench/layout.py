@@ -5,13 +5,13 @@
   views    a selection over a stream that passes most of its rows (more than 0.3, by
            PostgreSQL's estimate) is a view of the stream (the default)
 
-For each workload (the transfer queries of `argus bench`, TPC-H's maintained queries)
-and layout: a fresh database, the history loaded, the queries registered, then batches;
+For each workload (the transfer queries of `argus bench`, TPC-H's maintained queries,
+Nexmark's) and layout: a fresh database, the history loaded, the queries registered, then batches;
 prints the median cycle, the state the network keeps beside the stream histories, and
 the nodes that are views.
 
 Usage: python bench/layout.py [--dsn DSN] [--history N] [--queries N] [--batch N]
-       [--batches N] [--tpch-scale-thousandths N]
+       [--batches N] [--tpch-scale-thousandths N] [--nexmark-events N]
 """
 
 from __future__ import annotations
@@ -57,13 +57,15 @@ def measure(dsn_arg, make, share, batch: int, batches: int) -> dict:
 
 def main() -> None:
     args = arguments(__doc__, history=100_000, queries=150, batch=1_000, batches=7,
-                     tpch_scale_thousandths=100)
+                     tpch_scale_thousandths=100, nexmark_events=100_000)
     runs = {
         f"transfers {args.queries}q, batch {args.batch:,}":
             (lambda: workloads.transfers(args.history, args.queries), args.batch),
         f"TPC-H {args.tpch_scale_thousandths / 1000:g}, 15 queries":
             (lambda: workloads.tpch(args.tpch_scale_thousandths / 1000, args.batches + 1),
              0),
+        f"Nexmark, {args.nexmark_events:,} events, 12 queries, batch {args.batch:,}":
+            (lambda: workloads.nexmark(args.nexmark_events), args.batch),
     }
     print("| workload | layout | cycle ms | network state MiB | nodes | views |")
     print("|---|---|---:|---:|---:|---:|")
