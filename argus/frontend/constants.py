@@ -19,9 +19,9 @@ import psycopg
 from psycopg import sql
 from sqlglot import exp
 
-from .canon import TypeOf, float_text
 from ..errors import QueryError, UnsupportedQueryError
 from ..trees import DIALECT
+from .canon import TypeOf, float_text
 
 EXACT = {"smallint", "integer", "bigint", "numeric"}
 FLOATS = {"real", "double precision"}

@@ -16,8 +16,8 @@ from fractions import Fraction
 import psycopg
 from psycopg import sql
 
-from .blocks import Indexed
 from ..frontend.canon import Literal, PredSet, clause_text, predset_text
+from .blocks import Indexed
 
 
 def sources_key(sources: Iterable[int]) -> str:

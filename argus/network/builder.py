@@ -15,24 +15,24 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..mqo import index, regroup
 from ..aggregates import Model, entries
-from ..mqo.blocks import describe, is_spj, substitute
+from ..errors import QueryError, UnknownStreamError
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
+from ..frontend.planner import short
+from ..frontend.temporal import classify, clock_conjuncts
+from ..mqo import index, regroup
+from ..mqo.blocks import describe, is_spj, substitute
+from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
+from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, Node, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes.join import join_condition
-from ..errors import QueryError, UnknownStreamError
-from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
-from ..frontend.planner import short
 from ..trees import DIALECT, conjuncts, never_fails
 from .groups import CatalogGroups
 from .reads import Reads, load_node
 from .stored import execute_all, store_blocks
-from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, fresh_name, column_name
-from ..frontend.temporal import classify, clock_conjuncts
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
 

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from ..frontend.canon import column_atom
 from ..mqo import index
 from ..mqo.blocks import Indexed, render
-from ..frontend.canon import column_atom
-from ..nodes import Node
 from ..mqo.sharing import source_atoms
-
+from ..nodes import Node
 
 _LOAD = """
 SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
