@@ -27,7 +27,7 @@ from common import arguments, fresh_database  # bench/common.py
 LAYOUTS = {"tables": None, "views": 0.3}
 
 STATE = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) / 1048576.0,
-                  count(*) FILTER (WHERE c.relkind = 'v' AND c.relname NOT LIKE '%%delta')
+                  count(*) FILTER (WHERE c.relkind = 'v' AND c.relname NOT LIKE '%delta')
              FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
             WHERE s.nspname = 'argus_net' AND c.relkind IN ('r', 'v')"""
 

@@ -4,6 +4,7 @@ family ends up using (fixtures/sharing.txt), dropping, and the index's bookkeepi
 from __future__ import annotations
 
 import random
+from decimal import Decimal
 
 import pytest
 
@@ -236,4 +237,21 @@ def test_two_instances_of_a_query_enrich_one_shared_node(oracle):
     oracle.register("b", "SELECT y.v, x.id FROM tr y, tr x "
                          "WHERE y.k = x.v AND x.w > 0 AND y.w > 0")
     oracle.insert("tr", [(i, i % 3, i % 4, i % 5 - 2) for i in range(30, 60)])
+    oracle.run()
+
+
+def test_implied_bounds_hold_for_nan_infinity_and_null(oracle):
+    """PostgreSQL orders numeric NaN above every number and Infinity above the rest: a
+    bound implied through `>=` and `=` still keeps every row of the answer."""
+    oracle.create_stream("m", {"id": "int", "k": "int", "x": "numeric"})
+    values = [Decimal("NaN"), Decimal("Infinity"), Decimal("-Infinity"), None,
+              Decimal("2000"), Decimal("600"), Decimal("400"), Decimal("10")]
+    rows = [(i, i % 3, v) for i, v in enumerate(values * 3)]
+    oracle.insert("m", rows[:12])
+    oracle.run()
+    for name, where in [("lower", "a.x > 1000 AND b.x >= a.x * 0.5 AND c.x = b.x"),
+                        ("upper", "a.x <= 1000 AND b.x <= a.x * 0.5 + 1 AND c.x = b.x")]:
+        oracle.register(name, f"SELECT a.id, b.id AS b, c.id AS c FROM m a, m b, m c "
+                              f"WHERE a.k = b.k AND b.k = c.k AND {where}")
+    oracle.insert("m", rows[12:])
     oracle.run()

@@ -136,7 +136,7 @@ def implied_bounds(conds: list[Cond], rounds: int = 3) -> list[Cond]:
             ((atom, _),) = bound.terms
             for link in links:
                 for lit in eliminate(bound, link, atom) if atom in dict(link.terms) else []:
-                    if len(lit.terms) == 1 and not any(implies(k, lit) for k in known):
+                    if not any(implies(k, lit) for k in known):  # one atom: the other
                         known.append(lit)
                         found.append(lit)
         derived += found

@@ -419,11 +419,15 @@ class Builder(Reads):
         self.created.append(node)
         return node
 
+    def _stored(self, node: Node) -> Node:
+        """The node whose table holds the rows of `node` (itself, unless it is a view)."""
+        while virtual(node):
+            node = self.load(node.parents[0])
+        return node
+
     def _over_groups(self, parent: Node) -> bool:
         """The parent is an aggregate's groups, or a view of them."""
-        while virtual(parent):
-            parent = self.load(parent.parents[0])
-        return parent.kind == "aggregate"
+        return self._stored(parent).kind == "aggregate"
 
     def _view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
         """ARGUS's conditional materialization: a selection over a stream (through
@@ -438,9 +442,7 @@ class Builder(Reads):
             return False
         threshold = self._once(("virtual_selectivity",), lambda: self.conn.execute(
             "SELECT virtual_selectivity FROM argus_catalog.settings").fetchone()[0])
-        base = parent
-        while virtual(base):
-            base = self.load(base.parents[0])
+        base = self._stored(parent)
         if threshold is None or base.kind != "stream":
             return False
         return self.share_of(parent, predicate, base) > threshold
