@@ -40,7 +40,9 @@ def maintenance(node, stats: tuple | None) -> list[str]:
     apply_row, rebuild_row, ms, flush_ms, rows, changes, apply_ms, rebuild_ms, rebuilt = \
         stats or (None,) * 9
     if virtual(node):
-        lines = ["maintenance: none, its history is a view of its parent's rows"]
+        lines = ["maintenance: none, its history is a view: "
+                 + ("the join of its parents' histories (its answer is large next to them)"
+                    if node.kind == "join" else "its parent's rows it passes")]
     elif node.insert_only:
         lines = ["maintenance: its delta is appended to its history (insert-only)"]
     else:

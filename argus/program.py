@@ -11,7 +11,7 @@ from psycopg import sql
 
 from .names import stream_inbox
 from .templates import render
-from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, var, virtual
+from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .nodes import COMPILERS, KINDS
 from .nodes.stream import claim, in_inbox
 
@@ -40,7 +40,7 @@ def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], c
 
 def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     steps = COMPILERS[node.kind].evaluate(node, parents)
-    if virtual(node):
+    if delta_view(node):
         code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
     elif not steps:
         return None
@@ -51,7 +51,7 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
                    condition=step.condition or sql.SQL("TRUE"),
                    statement=_step_code(step, conn, counted=signed), var=var(node.id))
             for step in COMPILERS[node.kind].evaluate(node, parents)), conn)
-    counted_as_written = node.insert_only and not virtual(node)  # a view counts its rows
+    counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
@@ -59,7 +59,7 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id),
-                  analyze=sql.SQL("") if virtual(node) else analyze_delta(node))
+                  analyze=sql.SQL("") if delta_view(node) else analyze_delta(node))
 
 
 def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:

@@ -15,7 +15,7 @@ from psycopg import sql
 from .frontend import functions
 from . import network, roles
 from .frontend.analyze import Analyzed, analyze
-from .nodes import SIGN_ID, T1, virtual
+from .nodes import SIGN_ID, T1, delta_view, virtual
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError)
@@ -278,10 +278,12 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
             with conn.transaction():
                 mine = {n.id for n in info.nodes} & stale
                 for node in net.nodes.values():  # evaluation order
-                    if node.id in mine and not virtual(node):
+                    if node.id not in mine or delta_view(node):
+                        continue
+                    conn.execute(sql.SQL("DELETE FROM {}").format(node.delta_table))
+                    if not virtual(node):  # (a virtual join's history is its parents')
                         parents = [net.nodes[p] for p in node.parents]
                         execute_all(conn, rebuild(node, parents))
-                        conn.execute(sql.SQL("DELETE FROM {}").format(node.delta_table))
                         conn.execute(sql.SQL(
                             "UPDATE argus_catalog.node_stats SET hist_rows = "
                             "(SELECT count(*) FROM {}) WHERE node_id = %s").format(node.hist),

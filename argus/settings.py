@@ -75,10 +75,17 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "max_query_state": (_optional(_positive(int)),
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),
+    "layout": (_choice("cost", "heuristic"),
+               "how new nodes keep their rows: cost (conditional materialization: "
+               "virtual_selectivity, virtual_join_growth) or heuristic (every node a table)"),
     "virtual_selectivity": (_optional(_fraction),
                             "a new selection or projection over a stream that PostgreSQL "
                             "estimates to pass more than this share of the stream's rows "
                             "keeps no table: it is a view of the stream (null: never)"),
+    "virtual_join_growth": (_optional(_positive(float)),
+                            "a new insert-only inner join holding more than this many "
+                            "times its inputs' rows together keeps no table: it is a view "
+                            "of their join (null: never)"),
     "max_clock_lead": (_optional(_interval),
                        "hold back (quarantine) rows whose event time is further ahead of the "
                        "server's clock than this (null: never)"),

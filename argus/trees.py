@@ -37,13 +37,19 @@ _NEVER_FAILS = (exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, 
                 exp.Star)
 
 
-def never_fails(text: str) -> bool:
+# Arithmetic that fails only by overflow, at the ends of its type's range.
+_OVERFLOWS = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Interval, exp.Var)
+
+
+def never_fails(text: str, overflow: bool = False) -> bool:
     """Whether an expression cannot fail on any row (a constant's cast fails, if it
-    does, when the statement is planned)."""
+    does, when the statement is planned); with `overflow`, except by an overflow of
+    +, - or * (a date 20 days after the last date PostgreSQL has)."""
     import sqlglot
 
+    allowed = _NEVER_FAILS + (_OVERFLOWS if overflow else ())
     for node in sqlglot.parse_one(text, read=DIALECT).walk():
         constant = isinstance(node, exp.Cast) and isinstance(unparen(node.this), exp.Literal)
-        if not (constant or isinstance(node, _NEVER_FAILS)):
+        if not (constant or isinstance(node, allowed)):
             return False
     return True

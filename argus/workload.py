@@ -78,15 +78,31 @@ def union(rng: random.Random) -> str:
     return rng.choice([" UNION ", " UNION ALL "]).join(sides)
 
 
+def loose_chain(rng: random.Random) -> str:
+    """A 3-transfer chain with no amount rule between its transfers and a low threshold:
+    an answer that grows by tens of thousands of rows per thousand transfers, far larger
+    than its inputs (the layout optimizer's hard case, issue 20)."""
+    window = rng.choice((10, 20))
+    where = [_above(rng, "r1.amount", rng.choice((100, 1000))),
+             "r1.receiver = r2.sender", "r2.receiver = r3.sender",
+             f"r2.tran_date BETWEEN r1.tran_date AND r1.tran_date + {window}",
+             f"r3.tran_date BETWEEN r2.tran_date AND r2.tran_date + {window}"]
+    rng.shuffle(where)
+    outputs = rng.choice(["r1.tran_id AS r1_id, r3.tran_id AS r3_id",
+                          "r1.tran_id AS r1_id, r2.tran_id AS r2_id, r3.amount"])
+    return (f"SELECT {outputs} FROM transfers r1, transfers r2, transfers r3 WHERE "
+            + " AND ".join(where))
+
+
 FAMILIES = ((selection, 0.30), (chain, 0.45), (aggregate, 0.20), (union, 0.05))
 
 
-def transfer_queries(n: int, seed: int = 1) -> list[tuple[str, str]]:
-    """n (name, SQL) pairs drawn from the families."""
+def transfer_queries(n: int, seed: int = 1, loose: int = 0) -> list[tuple[str, str]]:
+    """n (name, SQL) pairs drawn from the families, then `loose` loose chains."""
     rng = random.Random(seed)
     makers, weights = zip(*FAMILIES)
     out = []
     for i in range(n):
         make = rng.choices(makers, weights)[0]
         out.append((f"{make.__name__}_{i:04d}", make(rng)))
-    return out
+    return out + [(f"loose_chain_{i:02d}", loose_chain(rng)) for i in range(loose)]

@@ -1,17 +1,20 @@
 """Benchmark: the same workload under two layouts, in one run on the same data.
 
-  tables   every selection keeps its rows (virtual_selectivity null: argus before
-           conditional materialization)
-  views    a selection over a stream that passes most of its rows (more than 0.3, by
-           PostgreSQL's estimate) is a view of the stream (the default)
+  heuristic  every node keeps a table of its rows (settings.layout heuristic: argus
+             before conditional materialization)
+  cost       conditional materialization (the default): a selection over a stream that
+             passes most of its rows (more than virtual_selectivity, 0.3, by PostgreSQL's
+             estimate) is a view of the stream, and an inner join holding more than
+             virtual_join_growth (4) times its inputs' rows is a view of their join
 
-For each workload (the transfer queries of `argus bench`, TPC-H's maintained queries,
-Nexmark's) and layout: a fresh database, the history loaded, the queries registered, then batches;
-prints the median cycle, the state the network keeps beside the stream histories, and
-the nodes that are views.
+For each workload (the transfer queries of `argus bench`, the same with loose 3-way
+chains, TPC-H's maintained queries, Nexmark's) and layout: a fresh database, the history
+loaded, the queries registered, then batches; prints the median cycle, the state the
+network keeps beside the stream histories, the registration time, and the nodes that
+are views.
 
-Usage: python bench/layout.py [--dsn DSN] [--history N] [--queries N] [--batch N]
-       [--batches N] [--tpch-scale-thousandths N] [--nexmark-events N]
+Usage: python bench/layout.py [--dsn DSN] [--history N] [--queries N] [--loose N]
+       [--batch N] [--batches N] [--tpch-scale-thousandths N] [--nexmark-events N]
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from argus.bench import workloads
 from argus.bench.runner import load
 from common import arguments, fresh_database  # bench/common.py
 
-LAYOUTS = {"tables": None, "views": 0.3}
+LAYOUTS = ("heuristic", "cost")
 
 STATE = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) / 1048576.0,
                   count(*) FILTER (WHERE c.relkind = 'v' AND c.relname NOT LIKE '%delta')
@@ -32,13 +35,15 @@ STATE = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) / 1048576.0,
             WHERE s.nspname = 'argus_net' AND c.relkind IN ('r', 'v')"""
 
 
-def measure(dsn_arg, make, share, batch: int, batches: int) -> dict:
+def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
     workload = make()
     db = argus.connect(fresh_database(dsn_arg))
-    db.configure(virtual_selectivity=share)
+    db.configure(layout=layout)
     load(db, workload)
+    started = time.perf_counter()
     for name, query in workload.queries:
         db.register_query(name, query)
+    registration = time.perf_counter() - started
     db.conn.execute("VACUUM ANALYZE")
     times = []
     for _ in range(batches):
@@ -52,28 +57,31 @@ def measure(dsn_arg, make, share, batch: int, batches: int) -> dict:
         "SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
     db.close()
     return {"cycle": statistics.median(times), "state": float(state), "nodes": nodes,
-            "views": views}
+            "views": views, "registration": registration}
 
 
 def main() -> None:
-    args = arguments(__doc__, history=100_000, queries=150, batch=1_000, batches=7,
+    args = arguments(__doc__, history=100_000, queries=150, loose=6, batch=1_000, batches=7,
                      tpch_scale_thousandths=100, nexmark_events=100_000)
     runs = {
         f"transfers {args.queries}q, batch {args.batch:,}":
             (lambda: workloads.transfers(args.history, args.queries), args.batch),
+        f"transfers {args.queries}q + {args.loose} loose chains, batch {args.batch:,}":
+            (lambda: workloads.transfers(args.history, args.queries, loose=args.loose),
+             args.batch),
         f"TPC-H {args.tpch_scale_thousandths / 1000:g}, 15 queries":
             (lambda: workloads.tpch(args.tpch_scale_thousandths / 1000, args.batches + 1),
              0),
         f"Nexmark, {args.nexmark_events:,} events, 12 queries, batch {args.batch:,}":
             (lambda: workloads.nexmark(args.nexmark_events), args.batch),
     }
-    print("| workload | layout | cycle ms | network state MiB | nodes | views |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| workload | layout | cycle ms | network state MiB | registration s | nodes | views |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for label, (make, batch) in runs.items():
-        for layout, share in LAYOUTS.items():
-            r = measure(args.dsn, make, share, batch, args.batches)
+        for layout in LAYOUTS:
+            r = measure(args.dsn, make, layout, batch, args.batches)
             print(f"| {label} | {layout} | {r['cycle']:.1f} | {r['state']:.1f} | "
-                  f"{r['nodes']} | {r['views']} |", flush=True)
+                  f"{r['registration']:.1f} | {r['nodes']} | {r['views']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from psycopg import sql
 import argus
 from argus import ArgusError, roles
 
-from .oracle import MIRROR, Oracle, bag, same
+from .oracle import LAYOUT_SETTINGS, MIRROR, Oracle, bag, same
 
 UTC = dt.timezone.utc
 START = dt.datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -375,11 +375,10 @@ class Fuzzer:
     def mode(self) -> None:
         maintenance = self.rng.choice(["auto", "apply", "rebuild"])
         locked = self.rng.random() < 0.5
-        views = self.rng.choice([None, 0.0, 0.3])  # the layout of the nodes made next
-        self.log.append(f"configure maintenance={maintenance} locked={locked} "
-                        f"virtual_selectivity={views}")
-        self.db.configure(maintenance=maintenance, virtual_selectivity=views,
-                          truncate_inbox_bytes=1 if locked else 1 << 40)
+        layout = self.rng.choice(LAYOUT_SETTINGS)  # the layout of the nodes made next
+        self.log.append(f"configure maintenance={maintenance} locked={locked} {layout}")
+        self.db.configure(maintenance=maintenance, truncate_inbox_bytes=1 if locked else 1 << 40,
+                          **layout)
 
     def cycle(self) -> None:
         self.log.append("cycle")

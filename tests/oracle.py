@@ -18,6 +18,17 @@ from argus import Argus
 from argus.names import stream_history
 
 MIRROR = "oracle_mirror"
+# Layouts (settings.layout, virtual_selectivity, virtual_join_growth) that the property
+# tests and the fuzzer switch between, for the nodes registered next: every node a
+# table; the defaults (selections over a stream as views by PostgreSQL's estimate, joins
+# by their size); every node that can be a view (selections that cannot fail, joins
+# with a row); views of joins only. Every layout must give the same answers.
+LAYOUT_SETTINGS = [
+    {"layout": "heuristic"},
+    {"layout": "cost", "virtual_selectivity": 0.3, "virtual_join_growth": 4},
+    {"layout": "cost", "virtual_selectivity": 0.0, "virtual_join_growth": 1e-9},
+    {"layout": "cost", "virtual_selectivity": None, "virtual_join_growth": 1e-9},
+]
 
 
 NAN = "NaN"  # NaN is not equal to itself in Python; PostgreSQL's NaN equals NaN

@@ -1,5 +1,6 @@
-"""Which nodes keep tables (conditional materialization, settings.virtual_selectivity),
-and that every layout gives the same answers as PostgreSQL (the oracle)."""
+"""Which nodes keep tables (conditional materialization: settings.layout,
+virtual_selectivity, virtual_join_growth), and that every layout gives the same answers
+as PostgreSQL (the oracle)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,83 @@ def test_a_node_made_under_one_layout_is_shared_under_another(transfers):
     assert "its history is a view" in transfers.db.explain("view")
     transfers.insert("transfers", transfer_rows(random.Random(5), 100, 50, day=2))
     transfers.run()
+
+
+# a loose chain (its answer many times its inputs) and what can consume a join: another
+# join probing it, an aggregate, a DISTINCT, a left join, a windowed selection, a union
+CHAIN = ("SELECT a.tran_id, b.tran_id AS next, b.receiver FROM transfers a JOIN transfers b "
+         "ON a.receiver = b.sender AND b.tran_date BETWEEN a.tran_date AND a.tran_date + 5")
+OVER_CHAIN = {
+    "chain": CHAIN,
+    "chain3": CHAIN.replace("SELECT a.tran_id,", "SELECT a.tran_id, c.amount,")
+    + " JOIN transfers c ON b.receiver = c.sender AND c.tran_date >= b.tran_date",
+    "per_receiver": f"SELECT receiver, count(*) AS n FROM ({CHAIN}) AS c GROUP BY receiver",
+    "distinct": f"SELECT DISTINCT receiver FROM ({CHAIN}) AS c",
+    "left": f"SELECT t.tran_id, c.next FROM transfers t LEFT JOIN ({CHAIN}) AS c "
+            "ON c.tran_id = t.tran_id AND c.next < 40",
+    "recent": CHAIN + " WHERE b.tran_date > argus_now() - interval '4 days'",
+    "union": f"SELECT tran_id FROM ({CHAIN}) AS c UNION SELECT tran_id FROM transfers "
+             "WHERE amount < 50",
+}
+JOIN_LAYOUTS = {"tables": {"layout": "heuristic"}, "default": {},
+                "views": {"virtual_join_growth": 1e-9}}
+
+
+def join_kinds(db, name: str) -> set[str]:
+    """'r' (a table) or 'v' (a view) for each inner join of the query."""
+    return {relkind for (relkind,) in db.conn.execute(
+        """SELECT c.relkind FROM argus_catalog.query_nodes qn
+             JOIN argus_catalog.queries q USING (query_id)
+             JOIN argus_catalog.nodes n ON n.node_id = qn.node_id
+             JOIN pg_class c ON c.oid = format('%%I.%%I', n.hist_schema, n.hist_name)::regclass
+            WHERE q.name = %s AND n.kind = 'join' AND n.definition->>'kind' = 'inner'""",
+        (name,))}
+
+
+@pytest.mark.parametrize("layout", JOIN_LAYOUTS.values(), ids=JOIN_LAYOUTS.keys())
+def test_joins_as_views_give_postgresqls_answers(transfers, layout):
+    rng = random.Random(11)
+    transfers.insert("transfers", transfer_rows(rng, 0, 300))
+    transfers.run()
+    transfers.db.configure(**layout)
+    for name, query in OVER_CHAIN.items():
+        transfers.register(name, query)
+    for day in range(2, 7):
+        transfers.db.configure(truncate_inbox_bytes=1 if day % 2 else 1 << 40)
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 120, day=day))
+        transfers.run()  # every answer and change against PostgreSQL's
+    kinds = join_kinds(transfers.db, "chain")
+    # 300 rows over 7 accounts and 20 days: a 5-day chain holds ~6x its inputs
+    assert kinds == ({"r"} if layout.get("layout") == "heuristic" else {"v"})
+    if kinds == {"v"}:
+        assert "the join of its parents' histories" in transfers.db.explain("chain")
+    transfers.unregister("chain3")  # drops its view, keeps the shared ones
+    transfers.run()
+    for name in OVER_CHAIN:
+        if name != "chain3":
+            transfers.check_query(name)
+
+
+def test_a_virtual_join_gains_columns_and_is_dropped(transfers):
+    """Projection enrichment of a shared join that is a view: the view gains the
+    columns, the delta table too; unregistering the last query drops both."""
+    rng = random.Random(12)
+    transfers.insert("transfers", transfer_rows(rng, 0, 200))
+    transfers.run()
+    transfers.db.configure(virtual_join_growth=1e-9)
+    narrow = transfers.register("narrow", "SELECT a.tran_id FROM transfers a JOIN transfers b "
+                                "ON a.receiver = b.sender")
+    wide = transfers.register("wide", "SELECT a.tran_id, b.amount, a.tran_date "
+                              "FROM transfers a JOIN transfers b ON a.receiver = b.sender")
+    assert wide.output_node == narrow.output_node  # shared, enriched
+    assert join_kinds(transfers.db, "wide") == {"v"}
+    for day in (2, 3):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 80, day=day))
+        transfers.run()
+    node = wide.output_node
+    transfers.unregister("narrow")
+    transfers.unregister("wide")
+    left = transfers.conn.execute(
+        "SELECT count(*) FROM pg_class WHERE relname IN (%s, %s)",
+        (f"n{node}", f"n{node}_delta")).fetchone()
+    assert left == (0,)

@@ -24,7 +24,7 @@ from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, multip
 
 from argus import QueryError
 
-from .oracle import Oracle
+from .oracle import LAYOUT_SETTINGS, Oracle
 
 STREAMS = {"r": {"k": "int", "g": "int", "v": "int"}, "s": {"k": "int", "w": "int"}}
 START = dt.datetime(2024, 1, 1)
@@ -41,10 +41,7 @@ COMPARE = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 AGGREGATES = ["count(*)", "count({x})", "sum({x})", "min({x})", "max({x})", "avg({x})",
               "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})"]
 EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "300"))
-# the layout of the nodes registered next (settings.virtual_selectivity): selections over
-# a stream as views of its rows whenever they cannot fail (0.0), never (None), or by
-# PostgreSQL's estimate (0.3, the default)
-LAYOUTS = st.sampled_from([None, 0.0, 0.3])
+LAYOUTS = st.sampled_from(LAYOUT_SETTINGS)  # the layout of the nodes registered next
 _names = itertools.count()
 
 
@@ -234,9 +231,9 @@ def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
         def drop(self, name):
             self.oracle.unregister(name)
 
-        @rule(share=LAYOUTS)
-        def layout(self, share):
-            db.configure(virtual_selectivity=share)
+        @rule(layout=LAYOUTS)
+        def layout(self, layout):
+            db.configure(**layout)
 
         def teardown(self):
             for info in db.queries():

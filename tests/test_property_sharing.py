@@ -102,9 +102,9 @@ def test_sharing_strategies_keep_every_answer_exact(fresh_dsn, strategy):
             self.oracle.unregister(name)
             self.oracle.check()
 
-        @rule(share=LAYOUTS)
-        def layout(self, share):
-            db.configure(virtual_selectivity=share)
+        @rule(layout=LAYOUTS)
+        def layout(self, layout):
+            db.configure(**layout)
 
         @invariant()
         def every_node_is_needed(self):

@@ -36,8 +36,9 @@ class Workload:
     sizes: tuple[int, ...] | None = None  # batch sizes the workload has (None: any)
 
 
-def transfers(history: int, queries: int, seed: int = 1) -> Workload:
-    """Batches continue the stream after the history most recently loaded."""
+def transfers(history: int, queries: int, seed: int = 1, loose: int = 0) -> Workload:
+    """Batches continue the stream after the history most recently loaded; `loose`
+    loose chains (argus.workload.loose_chain) follow the queries."""
     state = {}
 
     def chunks() -> Iterator[dict[str, list[tuple]]]:
@@ -49,7 +50,7 @@ def transfers(history: int, queries: int, seed: int = 1) -> Workload:
             yield {"transfers": gen.batch(n)}
 
     return Workload("transfers", {"transfers": dict(TRANSFER_COLUMNS)},
-                    {"transfers": "tran_date"}, transfer_queries(queries, seed), chunks,
+                    {"transfers": "tran_date"}, transfer_queries(queries, seed, loose), chunks,
                     lambda size: {"transfers": state["gen"].batch(size)})
 
 

@@ -7,6 +7,7 @@ reused, so equal subplans of different queries share one node and its tables.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import time
 
@@ -25,7 +26,7 @@ from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
 from ..names import NETWORK_SCHEMA, TIME_TYPES
-from ..nodes import COMPILERS, Node, signature, virtual
+from ..nodes import COMPILERS, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes.join import join_condition
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
@@ -287,7 +288,9 @@ class Builder(Reads):
             pg_type = dict(zip(parent.columns, parent.types))[column]
             added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
                           pg_type, atom))
-        for table in () if virtual(node) else (node.hist, node.delta):
+        tables = [t for t, view in ((node.hist, virtual(node)), (node.delta, delta_view(node)))
+                  if not view]
+        for table in tables:
             self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
                 sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
                 for n, _, t, _ in added)))
@@ -303,7 +306,7 @@ class Builder(Reads):
                           (signature(node.kind, parents, node.columns, node.exprs,
                                      node.definition, self._salt()), node.id))
         if virtual(node):  # the views gain the columns at their end
-            execute_all(self.conn, COMPILERS[node.kind].create(node, parents))
+            execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
         else:
             self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
             execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
@@ -380,7 +383,11 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
-        if kind == "select" and self._view_of_stream(parents[0], definition, exprs):
+        counted = None  # a virtual join's rows, as far as its choice counted them
+        if kind == "join" and insert_only:
+            counted = self._view_of_join(parents, definition, exprs)
+        if counted is not None or \
+                kind == "select" and self._view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
 
         (node_id,) = self.conn.execute(
@@ -408,7 +415,7 @@ class Builder(Reads):
         node = dataclasses.replace(node, types=self._record_types(node))
         started = time.perf_counter()
         execute_all(self.conn, compiler.backfill(node, parents))
-        self._counted(node, (time.perf_counter() - started) * 1000)
+        self._counted(node, (time.perf_counter() - started) * 1000, counted)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
         if not virtual(node):
@@ -420,8 +427,9 @@ class Builder(Reads):
         return node
 
     def _stored(self, node: Node) -> Node:
-        """The node whose table holds the rows of `node` (itself, unless it is a view)."""
-        while virtual(node):
+        """The node whose table holds the rows of `node` (itself, unless it is a view of
+        a selection's; a virtual join's rows are held by no one table: itself)."""
+        while delta_view(node):
             node = self.load(node.parents[0])
         return node
 
@@ -440,16 +448,51 @@ class Builder(Reads):
         if definition.get("temporal") or definition.get("virtual") or not all(
                 map(never_fails, filter(None, [predicate, *exprs]))):
             return False
-        threshold = self._once(("virtual_selectivity",), lambda: self.conn.execute(
-            "SELECT virtual_selectivity FROM argus_catalog.settings").fetchone()[0])
+        layout, threshold, _ = self._layout()
         base = self._stored(parent)
-        if threshold is None or base.kind != "stream":
+        if layout != "cost" or threshold is None or base.kind != "stream":
             return False
         return self.share_of(parent, predicate, base) > threshold
 
-    def _counted(self, node: Node, backfill_ms: float) -> None:
+    def _layout(self) -> tuple[str, float | None, float | None]:
+        return self._once(("layout",), lambda: self.conn.execute(
+            "SELECT layout, virtual_selectivity, virtual_join_growth "
+            "FROM argus_catalog.settings").fetchone())
+
+    def _view_of_join(self, parents: list[Node], definition: dict, exprs) -> int | None:
+        """Conditional materialization of an inner join (Zhu's virtual intermediate
+        states): when its answer is large next to its inputs — more than
+        settings.virtual_join_growth times their rows together, counted (up to that)
+        at registration — a table of it costs more state and more flushing each cycle
+        than joining its parents' histories, through their indexes, when a consumer
+        reads or probes it. A chain of three transfers with a 20-day window held 8.9M
+        rows for inputs of 100k, and flushing 100k new ones was a third of its cycle.
+        Only a join whose condition and columns cannot fail on a row (as a selection's,
+        above) but by an overflow of + - * (its day windows): reading its answer may
+        then fail, naming no row, where the cycles that met the row failed naming it.
+        The rows counted if it is to be virtual, else None."""
+        layout, _, growth = self._layout()
+        if layout != "cost" or growth is None or definition["kind"] != "inner" or not all(
+                never_fails(e, overflow=True) for e in [definition["condition"], *exprs]):
+            return None
+        inputs = sum(r[0] for r in self.conn.execute(
+            "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = ANY(%s)",
+            ([p.id for p in parents],)))
+        limit = int(growth * inputs) + 1
+        left, right = parents
+        (rows,) = self.conn.execute(sql.SQL(
+            "SELECT count(*) FROM (SELECT FROM {} AS t1 JOIN {} AS t2 ON {} LIMIT {}) AS s"
+        ).format(left.hist, right.hist, sql.SQL(definition["condition"]), sql.Literal(limit))
+        ).fetchone()
+        return rows if rows == limit else None
+
+    def _counted(self, node: Node, backfill_ms: float, rows: int | None = None) -> None:
         """Record the new node's rows and, for a signed node, what its backfill cost per
-        row read and written: the first estimate of what rebuilding it costs (003)."""
+        row read and written: the first estimate of what rebuilding it costs (003). A
+        virtual join's are not counted (that is its whole join): `rows` is the lower
+        bound its choice counted."""
+        counted = (sql.SQL("SELECT count(*) AS rows FROM {}").format(node.hist) if rows is None
+                   else sql.SQL("SELECT {}::bigint AS rows").format(sql.Literal(rows)))
         self.conn.execute(sql.SQL(
             """UPDATE argus_catalog.node_stats n SET hist_rows = c.rows,
                       rebuild_ms_row = CASE WHEN %s THEN NULL ELSE
@@ -457,8 +500,8 @@ class Builder(Reads):
                                  FROM argus_catalog.edges e
                                  JOIN argus_catalog.node_stats p ON p.node_id = e.parent_id
                                 WHERE e.child_id = n.node_id), 0) + 10) END
-                 FROM (SELECT count(*) AS rows FROM {}) AS c
-                WHERE n.node_id = %s""").format(node.hist),
+                 FROM ({}) AS c
+                WHERE n.node_id = %s""").format(counted),
             (node.insert_only, backfill_ms, node.id))
 
     def _salt(self, salted: bool = False) -> str | None:
@@ -593,14 +636,23 @@ class Builder(Reads):
 
     def _table_of(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
         """The node whose table holds the rows of `node` (itself, unless its history is
-        a view) and its columns that `columns` are; None if one is computed."""
+        a view) and its columns that `columns` are — through a virtual join, the
+        longest leading part of them that one side passes through; None if the first
+        is computed."""
         while virtual(node):
-            parent = self.load(node.parents[0])
-            passed = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
             exprs = dict(zip(node.columns, node.exprs))
-            if not all(exprs[c] in passed for c in columns):
+            found = None
+            for alias, parent_id in zip(("t1", "t2"), node.parents):
+                parent = self.load(parent_id)
+                passed = {sql.Identifier(alias, c).as_string(self.conn): c
+                          for c in parent.columns}
+                mine = [passed[e] for e in itertools.takewhile(
+                    passed.__contains__, (exprs[c] for c in columns))]
+                if mine and (found is None or len(mine) > len(found[1])):
+                    found = parent, mine
+            if found is None:
                 return None
-            node, columns = parent, [passed[exprs[c]] for c in columns]
+            node, columns = found
         return node, columns
 
     def _index(self, parent: Node, columns: list[str]) -> str:

@@ -186,21 +186,21 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
     join-key indexes no remaining node asked for."""
     rows = conn.execute(
         """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
-                  n.kind = 'select' AND n.definition ? 'virtual'
+                  n.definition ? 'virtual', n.kind = 'select'
              FROM argus_catalog.nodes n
             WHERE n.kind <> 'stream'
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
                                WHERE q.node_id = n.node_id)
             ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
     indexes = []
-    for node_id, schema, name, node_indexes, is_view in rows:
+    for node_id, schema, name, node_indexes, is_view, is_select in rows:
         aux = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
             (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
         tables = [sql.Identifier(schema, name), node_delta(node_id)]
-        if is_view:
-            conn.execute(sql.SQL("DROP VIEW {}").format(sql.SQL(", ").join(tables)))
-            tables = []
+        if is_view:  # a virtual selection's delta is a view too, a virtual join's a table
+            views, tables = (tables, []) if is_select else (tables[:1], tables[1:])
+            conn.execute(sql.SQL("DROP VIEW {}").format(sql.SQL(", ").join(views)))
         tables += [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"]
         if tables:
             conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))

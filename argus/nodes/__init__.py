@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from . import aggregate, distinct, join, select, setop, stream  # each registers its kind
 from .base import (CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, Step,
-                   signature, virtual)
+                   delta_view, signature, virtual)
 
 assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, select, setop, stream)}
 COMPILERS: dict[str, Compiler] = {name: kind.compiler for name, kind in KINDS.items()}
 
 __all__ = ["CODE_VERSION", "COMPILERS", "KINDS", "SIGN_ID", "T1", "T2", "Compiler", "Kind",
-           "Node", "Step", "signature", "virtual"]
+           "Node", "Step", "delta_view", "signature", "virtual"]

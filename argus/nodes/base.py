@@ -219,9 +219,17 @@ class Compiler(Protocol):
 
 
 def virtual(node: Node) -> bool:
-    """The node's history and delta are views over its parent's (select/create_view):
-    a selection over an aggregate's groups, or over such a selection."""
-    return node.kind == "select" and node.spec.virtual
+    """The node keeps no table of its rows: its history is a view over its parents'
+    (conditional materialization, network.builder): a selection's (select/create_view),
+    or an inner join's (join/create_view)."""
+    return bool(node.definition.get("virtual"))
+
+
+def delta_view(node: Node) -> bool:
+    """The node's delta is a view of its parent's too: a virtual selection's. (A
+    virtual join computes its delta each cycle like any join; only its history is a
+    view.)"""
+    return node.kind == "select" and virtual(node)
 
 
 def create_delta(node: Node) -> sql.Composed:

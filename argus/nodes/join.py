@@ -13,7 +13,7 @@ from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
-                   bag_flush, create_delta, named, signed_slots)
+                   bag_flush, create_delta, named, signed_slots, virtual)
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ class JoinCompiler:
 
     def create(self, node, parents):
         left, right = parents
+        if virtual(node):
+            return [*self.views(node, parents), create_delta(node)]
         if node.spec.kind in ("semi", "anti"):
             statement = render("select/create", hist=node.hist, parent=left.hist, t1=T1,
                                named_exprs=node.named_expr_list)
@@ -69,7 +71,17 @@ class JoinCompiler:
                                left=left.hist, right=right.hist, t1=T1, t2=T2)
         return [statement, *add_hash(node), create_delta(node)]
 
+    def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
+        """A virtual join's history (join/create_view); only inner insert-only joins are
+        made virtual (network.builder), so that it needs no argus_hash."""
+        left, right = parents
+        return [render("join/create_view", view=node.hist, named_exprs=node.named_expr_list,
+                       left=left.hist, right=right.hist, t1=T1, t2=T2,
+                       condition=sql.SQL(join_condition(node, parents)))]
+
     def backfill(self, node, parents):
+        if virtual(node):
+            return []
         left, right = parents
         kind = node.spec.kind
         statements = []
@@ -116,7 +128,7 @@ class JoinCompiler:
         return steps
 
     def flush(self, node, parents):
-        return bag_flush(node)
+        return [] if virtual(node) else bag_flush(node)
 
 
 def describe(node: Node) -> list[str]:

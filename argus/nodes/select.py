@@ -84,7 +84,7 @@ class SelectCompiler:
 
     def create(self, node, parents):
         if virtual(node):
-            return self.views(node, parents[0])
+            return self.views(node, parents)
         own = {e: n for n, e in zip(node.columns, node.exprs)}
         indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(
                        node.hist, sql.Identifier(own[exp.column(b.column, "t1", quoted=True)
@@ -94,8 +94,9 @@ class SelectCompiler:
                        parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
                 create_delta(node)]
 
-    def views(self, node: Node, parent: Node) -> list[sql.Composed]:
+    def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
         """A virtual selection's history and delta (select/create_view)."""
+        parent = parents[0]
         slots = {"named_exprs": node.named_expr_list, "hash": expr_hash(node.exprs),
                  "predicate": self._slots(node)["predicate"], "t1": T1}
         return [render("select/create_view", view=node.hist, parent=parent.hist,
