@@ -43,6 +43,10 @@ def maintenance(node, stats: tuple | None) -> list[str]:
         lines = ["maintenance: none, its history is a view: "
                  + ("the join of its parents' histories (its answer is large next to them)"
                     if node.kind == "join" else "its parent's rows it passes")]
+        if node.definition.get("deferred"):
+            lines.append("changes: computed when read, from its parents' deltas and "
+                         "histories (deferred: no node consumes them, so cycles do not "
+                         "compute them, nor count them)")
     elif node.insert_only:
         lines = ["maintenance: its delta is appended to its history (insert-only)"]
     else:
@@ -107,7 +111,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")
             out.append(text(claim([(stream_of[node.id], node, None)])))
-        else:
+        elif cycle_block is not None:
             out.append("      cycle code (in argus_net.cycle_program; runs when a parent's "
                        "delta has rows):")
             out.append(textwrap.indent(textwrap.dedent(cycle_block), "        "))

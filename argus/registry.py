@@ -16,6 +16,7 @@ from .frontend import functions
 from . import network, roles
 from .frontend.analyze import Analyzed, analyze
 from .nodes import SIGN_ID, T1, delta_view, virtual
+from .nodes.join import changes
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError)
@@ -157,7 +158,7 @@ def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
 def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed,
            sharing: Sharing) -> tuple[QueryInfo, set[int]]:
     builder = Builder(conn, sharing, query=name)
-    top = builder.node_for(analyzed.plan.input)
+    top = builder.defer(builder.node_for(analyzed.plan.input))
     builder.check_horizon(top, None)  # the views read the top node's whole history
     output = [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
     exprs = sql.SQL(", ").join(map(sql.SQL, output))
@@ -201,7 +202,8 @@ def changes_view_sql(name: str, output: list[str], top, last_run: int) -> sql.Co
     for expressions that read the clock, what changed as the clock moved too; empty
     until a cycle after `last_run` (the last before registration)."""
     slots = {"view": changes_view(name), "exprs": sql.SQL(", ").join(map(sql.SQL, output)),
-             "delta": top.delta, "t1": T1, "sign": SIGN_ID, "after": sql.Literal(last_run)}
+             "delta": changes(top) if top.kind == "join" else top.delta, "t1": T1,
+             "sign": SIGN_ID, "after": sql.Literal(last_run)}
     if not any(reads_clock(e) for e in output):
         return render("query/changes_view", **slots)
     return render("query/changes_view_clock", hist=top.hist, previous=sql.SQL(", ").join(

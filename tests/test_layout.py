@@ -163,3 +163,44 @@ def test_a_virtual_join_gains_columns_and_is_dropped(transfers):
         "SELECT count(*) FROM pg_class WHERE relname IN (%s, %s)",
         (f"n{node}", f"n{node}_delta")).fetchone()
     assert left == (0,)
+
+
+def test_a_deferred_join_keeps_its_changes_when_a_consumer_comes(transfers):
+    """A virtual join that is only a query's output is deferred: no cycle computes its
+    changes, its changes view does when read. A consumer registered later makes the
+    cycles compute them, and the changes the view showed stay until the next cycle."""
+    rng = random.Random(13)
+    transfers.insert("transfers", transfer_rows(rng, 0, 300))
+    transfers.run()
+    transfers.register("chain", CHAIN)
+    assert "changes: computed when read" in transfers.db.explain("chain")
+    for day in (2, 3):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 100, day=day))
+        transfers.run()  # each cycle's changes against PostgreSQL's, through the oracle
+    shown = sorted(transfers.db.new_results("chain"))
+    assert shown
+    transfers.register("per_receiver", OVER_CHAIN["per_receiver"])  # reads its delta
+    assert "changes: computed when read" not in transfers.db.explain("chain")
+    assert sorted(transfers.db.new_results("chain")) == shown
+    for day in (4, 5):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 100, day=day))
+        transfers.run()
+
+
+def test_a_join_that_can_fail_on_a_row_keeps_its_table(transfers):
+    """A view's error would surface when the answer is read, naming no row: a join whose
+    condition or columns can fail on a row (here a division of its two sides' columns;
+    one side's alone is a selection below it) is never virtual; + - * (day windows) are
+    allowed, failing only by overflow."""
+    transfers.insert("transfers", transfer_rows(random.Random(14), 0, 200))
+    transfers.run()
+    transfers.db.configure(virtual_join_growth=1e-9)
+    transfers.register("divides", "SELECT a.tran_id, b.tran_id AS next FROM transfers a "
+                       "JOIN transfers b ON a.receiver = b.sender AND b.amount / a.amount < 10")
+    transfers.register("windowed", "SELECT a.tran_id, b.tran_id AS next FROM transfers a "
+                       "JOIN transfers b ON a.receiver = b.sender "
+                       "AND b.tran_date <= a.tran_date + 3")
+    assert join_kinds(transfers.db, "divides") == {"r"}
+    assert join_kinds(transfers.db, "windowed") == {"v"}
+    transfers.insert("transfers", transfer_rows(random.Random(15), 1000, 50, day=2))
+    transfers.run()

@@ -26,9 +26,9 @@ from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
 from ..names import NETWORK_SCHEMA, TIME_TYPES
-from ..nodes import COMPILERS, Node, delta_view, signature, virtual
+from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
-from ..nodes.join import join_condition
+from ..nodes.join import deferred, join_condition
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from ..trees import DIALECT, conjuncts, never_fails
 from .groups import CatalogGroups
@@ -383,6 +383,7 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
+        parents = [self.undefer(p) if deferred(p) else p for p in parents]
         counted = None  # a virtual join's rows, as far as its choice counted them
         if kind == "join" and insert_only:
             counted = self._view_of_join(parents, definition, exprs)
@@ -441,16 +442,19 @@ class Builder(Reads):
         """ARGUS's conditional materialization: a selection over a stream (through
         selections that keep no table) that passes most of the stream's rows is not
         worth a copy of them; its consumers read the stream's history through a view,
-        by the stream's indexes. Most: more than settings.virtual_selectivity, by
-        PostgreSQL's estimate. Only a selection that cannot fail on a row: a view's
-        error would surface when the answer is read, not in the cycle that isolates it."""
+        by the stream's indexes. So is one over a virtual join (a narrower query
+        sharing a loose chain: 2M rows copied of its 2.5M). Most: more than
+        settings.virtual_selectivity, by PostgreSQL's estimate. Only a selection that
+        cannot fail on a row: a view's error would surface when the answer is read, not
+        in the cycle that isolates it."""
         predicate = definition.get("predicate")
         if definition.get("temporal") or definition.get("virtual") or not all(
                 map(never_fails, filter(None, [predicate, *exprs]))):
             return False
         layout, threshold, _ = self._layout()
         base = self._stored(parent)
-        if layout != "cost" or threshold is None or base.kind != "stream":
+        if layout != "cost" or threshold is None or not (
+                base.kind == "stream" or base.kind == "join" and virtual(base)):
             return False
         return self.share_of(parent, predicate, base) > threshold
 
@@ -485,6 +489,48 @@ class Builder(Reads):
         ).format(left.hist, right.hist, sql.SQL(definition["condition"]), sql.Literal(limit))
         ).fetchone()
         return rows if rows == limit else None
+
+    def defer(self, node: Node) -> Node:
+        """A query's output that is a virtual join no node consumes: its delta is not
+        computed by the cycles, its changes are when read (join/changes.sql). A join
+        whose answer is many times its inputs gains as many changes per new row: a
+        cycle computing them for no reader cost the loose chains most of theirs. Only
+        where the changes' columns can be compared (EXCEPT ALL)."""
+        if not (node.kind == "join" and virtual(node)) or "deferred" in node.definition:
+            return node
+        consumed = self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
+                                     (node.id,)).fetchone()
+        self.forget()
+        comparable = all(h for _, _, h in self.conn.execute(
+            _COLUMN_TYPES, (node.hist.as_string(self.conn),)))
+        if consumed or not comparable:
+            return node
+        return self._deferral(node, True)
+
+    def undefer(self, node: Node) -> Node:
+        """A deferred join gains a consumer, which reads its delta each cycle: from now
+        on the cycles compute it. Its delta table takes the last cycle's changes, and
+        that cycle's record of them, so that the next cycle clears them; its query's
+        changes view reads them through the same view, which now passes them on."""
+        copied = self.conn.execute(sql.SQL("INSERT INTO {} ({}, {}) SELECT {}, {} FROM {}").format(
+            node.delta_table, node.column_list, SIGN_ID, node.column_list, SIGN_ID,
+            node.aux("changes"))).rowcount
+        if copied:
+            self.conn.execute(
+                """INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms)
+                   SELECT max(run_id), %s, %s, 0, 0 FROM argus_catalog.runs
+                    WHERE status = 'ok' HAVING max(run_id) IS NOT NULL""", (node.id, copied))
+        return self._deferral(node, False)
+
+    def _deferral(self, node: Node, defer: bool) -> Node:
+        node = dataclasses.replace(node, definition={**node.definition, "deferred": defer})
+        self.conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
+                          (json.dumps(node.definition), node.id))
+        self.forget()
+        parents = [self.load(p) for p in node.parents]
+        execute_all(self.conn, COMPILERS["join"].views(node, parents))
+        self._store(node, parents)
+        return node
 
     def _counted(self, node: Node, backfill_ms: float, rows: int | None = None) -> None:
         """Record the new node's rows and, for a signed node, what its backfill cost per

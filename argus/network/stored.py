@@ -46,13 +46,14 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
                in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
                                "ORDER BY name").fetchall()]
-    # a query whose output is a stream itself, and a selection that is a view of a
-    # stream's rows, read them from the stream's delta table
+    # a query whose output is a stream itself, a selection that is a view of a stream's
+    # rows and a deferred join's changes read them from the stream's delta table
     copied = {r[0] for r in conn.execute(
         """SELECT output_node FROM argus_catalog.queries
            UNION SELECT e.parent_id FROM argus_catalog.edges e
                    JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-                  WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean""")}
+                  WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean
+                     OR (n.definition->>'deferred')::boolean""")}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
                                              if node.id not in copied))
     purges = _store_purges(conn)
@@ -186,20 +187,22 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
     join-key indexes no remaining node asked for."""
     rows = conn.execute(
         """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
-                  n.definition ? 'virtual', n.kind = 'select'
+                  n.definition ? 'virtual', n.kind = 'select', n.definition ? 'deferred'
              FROM argus_catalog.nodes n
             WHERE n.kind <> 'stream'
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
                                WHERE q.node_id = n.node_id)
             ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
     indexes = []
-    for node_id, schema, name, node_indexes, is_view, is_select in rows:
+    for node_id, schema, name, node_indexes, is_view, is_select, deferred in rows:
         aux = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
             (NETWORK_SCHEMA, f"n{node_id}\\_%"))]
         tables = [sql.Identifier(schema, name), node_delta(node_id)]
         if is_view:  # a virtual selection's delta is a view too, a virtual join's a table
             views, tables = (tables, []) if is_select else (tables[:1], tables[1:])
+            if deferred:  # (its changes view reads its delta: first)
+                views.insert(0, sql.Identifier(NETWORK_SCHEMA, f"n{node_id}_changes"))
             conn.execute(sql.SQL("DROP VIEW {}").format(sql.SQL(", ").join(views)))
         tables += [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"]
         if tables:

@@ -256,6 +256,6 @@ def bag_flush(node: Node, names=None) -> list[Step]:
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
     definition = {k: v for k, v in definition.items()
-                  if k not in ("indexes", "virtual", "grows")}  # derived, not defining
+                  if k not in ("indexes", "virtual", "grows", "deferred")}  # derived
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)

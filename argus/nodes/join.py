@@ -72,12 +72,22 @@ class JoinCompiler:
         return [statement, *add_hash(node), create_delta(node)]
 
     def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
-        """A virtual join's history (join/create_view); only inner insert-only joins are
-        made virtual (network.builder), so that it needs no argus_hash."""
+        """A virtual join's history (join/create_view) and, if it was ever deferred, the
+        view its query's changes view reads; only inner insert-only joins are made
+        virtual (network.builder), so that it needs no argus_hash."""
         left, right = parents
-        return [render("join/create_view", view=node.hist, named_exprs=node.named_expr_list,
-                       left=left.hist, right=right.hist, t1=T1, t2=T2,
-                       condition=sql.SQL(join_condition(node, parents)))]
+        slots = {"named_exprs": node.named_expr_list, "t1": T1, "t2": T2,
+                 "condition": sql.SQL(join_condition(node, parents))}
+        views = [render("join/create_view", view=node.hist, left=left.hist,
+                        right=right.hist, **slots)]
+        if deferred(node):
+            views.append(render("join/changes", view=changes(node), sign=SIGN_ID,
+                                left=left.hist, right=right.hist, left_delta=left.delta_table,
+                                right_delta=right.delta_table, **slots))
+        elif "deferred" in node.definition:
+            views.append(render("join/changes_passed", view=changes(node), sign=SIGN_ID,
+                                columns=node.column_list, delta=node.delta_table))
+        return views
 
     def backfill(self, node, parents):
         if virtual(node):
@@ -96,6 +106,8 @@ class JoinCompiler:
         return statements
 
     def evaluate(self, node, parents):
+        if deferred(node):
+            return []  # its changes are a view (join/changes.sql)
         left, right = parents
         kind = node.spec.kind
         steps = []
@@ -129,6 +141,19 @@ class JoinCompiler:
 
     def flush(self, node, parents):
         return [] if virtual(node) else bag_flush(node)
+
+
+def deferred(node: Node) -> bool:
+    """A virtual join whose delta no consumer reads each cycle (only its query's changes
+    view): no cycle computes it, its changes are computed when read (join/changes.sql).
+    The definition keeps "deferred": false once a consumer needed them each cycle."""
+    return bool(node.definition.get("deferred"))
+
+
+def changes(node: Node) -> sql.Identifier:
+    """What a query whose output is this join reads as its changes: its delta, or the
+    view of it (join/changes.sql) if it was ever deferred."""
+    return node.aux("changes") if "deferred" in node.definition else node.delta_table
 
 
 def describe(node: Node) -> list[str]:
