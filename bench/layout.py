@@ -7,14 +7,15 @@
              estimate) is a view of the stream, and an inner join holding more than
              virtual_join_growth (4) times its inputs' rows is a view of their join
 
-For each workload (the transfer queries of `argus bench`, the same with loose 3-way
-chains, TPC-H's maintained queries, Nexmark's) and layout: a fresh database, the history
+For each workload (the transfer queries of `argus bench`, loose 3-way chains alone and
+with them, TPC-H's maintained queries, Nexmark's) and layout: a fresh database, the history
 loaded, the queries registered, then batches; prints the median cycle, the state the
 network keeps beside the stream histories, the registration time, and the nodes that
 are views.
 
 Usage: python bench/layout.py [--dsn DSN] [--history N] [--queries N] [--loose N]
        [--batch N] [--batches N] [--tpch-scale-thousandths N] [--nexmark-events N]
+       [--only K]   (only the K-th workload of the table, from 1)
 """
 
 from __future__ import annotations
@@ -62,10 +63,13 @@ def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
 
 def main() -> None:
     args = arguments(__doc__, history=100_000, queries=150, loose=6, batch=1_000, batches=7,
+                     only=0,
                      tpch_scale_thousandths=100, nexmark_events=100_000)
     runs = {
         f"transfers {args.queries}q, batch {args.batch:,}":
             (lambda: workloads.transfers(args.history, args.queries), args.batch),
+        f"{args.loose} loose chains alone, batch {args.batch:,}":
+            (lambda: workloads.transfers(args.history, 0, loose=args.loose), args.batch),
         f"transfers {args.queries}q + {args.loose} loose chains, batch {args.batch:,}":
             (lambda: workloads.transfers(args.history, args.queries, loose=args.loose),
              args.batch),
@@ -77,7 +81,9 @@ def main() -> None:
     }
     print("| workload | layout | cycle ms | network state MiB | registration s | nodes | views |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for label, (make, batch) in runs.items():
+    for number, (label, (make, batch)) in enumerate(runs.items(), 1):
+        if args.only not in (0, number):
+            continue
         for layout in LAYOUTS:
             r = measure(args.dsn, make, layout, batch, args.batches)
             print(f"| {label} | {layout} | {r['cycle']:.1f} | {r['state']:.1f} | "

@@ -500,7 +500,6 @@ class Builder(Reads):
             return node
         consumed = self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
                                      (node.id,)).fetchone()
-        self.forget()
         comparable = all(h for _, _, h in self.conn.execute(
             _COLUMN_TYPES, (node.hist.as_string(self.conn),)))
         if consumed or not comparable:
