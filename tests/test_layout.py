@@ -124,7 +124,7 @@ def test_joins_as_views_give_postgresqls_answers(transfers, layout):
     transfers.db.configure(**layout)
     for name, query in OVER_CHAIN.items():
         transfers.register(name, query)
-    for day in range(2, 7):
+    for day in range(2, 5):
         transfers.db.configure(truncate_inbox_bytes=1 if day % 2 else 1 << 40)
         transfers.insert("transfers", transfer_rows(rng, day * 1000, 120, day=day))
         transfers.run()  # every answer and change against PostgreSQL's

@@ -141,4 +141,4 @@ def test_having_is_views_of_the_groups_and_is_never_maintained(loaded):
     assert having not in last_choices(db)
     assert db.conn.execute("SELECT flush_block FROM argus_catalog.nodes WHERE node_id = %s",
                            (having,)).fetchone()[0] is None
-    assert "its history is a view of its parent's rows" in db.explain("having")
+    assert "its history is a view: its parent's rows it passes" in db.explain("having")
