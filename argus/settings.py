@@ -3,6 +3,7 @@ by name with their values checked, so that a typo is an error, not a silent no-o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import psycopg
@@ -46,6 +47,20 @@ def _fraction(text: object) -> float:
     return value
 
 
+_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
+
+
+def _size(text: object) -> int:
+    """Bytes, as a number or with PostgreSQL's units (500MB, 4GB: multiples of 1024)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if match is None or match[2].lower() not in _UNITS:
+        raise ValueError("expected a size such as 4GB, 500MB or a number of bytes")
+    value = int(float(match[1]) * _UNITS[match[2].lower()])
+    if value <= 0:
+        raise ValueError("expected a positive size")
+    return value
+
+
 def _optional(parse: Callable[[object], object]) -> Callable[[object], object]:
     return lambda text: None if text is None or str(text).lower() in ("", "null", "none",
                                                                       "server") else parse(text)
@@ -72,7 +87,7 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "truncate_inbox_bytes": (_positive(int),
                              "take an inbox whose file grew past this whole (locked, read "
                              "in place, truncated) when no load is writing to it"),
-    "max_query_state": (_optional(_positive(int)),
+    "max_query_state": (_optional(_size),
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),
     "layout": (_choice("cost", "heuristic"),
@@ -86,6 +101,11 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                             "a new insert-only inner join holding more than this many "
                             "times its inputs' rows together keeps no table: it is a view "
                             "of their join (null: never)"),
+    "state_budget": (_optional(_size),
+                     "bytes the network's tables may hold (4GB): a new join that would "
+                     "take them past it is a view of its parents' join, and a query "
+                     "whose registration would still take them past is refused unless "
+                     "forced (null: no budget)"),
     "max_clock_lead": (_optional(_interval),
                        "hold back (quarantine) rows whose event time is further ahead of the "
                        "server's clock than this (null: never)"),

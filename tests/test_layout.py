@@ -204,3 +204,33 @@ def test_a_join_that_can_fail_on_a_row_keeps_its_table(transfers):
     assert join_kinds(transfers.db, "windowed") == {"v"}
     transfers.insert("transfers", transfer_rows(random.Random(15), 1000, 50, day=2))
     transfers.run()
+
+
+def test_a_state_budget_makes_joins_views_and_refuses_what_cannot_fit(transfers):
+    """settings.state_budget: a join that would not fit in what the budget leaves is a
+    view (here where its size alone would keep a table); a query whose own tables
+    would still not fit is refused, naming the budget, and leaves nothing behind."""
+    from argus import QueryError
+    from argus.network import network_bytes
+
+    rng = random.Random(16)
+    transfers.insert("transfers", transfer_rows(rng, 0, 300))
+    transfers.run()
+    transfers.db.configure(virtual_join_growth=None)
+    transfers.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
+                       "WHERE amount > 5000 GROUP BY sender")
+    transfers.db.configure(state_budget=network_bytes(transfers.conn) + 64 * 1024)
+    transfers.register("chain", CHAIN)  # ~1,800 rows: more than 64 kB leaves room for
+    assert join_kinds(transfers.db, "chain") == {"v"}
+    transfers.db.configure(state_budget=network_bytes(transfers.conn) + 1)
+    tables = transfers.conn.execute("SELECT count(*) FROM pg_class").fetchone()
+    with pytest.raises(QueryError, match="over state_budget"):
+        transfers.register("per_pair", "SELECT sender, receiver, count(*) AS n "
+                           "FROM transfers GROUP BY sender, receiver")
+    assert "per_pair" not in {q.name for q in transfers.db.queries()}
+    assert transfers.conn.execute("SELECT count(*) FROM pg_class").fetchone() == tables
+    transfers.db.configure(state_budget="1GB")
+    assert transfers.db.settings()["state_budget"] == 1 << 30
+    for day in (2, 3):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 100, day=day))
+        transfers.run()

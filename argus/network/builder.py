@@ -32,7 +32,7 @@ from ..nodes.join import deferred, join_condition
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from ..trees import DIALECT, conjuncts, never_fails
 from .groups import CatalogGroups
-from .reads import Reads, load_node
+from .reads import Reads, load_node, network_bytes
 from .stored import execute_all, store_blocks
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
@@ -386,7 +386,7 @@ class Builder(Reads):
         parents = [self.undefer(p) if deferred(p) else p for p in parents]
         counted = None  # a virtual join's rows, as far as its choice counted them
         if kind == "join" and insert_only:
-            counted = self._view_of_join(parents, definition, exprs)
+            counted = self._view_of_join(parents, definition, names, exprs)
         if counted is not None or \
                 kind == "select" and self._view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
@@ -451,19 +451,20 @@ class Builder(Reads):
         if definition.get("temporal") or definition.get("virtual") or not all(
                 map(never_fails, filter(None, [predicate, *exprs]))):
             return False
-        layout, threshold, _ = self._layout()
+        layout, threshold, _, _ = self._layout()
         base = self._stored(parent)
         if layout != "cost" or threshold is None or not (
                 base.kind == "stream" or base.kind == "join" and virtual(base)):
             return False
         return self.share_of(parent, predicate, base) > threshold
 
-    def _layout(self) -> tuple[str, float | None, float | None]:
+    def _layout(self) -> tuple[str, float | None, float | None, int | None]:
         return self._once(("layout",), lambda: self.conn.execute(
-            "SELECT layout, virtual_selectivity, virtual_join_growth "
+            "SELECT layout, virtual_selectivity, virtual_join_growth, state_budget "
             "FROM argus_catalog.settings").fetchone())
 
-    def _view_of_join(self, parents: list[Node], definition: dict, exprs) -> int | None:
+    def _view_of_join(self, parents: list[Node], definition: dict, names, exprs
+                      ) -> int | None:
         """Conditional materialization of an inner join (Zhu's virtual intermediate
         states): when its answer is large next to its inputs — more than
         settings.virtual_join_growth times their rows together, counted (up to that)
@@ -474,20 +475,33 @@ class Builder(Reads):
         Only a join whose condition and columns cannot fail on a row (as a selection's,
         above) but by an overflow of + - * (its day windows): reading its answer may
         then fail, naming no row, where the cycles that met the row failed naming it.
-        The rows counted if it is to be virtual, else None."""
-        layout, _, growth = self._layout()
-        if layout != "cost" or growth is None or definition["kind"] != "inner" or not all(
-                never_fails(e, overflow=True) for e in [definition["condition"], *exprs]):
+        Under settings.state_budget, also a join whose rows would not fit in what the
+        budget leaves (State-Removal, the joins first: they are the state that grows
+        fastest). The rows counted if it is to be virtual, else None."""
+        layout, _, growth, budget = self._layout()
+        if layout != "cost" or (growth, budget) == (None, None) \
+                or definition["kind"] != "inner" or not all(
+                    never_fails(e, overflow=True) for e in [definition["condition"], *exprs]):
             return None
-        inputs = sum(r[0] for r in self.conn.execute(
-            "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = ANY(%s)",
-            ([p.id for p in parents],)))
-        limit = int(growth * inputs) + 1
         left, right = parents
-        (rows,) = self.conn.execute(sql.SQL(
-            "SELECT count(*) FROM (SELECT FROM {} AS t1 JOIN {} AS t2 ON {} LIMIT {}) AS s"
-        ).format(left.hist, right.hist, sql.SQL(definition["condition"]), sql.Literal(limit))
-        ).fetchone()
+        join = sql.SQL("SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(
+            sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
+                               for n, e in zip(names, exprs)),
+            left.hist, right.hist, sql.SQL(definition["condition"]))
+        limits = []
+        if growth is not None:
+            inputs = sum(r[0] for r in self.conn.execute(
+                "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = ANY(%s)",
+                ([p.id for p in parents],)))
+            limits.append(int(growth * inputs) + 1)
+        if budget is not None:  # a row's bytes: its width and a tuple header, twice
+            (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(join)
+                                        ).fetchone()
+            row_bytes = 2 * (plan[0]["Plan"]["Plan Width"] + 32)  # (the delta's share too)
+            limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
+        limit = min(limits)
+        (rows,) = self.conn.execute(sql.SQL("SELECT count(*) FROM ({} LIMIT {}) AS s").format(
+            join, sql.Literal(limit))).fetchone()
         return rows if rows == limit else None
 
     def defer(self, node: Node) -> Node:

@@ -15,6 +15,7 @@ from ..frontend.canon import column_atom
 from ..mqo import index
 from ..mqo.blocks import Indexed, render
 from ..mqo.sharing import source_atoms
+from ..names import NETWORK_SCHEMA
 from ..nodes import Node
 
 _LOAD = """
@@ -73,6 +74,15 @@ def load_node(conn: psycopg.Connection, node_id: int) -> Node:
     row = conn.execute(_LOAD + " WHERE n.node_id = %s", (node_id,)).fetchone()
     assert row is not None, f"node {node_id} is not in the catalog"
     return _node(row)
+
+
+def network_bytes(conn: psycopg.Connection) -> int:
+    """What the network's tables hold (argus_net: histories, deltas, their indexes):
+    what settings.state_budget bounds. Stream histories are the data, not state."""
+    return conn.execute(
+        """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+             FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+            WHERE s.nspname = %s AND c.relkind = 'r'""", (NETWORK_SCHEMA,)).fetchone()[0]
 
 
 class Reads:
