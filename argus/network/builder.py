@@ -384,11 +384,10 @@ class Builder(Reads):
                 self._record(node, parents, entry)
             return node
         parents = [self.undefer(p) if deferred(p) else p for p in parents]
-        counted = None  # a virtual join's rows, as far as its choice counted them
+        limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if kind == "join" and insert_only:
-            counted = self._view_of_join(parents, definition, names, exprs)
-        if counted is not None or \
-                kind == "select" and self._view_of_stream(parents[0], definition, exprs):
+            limit = self._view_of_join(parents, definition, names, exprs)
+        if kind == "select" and self._view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
 
         (node_id,) = self.conn.execute(
@@ -415,7 +414,11 @@ class Builder(Reads):
         execute_all(self.conn, compiler.create(node, parents))
         node = dataclasses.replace(node, types=self._record_types(node))
         started = time.perf_counter()
-        execute_all(self.conn, compiler.backfill(node, parents))
+        counted = None  # a virtual join's rows, as far as its backfill counted them
+        if limit is None:
+            execute_all(self.conn, compiler.backfill(node, parents))
+        elif self.conn.execute(compiler.backfill(node, parents, limit)[0]).rowcount == limit:
+            node, counted = self._view_instead(node, parents), limit
         self._counted(node, (time.perf_counter() - started) * 1000, counted)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
@@ -467,27 +470,22 @@ class Builder(Reads):
                       ) -> int | None:
         """Conditional materialization of an inner join (Zhu's virtual intermediate
         states): when its answer is large next to its inputs — more than
-        settings.virtual_join_growth times their rows together, counted (up to that)
-        at registration — a table of it costs more state and more flushing each cycle
-        than joining its parents' histories, through their indexes, when a consumer
-        reads or probes it. A chain of three transfers with a 20-day window held 8.9M
-        rows for inputs of 100k, and flushing 100k new ones was a third of its cycle.
-        Only a join whose condition and columns cannot fail on a row (as a selection's,
-        above) but by an overflow of + - * (its day windows): reading its answer may
-        then fail, naming no row, where the cycles that met the row failed naming it.
-        Under settings.state_budget, also a join whose rows would not fit in what the
-        budget leaves (State-Removal, the joins first: they are the state that grows
-        fastest). The rows counted if it is to be virtual, else None."""
+        settings.virtual_join_growth times their rows together — a table of it costs
+        more state and more flushing each cycle than joining its parents' histories,
+        through their indexes, when a consumer reads or probes it. A chain of three
+        transfers with a 20-day window held 8.9M rows for inputs of 100k, and flushing
+        100k new ones was a third of its cycle. Under settings.state_budget, also a
+        join whose rows would not fit in what the budget leaves (State-Removal, the
+        joins first: they are the state that grows fastest). Only a join whose
+        condition and columns cannot fail on a row (as a selection's, above) but by an
+        overflow of + - * (its day windows): reading its answer may then fail, naming
+        no row, where the cycles that met the row failed naming it.
+        The rows past which it is to be a view (its backfill stops there), or None."""
         layout, _, growth, budget = self._layout()
         if layout != "cost" or (growth, budget) == (None, None) \
                 or definition["kind"] != "inner" or not all(
                     never_fails(e, overflow=True) for e in [definition["condition"], *exprs]):
             return None
-        left, right = parents
-        join = sql.SQL("SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(
-            sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
-                               for n, e in zip(names, exprs)),
-            left.hist, right.hist, sql.SQL(definition["condition"]))
         limits = []
         if growth is not None:
             inputs = sum(r[0] for r in self.conn.execute(
@@ -495,14 +493,24 @@ class Builder(Reads):
                 ([p.id for p in parents],)))
             limits.append(int(growth * inputs) + 1)
         if budget is not None:  # a row's bytes: its width and a tuple header, twice
-            (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(join)
-                                        ).fetchone()
-            row_bytes = 2 * (plan[0]["Plan"]["Plan Width"] + 32)  # (the delta's share too)
+            left, right = parents  # (the delta's share too)
+            (plan,) = self.conn.execute(sql.SQL(
+                "EXPLAIN (FORMAT JSON) SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(
+                    sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
+                                       for n, e in zip(names, exprs)),
+                    left.hist, right.hist, sql.SQL(definition["condition"]))).fetchone()
+            row_bytes = 2 * (plan[0]["Plan"]["Plan Width"] + 32)
             limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
-        limit = min(limits)
-        (rows,) = self.conn.execute(sql.SQL("SELECT count(*) FROM ({} LIMIT {}) AS s").format(
-            join, sql.Literal(limit))).fetchone()
-        return rows if rows == limit else None
+        return min(limits)
+
+    def _view_instead(self, node: Node, parents: list[Node]) -> Node:
+        """The new join's table, filled up to its limit, gives way to a view."""
+        node = dataclasses.replace(node, definition={**node.definition, "virtual": True})
+        self.conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
+                          (json.dumps(node.definition), node.id))
+        self.conn.execute(sql.SQL("DROP TABLE {}").format(node.hist))
+        execute_all(self.conn, COMPILERS["join"].views(node, parents))
+        return node
 
     def defer(self, node: Node) -> Node:
         """A query's output that is a virtual join no node consumes: its delta is not

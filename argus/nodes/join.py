@@ -89,7 +89,9 @@ class JoinCompiler:
                                 columns=node.column_list, delta=node.delta_table))
         return views
 
-    def backfill(self, node, parents):
+    def backfill(self, node, parents, limit: int | None = None):
+        """`limit`: insert no more than that many rows (an inner join that is to be a
+        view past them: network.builder)."""
         if virtual(node):
             return []
         left, right = parents
@@ -97,7 +99,9 @@ class JoinCompiler:
         statements = []
         if kind in ("inner", "left"):
             statements.append(render("join/backfill", hist=node.hist, left=left.hist,
-                                     right=right.hist, **self._slots(node, parents)))
+                                     right=right.hist, **self._slots(node, parents),
+                                     limit=sql.SQL("") if limit is None else
+                                     sql.SQL(" LIMIT {}").format(sql.Literal(limit))))
         if kind != "inner":
             exprs = self._padded(node) if kind == "left" else None
             statements.append(render("join/partners_backfill", hist=node.hist, left=left.hist,
