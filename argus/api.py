@@ -204,6 +204,16 @@ class Argus:
 
     # -- settings --------------------------------------------------------------
 
+    def optimize(self, dry_run: bool = True) -> list:
+        """What the layout rules would change in the network today (argus.optimize);
+        applying them is run-time migration, not built yet: dry runs only."""
+        if not dry_run:
+            raise NotImplementedError("argus does not migrate a live network yet (issue 21): "
+                                      "optimize(dry_run=True) shows what it would change")
+        from .optimize import proposals
+
+        return proposals(self.conn)
+
     def settings(self) -> dict[str, object]:
         """This database's argus settings (argus.settings.SETTINGS says what each does)."""
         return settings.get(self.conn)

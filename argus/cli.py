@@ -358,6 +358,28 @@ def explain(name: str, dsn: str | None) -> None:
 
 
 @main.command()
+@click.option("--dry-run", is_flag=True, required=True,
+              help="Show what would change (required: argus does not yet migrate a live "
+                   "network).")
+@dsn_option
+@handle_errors
+def optimize(dry_run: bool, dsn: str | None) -> None:
+    """Take the layout decisions again on the network as the cycles left it: which
+    nodes would be views instead of tables, and what that would save."""
+    with _connect(dsn) as db:
+        found = db.optimize(dry_run=dry_run)
+    if not found:
+        console.print("nothing to change: every node is laid out as the settings decide today")
+        return
+    table = Table("node", "kind", "change", "why", "frees MiB", "saves ms/cycle")
+    for p in found:
+        table.add_row("" if p.node is None else str(p.node), p.kind, p.change, p.why,
+                      "" if p.mib is None else f"{p.mib:,.1f}",
+                      "" if p.ms is None else f"{p.ms:,.1f}")
+    console.print(table)
+
+
+@main.command()
 @click.argument("name", required=False)
 @click.argument("value", required=False)
 @dsn_option

@@ -234,3 +234,36 @@ def test_a_state_budget_makes_joins_views_and_refuses_what_cannot_fit(transfers)
     for day in (2, 3):
         transfers.insert("transfers", transfer_rows(rng, day * 1000, 100, day=day))
         transfers.run()
+
+
+def test_optimize_dry_run_says_what_the_data_now_decides(transfers, fresh_dsn):
+    """A join registered while its answer was small keeps a table; once the cycles have
+    made it many times its inputs, `argus optimize --dry-run` proposes a view, and a
+    virtual join whose consumer left, deferral. Nothing changes."""
+    from click.testing import CliRunner
+
+    from argus.cli import main
+
+    rng = random.Random(17)
+    transfers.insert("transfers", [(i, "2024-01-01", f"a{i}", f"b{i}", 10) for i in range(50)])
+    transfers.run()
+    transfers.register("pairs", "SELECT a.tran_id, b.tran_id AS next FROM transfers a "
+                       "JOIN transfers b ON a.receiver = b.receiver")  # 50 pairs: a table
+    assert transfers.db.optimize() == []
+    for day in (2, 3, 4):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 150, day=day))
+        transfers.run()
+    transfers.register("chain", CHAIN)  # a view: many times its inputs by now
+    transfers.register("per_receiver", OVER_CHAIN["per_receiver"])  # chain: not deferred
+    transfers.unregister("per_receiver")
+    transfers.run()
+    found = {p.node: p for p in transfers.db.optimize()}
+    pairs = found[transfers.db.query("pairs").output_node]
+    assert pairs.change == "table → view" and pairs.mib > 0 and "virtual_join_growth" in pairs.why
+    chain = found[transfers.db.query("chain").output_node]
+    assert chain.change == "changes → deferred"
+    result = CliRunner().invoke(main, ["optimize", "--dry-run", "--dsn", fresh_dsn])
+    assert result.exit_code == 0 and "table → view" in result.output, result.output
+    refused = CliRunner().invoke(main, ["optimize", "--dsn", fresh_dsn])
+    assert refused.exit_code != 0 and "--dry-run" in refused.output
+    assert join_kinds(transfers.db, "pairs") == {"r"}  # a dry run changes nothing

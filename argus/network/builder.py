@@ -387,7 +387,7 @@ class Builder(Reads):
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if kind == "join" and insert_only:
             limit = self._view_of_join(parents, definition, names, exprs)
-        if kind == "select" and self._view_of_stream(parents[0], definition, exprs):
+        if kind == "select" and self.view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
 
         (node_id,) = self.conn.execute(
@@ -441,7 +441,7 @@ class Builder(Reads):
         """The parent is an aggregate's groups, or a view of them."""
         return self._stored(parent).kind == "aggregate"
 
-    def _view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
+    def view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
         """ARGUS's conditional materialization: a selection over a stream (through
         selections that keep no table) that passes most of the stream's rows is not
         worth a copy of them; its consumers read the stream's history through a view,
@@ -483,8 +483,7 @@ class Builder(Reads):
         The rows past which it is to be a view (its backfill stops there), or None."""
         layout, _, growth, budget = self._layout()
         if layout != "cost" or (growth, budget) == (None, None) \
-                or definition["kind"] != "inner" or not all(
-                    never_fails(e, overflow=True) for e in [definition["condition"], *exprs]):
+                or not may_be_view(definition, exprs):
             return None
         limits = []
         if growth is not None:
@@ -775,6 +774,13 @@ def _without(keyed: list, covered: list[str]) -> list | None:
             return None
         rest.remove(match)
     return rest
+
+
+def may_be_view(definition: dict, exprs) -> bool:
+    """An insert-only join whose history may be a view (Builder._view_of_join): an inner
+    one whose condition and columns cannot fail on a row but by overflow."""
+    return definition["kind"] == "inner" and all(
+        never_fails(e, overflow=True) for e in [definition["condition"], *exprs])
 
 
 def growing(definition: dict, parent: Node) -> dict:

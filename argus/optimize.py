@@ -1,0 +1,78 @@
+"""`argus optimize --dry-run`: the layout decisions of registration (network.builder:
+which nodes keep a table) taken again on the network as the cycles left it, and what
+changing them would save. Nothing changes: moving a live node between a table and a
+view is run-time migration (issue 21). The decisions read what the catalog already
+knows — each node's rows (node_stats), the last cycles' timings (run_nodes), the
+tables' sizes — and PostgreSQL's estimates for selections, as registration does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+
+from .network import Builder, load, network_bytes
+from .network.builder import may_be_view
+from .nodes import virtual
+
+RECENT = 10  # the last cycles whose timings say what a node's upkeep costs
+
+
+@dataclass(frozen=True)
+class Proposal:
+    node: int | None  # None: the network as a whole
+    kind: str
+    change: str
+    why: str
+    mib: float | None = None  # the state it would free
+    ms: float | None = None  # the time per cycle it would save (recent cycles' mean)
+
+
+def proposals(conn: psycopg.Connection) -> list[Proposal]:
+    """Where registration would decide otherwise today."""
+    layout, growth, budget = conn.execute(
+        "SELECT layout, virtual_join_growth, state_budget FROM argus_catalog.settings"
+    ).fetchone()
+    out = []
+    if budget is not None and network_bytes(conn) > budget:
+        out.append(Proposal(None, "network", "over budget",
+                            f"its tables hold {network_bytes(conn) / 2**20:,.1f} MiB, over "
+                            f"state_budget ({budget / 2**20:,.1f} MiB)"))
+    if layout != "cost":
+        return out
+    rows = dict(conn.execute("SELECT node_id, hist_rows FROM argus_catalog.node_stats"))
+    recent = {n: (ms, flush_ms) for n, ms, flush_ms in conn.execute(
+        """SELECT node_id, avg(ms), avg(flush_ms) FROM argus_catalog.run_nodes
+            WHERE run_id > (SELECT coalesce(max(run_id), 0) - %s FROM argus_catalog.runs)
+            GROUP BY node_id""", (RECENT,))}
+    consumed = {r[0] for r in conn.execute("SELECT parent_id FROM argus_catalog.edges")}
+    builder = Builder(conn)
+    net = load(conn)
+    for node in net.nodes.values():
+        if node.kind == "join" and virtual(node) and node.definition.get("deferred") is False \
+                and node.id not in consumed:
+            out.append(Proposal(node.id, node.kind, "changes → deferred",
+                                "no node consumes its delta any more (only a query's "
+                                "changes view)", None, recent.get(node.id, (None,))[0]))
+        if virtual(node) or node.kind not in ("join", "select"):
+            continue
+        parents = [net.nodes[p] for p in node.parents]
+        if node.kind == "join":
+            inputs = sum(rows[p.id] for p in parents)
+            if not (growth is not None and node.insert_only
+                    and may_be_view(node.definition, node.exprs)
+                    and rows[node.id] > growth * inputs):
+                continue
+            why = (f"{rows[node.id]:,} rows, {rows[node.id] / max(inputs, 1):,.1f}× its "
+                   f"inputs' (more than virtual_join_growth, {growth:g})")
+        elif builder.view_of_stream(parents[0], node.definition, node.exprs):
+            why = ("passes more than virtual_selectivity of its stream's rows, by "
+                   "PostgreSQL's estimate")
+        else:
+            continue
+        (size,) = conn.execute("SELECT pg_total_relation_size(%s::regclass)",
+                               (node.hist.as_string(conn),)).fetchone()
+        out.append(Proposal(node.id, node.kind, "table → view", why, size / 2**20,
+                            recent.get(node.id, (None, None))[1]))
+    return out
