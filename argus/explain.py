@@ -9,6 +9,7 @@ from psycopg import sql
 
 from . import network
 from .nodes import KINDS, virtual
+from .optimize import proposals
 from .nodes.stream import claim
 from .names import changes_view, results_view
 from .registry import query_info
@@ -81,6 +82,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
     indexed = {node_id: (sources, predset) for node_id, sources, predset in conn.execute(
         "SELECT node_id, sources, predset FROM argus.index")}
     last_run = {row[0]: row[1:] for row in conn.execute(_LAST_RUN)}
+    proposed = {p.node: p for p in proposals(conn)}  # what the layout rules say today
 
     def text(statement: sql.Composable) -> str:
         return textwrap.indent(statement.as_string(conn), "        ")
@@ -107,6 +109,13 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
             out.append(f"      computes ({stas}): {predset or 'every row'}")
         out += [f"      {line}" for line in maintenance(node, last_run.get(node.id))]
+        if node.id in proposed:
+            p = proposed[node.id]
+            saves = ", ".join(what for what in (
+                None if p.mib is None else f"frees {p.mib:,.1f} MiB",
+                None if p.ms is None else f"saves {p.ms:,.1f} ms per cycle") if what)
+            out.append(f"      layout today (argus optimize --dry-run): {p.change}, {p.why}"
+                       + (f"; {saves}" if saves else ""))
         cycle_block, flush_block = blocks[node.id]
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")

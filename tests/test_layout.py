@@ -267,3 +267,4 @@ def test_optimize_dry_run_says_what_the_data_now_decides(transfers, fresh_dsn):
     refused = CliRunner().invoke(main, ["optimize", "--dsn", fresh_dsn])
     assert refused.exit_code != 0 and "--dry-run" in refused.output
     assert join_kinds(transfers.db, "pairs") == {"r"}  # a dry run changes nothing
+    assert "layout today (argus optimize --dry-run): table → view" in transfers.db.explain("pairs")
