@@ -84,11 +84,12 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         plan = _check_with_postgres(conn, analyzed)
         if not force:
             _check_state(conn, name, plan)
-        before = network.network_bytes(conn)
+        (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
+        before = None if budget is None or force else network.network_bytes(conn)
         try:
             info, compiled = _build(conn, name, sql_text, analyzed, sharing or Sharing())
-            if not force:
-                _check_budget(conn, name, before)
+            if before is not None:
+                _check_budget(conn, name, budget, before)
             assemble(conn, check=compiled)
             return info
         except psycopg.Error as exc:
@@ -158,14 +159,13 @@ def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
             "with --force")
 
 
-def _check_budget(conn: psycopg.Connection, name: str, before: int) -> None:
+def _check_budget(conn: psycopg.Connection, name: str, budget: int, before: int) -> None:
     """Refuse a query whose nodes took the network past settings.state_budget, though
     its joins became views where that helped: what it keeps beside them (selections,
     aggregates, joins that may fail on a row) does not fit. The registration's
     transaction is rolled back: nothing is left of it."""
-    (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
     after = network.network_bytes(conn)
-    if budget is None or after <= max(budget, before):
+    if after <= max(budget, before):
         return
     raise QueryError(
         f"query {name!r} would take the network's state to {after / 2**20:,.1f} MiB "
