@@ -53,8 +53,10 @@ _UNITS = {"": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 <<
 def _size(text: object) -> int:
     """Bytes, as a number or with PostgreSQL's units (500MB, 4GB: multiples of 1024)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
-    if match is None or match[2].lower() not in _UNITS:
-        raise ValueError("expected a size such as 4GB, 500MB or a number of bytes")
+    if match is None or match[2].lower() not in _UNITS \
+            or "." in match[1] and _UNITS[match[2].lower()] == 1:
+        raise ValueError("expected a size such as 4GB, 1.5GB, 500MB or a whole number "
+                         "of bytes")
     value = int(float(match[1]) * _UNITS[match[2].lower()])
     if value <= 0:
         raise ValueError("expected a positive size")

@@ -268,3 +268,36 @@ def test_optimize_dry_run_says_what_the_data_now_decides(transfers, fresh_dsn):
     assert refused.exit_code != 0 and "--dry-run" in refused.output
     assert join_kinds(transfers.db, "pairs") == {"r"}  # a dry run changes nothing
     assert "layout today (argus optimize --dry-run): table → view" in transfers.db.explain("pairs")
+
+
+def test_deferred_changes_keep_each_copy_as_it_is(db):
+    """A deferred join's changes take away ΔA⋈ΔB's copies by their text, not by the
+    type's equality: 1.0 and 1.00 stay the copies they are, and columns with no
+    equality at all (json, json[]) can be deferred and gained."""
+    db.create_stream("a", {"k": "numeric", "x": "json[]"})
+    db.create_stream("b", {"k": "numeric", "y": "json"})
+    db.insert("a", [("1.00", ['{"a": 1}'])])
+    db.insert("b", [("1.00", '{"b": 2}')])
+    db.run()
+    db.configure(virtual_join_growth=1e-9)
+    db.register_query("j", "SELECT a.k AS ak, b.k AS bk, a.x FROM a JOIN b ON a.k = b.k")
+    assert "changes: computed when read" in db.explain("j")
+    db.insert("a", [("1.0", ['{"a": 3}'])])
+    db.insert("b", [("1", '{"b": 4}')])
+    db.run()
+    as_text = ("SELECT ak::text, bk::text, x::text, argus_sign FROM argus_changes.{} "
+               "ORDER BY 1, 2, 3")
+    changes = db.conn.execute(as_text.format("j")).fetchall()
+    assert changes == [("1.0", "1", '{"{\\"a\\": 3}"}', 1), ("1.0", "1.00", '{"{\\"a\\": 3}"}', 1),
+                       ("1.00", "1", '{"{\\"a\\": 1}"}', 1)]
+    answer = db.conn.execute("SELECT ak::text, bk::text FROM argus_results.j ORDER BY 1, 2"
+                             ).fetchall()
+    assert answer == [("1.0", "1"), ("1.0", "1.00"), ("1.00", "1"), ("1.00", "1.00")]
+    db.register_query("wider", "SELECT a.k AS ak, b.k AS bk, a.x, b.y FROM a JOIN b "
+                      "ON a.k = b.k")  # gains a json column: still deferred
+    assert db.query("wider").output_node == db.query("j").output_node
+    assert db.conn.execute(as_text.format("j")).fetchall() == changes
+    db.insert("b", [("1.000", '{"b": 5}')])
+    db.run()
+    assert db.conn.execute("SELECT count(*), sum(argus_sign) FROM argus_changes.wider"
+                           ).fetchone() == (2, 2)

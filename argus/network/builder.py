@@ -515,15 +515,11 @@ class Builder(Reads):
         """A query's output that is a virtual join no node consumes: its delta is not
         computed by the cycles, its changes are when read (join/changes.sql). A join
         whose answer is many times its inputs gains as many changes per new row: a
-        cycle computing them for no reader cost the loose chains most of theirs. Only
-        where the changes' columns can be compared (EXCEPT ALL)."""
+        cycle computing them for no reader cost the loose chains most of theirs."""
         if not (node.kind == "join" and virtual(node)) or "deferred" in node.definition:
             return node
-        consumed = self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
-                                     (node.id,)).fetchone()
-        comparable = all(h for _, _, h in self.conn.execute(
-            _COLUMN_TYPES, (node.hist.as_string(self.conn),)))
-        if consumed or not comparable:
+        if self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
+                             (node.id,)).fetchone():
             return node
         return self._deferral(node, True)
 

@@ -13,7 +13,7 @@ from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
-                   bag_flush, create_delta, named, signed_slots, virtual)
+                   bag_flush, cols, create_delta, named, signed_slots, virtual)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,9 @@ class JoinCompiler:
         if deferred(node):
             views.append(render("join/changes", view=changes(node), sign=SIGN_ID,
                                 left=left.hist, right=right.hist, left_delta=left.delta_table,
-                                right_delta=right.delta_table, **slots))
+                                right_delta=right.delta_table, s_columns=cols(node.columns, "s"),
+                                texts=sql.SQL(", ").join(sql.SQL("({})::text").format(sql.SQL(e))
+                                                         for e in node.exprs), **slots))
         elif "deferred" in node.definition:
             views.append(render("join/changes_passed", view=changes(node), sign=SIGN_ID,
                                 columns=node.column_list, delta=node.delta_table))
