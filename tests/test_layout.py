@@ -301,3 +301,22 @@ def test_deferred_changes_keep_each_copy_as_it_is(db):
     db.run()
     assert db.conn.execute("SELECT count(*), sum(argus_sign) FROM argus_changes.wider"
                            ).fetchone() == (2, 2)
+
+
+def test_a_deferred_join_fails_the_cycle_on_a_row_its_arithmetic_overflows(db):
+    """The cycle evaluates a deferred join's one-sided arithmetic on every new row
+    (join/guard): a date its window overflows isolates the query at that cycle, as a
+    table would, instead of leaving an answer nobody can read."""
+    db.create_stream("t", {"id": "int", "d": "date", "acct": "text"})
+    db.insert("t", [(i, f"2024-01-{1 + i % 5:02d}", f"a{i % 2}") for i in range(40)])
+    db.run()
+    db.configure(virtual_join_growth=1e-9)
+    query = ("SELECT a.id, b.id AS nxt, a.d + 3 AS until FROM t a JOIN t b "
+             "ON a.acct = b.acct AND b.d BETWEEN a.d AND a.d + 3")
+    db.register_query("w", query)
+    db.register_query("plain", "SELECT id FROM t")
+    assert "changes: computed when read" in db.explain("w")
+    db.insert("t", [(100, "5874897-12-30", "a9")])
+    report = db.run()
+    assert "w" in report.failed and "out of range" in report.failed["w"]
+    assert db.query("w").status != "ok" and db.query("plain").status == "ok"

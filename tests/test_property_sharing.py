@@ -16,7 +16,7 @@ from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, invari
 
 import argus
 
-from .oracle import Oracle
+from .oracle import LAYOUT_SETTINGS, Oracle
 from .test_property_algebra import LAYOUTS
 
 COLUMNS = {"id": "int", "k": "int", "v": "int", "w": "int", "t": "text"}
@@ -77,6 +77,7 @@ def test_sharing_strategies_keep_every_answer_exact(fresh_dsn, strategy):
 
         def __init__(self) -> None:
             super().__init__()
+            db.configure(**LAYOUT_SETTINGS[1])  # each example starts from the defaults
             self.oracle = Oracle(db)
             self.oracle.create_stream("tr", COLUMNS)
 

@@ -28,7 +28,7 @@ from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_
 from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
-from ..nodes.join import deferred, join_condition
+from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from ..trees import DIALECT, conjuncts, never_fails
 from .groups import CatalogGroups
@@ -521,6 +521,15 @@ class Builder(Reads):
         if self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
                              (node.id,)).fetchone():
             return node
+        parents = [self.load(p) for p in node.parents]
+        if one_sided(node, parents) is None:
+            return node
+        try:  # the guards' arithmetic over the rows already there (join/guard)
+            with self.conn.transaction():
+                for _, statement in guards(node, parents, "hist"):
+                    self.conn.execute(statement)
+        except psycopg.errors.DataException:
+            return node  # a row it overflows on: the cycles evaluate it and say so
         return self._deferral(node, True)
 
     def undefer(self, node: Node) -> Node:
@@ -535,7 +544,9 @@ class Builder(Reads):
             self.conn.execute(
                 """INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms)
                    SELECT max(run_id), %s, %s, 0, 0 FROM argus_catalog.runs
-                    WHERE status = 'ok' HAVING max(run_id) IS NOT NULL""", (node.id, copied))
+                    WHERE status = 'ok' HAVING max(run_id) IS NOT NULL
+                   ON CONFLICT (run_id, node_id) DO UPDATE SET inserted = EXCLUDED.inserted""",
+                (node.id, copied))
         return self._deferral(node, False)
 
     def _deferral(self, node: Node, defer: bool) -> Node:

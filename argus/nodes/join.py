@@ -112,8 +112,9 @@ class JoinCompiler:
         return statements
 
     def evaluate(self, node, parents):
-        if deferred(node):
-            return []  # its changes are a view (join/changes.sql)
+        if deferred(node):  # its changes are a view (join/changes.sql)
+            return [Step(statement, all_rows(parent))
+                    for parent, statement in guards(node, parents, "delta")]
         left, right = parents
         kind = node.spec.kind
         steps = []
@@ -154,6 +155,35 @@ def deferred(node: Node) -> bool:
     view): no cycle computes it, its changes are computed when read (join/changes.sql).
     The definition keeps "deferred": false once a consumer needed them each cycle."""
     return bool(node.definition.get("deferred"))
+
+
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Neg)
+
+
+def one_sided(node: Node, parents: list[Node]) -> dict[str, list[str]] | None:
+    """The arithmetic of the join's condition (as its views run it) and columns, by the
+    side (t1, t2) it reads: what may overflow on a row. None if some reads both sides:
+    only pairs could show it fails, so the join is not deferred."""
+    found: dict[str, list[str]] = {}
+    for text in [join_condition(node, parents), *node.exprs]:
+        for tree in sqlglot.parse_one(text, read=DIALECT).find_all(*_ARITHMETIC):
+            if isinstance(tree.parent, _ARITHMETIC):
+                continue  # within a larger one
+            sides = {c.table for c in tree.find_all(exp.Column)}
+            if len(sides) > 1:
+                return None
+            if sides:
+                found.setdefault(sides.pop(), []).append(tree.sql(DIALECT))
+    return found
+
+
+def guards(node: Node, parents: list[Node], rows: str) -> list[tuple[Node, sql.Composed]]:
+    """join/guard over each parent's `rows` ("delta" or "hist") that has arithmetic."""
+    sides = one_sided(node, parents) or {}
+    return [(parent, render("join/guard", alias=sql.Identifier(alias),
+                            rows=parent.delta if rows == "delta" else parent.hist,
+                            exprs=sql.SQL(", ").join(map(sql.SQL, sides[alias]))))
+            for alias, parent in zip(("t1", "t2"), parents) if alias in sides]
 
 
 def changes(node: Node) -> sql.Identifier:
