@@ -3,6 +3,7 @@ partners."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -80,7 +81,11 @@ class JoinCompiler:
                  "condition": sql.SQL(join_condition(node, parents))}
         views = [render("join/create_view", view=node.hist, left=left.hist,
                         right=right.hist, **slots)]
-        if deferred(node):
+        if deferred(node) and all(map(_exact, node.types)):
+            views.append(render("join/changes_exact", view=changes(node), sign=SIGN_ID,
+                                left=left.hist, right=right.hist, left_delta=left.delta_table,
+                                right_delta=right.delta_table, **slots))
+        elif deferred(node):
             views.append(render("join/changes", view=changes(node), sign=SIGN_ID,
                                 left=left.hist, right=right.hist, left_delta=left.delta_table,
                                 right_delta=right.delta_table, s_columns=cols(node.columns, "s"),
@@ -148,6 +153,17 @@ class JoinCompiler:
 
     def flush(self, node, parents):
         return [] if virtual(node) else bag_flush(node)
+
+
+# Types whose equality is identity: equal values print the same (not numeric's 1.0 and
+# 1.00, float's -0 and 0, interval's 1 day and 24 hours, char's trailing blanks, nor
+# text, whose collation may be a case-insensitive one).
+_EXACT = re.compile(r"(smallint|integer|bigint|date|timestamp(\(\d\))? with(out)? time zone"
+                    r"|boolean|uuid|bytea)")
+
+
+def _exact(pg_type: str) -> bool:
+    return _EXACT.fullmatch(pg_type) is not None
 
 
 def deferred(node: Node) -> bool:
