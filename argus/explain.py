@@ -82,7 +82,8 @@ def explain(conn: psycopg.Connection, name: str) -> str:
     indexed = {node_id: (sources, predset) for node_id, sources, predset in conn.execute(
         "SELECT node_id, sources, predset FROM argus.index")}
     last_run = {row[0]: row[1:] for row in conn.execute(_LAST_RUN)}
-    proposed = {p.node: p for p in proposals(conn)}  # what the layout rules say today
+    # what the layout rules say of its nodes today
+    proposed = {p.node: p for p in proposals(conn, {ref.id for ref in info.nodes})}
 
     def text(statement: sql.Composable) -> str:
         return textwrap.indent(statement.as_string(conn), "        ")

@@ -29,15 +29,18 @@ class Proposal:
     ms: float | None = None  # the time per cycle it would save (recent cycles' mean)
 
 
-def proposals(conn: psycopg.Connection) -> list[Proposal]:
-    """Where registration would decide otherwise today."""
+def proposals(conn: psycopg.Connection, only: set[int] | None = None) -> list[Proposal]:
+    """Where registration would decide otherwise today; `only`: for these nodes alone
+    (one query's, for `explain`: a selection's decision asks PostgreSQL for an
+    estimate)."""
     layout, growth, budget = conn.execute(
         "SELECT layout, virtual_join_growth, state_budget FROM argus_catalog.settings"
     ).fetchone()
     out = []
-    if budget is not None and network_bytes(conn) > budget:
+    used = network_bytes(conn) if budget is not None and only is None else 0
+    if budget is not None and used > budget:
         out.append(Proposal(None, "network", "over budget",
-                            f"its tables hold {network_bytes(conn) / 2**20:,.1f} MiB, over "
+                            f"its tables hold {used / 2**20:,.1f} MiB, over "
                             f"state_budget ({budget / 2**20:,.1f} MiB)"))
     if layout != "cost":
         return out
@@ -50,6 +53,8 @@ def proposals(conn: psycopg.Connection) -> list[Proposal]:
     builder = Builder(conn)
     net = load(conn)
     for node in net.nodes.values():
+        if only is not None and node.id not in only:
+            continue
         if node.kind == "join" and virtual(node) and node.definition.get("deferred") is False \
                 and node.id not in consumed:
             out.append(Proposal(node.id, node.kind, "changes → deferred",

@@ -26,15 +26,10 @@ import time
 import argus
 from argus.bench import workloads
 from argus.bench.runner import load
+from argus.network import network_bytes
 from common import arguments, fresh_database  # bench/common.py
 
 LAYOUTS = ("heuristic", "cost")
-
-STATE = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) / 1048576.0,
-                  count(*) FILTER (WHERE c.relkind = 'v' AND c.relname NOT LIKE '%delta')
-             FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-            WHERE s.nspname = 'argus_net' AND c.relkind IN ('r', 'v')"""
-
 
 def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
     workload = make()
@@ -53,7 +48,9 @@ def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
         started = time.perf_counter()
         db.run()
         times.append((time.perf_counter() - started) * 1000)
-    state, views = db.conn.execute(STATE).fetchone()
+    state = network_bytes(db.conn) / 2**20
+    (views,) = db.conn.execute(  # (not the changes views of deferred joins)
+        "SELECT count(*) FROM argus_catalog.nodes WHERE definition ? 'virtual'").fetchone()
     (nodes,) = db.conn.execute(
         "SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
     db.close()

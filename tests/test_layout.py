@@ -157,12 +157,12 @@ def test_a_virtual_join_gains_columns_and_is_dropped(transfers):
         transfers.insert("transfers", transfer_rows(rng, day * 1000, 80, day=day))
         transfers.run()
     node = wide.output_node
+    named = ("SELECT count(*) FROM pg_class WHERE relname IN (%s, %s, %s)",
+             (f"n{node}", f"n{node}_delta", f"n{node}_changes"))
+    assert transfers.conn.execute(*named).fetchone() == (3,)  # view, table, changes view
     transfers.unregister("narrow")
     transfers.unregister("wide")
-    left = transfers.conn.execute(
-        "SELECT count(*) FROM pg_class WHERE relname IN (%s, %s)",
-        (f"n{node}", f"n{node}_delta")).fetchone()
-    assert left == (0,)
+    assert transfers.conn.execute(*named).fetchone() == (0,)
 
 
 def test_a_deferred_join_keeps_its_changes_when_a_consumer_comes(transfers):

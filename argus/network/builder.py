@@ -419,7 +419,7 @@ class Builder(Reads):
             execute_all(self.conn, compiler.backfill(node, parents))
         elif self.conn.execute(compiler.backfill(node, parents, limit)[0]).rowcount == limit:
             node, counted = self._view_instead(node, parents), limit
-        if delta_view(node) and self._stored(parents[0]).kind == "join":
+        if delta_view(node) and virtual(self._stored(parents[0])):
             # a view of a virtual join: its rows are not counted (that would run the
             # join); its parent's are, as many as it can have
             (counted,) = self.conn.execute(
@@ -484,9 +484,9 @@ class Builder(Reads):
         join whose rows would not fit in what the budget leaves (State-Removal, the
         joins first: they are the state that grows fastest). Only a join whose
         condition and columns cannot fail on a row (as a selection's, above) but by an
-        overflow of + - * (its day windows): reading its answer may then fail, naming
-        no row, where the cycles that met the row failed naming it.
-        The rows past which it is to be a view (its backfill stops there), or None."""
+        overflow of + - * (its day windows), which the cycles evaluate on each new row
+        (its delta, or a deferred join's guards). The rows past which it is to be a view
+        (its backfill stops there), or None."""
         layout, _, growth, budget = self._layout()
         if layout != "cost" or (growth, budget) == (None, None) \
                 or not may_be_view(definition, exprs):
@@ -510,10 +510,16 @@ class Builder(Reads):
 
     def _view_instead(self, node: Node, parents: list[Node]) -> Node:
         """The new join's table, filled up to its limit, gives way to a view."""
-        node = dataclasses.replace(node, definition={**node.definition, "virtual": True})
+        self.conn.execute(sql.SQL("DROP TABLE {}").format(node.hist))
+        return self._redefined(node, parents, virtual=True)
+
+    def _redefined(self, node: Node, parents: list[Node], **changes: bool) -> Node:
+        """A join whose definition changes how it keeps its rows (virtual, deferred):
+        recorded, and its views made again to match."""
+        node = dataclasses.replace(node, definition={**node.definition, **changes})
         self.conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
                           (json.dumps(node.definition), node.id))
-        self.conn.execute(sql.SQL("DROP TABLE {}").format(node.hist))
+        self.forget()
         execute_all(self.conn, COMPILERS["join"].views(node, parents))
         return node
 
@@ -556,20 +562,16 @@ class Builder(Reads):
         return self._deferral(node, False)
 
     def _deferral(self, node: Node, defer: bool) -> Node:
-        node = dataclasses.replace(node, definition={**node.definition, "deferred": defer})
-        self.conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
-                          (json.dumps(node.definition), node.id))
-        self.forget()
         parents = [self.load(p) for p in node.parents]
-        execute_all(self.conn, COMPILERS["join"].views(node, parents))
-        self._store(node, parents)
+        node = self._redefined(node, parents, deferred=defer)
+        self._store(node, parents)  # its cycle code: the guards, or its delta's
         return node
 
     def _counted(self, node: Node, backfill_ms: float, rows: int | None = None) -> None:
         """Record the new node's rows and, for a signed node, what its backfill cost per
-        row read and written: the first estimate of what rebuilding it costs (003). A
-        virtual join's are not counted (that is its whole join): `rows` is the lower
-        bound its choice counted."""
+        row read and written: the first estimate of what rebuilding it costs (003).
+        `rows`: the rows of a view that counting would run a whole join for (a virtual
+        join's backfill limit, a selection over one its parent's rows)."""
         counted = (sql.SQL("SELECT count(*) AS rows FROM {}").format(node.hist) if rows is None
                    else sql.SQL("SELECT {}::bigint AS rows").format(sql.Literal(rows)))
         self.conn.execute(sql.SQL(

@@ -78,19 +78,18 @@ class JoinCompiler:
         virtual (network.builder), so that it needs no argus_hash."""
         left, right = parents
         slots = {"named_exprs": node.named_expr_list, "t1": T1, "t2": T2,
-                 "condition": sql.SQL(join_condition(node, parents))}
-        views = [render("join/create_view", view=node.hist, left=left.hist,
-                        right=right.hist, **slots)]
-        if deferred(node) and all(map(_exact, node.types)):
-            views.append(render("join/changes_exact", view=changes(node), sign=SIGN_ID,
-                                left=left.hist, right=right.hist, left_delta=left.delta_table,
-                                right_delta=right.delta_table, **slots))
-        elif deferred(node):
-            views.append(render("join/changes", view=changes(node), sign=SIGN_ID,
-                                left=left.hist, right=right.hist, left_delta=left.delta_table,
-                                right_delta=right.delta_table, s_columns=cols(node.columns, "s"),
-                                texts=sql.SQL(", ").join(sql.SQL("({})::text").format(sql.SQL(e))
-                                                         for e in node.exprs), **slots))
+                 "condition": sql.SQL(join_condition(node, parents)), "left": left.hist,
+                 "right": right.hist}
+        views = [render("join/create_view", view=node.hist, **slots)]
+        if deferred(node):
+            slots |= {"view": changes(node), "sign": SIGN_ID, "left_delta": left.delta_table,
+                      "right_delta": right.delta_table}
+            if all(map(_exact, node.types)):
+                views.append(render("join/changes_exact", **slots))
+            else:
+                views.append(render("join/changes", s_columns=cols(node.columns, "s"),
+                                    texts=sql.SQL(", ").join(sql.SQL("({})::text").format(
+                                        sql.SQL(e)) for e in node.exprs), **slots))
         elif "deferred" in node.definition:
             views.append(render("join/changes_passed", view=changes(node), sign=SIGN_ID,
                                 columns=node.column_list, delta=node.delta_table))
