@@ -7,6 +7,8 @@ covers all data like the SQL itself.
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 
 import psycopg
@@ -201,9 +203,10 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                                ).fetchone()
     conn.execute(changes_view_sql(name, output, top, last_run))
     (query_id,) = conn.execute(
-        """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node)
-           VALUES (%s, %s, %s, %s) RETURNING query_id""",
-        (name, sql_text, analyzed.canonical, top.id)).fetchone()
+        """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders)
+           VALUES (%s, %s, %s, %s, %s) RETURNING query_id""",
+        (name, sql_text, analyzed.canonical, top.id,
+         json.dumps(builder.join_orders) if builder.join_orders else None)).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)

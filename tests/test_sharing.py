@@ -14,7 +14,7 @@ from .catalog_snapshot import snapshot
 from .fixtures import cases
 from .oracle import Oracle
 
-RESERVED = {"title", "sharing"}
+RESERVED = {"title", "sharing", "layout"}
 
 
 def transfer_rows(rng: random.Random, start: int, n: int, day: int = 1) -> list[tuple]:
@@ -43,6 +43,7 @@ def shapes(db, creators: dict[int, str]) -> dict[str, str]:
 @pytest.mark.parametrize("case", cases("sharing.txt"), ids=lambda c: c["title"])
 def test_network_shape(case, fresh_dsn):
     with argus.connect(fresh_dsn, sharing=case.get("sharing", "selection")) as db:
+        db.configure(layout=case.get("layout", "cost"))
         check_shape(case, setup(db))
 
 

@@ -165,6 +165,14 @@ def instances_of(e: exp.Expr) -> frozenset[int]:
                      if c.table.startswith("i") and c.table[1:].isdigit())
 
 
+def equality(e: exp.Expr) -> bool:
+    """An equality of two instances' expressions: a join an index can probe."""
+    if not isinstance(e, exp.EQ):
+        return False
+    left, right = instances_of(e.left), instances_of(e.right)
+    return len(left) == len(right) == 1 and left != right
+
+
 def atoms_of(e: exp.Expr) -> set[str]:
     """The instance column atoms an expression reads."""
     return {column_atom(int(c.table[1:]), c.name) for c in e.find_all(exp.Column)

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Protocol
 import sqlglot
 from sqlglot import exp
 
+from . import order
 from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
                      rename_instances)
+from .order import Estimates, Tree
 from ..frontend.canon import PredSet, column_atom, map_atom, map_clause
 from ..plan import Col
 from ..frontend.planner import short
@@ -123,6 +125,13 @@ class Network(Protocol):
     def enrich(self, node: Node, atoms: set[str]) -> Node:
         """The node with columns added for `atoms` (projection enrichment)."""
 
+    def estimates(self, block: Block) -> Estimates | None:
+        """The block's rows and rates for ordering its joins by cost (None: the
+        heuristic layout, ARGUS's order)."""
+
+    def estimated(self, node: Node, rows: float, rate: float) -> None:
+        """Record what the order expected of a node it built: its rows, new per cycle."""
+
 
 class BlockBuilder:
     """Covers one block with nodes, through the network's `Network` methods."""
@@ -132,20 +141,66 @@ class BlockBuilder:
         self.block = block
         self.sharing: Sharing = builder.sharing
         self.outputs = {name: e for name, e in block.outputs}
+        self.chosen: tuple[Tree, list[Tree]] | None = None  # by cost: the tree, alternatives
 
     # -- the plan ------------------------------------------------------------------
 
     def build(self) -> tuple[object, dict[str, str]]:
         """The node computing the block, and where each of the plan's columns is in it."""
+        estimates = self.builder.estimates(self.block)
+        tree = self._heuristic() if estimates is None else self._costed(estimates)
+        return self.finish(self._part(tree))
+
+    def _heuristic(self) -> Tree:
+        """ARGUS's plan: the largest subset a shared node computes (the fewest rows
+        among them), then the query's own left-deep order (_join_order)."""
         self.order = self._join_order()
-        current = self._best_cover() or self.leaf(self.order[0])
+        cover = self._best_cover()
+        current = (Tree(frozenset(cover.mapping.values()), 0, 0, cover=cover) if cover
+                   else Tree(frozenset({self.order[0]}), 0, 0))
         remaining = [i for i in self.order if i not in current.subset]
         while remaining:
             linked = [i for i in remaining if self.block.connected(current.subset | {i})]
             nxt = linked[0] if linked else remaining[0]
             remaining.remove(nxt)
-            current = self.join(current, self.leaf(nxt))
-        return self.finish(current)
+            current = Tree(current.subset | {nxt}, 0, 0, current, Tree(frozenset({nxt}), 0, 0))
+        return current
+
+    def _costed(self, estimates: Estimates) -> Tree:
+        """The cheapest tree by the Rete cost (argus.mqo.order), reusing shared nodes
+        for the subsets they compute (match-plan: only the subsets of the tree the
+        query would have alone)."""
+        connected = self.block.connected
+        subsets: list[frozenset[int]] = []
+        if self.sharing.strategy == "match-plan" and self.sharing.join_sharing:
+            alone, _ = order.best(estimates, connected)
+            subsets = [t.subset for t in alone.joins()]
+        elif self.sharing.strategy != "none" and self.sharing.join_sharing:
+            subsets = [s for size in range(len(self.block.sources), 1, -1)
+                       for s in connected_subsets(self.block, size)]
+        covers = {}
+        for subset in subsets:
+            found = self._matches(subset)
+            if found:
+                covers[subset] = [(m, m.node.rows) for m in sorted(found, key=_cost)]
+        tree, alternatives = order.best(estimates, connected, covers)
+        self.chosen = (tree, alternatives)
+        return tree
+
+    def _part(self, tree: Tree) -> Part:
+        if tree.cover is not None:
+            match = tree.cover
+            inverse = {q: j for j, q in match.mapping.items()}
+            return Part(self.builder.load(match.node.node_id), tree.subset, inverse,
+                        list(match.residual))
+        if tree.left is None:
+            part = self.leaf(min(tree.subset))
+        else:
+            part = self.join(self._part(tree.left), self._part(tree.right))
+        source = self.block.sources[min(tree.subset) - 1]
+        if self.chosen is not None and (tree.left is not None or part.node.id != source):
+            self.builder.estimated(part.node, tree.rows, tree.rate)
+        return part
 
     def _join_order(self) -> list[int]:
         """The query's own left-deep join order (ARGUS orders joins from statistics):
@@ -171,7 +226,7 @@ class BlockBuilder:
             return [frozenset(self.order[:size]) for size in range(n, 1, -1)]
         return [s for size in range(n, 1, -1) for s in connected_subsets(self.block, size)]
 
-    def _best_cover(self) -> Part | None:
+    def _best_cover(self) -> Match | None:
         best: Match | None = None
         size = None
         for subset in self._subsets():
@@ -181,11 +236,7 @@ class BlockBuilder:
                 size = len(subset)
                 if best is None or _cost(match) < _cost(best):
                     best = match
-        if best is None:
-            return None
-        subset = frozenset(best.mapping.values())
-        inverse = {q: j for j, q in best.mapping.items()}
-        return Part(self.builder.load(best.node.node_id), subset, inverse, list(best.residual))
+        return best
 
     def _matches(self, subset: frozenset[int]) -> list[Match]:
         sources = [self.block.sources[i - 1] for i in sorted(subset)]

@@ -24,6 +24,7 @@ from ..frontend.planner import short
 from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
+from ..mqo.order import Estimates, Tree
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
 from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
@@ -83,6 +84,7 @@ class Builder(Reads):
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
         self.constants = Constants(conn)
         self.groups = CatalogGroups(conn)
+        self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
 
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
@@ -104,7 +106,10 @@ class Builder(Reads):
             block = block_of()
             if self.constants.fetch():  # constants PostgreSQL had to read: again, with them
                 block = block_of()
-            node, self.names[plan] = BlockBuilder(self, block).build()
+            blocks = BlockBuilder(self, block)
+            node, self.names[plan] = blocks.build()
+            if blocks.chosen is not None and len(block.sources) > 1:
+                self.join_orders.append(self._join_order(block, *blocks.chosen))
             return node
         if isinstance(plan, Select):  # a temporal filter
             parent = self.node_for(plan.input)
@@ -466,6 +471,26 @@ class Builder(Reads):
                 base.kind == "stream" or base.kind == "join" and virtual(base)):
             return False
         return self.share_of(parent, predicate, base) > threshold
+
+    def estimates(self, block) -> Estimates | None:
+        return self.block_estimates(block) if self._layout()[0] == "cost" else None
+
+    def estimated(self, node: Node, rows: float, rate: float) -> None:
+        self.conn.execute("UPDATE argus_catalog.nodes SET estimate = %s "
+                          "WHERE node_id = %s AND estimate IS NULL",
+                          (json.dumps({"rows": round(rows, 1), "rate": round(rate, 2)}), node.id))
+
+    def _join_order(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
+        """A block's chosen tree and the best alternatives, as `argus explain` shows them:
+        instances by their sources' names."""
+        def name(i: int) -> str:
+            source = self.load(block.sources[i - 1])
+            return source.definition.get("stream") or f"n{source.id}"
+
+        def described(t: Tree) -> dict:
+            return {"tree": t.text(name), "cpu": round(t.cpu, 1), "state": round(t.state)}
+
+        return {**described(tree), "alternatives": [described(t) for t in alternatives]}
 
     def _layout(self) -> tuple[str, float | None, float | None, int | None]:
         return self._once(("layout",), lambda: self.conn.execute(

@@ -5,6 +5,7 @@ questions (sharing.Network); argus.network.Builder, which makes the nodes, is on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,10 +14,14 @@ from psycopg import sql
 
 from ..frontend.canon import column_atom
 from ..mqo import index
-from ..mqo.blocks import Indexed, render
+from ..mqo.blocks import Block, Indexed, equality, render
+from ..mqo.order import Estimates
 from ..mqo.sharing import source_atoms
 from ..names import NETWORK_SCHEMA
 from ..nodes import Node
+
+RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
+FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
 
 _LOAD = """
 SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
@@ -118,6 +123,59 @@ class Reads:
         (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 "
                                             "WHERE {}").format(source.hist, sql.SQL(predicate))
                                     ).fetchone()
+        return plan[0]["Plan"]["Plan Rows"]
+
+    def rate(self, node: Node) -> float | None:
+        """Rows the node gained (or lost) per cycle in the last RATE_CYCLES cycles since
+        it was made; None if no cycle ran since."""
+        cycles, rows = self.conn.execute(
+            """WITH r AS (SELECT run_id FROM argus_catalog.runs
+                           WHERE status = 'ok' AND started_at >= (
+                                 SELECT created_at FROM argus_catalog.nodes WHERE node_id = %s)
+                           ORDER BY run_id DESC LIMIT %s)
+               SELECT count(*), coalesce(sum(n.inserted + n.retracted), 0)
+                 FROM r LEFT JOIN argus_catalog.run_nodes n
+                   ON n.run_id = r.run_id AND n.node_id = %s""",
+            (node.id, RATE_CYCLES, node.id)).fetchone()
+        return float(rows) / cycles if cycles else None
+
+    def block_estimates(self, block: Block) -> Estimates:
+        """What ordering a block's joins by cost needs (argus.mqo.order): each
+        instance's rows after its local conditions (PostgreSQL's estimates) and their
+        share of its source's new rows per cycle (as the cycles observed them; before
+        any, FALLBACK_SHARE of its rows); each linking condition's selectivity, those
+        over the same instances estimated together."""
+        rows, rates = {}, {}
+        for i in sorted(block.instances):
+            source = self.load(block.sources[i - 1])
+            total = max(self.estimate(source.id, i, []), 1.0)
+            rows[i] = max(self.estimate(source.id, i, block.within(frozenset({i}))), 1.0)
+            observed = self.rate(source)
+            rates[i] = (FALLBACK_SHARE * total if observed is None else observed) * rows[i] / total
+        groups: dict[frozenset[int], list] = {}
+        for cond in block.conds:
+            if len(cond.instances) > 1:
+                groups.setdefault(cond.instances, []).append(cond)
+        links = {linked: min(self._joined(block, linked, conds)
+                             / math.prod(rows[i] for i in linked), 1.0)
+                 for linked, conds in groups.items()}
+        keyed = frozenset(c.instances for c in block.conds if equality(c.sql))
+        return Estimates(rows, rates, links, keyed)
+
+    def _joined(self, block: Block, linked: frozenset[int], conds) -> float:
+        """PostgreSQL's estimate of the rows of `linked` instances joined by `conds`,
+        each under its local conditions."""
+        where, tables = {}, []
+        for i in sorted(linked):
+            source = self.load(block.sources[i - 1])
+            self._analyzed(source)
+            where |= {column_atom(i, c): (f"t{i}", c) for c in source.columns}
+            tables.append(sql.SQL("{} AS {}").format(source.hist, sql.Identifier(f"t{i}")))
+            conds = [*block.within(frozenset({i})), *conds]
+        predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds)
+        (plan,) = self.conn.execute(sql.SQL(
+            "EXPLAIN (FORMAT JSON) SELECT 1 FROM {} WHERE {}").format(
+                sql.SQL(", ").join(tables), sql.SQL(predicate))).fetchone()
         return plan[0]["Plan"]["Plan Rows"]
 
     def share_of(self, parent: Node, predicate: str | None, base: Node) -> float:

@@ -1,0 +1,185 @@
+"""Join order by cost: the binary join tree — bushy trees allowed (Zhu's Min-State) —
+that propagates a cycle's new rows through a select-project-join block most cheaply.
+
+The cost is the Rete rule's, per cycle, in row operations:
+- a join of L and R probes R's history with each new row of L and L's with each of R's:
+  by an index when an equality links them (PROBE per new row), else by reading the
+  other side (SCAN per row of it);
+- it writes each new row of its answer to its delta (WRITE) and, unless it is the
+  block's top, into its history (FLUSH), which it then holds (its state).
+The rows of a subset S of instances are estimated under independence: the product of
+its instances' rows (after their local conditions) and of the selectivities of the
+conditions within S. Its new rows per cycle are what each instance's new rows find in
+the other instances' histories: sum over i of rate(i) · rows(S without i) · those
+selectivities. Both depend only on S, not on the tree that computes S, so dynamic
+programming over connected subsets finds the cheapest tree (exhaustive up to
+`EXHAUSTIVE` instances; beyond, greedily joining the pair with the fewest new rows).
+
+A subset that a shared node already computes costs nothing to reuse: its maintenance is
+paid once, for all its users. Pure: argus.network supplies the numbers (PostgreSQL's
+estimates; the rates the cycles observed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+PROBE, SCAN, WRITE, FLUSH = 1.0, 0.02, 1.0, 1.0  # row operations: see the docstring
+EXHAUSTIVE = 8  # instances up to which every tree is considered
+
+
+@dataclass(frozen=True)
+class Estimates:
+    rows: Mapping[int, float]  # instance -> rows its local conditions leave
+    rates: Mapping[int, float]  # instance -> of those, new per cycle
+    links: Mapping[frozenset[int], float]  # instances conditions link -> selectivity
+    keyed: frozenset[frozenset[int]] = frozenset()  # instance pairs an equality links
+
+    def rows_of(self, subset: frozenset[int]) -> float:
+        return math.prod(self.rows[i] for i in subset) * self._selectivity(subset)
+
+    def rate_of(self, subset: frozenset[int]) -> float:
+        return sum(self.rates[i] * math.prod(self.rows[j] for j in subset - {i})
+                   for i in subset) * self._selectivity(subset)
+
+    def _selectivity(self, subset: frozenset[int]) -> float:
+        return math.prod(s for linked, s in self.links.items() if linked <= subset)
+
+    def probed_by_key(self, left: frozenset[int], right: frozenset[int]) -> bool:
+        return any(len(pair & left) == 1 and len(pair & right) == 1 for pair in self.keyed)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """How a subset of the block's instances is computed: one instance, a shared node
+    (`cover`, opaque here), or the join of two trees. cpu and state: of the nodes the
+    tree adds, with its top's; rows and rate: of its answer."""
+
+    subset: frozenset[int]
+    rows: float
+    rate: float
+    left: Tree | None = None
+    right: Tree | None = None
+    cover: object | None = None
+    cpu: float = 0.0
+    state: float = 0.0
+
+    @property
+    def cost(self) -> tuple[float, float]:
+        return (self.cpu, self.state)
+
+    def joins(self) -> list[Tree]:
+        """The joins the tree adds, bottom-up."""
+        if self.left is None:
+            return []
+        return [*self.left.joins(), *self.right.joins(), self]
+
+    def text(self, names: Callable[[int], str] = lambda i: f"i{i}") -> str:
+        if self.cover is not None:
+            return "[" + " ⋈ ".join(names(i) for i in sorted(self.subset)) + "]"
+        if self.left is None:
+            return names(min(self.subset))
+        return f"({self.left.text(names)} ⋈ {self.right.text(names)})"
+
+
+def leaf(est: Estimates, i: int) -> Tree:
+    return Tree(frozenset({i}), est.rows[i], est.rates[i])
+
+
+def covered(est: Estimates, subset: frozenset[int], cover: object, rows: float) -> Tree:
+    """A shared node computing `subset` (perhaps more: `rows` it holds; its residual
+    conditions ride into the join above)."""
+    scale = max(rows, 1.0) / max(est.rows_of(subset), 1.0)
+    return Tree(subset, max(rows, 1.0), est.rate_of(subset) * max(scale, 1.0), cover=cover)
+
+
+def join(est: Estimates, left: Tree, right: Tree, top: bool = False) -> Tree:
+    subset = left.subset | right.subset
+    rows, rate = est.rows_of(subset), est.rate_of(subset)
+    if est.probed_by_key(left.subset, right.subset):
+        probes = PROBE * (left.rate + right.rate)
+    else:
+        probes = SCAN * (left.rate * right.rows + right.rate * left.rows)
+    cpu = probes + WRITE * rate + (0.0 if top else FLUSH * rate)
+    state = 0.0 if top else rows
+    return Tree(subset, rows, rate, left, right, cpu=left.cpu + right.cpu + cpu,
+                state=left.state + right.state + state)
+
+
+def best(est: Estimates, connected: Callable[[frozenset[int]], bool],
+         covers: Mapping[frozenset[int], list[tuple[object, float]]] | None = None,
+         ) -> tuple[Tree, list[Tree]]:
+    """The cheapest tree over all of est.rows's instances, and the best alternatives
+    (other splits at the top, cheapest first). `covers`: subset -> shared nodes
+    computing it, with their rows."""
+    covers = covers or {}
+    instances = frozenset(est.rows)
+    if len(instances) > EXHAUSTIVE:
+        return _greedy(est, connected, covers), []
+    table: dict[frozenset[int], list[Tree]] = {frozenset({i}): [leaf(est, i)]
+                                               for i in instances}
+    for size in range(2, len(instances) + 1):
+        for subset in map(frozenset, itertools.combinations(sorted(instances), size)):
+            if not connected(subset):
+                continue
+            top = subset == instances
+            options = [covered(est, subset, c, rows) for c, rows in covers.get(subset, [])]
+            first = min(subset)
+            rest = sorted(subset - {first})
+            for k in range(len(rest)):
+                for others in itertools.combinations(rest, k):
+                    one = frozenset({first, *others})
+                    two = subset - one
+                    if one in table and two in table:
+                        options.append(join(est, table[one][0], table[two][0], top))
+            if options:
+                table[subset] = sorted(options, key=lambda t: t.cost)
+    if instances in table:
+        found = table[instances]
+        return found[0], found[1:4]
+    return _components(est, table, instances), []
+
+
+def _components(est: Estimates, table: dict[frozenset[int], list[Tree]],
+                instances: frozenset[int]) -> Tree:
+    """A block whose instances are not all linked: its largest linked parts, cheapest
+    tree each, crossed from the fewest rows up."""
+    parts: list[Tree] = []
+    left = set(instances)
+    for subset in sorted(table, key=lambda s: (-len(s), sorted(s))):
+        if subset <= left:
+            parts.append(table[subset][0])
+            left -= subset
+    parts.sort(key=lambda t: (t.rows, sorted(t.subset)))
+    tree = parts[0]
+    for k, part in enumerate(parts[1:], 2):
+        tree = join(est, tree, part, top=k == len(parts))
+    return tree
+
+
+def _greedy(est: Estimates, connected: Callable[[frozenset[int]], bool],
+            covers: Mapping[frozenset[int], list[tuple[object, float]]]) -> Tree:
+    """Beyond EXHAUSTIVE instances: start from the largest shared node, then join the
+    two trees whose join has the fewest new rows per cycle (Fegaras's greedy operator
+    ordering), linked ones before any cross product."""
+    instances = frozenset(est.rows)
+    trees: list[Tree] = []
+    for subset in sorted(covers, key=lambda s: (-len(s), sorted(s))):
+        if subset != instances and all(not (subset & t.subset) for t in trees):
+            cover, rows = min(covers[subset], key=lambda c: c[1])
+            trees.append(covered(est, subset, cover, rows))
+            break
+    done = frozenset().union(*(t.subset for t in trees))
+    trees += [leaf(est, i) for i in sorted(instances - done)]
+    while len(trees) > 1:
+        pairs = [(a, b) for a, b in itertools.combinations(trees, 2)]
+        linked = [p for p in pairs if connected(p[0].subset | p[1].subset)]
+        a, b = min(linked or pairs, key=lambda p: (est.rate_of(p[0].subset | p[1].subset),
+                                                   est.rows_of(p[0].subset | p[1].subset),
+                                                   sorted(p[0].subset | p[1].subset)))
+        trees = [t for t in trees if t is not a and t is not b]
+        trees.append(join(est, a, b, top=not trees))
+    return trees[0]
