@@ -214,6 +214,13 @@ class Argus:
 
         return proposals(self.conn)
 
+    def estimate_accuracy(self) -> list:
+        """Per node kind, how the join order's estimates compare with what the cycles
+        measured (argus.optimize.accuracy)."""
+        from .optimize import accuracy
+
+        return accuracy(self.conn)
+
     def settings(self) -> dict[str, object]:
         """This database's argus settings (argus.settings.SETTINGS says what each does)."""
         return settings.get(self.conn)

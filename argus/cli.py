@@ -368,15 +368,25 @@ def optimize(dry_run: bool, dsn: str | None) -> None:
     nodes would be views instead of tables, and what that would save."""
     with _connect(dsn) as db:
         found = db.optimize(dry_run=dry_run)
+        accuracy = db.estimate_accuracy()
     if not found:
         console.print("nothing to change: every node is laid out as the settings decide today")
-        return
-    table = Table("node", "kind", "change", "why", "frees MiB", "saves ms/cycle")
-    for p in found:
-        table.add_row("" if p.node is None else str(p.node), p.kind, p.change, p.why,
-                      "" if p.mib is None else f"{p.mib:,.1f}",
-                      "" if p.ms is None else f"{p.ms:,.1f}")
-    console.print(table)
+    else:
+        table = Table("node", "kind", "change", "why", "frees MiB", "saves ms/cycle")
+        for p in found:
+            table.add_row("" if p.node is None else str(p.node), p.kind, p.change, p.why,
+                          "" if p.mib is None else f"{p.mib:,.1f}",
+                          "" if p.ms is None else f"{p.ms:,.1f}")
+        console.print(table)
+    if accuracy:
+        table = Table("kind", "nodes", "rows: measured / estimated", "within 2×",
+                      "new rows per cycle: measured / estimated", "within 2×",
+                      title="the join order's estimates against the cycles (medians)")
+        for a in accuracy:
+            table.add_row(a.kind, str(a.nodes), f"{a.rows:,.2f}", f"{a.rows_within_2x:.0%}",
+                          "" if a.rate is None else f"{a.rate:,.2f}",
+                          "" if a.rate_within_2x is None else f"{a.rate_within_2x:.0%}")
+        console.print(table)
 
 
 @main.command()

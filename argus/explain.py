@@ -9,6 +9,7 @@ from psycopg import sql
 
 from . import network
 from .nodes import KINDS, virtual
+from .network.reads import observed_rate
 from .optimize import proposals
 from .nodes.stream import claim
 from .names import changes_view, results_view
@@ -66,11 +67,21 @@ def maintenance(node, stats: tuple | None) -> list[str]:
     return lines
 
 
+def _costed(order: dict) -> str:
+    return (f"{order['tree']}  (estimated {order['cpu']:,.1f} row operations per cycle, "
+            f"{order['state']:,} rows held)")
+
+
 def explain(conn: psycopg.Connection, name: str) -> str:
     info = query_info(conn, name)
     net = network.load(conn)
-    canonical = conn.execute("SELECT canonical FROM argus_catalog.queries WHERE name = %s",
-                             (info.name,)).fetchone()[0]
+    canonical, join_orders = conn.execute(
+        "SELECT canonical, join_orders FROM argus_catalog.queries WHERE name = %s",
+        (info.name,)).fetchone()
+    estimates = dict(conn.execute(
+        "SELECT n.node_id, jsonb_build_object('rows', n.estimate->'rows', 'rate', "
+        "n.estimate->'rate', 'hist_rows', s.hist_rows) FROM argus_catalog.nodes n "
+        "JOIN argus_catalog.node_stats s USING (node_id) WHERE n.estimate IS NOT NULL"))
     users: dict[int, list[str]] = {}
     for node_id, query in conn.execute(
             """SELECT qn.node_id, q.name FROM argus_catalog.query_nodes qn
@@ -92,8 +103,11 @@ def explain(conn: psycopg.Connection, name: str) -> str:
            f"  canonical: {canonical}",
            f"  answer:  {results_view(info.name).as_string(conn)} ("
            + ", ".join(f"{c} {t}" for c, t in info.columns) + ")",
-           f"  changes: {changes_view(info.name).as_string(conn)} (same columns + argus_sign)",
-           "  nodes, in evaluation order (join_level, sequence_id):"]
+           f"  changes: {changes_view(info.name).as_string(conn)} (same columns + argus_sign)"]
+    for order in join_orders or []:
+        out.append(f"  join order by cost: {_costed(order)}")
+        out += [f"    alternative: {_costed(a)}" for a in order["alternatives"]]
+    out.append("  nodes, in evaluation order (join_level, sequence_id):")
     for ref in info.nodes:
         node = net.nodes[ref.id]
         path = "insert-only path" if node.insert_only else "signed path (retractions)"
@@ -110,6 +124,12 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
             out.append(f"      computes ({stas}): {predset or 'every row'}")
         out += [f"      {line}" for line in maintenance(node, last_run.get(node.id))]
+        if node.id in estimates:
+            e = estimates[node.id]
+            rate = None if node.definition.get("deferred") else observed_rate(conn, node.id)
+            out.append(f"      estimated {e['rows']:,.0f} rows, {e['rate']:,.1f} new per cycle; "
+                       f"measured {e['hist_rows']:,} rows"
+                       + ("" if rate is None else f", {rate:,.1f} per cycle"))
         if node.id in proposed:
             p = proposed[node.id]
             saves = ", ".join(what for what in (

@@ -8,11 +8,13 @@ tables' sizes — and PostgreSQL's estimates for selections, as registration doe
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 import psycopg
 
 from .network import Builder, load, network_bytes
+from .network.reads import observed_rate
 from .network.builder import may_be_view
 from .nodes import virtual
 
@@ -81,3 +83,43 @@ def proposals(conn: psycopg.Connection, only: set[int] | None = None) -> list[Pr
         out.append(Proposal(node.id, node.kind, "table → view", why, size / 2**20,
                             recent.get(node.id, (None, None))[1]))
     return out
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How the join order's estimates (network.builder: nodes.estimate) compare with what
+    the cycles measured, for the nodes of one kind: medians of measured / estimated,
+    and the share of nodes within a factor of 2 (+1 on both sides: an estimate of 0.02
+    new rows against none measured is right enough)."""
+
+    kind: str
+    nodes: int
+    rows: float
+    rows_within_2x: float
+    rate: float | None  # None: no cycle ran since they were made
+    rate_within_2x: float | None
+
+
+def accuracy(conn: psycopg.Connection) -> list[Accuracy]:
+    kinds: dict[str, list[tuple[float, float | None]]] = {}
+    for node_id, kind, estimate, rows, deferred in conn.execute(
+            """SELECT n.node_id, n.kind, n.estimate, s.hist_rows,
+                      coalesce((n.definition->>'deferred')::boolean, false)
+                 FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id)
+                WHERE n.estimate IS NOT NULL ORDER BY n.node_id""").fetchall():
+        measured = None if deferred else observed_rate(conn, node_id)  # (deferred: not run)
+        kinds.setdefault(kind, []).append((
+            (rows + 1) / (estimate["rows"] + 1),
+            None if measured is None else (measured + 1) / (estimate["rate"] + 1)))
+    out = []
+    for kind, ratios in sorted(kinds.items()):
+        rows = [r for r, _ in ratios]
+        rates = [r for _, r in ratios if r is not None]
+        out.append(Accuracy(kind, len(ratios), statistics.median(rows), _within(rows),
+                            statistics.median(rates) if rates else None,
+                            _within(rates) if rates else None))
+    return out
+
+
+def _within(ratios: list[float], factor: float = 2.0) -> float:
+    return sum(1 / factor <= r <= factor for r in ratios) / len(ratios)

@@ -320,3 +320,52 @@ def test_a_deferred_join_fails_the_cycle_on_a_row_its_arithmetic_overflows(db):
     report = db.run()
     assert "w" in report.failed and "out of range" in report.failed["w"]
     assert db.query("w").status != "ok" and db.query("plain").status == "ok"
+
+
+ENDS = ("SELECT a.tran_id, d.tran_id AS last FROM transfers a, transfers b, transfers c, "
+        "transfers d WHERE a.receiver = b.sender AND b.receiver = c.sender "
+        "AND c.receiver = d.sender AND a.amount > 9800 AND d.amount > 9800")
+
+
+def join_levels(db, name: str) -> list[int]:
+    return [level for (level,) in db.conn.execute(
+        """SELECT n.join_level FROM argus_catalog.query_nodes qn
+             JOIN argus_catalog.queries q USING (query_id)
+             JOIN argus_catalog.nodes n ON n.node_id = qn.node_id
+            WHERE q.name = %s AND n.kind = 'join' ORDER BY 1""", (name,))]
+
+
+def test_a_bushy_join_order_gives_postgresqls_answers(transfers):
+    """A chain selective at both ends: the two end pairs joined first, then each other
+    (Min-State), not a left-deep cascade whose middle join holds the fan-out; explain
+    shows the tree, its alternatives and each node's estimate against the cycles'."""
+    rng = random.Random(5)
+    transfers.insert("transfers", transfer_rows(rng, 0, 300))
+    transfers.run()
+    transfers.register("ends", ENDS)
+    (orders,) = transfers.conn.execute(
+        "SELECT join_orders FROM argus_catalog.queries WHERE name = 'ends'").fetchone()
+    tree = orders[0]["tree"]
+    assert tree.count("(") == 3 and tree.startswith("((") and tree.endswith("))"), tree
+    assert join_levels(transfers.db, "ends") == [1, 1, 2]
+    assert orders[0]["alternatives"]
+    assert all(a["cpu"] >= orders[0]["cpu"] for a in orders[0]["alternatives"])
+    for day in range(2, 6):
+        transfers.insert("transfers", transfer_rows(rng, day * 1000, 150, day=day))
+        transfers.run()  # every answer and change against PostgreSQL's
+    text = transfers.db.explain("ends")
+    assert f"join order by cost: {tree}" in text and "alternative: " in text
+    assert text.count(" new per cycle; measured ") == 3 + 2  # three joins, two selections
+    accuracy = {a.kind: a for a in transfers.db.estimate_accuracy()}
+    assert accuracy["join"].nodes == 3 and accuracy["join"].rate is not None
+
+
+def test_the_heuristic_layout_keeps_argus_join_order(transfers):
+    transfers.insert("transfers", transfer_rows(random.Random(5), 0, 300))
+    transfers.run()
+    transfers.db.configure(layout="heuristic")
+    transfers.register("ends", ENDS)
+    assert transfers.conn.execute(
+        "SELECT join_orders FROM argus_catalog.queries WHERE name = 'ends'").fetchone() == (None,)
+    assert join_levels(transfers.db, "ends") == [1, 2, 3]  # left-deep
+    assert "join order by cost" not in transfers.db.explain("ends")

@@ -485,7 +485,7 @@ class Builder(Reads):
         instances by their sources' names."""
         def name(i: int) -> str:
             source = self.load(block.sources[i - 1])
-            return source.definition.get("stream") or f"n{source.id}"
+            return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
 
         def described(t: Tree) -> dict:
             return {"tree": t.text(name), "cpu": round(t.cpu, 1), "state": round(t.state)}

@@ -90,6 +90,21 @@ def network_bytes(conn: psycopg.Connection) -> int:
             WHERE s.nspname = %s AND c.relkind = 'r'""", (NETWORK_SCHEMA,)).fetchone()[0]
 
 
+def observed_rate(conn: psycopg.Connection, node_id: int) -> float | None:
+    """Rows a node gained (or lost) per cycle in the last RATE_CYCLES cycles since it
+    was made; None if no cycle ran since."""
+    cycles, rows = conn.execute(
+        """WITH r AS (SELECT run_id FROM argus_catalog.runs
+                       WHERE status = 'ok' AND started_at >= (
+                             SELECT created_at FROM argus_catalog.nodes WHERE node_id = %s)
+                       ORDER BY run_id DESC LIMIT %s)
+           SELECT count(*), coalesce(sum(n.inserted + n.retracted), 0)::float8
+             FROM r LEFT JOIN argus_catalog.run_nodes n
+               ON n.run_id = r.run_id AND n.node_id = %s""",
+        (node_id, RATE_CYCLES, node_id)).fetchone()
+    return rows / cycles if cycles else None
+
+
 class Reads:
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
@@ -126,18 +141,7 @@ class Reads:
         return plan[0]["Plan"]["Plan Rows"]
 
     def rate(self, node: Node) -> float | None:
-        """Rows the node gained (or lost) per cycle in the last RATE_CYCLES cycles since
-        it was made; None if no cycle ran since."""
-        cycles, rows = self.conn.execute(
-            """WITH r AS (SELECT run_id FROM argus_catalog.runs
-                           WHERE status = 'ok' AND started_at >= (
-                                 SELECT created_at FROM argus_catalog.nodes WHERE node_id = %s)
-                           ORDER BY run_id DESC LIMIT %s)
-               SELECT count(*), coalesce(sum(n.inserted + n.retracted), 0)
-                 FROM r LEFT JOIN argus_catalog.run_nodes n
-                   ON n.run_id = r.run_id AND n.node_id = %s""",
-            (node.id, RATE_CYCLES, node.id)).fetchone()
-        return float(rows) / cycles if cycles else None
+        return observed_rate(self.conn, node.id)
 
     def block_estimates(self, block: Block) -> Estimates:
         """What ordering a block's joins by cost needs (argus.mqo.order): each
