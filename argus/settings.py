@@ -93,8 +93,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),
     "layout": (_choice("cost", "heuristic"),
-               "how new nodes keep their rows: cost (conditional materialization: "
-               "virtual_selectivity, virtual_join_growth) or heuristic (every node a table)"),
+               "how new queries are laid out: cost (joins ordered by their cost per "
+               "cycle, bushy trees allowed; conditional materialization: "
+               "virtual_selectivity, virtual_join_growth) or heuristic (ARGUS's left-deep "
+               "order, every node a table)"),
     "virtual_selectivity": (_optional(_fraction),
                             "a new selection or projection over a stream that PostgreSQL "
                             "estimates to pass more than this share of the stream's rows "

@@ -53,9 +53,10 @@ def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
         "SELECT count(*) FROM argus_catalog.nodes WHERE definition ? 'virtual'").fetchone()
     (nodes,) = db.conn.execute(
         "SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
+    accuracy = db.estimate_accuracy()
     db.close()
     return {"cycle": statistics.median(times), "state": float(state), "nodes": nodes,
-            "views": views, "registration": registration}
+            "views": views, "registration": registration, "accuracy": accuracy}
 
 
 def main() -> None:
@@ -78,6 +79,7 @@ def main() -> None:
     }
     print("| workload | layout | cycle ms | network state MiB | registration s | nodes | views |")
     print("|---|---|---:|---:|---:|---:|---:|")
+    accuracy = []
     for number, (label, (make, batch)) in enumerate(runs.items(), 1):
         if args.only not in (0, number):
             continue
@@ -85,6 +87,15 @@ def main() -> None:
             r = measure(args.dsn, make, layout, batch, args.batches)
             print(f"| {label} | {layout} | {r['cycle']:.1f} | {r['state']:.1f} | "
                   f"{r['registration']:.1f} | {r['nodes']} | {r['views']} |", flush=True)
+            accuracy += [(label, a) for a in r["accuracy"]]
+    print("\nThe join order's estimates against the cycles (cost layout; medians of "
+          "measured / estimated):\n")
+    print("| workload | kind | nodes | rows | within 2× | new rows per cycle | within 2× |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for label, a in accuracy:
+        rate = "" if a.rate is None else f"{a.rate:.2f} | {a.rate_within_2x:.0%}"
+        print(f"| {label} | {a.kind} | {a.nodes} | {a.rows:.2f} | {a.rows_within_2x:.0%} | "
+              f"{rate or ' | '} |")
 
 
 if __name__ == "__main__":
