@@ -9,8 +9,7 @@ from psycopg import sql
 
 from . import network
 from .nodes import KINDS, virtual
-from .network.reads import observed_rate
-from .optimize import proposals
+from .optimize import predicted, proposals
 from .nodes.stream import claim
 from .names import changes_view, results_view
 from .registry import query_info
@@ -79,9 +78,9 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         "SELECT canonical, join_orders FROM argus_catalog.queries WHERE name = %s",
         (info.name,)).fetchone()
     estimates = dict(conn.execute(
-        "SELECT n.node_id, jsonb_build_object('rows', n.estimate->'rows', 'rate', "
-        "n.estimate->'rate', 'hist_rows', s.hist_rows) FROM argus_catalog.nodes n "
-        "JOIN argus_catalog.node_stats s USING (node_id) WHERE n.estimate IS NOT NULL"))
+        "SELECT n.node_id, n.estimate || jsonb_build_object('hist_rows', s.hist_rows) "
+        "FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id) "
+        "WHERE n.estimate IS NOT NULL"))
     users: dict[int, list[str]] = {}
     for node_id, query in conn.execute(
             """SELECT qn.node_id, q.name FROM argus_catalog.query_nodes qn
@@ -126,10 +125,11 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         out += [f"      {line}" for line in maintenance(node, last_run.get(node.id))]
         if node.id in estimates:
             e = estimates[node.id]
-            rate = None if node.definition.get("deferred") else observed_rate(conn, node.id)
+            rate = None if node.definition.get("deferred") else predicted(conn, node.id, e)
             out.append(f"      estimated {e['rows']:,.0f} rows, {e['rate']:,.1f} new per cycle; "
-                       f"measured {e['hist_rows']:,} rows"
-                       + ("" if rate is None else f", {rate:,.1f} per cycle"))
+                       f"measured {e['hist_rows']:,} rows" + (
+                           "" if rate is None else f", {rate[1]:,.1f} new per cycle (estimated "
+                           f"{rate[0]:,.1f} for the cycles' new input rows)"))
         if node.id in proposed:
             p = proposed[node.id]
             saves = ", ".join(what for what in (

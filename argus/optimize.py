@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import psycopg
 
 from .network import Builder, load, network_bytes
-from .network.reads import observed_rate
+from .network.reads import observed_rates
 from .network.builder import may_be_view
 from .nodes import virtual
 
@@ -85,12 +85,28 @@ def proposals(conn: psycopg.Connection, only: set[int] | None = None) -> list[Pr
     return out
 
 
+def predicted(conn: psycopg.Connection, node_id: int, estimate: dict
+              ) -> tuple[float, float] | None:
+    """A node's new rows per cycle as its estimate predicts them for the inputs the
+    cycles since brought (its estimated rows per new input row, times those), and as
+    the cycles measured them; None before any cycle, or with no input."""
+    sources = [int(s) for s in estimate.get("inflow", {})]
+    rates = observed_rates(conn, node_id, [node_id, *sources])
+    inflow = sum(rates[s] or 0.0 for s in sources)
+    expected = sum(estimate["inflow"].values())
+    if rates[node_id] is None or inflow <= 0 or expected <= 0:
+        return None
+    return estimate["rate"] / expected * inflow, rates[node_id]
+
+
 @dataclass(frozen=True)
 class Accuracy:
     """How the join order's estimates (network.builder: nodes.estimate) compare with what
     the cycles measured, for the nodes of one kind: medians of measured / estimated,
     and the share of nodes within a factor of 2 (+1 on both sides: an estimate of 0.02
-    new rows against none measured is right enough)."""
+    new rows against none measured is right enough). New rows per cycle: as predicted
+    for the inputs the cycles brought (`predicted`), not for those registration
+    guessed."""
 
     kind: str
     nodes: int
@@ -107,10 +123,10 @@ def accuracy(conn: psycopg.Connection) -> list[Accuracy]:
                       coalesce((n.definition->>'deferred')::boolean, false)
                  FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id)
                 WHERE n.estimate IS NOT NULL ORDER BY n.node_id""").fetchall():
-        measured = None if deferred else observed_rate(conn, node_id)  # (deferred: not run)
+        rate = None if deferred else predicted(conn, node_id, estimate)  # (not run)
         kinds.setdefault(kind, []).append((
             (rows + 1) / (estimate["rows"] + 1),
-            None if measured is None else (measured + 1) / (estimate["rate"] + 1)))
+            None if rate is None else (rate[1] + 1) / (rate[0] + 1)))
     out = []
     for kind, ratios in sorted(kinds.items()):
         rows = [r for r, _ in ratios]

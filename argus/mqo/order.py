@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 PROBE, SCAN, WRITE, FLUSH = 1.0, 0.02, 1.0, 1.0  # row operations: see the docstring
 EXHAUSTIVE = 8  # instances up to which every tree is considered
@@ -37,6 +37,7 @@ class Estimates:
     rates: Mapping[int, float]  # instance -> of those, new per cycle
     links: Mapping[frozenset[int], float]  # instances conditions link -> selectivity
     keyed: frozenset[frozenset[int]] = frozenset()  # instance pairs an equality links
+    inflow: Mapping[int, float] = field(default_factory=dict)  # source -> new rows/cycle
 
     def rows_of(self, subset: frozenset[int]) -> float:
         return math.prod(self.rows[i] for i in subset) * self._selectivity(subset)

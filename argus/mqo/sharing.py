@@ -129,8 +129,10 @@ class Network(Protocol):
         """The block's rows and rates for ordering its joins by cost (None: the
         heuristic layout, ARGUS's order)."""
 
-    def estimated(self, node: Node, rows: float, rate: float) -> None:
-        """Record what the order expected of a node it built: its rows, new per cycle."""
+    def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
+                  ) -> None:
+        """Record what the order expected of a node it built: its rows, new per cycle,
+        and its sources' new rows per cycle (`inflow`) that those were estimated from."""
 
 
 class BlockBuilder:
@@ -142,13 +144,14 @@ class BlockBuilder:
         self.sharing: Sharing = builder.sharing
         self.outputs = {name: e for name, e in block.outputs}
         self.chosen: tuple[Tree, list[Tree]] | None = None  # by cost: the tree, alternatives
+        self.estimates: Estimates | None = None
 
     # -- the plan ------------------------------------------------------------------
 
     def build(self) -> tuple[object, dict[str, str]]:
         """The node computing the block, and where each of the plan's columns is in it."""
-        estimates = self.builder.estimates(self.block)
-        tree = self._heuristic() if estimates is None else self._costed(estimates)
+        self.estimates = self.builder.estimates(self.block)
+        tree = self._heuristic() if self.estimates is None else self._costed(self.estimates)
         return self.finish(self._part(tree))
 
     def _heuristic(self) -> Tree:
@@ -197,9 +200,10 @@ class BlockBuilder:
             part = self.leaf(min(tree.subset))
         else:
             part = self.join(self._part(tree.left), self._part(tree.right))
-        source = self.block.sources[min(tree.subset) - 1]
-        if self.chosen is not None and (tree.left is not None or part.node.id != source):
-            self.builder.estimated(part.node, tree.rows, tree.rate)
+        sources = {self.block.sources[i - 1] for i in tree.subset}
+        if self.estimates is not None and (tree.left is not None or part.node.id not in sources):
+            self.builder.estimated(part.node, tree.rows, tree.rate,
+                                   {s: self.estimates.inflow.get(s, 0.0) for s in sources})
         return part
 
     def _join_order(self) -> list[int]:

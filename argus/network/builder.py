@@ -475,10 +475,13 @@ class Builder(Reads):
     def estimates(self, block) -> Estimates | None:
         return self.block_estimates(block) if self._layout()[0] == "cost" else None
 
-    def estimated(self, node: Node, rows: float, rate: float) -> None:
+    def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
+                  ) -> None:
+        estimate = {"rows": round(rows, 1), "rate": round(rate, 2),
+                    "inflow": {str(s): round(r, 2) for s, r in inflow.items()}}
         self.conn.execute("UPDATE argus_catalog.nodes SET estimate = %s "
                           "WHERE node_id = %s AND estimate IS NULL",
-                          (json.dumps({"rows": round(rows, 1), "rate": round(rate, 2)}), node.id))
+                          (json.dumps(estimate), node.id))
 
     def _join_order(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:

@@ -93,16 +93,26 @@ def network_bytes(conn: psycopg.Connection) -> int:
 def observed_rate(conn: psycopg.Connection, node_id: int) -> float | None:
     """Rows a node gained (or lost) per cycle in the last RATE_CYCLES cycles since it
     was made; None if no cycle ran since."""
-    cycles, rows = conn.execute(
+    return observed_rates(conn, node_id, [node_id])[node_id]
+
+
+def observed_rates(conn: psycopg.Connection, since: int, node_ids: list[int]
+                   ) -> dict[int, float | None]:
+    """The nodes' rows gained (or lost) per cycle over the same cycles: the last
+    RATE_CYCLES since node `since` was made (None: no cycle ran since)."""
+    rows = dict(conn.execute(
         """WITH r AS (SELECT run_id FROM argus_catalog.runs
                        WHERE status = 'ok' AND started_at >= (
                              SELECT created_at FROM argus_catalog.nodes WHERE node_id = %s)
-                       ORDER BY run_id DESC LIMIT %s)
-           SELECT count(*), coalesce(sum(n.inserted + n.retracted), 0)::float8
-             FROM r LEFT JOIN argus_catalog.run_nodes n
-               ON n.run_id = r.run_id AND n.node_id = %s""",
-        (node_id, RATE_CYCLES, node_id)).fetchone()
-    return rows / cycles if cycles else None
+                       ORDER BY run_id DESC LIMIT %s),
+                ids AS (SELECT unnest(%s::bigint[]) AS node_id)
+           SELECT ids.node_id, CASE WHEN (SELECT count(*) FROM r) > 0 THEN
+                  coalesce((SELECT sum(n.inserted + n.retracted)::float8 FROM r
+                              JOIN argus_catalog.run_nodes n ON n.run_id = r.run_id
+                             WHERE n.node_id = ids.node_id), 0)
+                  / (SELECT count(*) FROM r) END
+             FROM ids""", (since, RATE_CYCLES, node_ids)).fetchall())
+    return {n: rows.get(n) for n in node_ids}
 
 
 class Reads:
@@ -149,13 +159,14 @@ class Reads:
         share of its source's new rows per cycle (as the cycles observed them; before
         any, FALLBACK_SHARE of its rows); each linking condition's selectivity, those
         over the same instances estimated together."""
-        rows, rates = {}, {}
+        rows, rates, inflow = {}, {}, {}
         for i in sorted(block.instances):
             source = self.load(block.sources[i - 1])
             total = max(self.estimate(source.id, i, []), 1.0)
             rows[i] = max(self.estimate(source.id, i, block.within(frozenset({i}))), 1.0)
             observed = self.rate(source)
-            rates[i] = (FALLBACK_SHARE * total if observed is None else observed) * rows[i] / total
+            inflow[source.id] = FALLBACK_SHARE * total if observed is None else observed
+            rates[i] = inflow[source.id] * rows[i] / total
         groups: dict[frozenset[int], list] = {}
         for cond in block.conds:
             if len(cond.instances) > 1:
@@ -164,7 +175,7 @@ class Reads:
                              / math.prod(rows[i] for i in linked), 1.0)
                  for linked, conds in groups.items()}
         keyed = frozenset(c.instances for c in block.conds if equality(c.sql))
-        return Estimates(rows, rates, links, keyed)
+        return Estimates(rows, rates, links, keyed, inflow)
 
     def _joined(self, block: Block, linked: frozenset[int], conds) -> float:
         """PostgreSQL's estimate of the rows of `linked` instances joined by `conds`,
