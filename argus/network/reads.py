@@ -171,11 +171,23 @@ class Reads:
         for cond in block.conds:
             if len(cond.instances) > 1:
                 groups.setdefault(cond.instances, []).append(cond)
-        links = {linked: min(self._joined(block, linked, conds)
+        links = {linked: min(self._linked(block, linked, conds)
                              / math.prod(rows[i] for i in linked), 1.0)
                  for linked, conds in groups.items()}
         keyed = frozenset(c.instances for c in block.conds if equality(c.sql))
         return Estimates(rows, rates, links, keyed, inflow)
+
+    def _linked(self, block: Block, linked: frozenset[int], conds) -> float:
+        """Rows of the linked instances joined, as `_joined`; where several equalities
+        link them, those of the most selective one with the other conditions: join
+        keys go together (lineitem's part and supplier are partsupp's key), which
+        PostgreSQL's product of selectivities does not know. It estimated 2,375 rows
+        for TPC-H's 6M of lineitem ⋈ partsupp; the most selective key alone, 24M."""
+        keys = [c for c in conds if equality(c.sql)]
+        if len(keys) < 2:
+            return self._joined(block, linked, conds)
+        others = [c for c in conds if c not in keys]
+        return min(self._joined(block, linked, [key, *others]) for key in keys)
 
     def _joined(self, block: Block, linked: frozenset[int], conds) -> float:
         """PostgreSQL's estimate of the rows of `linked` instances joined by `conds`,
