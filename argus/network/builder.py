@@ -388,7 +388,11 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
-        parents = [self.undefer(p) if deferred(p) else p for p in parents]
+        undeferred = {}  # (once per node: one node may be both parents)
+        for p in parents:
+            if deferred(p) and p.id not in undeferred:
+                undeferred[p.id] = self.undefer(p)
+        parents = [undeferred.get(p.id, p) for p in parents]
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if kind == "join" and insert_only:
             limit = self._view_of_join(parents, definition, names, exprs)
