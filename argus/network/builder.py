@@ -109,7 +109,7 @@ class Builder(Reads):
             blocks = BlockBuilder(self, block)
             node, self.names[plan] = blocks.build()
             if blocks.chosen is not None and len(block.sources) > 1:
-                self.join_orders.append(self._join_order(block, *blocks.chosen))
+                self.join_orders.append(self._order_record(block, *blocks.chosen))
             return node
         if isinstance(plan, Select):  # a temporal filter
             parent = self.node_for(plan.input)
@@ -487,7 +487,7 @@ class Builder(Reads):
                           "WHERE node_id = %s AND estimate IS NULL",
                           (json.dumps(estimate), node.id))
 
-    def _join_order(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
+    def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:
         instances by their sources' names."""
         def name(i: int) -> str:

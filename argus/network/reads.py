@@ -150,9 +150,6 @@ class Reads:
                                     ).fetchone()
         return plan[0]["Plan"]["Plan Rows"]
 
-    def rate(self, node: Node) -> float | None:
-        return observed_rate(self.conn, node.id)
-
     def block_estimates(self, block: Block) -> Estimates:
         """What ordering a block's joins by cost needs (argus.mqo.order): each
         instance's rows after its local conditions (PostgreSQL's estimates) and their
@@ -164,7 +161,7 @@ class Reads:
             source = self.load(block.sources[i - 1])
             total = max(self.estimate(source.id, i, []), 1.0)
             rows[i] = max(self.estimate(source.id, i, block.within(frozenset({i}))), 1.0)
-            observed = self.rate(source)
+            observed = observed_rate(self.conn, source.id)
             inflow[source.id] = FALLBACK_SHARE * total if observed is None else observed
             rates[i] = inflow[source.id] * rows[i] / total
         groups: dict[frozenset[int], list] = {}
