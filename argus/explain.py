@@ -80,7 +80,8 @@ def explain(conn: psycopg.Connection, name: str) -> str:
     estimates = dict(conn.execute(
         "SELECT n.node_id, n.estimate || jsonb_build_object('hist_rows', s.hist_rows) "
         "FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id) "
-        "WHERE n.estimate IS NOT NULL"))
+        "WHERE n.estimate IS NOT NULL AND n.node_id = ANY(%s)",
+        ([ref.id for ref in info.nodes],)))
     users: dict[int, list[str]] = {}
     for node_id, query in conn.execute(
             """SELECT qn.node_id, q.name FROM argus_catalog.query_nodes qn

@@ -156,14 +156,16 @@ class Reads:
         share of its source's new rows per cycle (as the cycles observed them; before
         any, FALLBACK_SHARE of its rows); each linking condition's selectivity, those
         over the same instances estimated together."""
-        rows, rates, inflow = {}, {}, {}
+        rows, rates, inflow, totals = {}, {}, {}, {}
         for i in sorted(block.instances):
-            source = self.load(block.sources[i - 1])
-            total = max(self.estimate(source.id, i, []), 1.0)
-            rows[i] = max(self.estimate(source.id, i, block.within(frozenset({i}))), 1.0)
-            observed = observed_rate(self.conn, source.id)
-            inflow[source.id] = FALLBACK_SHARE * total if observed is None else observed
-            rates[i] = inflow[source.id] * rows[i] / total
+            source = block.sources[i - 1]
+            if source not in totals:  # (a self-join's instances share their source's)
+                totals[source] = max(self.estimate(source, i, []), 1.0)
+                observed = observed_rate(self.conn, source)
+                inflow[source] = FALLBACK_SHARE * totals[source] if observed is None \
+                    else observed
+            rows[i] = max(self.estimate(source, i, block.within(frozenset({i}))), 1.0)
+            rates[i] = inflow[source] * rows[i] / totals[source]
         groups: dict[frozenset[int], list] = {}
         for cond in block.conds:
             if len(cond.instances) > 1:
