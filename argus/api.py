@@ -74,6 +74,7 @@ class Argus:
             if version < 150000:
                 raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
             self.owner = _prepare(self.conn)
+            self.inboxes = load_ops.Inboxes(self.conn)
         except BaseException:
             self.conn.close()
             raise
@@ -86,9 +87,11 @@ class Argus:
             requests.submit(self.conn, "create_stream", name,
                             {"columns": dict(columns), "time_column": time_column})
             return streams.stream_schemas(self.conn)[check_name(name, "stream")]
+        self.inboxes.forget()
         return streams.create_stream(self.conn, name, columns, time_column)
 
     def drop_stream(self, name: str) -> None:
+        self.inboxes.forget()
         if not self.owner:
             return requests.submit(self.conn, "drop_stream", name, {})
         streams.drop_stream(self.conn, name)
@@ -100,11 +103,11 @@ class Argus:
         """COPY rows (tuples in column order, or dicts) into the stream's inbox, all or
         none. With a load_id the load happens at most once: loading the same id again
         loads nothing and returns 0 (see `load` for the details)."""
-        return load_ops.load_rows(self.conn, stream, rows, load_id).rows
+        return self.inboxes.load(stream, rows, load_id).rows
 
     def load(self, stream: str, rows: Iterable[object], load_id: str | None = None
              ) -> load_ops.LoadResult:
-        return load_ops.load_rows(self.conn, stream, rows, load_id)
+        return self.inboxes.load(stream, rows, load_id)
 
     def loads(self) -> list[tuple]:
         return self.conn.execute("SELECT load_id, stream, rows, source, loaded_at "

@@ -40,23 +40,27 @@ class CycleReport:
 def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     started = time.perf_counter()
     try:
-        # on an autocommit connection the statement is the transaction: no BEGIN/COMMIT
+        # on an autocommit connection the statement is the transaction: no BEGIN/COMMIT;
+        # the report comes back in the same round trip (argus.cycle)
         with nullcontext() if conn.autocommit else conn.transaction():
-            (run_id,) = conn.execute("SELECT argus.run_cycle(%s)", (wait,)).fetchone()
+            row = conn.execute("SELECT * FROM argus.cycle(%s)", (wait,)).fetchone()
     except psycopg.Error as exc:  # the server went away, or a bug of ours
         raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
-    seconds = time.perf_counter() - started
-    if run_id is None:
+    if row is None:
         raise CycleInProgressError(
             "another argus cycle (or registration) is running on this database; this cycle "
             "did nothing, and the rows waiting will be claimed by the next one")
-    return report(conn, run_id, seconds)
+    return _report(row[0], row[1:], time.perf_counter() - started)
 
 
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:
-    """The run's log, read in one round trip (it is part of every cycle's latency)."""
-    status, error, nodes_run, rows_in, held, failed, queries, node_ms = conn.execute(
-        "SELECT * FROM argus.cycle_report(%s)", (run_id,)).fetchone()
+    """A past run's report, from its log."""
+    return _report(run_id, conn.execute("SELECT * FROM argus.cycle_report(%s)",
+                                        (run_id,)).fetchone(), seconds)
+
+
+def _report(run_id: int, row: tuple, seconds: float) -> CycleReport:
+    status, error, nodes_run, rows_in, held, failed, queries, node_ms = row
     if status == "failed":
         raise CycleError(f"cycle {run_id} failed and was rolled back, its rows wait in the "
                          f"inboxes: {error}")

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
-from .errors import LoadError
+from .errors import LoadError, StaleInboxError, UnknownStreamError
 from .names import STAGING_SCHEMA, check_name
 from .streams import copy_rows, stream_schemas
 
@@ -41,21 +42,56 @@ def _claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) 
                         (load_id, stream, source)).fetchone()[0]
 
 
-def load_rows(conn: psycopg.Connection, stream: str, rows: Iterable[object],
-              load_id: str | None = None) -> LoadResult:
-    """COPY rows into the inbox in one transaction, recording `load_id` if given."""
-    name = check_name(stream, "stream")
-    schema = stream_schemas(conn).get(name)
-    if schema is None:
-        from .errors import UnknownStreamError
+class Inboxes:
+    """The column lists of the streams a session loads, read from the catalog once per
+    stream: a load is then one COPY statement, a round trip and a commit like a bare
+    COPY, not a catalog query and a transaction around it. A stream dropped (or
+    re-declared) by another session since shows as a failed COPY; the list is read again
+    then, and a load given as a list is retried once."""
 
-        raise UnknownStreamError(f"unknown stream {stream!r}")
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self._columns: dict[str, tuple[str, ...]] = {}
+
+    def columns(self, name: str) -> tuple[str, ...]:
+        if name not in self._columns:
+            schema = stream_schemas(self.conn).get(name)
+            if schema is None:
+                raise UnknownStreamError(f"unknown stream {name!r}")
+            self._columns[name] = schema.column_names
+        return self._columns[name]
+
+    def forget(self) -> None:
+        self._columns.clear()
+
+    def load(self, stream: str, rows: Iterable[object], load_id: str | None = None
+             ) -> LoadResult:
+        name = check_name(stream, "stream")
+        columns = self.columns(name)
+        try:
+            return _load(self.conn, name, columns, rows, load_id)
+        except StaleInboxError:
+            self.forget()
+            if self.columns(name) == columns or not isinstance(rows, Sequence):
+                raise LoadError(f"stream {name!r} was changed by another session during "
+                                "this load; nothing was loaded, load again") from None
+            return _load(self.conn, name, self.columns(name), rows, load_id)
+
+
+def _load(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
+          rows: Iterable[object], load_id: str | None) -> LoadResult:
+    if load_id is None:
+        # On an idle autocommit connection the COPY is its own transaction (nothing
+        # around it: a bare COPY's cost); within the caller's transaction, a savepoint
+        # keeps a failed load from aborting it.
+        alone = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+        with contextlib.nullcontext() if alone else conn.transaction():
+            return LoadResult(None, name, copy_rows(conn, name, columns, rows))
     with conn.transaction():
-        if load_id is not None and not _claim_id(conn, load_id, name, "copy"):
+        if not _claim_id(conn, load_id, name, "copy"):
             return LoadResult(load_id, name, 0, duplicate=True)
-        count = copy_rows(conn, name, schema.column_names, rows)
-        if load_id is not None:
-            conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
+        count = copy_rows(conn, name, columns, rows)
+        conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
     return LoadResult(load_id, name, count)
 
 

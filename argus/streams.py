@@ -17,7 +17,7 @@ from . import roles
 from .frontend.analyze import StreamSchema
 from .nodes import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
-                     UnknownStreamError)
+                     StaleInboxError, UnknownStreamError)
 from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
                     stream_inbox)
 from .network import assemble, execute_all, load_node, store_blocks
@@ -162,7 +162,8 @@ def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
 
 def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
               rows: Iterable[object]) -> int:
-    """COPY rows into the stream's inbox in one transaction: all of them or none."""
+    """COPY rows into the stream's inbox: all of them or none (the caller chooses the
+    transaction: see argus.loads)."""
     copy_sql = sql.SQL("COPY {} ({}) FROM STDIN").format(
         stream_inbox(name), sql.SQL(", ").join(map(sql.Identifier, columns)))
     width = len(columns)
@@ -171,7 +172,7 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
              and set(map(len, rows)) <= {width})
     count = 0
     try:
-        with conn.transaction(), conn.cursor() as cur, cur.copy(copy_sql) as copy:
+        with conn.cursor() as cur, cur.copy(copy_sql) as copy:
             write = copy.write_row
             if plain:
                 for row in rows:
@@ -181,6 +182,8 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
                 for count, row in enumerate(rows, 1):
                     write(row if type(row) is tuple and len(row) == width
                           else _as_tuple(row, columns, count))
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
+        raise StaleInboxError(str(exc)) from None
     except psycopg.Error as exc:
         raise LoadError(f"loading into stream {name!r} failed, nothing was loaded: "
                         f"{_copy_error(exc)}") from None

@@ -25,6 +25,18 @@ def test_a_newer_catalog_is_refused(fresh_dsn):
         argus.connect(fresh_dsn)
 
 
+def test_functions_changed_by_a_newer_argus_are_reapplied_by_the_owner_role(db, fresh_dsn):
+    """An upgrade re-applies catalog/functions.sql as argus's owner role, which may not
+    create in schema public (PostgreSQL 15) nor replace the argus_now() its installer
+    made there: the upgrade must not need to."""
+    db.conn.execute("UPDATE argus_catalog.settings SET catalog_code = 'an older argus'")
+    with argus.connect(fresh_dsn) as again:
+        assert catalog.installed_code(again.conn) == catalog.code()[0]
+        assert again.conn.execute("SELECT public.argus_now() IS NOT DISTINCT FROM "
+                                  "argus.clock_now()").fetchone() == (True,)
+        again.run()
+
+
 def test_node_code_compiled_by_an_older_argus_is_recompiled(transfers, fresh_dsn):
     """A database whose stored node code predates this argus (an upgrade) gets it
     recompiled, and its program reassembled, when argus connects."""

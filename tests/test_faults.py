@@ -67,7 +67,7 @@ def wait_until_cycle_runs(process: subprocess.Popen) -> None:
         while time.time() < deadline and process.poll() is None:
             if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s "
                                "AND state = 'active' AND datname = current_database()",
-                               ("%run_cycle%",)).fetchone()[0]:
+                               ("%argus.cycle(%",)).fetchone()[0]:
                 return
             time.sleep(0.005)
 
@@ -196,7 +196,7 @@ def test_a_server_crash_mid_cycle_loses_nothing(tmp_path):
                 while time.time() < deadline and worker.poll() is None:
                     if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE query "
                                        "LIKE %s AND state = 'active'",
-                                       ("%run_cycle%",)).fetchone()[0]:
+                                       ("%argus.cycle(%",)).fetchone()[0]:
                         break
                     time.sleep(0.005)
             time.sleep(rng.uniform(0.0, 0.15))  # into the cycle: claiming, evaluating, flushing

@@ -94,3 +94,58 @@ def test_a_failed_load_with_an_id_can_be_retried(transfers):
     assert transfers.db.loads() == []  # the id was not recorded: a retry loads
     good = [(1, "2024-01-01", "a", "b", 5), (2, "2024-01-02", "a", "b", 6)]
     assert transfers.db.load("transfers", good, load_id="file-002").rows == 2
+
+
+def test_a_load_is_one_statement_on_an_idle_connection(db):
+    """A load without an id is one COPY, its own transaction (a bare COPY's cost), not a
+    transaction with a savepoint around it: it takes one transaction id, where a
+    savepoint that wrote would take two."""
+    db.create_stream("events", {"id": "bigint", "note": "text"})
+
+    def xid() -> int:
+        return int(db.conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
+
+    start = xid()
+    assert db.insert("events", [(1, "a"), (2, "b")]) == 2
+    assert xid() - start == 2  # the load's, then this call's
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.events").fetchone() == (2,)
+
+
+def test_a_load_inside_the_callers_transaction(db):
+    """Within the caller's transaction the load commits with it, and a failed load does
+    not abort it (a savepoint)."""
+    db.create_stream("events", {"id": "bigint NOT NULL", "note": "text"})
+    with db.conn.transaction():
+        db.insert("events", [(1, "kept")])
+        with pytest.raises(argus.LoadError, match="null value"):
+            db.insert("events", [(2, "ok"), (None, "bad")])
+        db.insert("events", [(3, "kept too")])
+    assert db.conn.execute("SELECT id FROM argus_inbox.events ORDER BY id").fetchall() == [
+        (1,), (3,)]
+    with pytest.raises(RuntimeError):
+        with db.conn.transaction():
+            db.insert("events", [(4, "rolled back")])
+            raise RuntimeError
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.events").fetchone() == (2,)
+
+
+def test_a_stream_redeclared_by_another_session_is_loaded_as_it_is_now(db, fresh_dsn):
+    """The columns a session read once are read again when its load finds the stream
+    changed: a list of rows is loaded into the stream as it is now, anything else (or a
+    stream gone) fails naming it, and nothing half-loads."""
+    db.create_stream("events", {"id": "bigint", "note": "text"})
+    db.insert("events", [(1, "old")])
+    with argus.connect(fresh_dsn) as other:
+        other.drop_stream("events")
+        other.create_stream("events", {"id": "bigint", "label": "text", "n": "int"})
+    assert db.insert("events", [(2, "new", 7)]) == 1
+    assert db.conn.execute("SELECT * FROM argus_inbox.events").fetchall() == [(2, "new", 7)]
+    with argus.connect(fresh_dsn) as other:
+        other.drop_stream("events")
+        other.create_stream("events", {"id": "bigint", "label2": "text"})
+    with pytest.raises(argus.LoadError, match="changed by another session"):
+        db.insert("events", iter([(3, "x")]))
+    with argus.connect(fresh_dsn) as other:
+        other.drop_stream("events")
+    with pytest.raises(argus.UnknownStreamError, match="unknown stream 'events'"):
+        db.insert("events", [(4, "x")])

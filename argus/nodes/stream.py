@@ -82,8 +82,8 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
                             claimed=stream_inbox(name) if locked else claimed,
                             latest=sql.SQL("(max({}) FILTER (WHERE {}))::timestamptz").format(
                                 t, admitted) if t else sql.SQL("NULL::timestamptz"),
-                            late=sql.SQL("count(*) FILTER (WHERE {} AND {} < "
-                                         "(SELECT argus.clock_now()))").format(admitted, t)
+                            late=sql.SQL("count(*) FILTER (WHERE {} AND {} < argus_clock_old)"
+                                          ).format(admitted, t)
                             if t else sql.SQL("0")))
         counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
         times.append(sql.SQL("(SELECT latest FROM {})").format(stats))

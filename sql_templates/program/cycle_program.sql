@@ -26,6 +26,7 @@ DECLARE
     argus_purge boolean := (SELECT purge FROM argus_catalog.settings);
     argus_inbox_limit bigint := (SELECT truncate_inbox_bytes FROM argus_catalog.settings);
     argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
+    argus_horizon timestamptz := now() + argus_lead;
     argus_locked boolean;
     argus_at bigint;
     argus_isolate boolean := true;  -- false: a failing node fails the program
