@@ -12,6 +12,7 @@ run in argus.runs.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -24,8 +25,8 @@ from .errors import CycleError, CycleInProgressError
 class CycleReport:
     run_id: int
     rows_in: dict[str, int]  # stream -> rows claimed
-    new_rows: dict[str, int]  # query -> rows inserted into its answer
-    retracted: dict[str, int]  # query -> rows retracted from its answer
+    new_rows: Counter[str]  # query -> rows inserted into its answer (0 if not there)
+    retracted: Counter[str]  # query -> rows retracted from its answer (0 if not there)
     nodes_run: int
     seconds: float
     node_ms: dict[int, float] = field(default_factory=dict, repr=False)
@@ -65,7 +66,7 @@ def _report(run_id: int, row: tuple, seconds: float) -> CycleReport:
         raise CycleError(f"cycle {run_id} failed and was rolled back, its rows wait in the "
                          f"inboxes: {error}")
     return CycleReport(run_id, dict(sorted(rows_in.items())),
-                       {q: i for q, (i, _) in sorted(queries.items())},
-                       {q: r for q, (_, r) in sorted(queries.items())}, nodes_run, seconds,
+                       Counter({q: i for q, (i, _) in sorted(queries.items())}),
+                       Counter({q: r for q, (_, r) in sorted(queries.items())}), nodes_run, seconds,
                        {int(n): float(ms) for n, ms in node_ms.items()},
                        dict(sorted(failed.items())), dict(sorted(held.items())))

@@ -215,8 +215,9 @@ DECLARE
     v_last     bigint;
     v_error    text;
     v_context  text;
-    v_node     bigint;
     v_delta    text;
+    v_deletes  text;
+    v_truncates text[];
     v_timeout  text;
     v_limit    bigint;
     v_settings argus_catalog.settings;
@@ -246,23 +247,30 @@ BEGIN
         v_attempts := v_attempts + 1;
         BEGIN
             -- Clear the last cycle's deltas: TRUNCATE those whose file has grown, unless
-            -- a reader of a changes view holds them (then DELETE).
+            -- a reader of a changes view holds them (then DELETE); DELETE the others, all
+            -- in one statement string (a loop of them cost a millisecond at 10 queries).
             v_timeout := current_setting('lock_timeout');
             PERFORM set_config('lock_timeout', '50ms', true);
-            FOR v_node IN SELECT r.node_id FROM argus_catalog.run_nodes r
-                            JOIN argus_catalog.nodes n USING (node_id)
-                           WHERE r.run_id = v_last AND r.inserted + r.retracted > 0
-                             AND NOT (n.kind = 'select' AND n.definition ? 'virtual') LOOP
-                v_delta := format('argus_net.%I', 'n' || v_node || '_delta');
-                IF pg_relation_size(v_delta::regclass) > v_settings.truncate_delta_bytes THEN
-                    BEGIN
-                        EXECUTE 'TRUNCATE ' || v_delta;
-                    EXCEPTION WHEN lock_not_available THEN
-                        EXECUTE 'DELETE FROM ' || v_delta;
-                    END;
-                ELSE
+            SELECT string_agg('DELETE FROM ' || d.delta, '; ')
+                       FILTER (WHERE d.bytes <= v_settings.truncate_delta_bytes),
+                   array_agg(d.delta) FILTER (WHERE d.bytes > v_settings.truncate_delta_bytes)
+              INTO v_deletes, v_truncates
+              FROM (SELECT x.delta, pg_relation_size(x.delta::regclass) AS bytes
+                      FROM argus_catalog.run_nodes r
+                      JOIN argus_catalog.nodes n USING (node_id),
+                           LATERAL (SELECT format('argus_net.%I', 'n' || r.node_id || '_delta')
+                                    ) AS x(delta)
+                     WHERE r.run_id = v_last AND r.inserted + r.retracted > 0
+                       AND NOT (n.kind = 'select' AND n.definition ? 'virtual')) AS d;
+            IF v_deletes IS NOT NULL THEN
+                EXECUTE v_deletes;
+            END IF;
+            FOREACH v_delta IN ARRAY coalesce(v_truncates, '{}') LOOP
+                BEGIN
+                    EXECUTE 'TRUNCATE ' || v_delta;
+                EXCEPTION WHEN lock_not_available THEN
                     EXECUTE 'DELETE FROM ' || v_delta;
-                END IF;
+                END;
             END LOOP;
             PERFORM set_config('lock_timeout', v_timeout, true);
             SELECT * INTO v_program FROM argus_net.cycle_program(v_run);
@@ -293,11 +301,12 @@ BEGIN
         PERFORM argus.assemble_program(v_diagnose);
     END LOOP;
 
+    -- the queries whose answer changed (a row per query and cycle was 3 ms at 1,000)
     INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
-    SELECT v_run, q.name, coalesce(r.inserted, 0), coalesce(r.retracted, 0)
+    SELECT v_run, q.name, r.inserted, r.retracted
       FROM argus_catalog.queries q
-      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node
-     WHERE q.status = 'ok';
+      JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node
+     WHERE q.status = 'ok' AND r.inserted + r.retracted > 0;
     PERFORM argus.learn_maintenance(v_run);
     UPDATE argus_catalog.node_stats n SET hist_rows = n.hist_rows + r.inserted - r.retracted
       FROM argus_catalog.run_nodes r

@@ -54,8 +54,10 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
                    JOIN argus_catalog.nodes n ON n.node_id = e.child_id
                   WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean
                      OR (n.definition->>'deferred')::boolean""")}
+    read = copied | {r[0] for r in conn.execute("SELECT parent_id FROM argus_catalog.edges")}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
-                                             if node.id not in copied))
+                                             if node.id not in copied),
+                          frozenset(name for name, node, _ in streams if node.id not in read))
     purges = _store_purges(conn)
     if check:
         run_once(conn, list(check), purges)

@@ -50,7 +50,8 @@ def in_inbox(node: Node) -> Node:
 
 
 def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
-          left: frozenset[str] = frozenset()) -> sql.Composed:
+          left: frozenset[str] = frozenset(), unread: frozenset[str] = frozenset()
+          ) -> sql.Composed:
     """One statement that claims every stream's inbox under one snapshot, so a load that
     wrote to several streams in one transaction is claimed whole by one cycle. Returns
     the rows claimed per stream, the largest event time claimed, the late rows and the
@@ -58,7 +59,9 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     per stream. `locked`: the cycle holds every inbox exclusively; the children read the
     claimed rows in the inbox (`in_inbox`), which is truncated at the end of the cycle,
     instead of rows deleted one by one; only the streams not named in `left` (a query's
-    output: its changes view reads the delta table) are also copied."""
+    output: its changes view reads the delta table) are also copied. Not locked, the
+    rows of the streams in `unread` (no node reads them) go straight to their histories
+    (their flush then finds their delta tables empty)."""
     parts, counts, times, late, held = [], [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
@@ -70,10 +73,12 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
         if t and locked:
             parts.append(render("stream/hold_locked", **hold))
         if not (locked and name in left):
-            parts.append(render("stream/claim_locked" if locked else "stream/claim",
-                                claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
+            template = ("stream/claim_locked" if locked else
+                        "stream/claim_direct" if name in unread else "stream/claim")
+            parts.append(render(template, claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
                                 inbox=stream_inbox(name), delta=node.delta_table,
-                                columns=node.column_list, sign=SIGN_ID, admitted=admitted))
+                                history=node.hist, columns=node.column_list, sign=SIGN_ID,
+                                admitted=admitted))
         if t and not locked:
             parts.append(render("stream/hold", **hold))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
