@@ -25,6 +25,10 @@ def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):
         assert (f"Answers of all {queries:,} {workload} queries equal to the re-run ones "
                 "after the last batch: yes.") in report
     assert "## Each query alone" in report and "## Registration" in report
+    assert "| re-run (temp) |" in report and "The five closest" in report
+    fixed = report.split("## argus's fixed cost per batch, next to the floor")[1]
+    for workload in ("transfers", "tpch", "nexmark"):  # the fixed cost next to the floor
+        assert f"| {workload} |" in fixed.split("##")[0]
     for family in ("selection", "chain", "aggregate", "union"):  # every family compared alone
         assert f"| transfers | {family}_" in report
     assert "| nexmark | q20 |" in report

@@ -6,7 +6,7 @@ plain table first):
 - floor: inserting the batch into plain copies of the streams, with no queries at all
   (COPY);
 - rerun: every query run from scratch over those copies into a result table (cron +
-  plain SQL);
+  plain SQL), or into a temporary table made anew (no WAL: the cheapest re-run);
 - matview: `REFRESH MATERIALIZED VIEW` of one view per query over the same copies;
 - pg_ivm: one incrementally maintained view (IMMV) per query it accepts, over copies
   of its own; its maintenance runs inside the insert.
@@ -86,12 +86,19 @@ class Rerun:
             self.conn.execute("RESET search_path")
         self.queries.append((table, query))
 
-    def run(self, only: str | None = None) -> float:
+    def run(self, only: str | None = None, temporary: bool = False) -> float:
+        """Re-run the queries (or only one) into their result tables; `temporary`: into
+        a temporary table made anew (no WAL, nothing kept: the cheapest re-run)."""
         started = time.perf_counter()
         with self.conn.transaction():
             _search_path(self.conn, FLOOR_SCHEMA)
             for table, query in self.queries:
                 if only is not None and table != sql.Identifier(f"argus_bench_rerun_{only}"):
+                    continue
+                if temporary:
+                    self.conn.execute(sql.SQL("DROP TABLE IF EXISTS pg_temp.{}").format(table))
+                    self.conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} AS {}").format(
+                        table, sql.SQL(query)))
                     continue
                 self.conn.execute(sql.SQL("TRUNCATE public.{}").format(table))
                 self.conn.execute(sql.SQL("INSERT INTO public.{} {}").format(table,

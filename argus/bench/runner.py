@@ -62,8 +62,22 @@ class PerQuery:
     query: str
     batch: int
     argus: float
-    rerun: float
+    rerun: float  # COPY + the query re-run into a persistent table
+    rerun_temp: float = 0.0  # COPY + the query re-run into a new temporary table
     pg_ivm: float | None = None  # None: pg_ivm unavailable, or it refused the query
+    # argus's fixed cost, ms per batch: the load (db.insert) next to the floor (a bare
+    # COPY of the same rows), the claim and stream history appends, and the cycle's own
+    # bookkeeping (its time less every node's); the rest of `argus` is the query's nodes
+    load: float = 0.0
+    floor: float = 0.0
+    claim: float = 0.0
+    bookkeeping: float = 0.0
+
+    @property
+    def closest(self) -> float:
+        """The smaller of the two ratios: how many times argus is faster than the
+        cheaper re-run."""
+        return min(self.rerun, self.rerun_temp or self.rerun) / self.argus if self.argus else 0
 
 
 @dataclass
@@ -133,14 +147,34 @@ class Settle:
 def _argus(db: Argus, batch: dict[str, list[tuple]], runs: list[int] | None = None) -> float:
     """Seconds from the batch's arrival to current answers: COPY into the inboxes,
     then one cycle (whose run id is appended to `runs`)."""
+    return sum(_argus_parts(db, batch, runs))
+
+
+def _argus_parts(db: Argus, batch: dict[str, list[tuple]],
+                 runs: list[int] | None = None) -> tuple[float, float]:
+    """(seconds loading, seconds of the cycle) of `_argus`."""
     started = time.perf_counter()
     for stream, rows in batch.items():
         db.insert(stream, rows)
+    loaded = time.perf_counter()
     run_id = db.run().run_id
-    seconds = time.perf_counter() - started
     if runs is not None:
         runs.append(run_id)
-    return seconds
+    return loaded - started, time.perf_counter() - loaded
+
+
+_NODES = """
+SELECT run_id, coalesce(sum(r.ms + coalesce(r.flush_ms, 0)) FILTER (WHERE n.kind = 'stream'), 0),
+       coalesce(sum(r.ms + coalesce(r.flush_ms, 0)), 0)
+  FROM argus_catalog.run_nodes r JOIN argus_catalog.nodes n USING (node_id)
+ WHERE r.run_id = ANY(%s) GROUP BY run_id
+"""
+
+
+def node_ms(conn: psycopg.Connection, runs: list[int]) -> dict[int, tuple[float, float]]:
+    """Per run: (ms claiming and appending to the stream histories, ms of every node)."""
+    return {run: (float(streams), float(every))
+            for run, streams, every in conn.execute(_NODES, (runs,)).fetchall()}
 
 
 _BREAKDOWN = """
@@ -262,20 +296,31 @@ def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
             db.run()  # warm-up, as in `scaling`
             for size in sizes:
                 batches = [workload.batch(size) for _ in range(repeat)]
-                t: dict[str, list[float]] = {"rerun": [], "pg_ivm": []}
+                t: dict[str, list[float]] = {"rerun": [], "rerun_temp": [], "pg_ivm": [],
+                                             "floor": []}
+                runs: list[int] = []
                 settle()
-                t["argus"] = [_argus(db, batch) for batch in batches]
+                parts = [_argus_parts(db, batch, runs) for batch in batches]
+                nodes = node_ms(conn, runs)
                 for batch in batches:
                     settle()
-                    base = floor.ingest(batch)
+                    t["floor"].append(floor.ingest(batch))
                     settle()
-                    t["rerun"].append(base + rerun.run(only=name))
+                    t["rerun"].append(t["floor"][-1] + rerun.run(only=name))
+                    settle()
+                    t["rerun_temp"].append(t["floor"][-1] + rerun.run(only=name,
+                                                                      temporary=True))
                 if ivm is not None:
                     settle()
                     t["pg_ivm"] = [ivm.ingest(batch) for batch in batches]
                 results.per_query.append(PerQuery(
-                    workload.name, name, size, _ms(t["argus"]), _ms(t["rerun"]),
-                    _ms(t["pg_ivm"]) if with_ivm else None))
+                    workload.name, name, size, _ms([a + b for a, b in parts]), _ms(t["rerun"]),
+                    _ms(t["rerun_temp"]), _ms(t["pg_ivm"]) if with_ivm else None,
+                    load=_ms([a for a, _ in parts]), floor=_ms(t["floor"]),
+                    claim=statistics.median(nodes.get(r, (0, 0))[0] for r in runs),
+                    bookkeeping=statistics.median(
+                        cycle * 1000 - nodes.get(r, (0, 0))[1]
+                        for (_, cycle), r in zip(parts, runs))))
             db.unregister_query(name)
             if with_ivm:
                 ivm.drop(name)

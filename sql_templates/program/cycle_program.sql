@@ -27,7 +27,7 @@ DECLARE
     argus_inbox_limit bigint := (SELECT truncate_inbox_bytes FROM argus_catalog.settings);
     argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
     argus_horizon timestamptz := now() + argus_lead;
-    argus_locked boolean;
+    argus_locked boolean := false;
     argus_lazy_limit bigint := (SELECT lazy_history_bytes FROM argus_catalog.settings);
     argus_idle_locked boolean;
     argus_idle_n bigint;
