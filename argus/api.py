@@ -73,6 +73,8 @@ class Argus:
             version = self.conn.info.server_version
             if version < 150000:
                 raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
+            # cycles need READ COMMITTED (argus.run_cycle), whatever the database's default
+            self.conn.execute("SET default_transaction_isolation = 'read committed'")
             self.owner = _prepare(self.conn)
             self.inboxes = load_ops.Inboxes(self.conn)
         except BaseException:

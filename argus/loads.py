@@ -45,15 +45,30 @@ def _claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) 
 class Inboxes:
     """The column lists of the streams a session loads, read from the catalog once per
     stream: a load is then one COPY statement, a round trip and a commit like a bare
-    COPY, not a catalog query and a transaction around it. A stream dropped (or
-    re-declared) by another session since shows as a failed COPY; the list is read again
-    then, and a load given as a list is retried once."""
+    COPY, not a catalog query and a transaction around it. Creating or dropping a stream
+    notifies every session (channel argus_streams), which forgets its lists before its
+    next load, as the catalog query before every load saw the change; a COPY that still
+    finds the inbox gone or other columns (a change committed in between) reads the list
+    again, and a load given as a list is retried once."""
+
+    CHANNEL = "argus_streams"
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self._columns: dict[str, tuple[str, ...]] = {}
+        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.CHANNEL)))
+        conn.add_notify_handler(self._notified)
+
+    def _notified(self, notify: psycopg.Notify) -> None:
+        if notify.channel == self.CHANNEL:
+            self._columns.clear()
 
     def columns(self, name: str) -> tuple[str, ...]:
+        pgconn = self.conn.pgconn  # notifications already received, without a round trip
+        pgconn.consume_input()
+        while (notify := pgconn.notifies()) is not None:
+            if notify.relname.decode() == self.CHANNEL:
+                self._columns.clear()
         if name not in self._columns:
             schema = stream_schemas(self.conn).get(name)
             if schema is None:
@@ -70,11 +85,17 @@ class Inboxes:
         columns = self.columns(name)
         try:
             return _load(self.conn, name, columns, rows, load_id)
-        except StaleInboxError:
+        except LoadError as exc:  # the columns read before may be stale: read them again
             self.forget()
-            if self.columns(name) == columns or not isinstance(rows, Sequence):
-                raise LoadError(f"stream {name!r} was changed by another session during "
-                                "this load; nothing was loaded, load again") from None
+            if self.columns(name) == columns:
+                if isinstance(exc, StaleInboxError):  # gone and back as it was: a race
+                    raise LoadError(f"stream {name!r} was re-declared by another session "
+                                    "during this load; nothing was loaded, load again") from None
+                raise
+            if not isinstance(rows, Sequence):
+                raise LoadError(f"stream {name!r} was changed by another session (now: "
+                                f"{', '.join(self.columns(name))}); nothing was loaded, "
+                                "load again") from None
             return _load(self.conn, name, self.columns(name), rows, load_id)
 
 

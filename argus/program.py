@@ -161,20 +161,24 @@ def frame(streams: list[tuple[str, Node, str | None]],
     evaluate, choose how to maintain the signed nodes (if any), flush, purge, release
     the inboxes. `left`: the streams whose rows a locked claim leaves in the inbox (see
     `claim`); every other stream's are copied to its delta table, which outlives the
-    cycle (a query's changes view reads it). `unread`: the streams no node reads (idle),
-    whose rows wait in their inboxes to be appended to their histories in bulk
-    (sql_templates/program/idle_block.sql)."""
+    cycle (a query's changes view reads it). `unread`: the streams no node reads, whose
+    rows an unlocked claim appends to their histories directly."""
     claim_code = release_code = sql.SQL("")
     if streams:
-        read = [s for s in streams if s[0] not in unread]
-        parts = [render("program/clock_read")]
-        if read:
-            parts.append(_claim_block(read, left))
-            release_code = render("program/release_block", inboxes=sql.SQL(", ").join(
-                stream_inbox(name) for name, _, _ in read))
-        parts += [_idle_block(*s) for s in streams if s[0] in unread]
-        parts.append(render("program/clock_block"))
-        claim_code = sql.SQL("\n").join(parts)
+        inboxes = [stream_inbox(name) for name, _, _ in streams]
+        large = sql.SQL(" OR ").join(
+            sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
+                sql.Literal(inbox.as_string(None))) for inbox in inboxes)
+        claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
+                            claim_locked=claim(streams, locked=True, left=left),
+                            inboxes=sql.SQL(", ").join(inboxes), large=large,
+                            vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
+                            analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
+                                                        if name not in unread),
+                            ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
+                            names=sql.SQL(", ").join(sql.Literal(name) for name, _, _ in streams),
+                            count=sql.Literal(len(streams)))
+        release_code = render("program/release_block", inboxes=sql.SQL(", ").join(inboxes))
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
@@ -182,33 +186,6 @@ def frame(streams: list[tuple[str, Node, str | None]],
     for position, slot in enumerate(_SLOTS, 1):
         text = text.replace(marks[slot], f"%{position}$s")
     return text
-
-
-def _claim_block(streams: list[tuple[str, Node, str | None]],
-                 left: frozenset[str]) -> sql.Composed:
-    inboxes = [stream_inbox(name) for name, _, _ in streams]
-    large = sql.SQL(" OR ").join(
-        sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
-            sql.Literal(inbox.as_string(None))) for inbox in inboxes)
-    return render("program/claim_block", claim=claim(streams),
-                  claim_locked=claim(streams, locked=True, left=left),
-                  inboxes=sql.SQL(", ").join(inboxes), large=large,
-                  vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
-                  analyze=sql.SQL("\n").join(analyze_delta(n) for _, n, _ in streams),
-                  ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
-                  names=sql.SQL(", ").join(sql.Literal(name) for name, _, _ in streams),
-                  count=sql.Literal(len(streams)))
-
-
-def _idle_block(name: str, node: Node, time_column: str | None) -> sql.Composed:
-    stream = [(name, node, time_column)]
-    return render("program/idle_block", inbox=stream_inbox(name),
-                  inbox_name=sql.Literal(stream_inbox(name).as_string(None)),
-                  claim_locked=claim(stream, locked=True, left=frozenset([name])),
-                  claim=claim(stream, unread=frozenset([name])),
-                  append=render("stream/flush", hist=node.hist, columns=node.column_list,
-                                source=stream_inbox(name)),
-                  name=sql.Literal(name), id=sql.Literal(node.id))
 
 
 def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,

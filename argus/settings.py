@@ -89,10 +89,6 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "truncate_inbox_bytes": (_positive(int),
                              "take an inbox whose file grew past this whole (locked, read "
                              "in place, truncated) when no load is writing to it"),
-    "lazy_history_bytes": (_optional(_size),
-                           "a stream no query reads keeps its rows in its inbox until the "
-                           "inbox's file grows past this, then they are appended to its "
-                           "history in bulk (null, the default: at every cycle)"),
     "max_query_state": (_optional(_size),
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),

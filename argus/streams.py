@@ -125,6 +125,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
         execute_all(conn, COMPILERS["stream"].create(node, []))
         store_blocks(conn, node, [])
         assemble(conn)
+        conn.execute("SELECT pg_notify('argus_streams', %s)", (name,))  # argus.loads.Inboxes
     return stream_schemas(conn)[name]
 
 
@@ -148,6 +149,7 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         conn.execute(sql.SQL("DROP TABLE {}, {}, {}").format(
             stream_inbox(name), stream_history(name), node.delta_table))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))
+        conn.execute("SELECT pg_notify('argus_streams', %s)", (name,))  # argus.loads.Inboxes
         conn.execute("DELETE FROM argus_catalog.grants WHERE stream = %s", (name,))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         assemble(conn)

@@ -218,6 +218,7 @@ DECLARE
     v_delta    text;
     v_deletes  text;
     v_truncates text[];
+    v_moved    boolean;
     v_timeout  text;
     v_limit    bigint;
     v_settings argus_catalog.settings;
@@ -226,6 +227,14 @@ DECLARE
     v_failed   text[] := '{}';
     v_diagnose bigint;
 BEGIN
+    -- Under REPEATABLE READ the snapshot predates the wait for the cycle lock: a load
+    -- committed meanwhile would be unseen by the claim, then truncated with the inbox.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'argus cycles run at READ COMMITTED, not %',
+              upper(current_setting('transaction_isolation'))
+              USING HINT = 'run it outside a transaction, or SET TRANSACTION ISOLATION '
+                           'LEVEL READ COMMITTED first';
+    END IF;
     IF wait THEN
         PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
     ELSIF NOT pg_try_advisory_xact_lock(1095911253, 83) THEN
@@ -301,12 +310,20 @@ BEGIN
         PERFORM argus.assemble_program(v_diagnose);
     END LOOP;
 
-    -- the queries whose answer changed (a row per query and cycle was 3 ms at 1,000)
+    -- the queries whose answer changed (a row per query and cycle was 3 ms at 1,000):
+    -- their output node's changes, or, for an output reading the clock when it moved,
+    -- what their changes view counts (every row of the answer at the new clock, every
+    -- row of the old one at the previous clock, and the node's changes)
+    SELECT now IS DISTINCT FROM previous INTO v_moved FROM argus_catalog.clock;
     INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
-    SELECT v_run, q.name, r.inserted, r.retracted
+    SELECT v_run, q.name, coalesce(r.inserted, 0) + a.rows, coalesce(r.retracted, 0) + a.rows
       FROM argus_catalog.queries q
-      JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node
-     WHERE q.status = 'ok' AND r.inserted + r.retracted > 0;
+      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node
+      JOIN argus_catalog.node_stats s ON s.node_id = q.output_node,
+           LATERAL (SELECT CASE WHEN q.clock_output AND v_moved  -- the answer's rows now
+                                THEN s.hist_rows + coalesce(r.inserted - r.retracted, 0)
+                                ELSE 0 END) AS a(rows)
+     WHERE q.status = 'ok' AND (r.inserted + r.retracted > 0 OR a.rows > 0);
     PERFORM argus.learn_maintenance(v_run);
     UPDATE argus_catalog.node_stats n SET hist_rows = n.hist_rows + r.inserted - r.retracted
       FROM argus_catalog.run_nodes r

@@ -7,6 +7,7 @@
 -- the end of the cycle; otherwise (or when small) the claim moves the rows it takes to
 -- the stream's delta table, and rows committed during the cycle wait for the next.
     argus_t := clock_timestamp();
+    SELECT now INTO argus_clock_old FROM argus_catalog.clock;  -- a plan kept, unlike clock_now()'s
     argus_locked := false;
     IF {large} THEN
         BEGIN
@@ -25,6 +26,9 @@
     INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined)
     SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],
                                       argus_late, argus_held) AS u;
+    argus_clock_new := greatest(argus_clock_old, argus_claimed_time);
+    argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;
+    UPDATE argus_catalog.clock SET previous = now, now = argus_clock_new;
     argus_ids := argus_ids || ARRAY[{ids}]::bigint[];
     argus_ins := argus_ins || ARRAY[{vars}]::bigint[];
     argus_ret := argus_ret || array_fill(0::bigint, ARRAY[{count}]);

@@ -28,12 +28,6 @@ DECLARE
     argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
     argus_horizon timestamptz := now() + argus_lead;
     argus_locked boolean := false;
-    argus_lazy_limit bigint := (SELECT lazy_history_bytes FROM argus_catalog.settings);
-    argus_idle_locked boolean;
-    argus_idle_n bigint;
-    argus_idle_time timestamptz;
-    argus_idle_late bigint[];
-    argus_idle_held bigint[];
     argus_at bigint;
     argus_isolate boolean := true;  -- false: a failing node fails the program
     argus_culprit text;

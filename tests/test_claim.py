@@ -1,0 +1,113 @@
+"""Streams no query reads (idle) have their rows written to their histories once, in
+the claim that takes every stream's rows under one snapshot; cycles run at READ
+COMMITTED; the cycle report lists the queries whose answers changed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+
+import psycopg
+import pytest
+from psycopg import sql
+
+import argus
+
+DAY = dt.date(2024, 1, 1)
+
+
+def rows(start: int, n: int, day: dt.date = DAY) -> list[tuple]:
+    return [(i, day, f"s{i % 7}", f"r{i % 5}", 10 * i) for i in range(start, start + n)]
+
+
+def count(db: argus.Argus, table: str) -> int:
+    return db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
+
+
+@pytest.mark.parametrize("size", [10, 3000], ids=["claimed", "taken-whole"])
+def test_an_idle_stream_is_appended_to_its_history_once(transfers, size):
+    """Every cycle appends an idle stream's rows straight to its history (its delta table
+    stays empty), whether it claims them row by row or takes the inbox whole; rows too
+    far ahead of the clock are held back as for any stream; a read stream in the same
+    cycle is claimed as before."""
+    db = transfers.db
+    transfers.create_stream("other", {"id": "int", "t": "timestamptz"}, time_column="t")
+    transfers.register("small", "SELECT id FROM other WHERE id < 5")
+    ahead = dt.date.today() + dt.timedelta(days=30)
+    transfers.insert("transfers", rows(0, size) + rows(size, 2, day=ahead))
+    transfers.insert("other", [(i, dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc))
+                               for i in range(10)])
+    report = transfers.run()
+    assert report.rows_in == {"other": 10, "transfers": size}
+    assert report.quarantined == {"transfers": 2}
+    assert count(db, "argus_streams.transfers") == size
+    assert count(db, "argus_inbox.transfers") == 0
+    (node,) = db.conn.execute("SELECT node_id FROM argus_catalog.streams "
+                              "WHERE name = 'transfers'").fetchone()
+    assert count(db, f"argus_net.n{node}_delta") == 0
+    assert db.conn.execute("SELECT argus.clock_now()::date").fetchone()[0] == DAY + \
+        dt.timedelta(days=1)  # the latest event time claimed, read stream or idle
+
+
+def test_a_transaction_over_a_read_and_an_idle_stream_is_claimed_whole(db, fresh_dsn):
+    """All streams are claimed by one statement, under one snapshot: a load committed
+    while the claim waits (here on a row lock) is claimed by the next cycle, in every
+    stream it wrote, never half by this one."""
+    db.configure(purge=False)
+    for name in ("r", "i"):  # r read by a windowed query, i idle
+        db.create_stream(name, {"id": "int", "t": "timestamptz"}, time_column="t")
+    db.register_query("w", "SELECT id, t FROM r WHERE t > argus_now() - interval '10 minutes'")
+    noon = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)
+    db.insert("r", [(1, noon)])
+    db.run()
+    db.insert("r", [(99, None)])
+    reports = {}
+    with psycopg.connect(fresh_dsn) as blocker:
+        blocker.execute("SELECT * FROM argus_inbox.r WHERE id = 99 FOR UPDATE")
+        cycle = threading.Thread(target=lambda: reports.setdefault("run", db.run()))
+        cycle.start()
+        time.sleep(0.5)  # the claim waits for the row lock
+        with argus.connect(fresh_dsn) as loader, loader.conn.transaction():
+            later = noon + dt.timedelta(minutes=30)
+            loader.insert("r", [(2, later)])
+            loader.insert("i", [(2, later)])
+        blocker.commit()
+        cycle.join()
+    assert reports["run"].rows_in == {"i": 0, "r": 1}  # row 99 only
+    assert db.results("w") == [(1, noon)]
+    assert db.run().rows_in == {"i": 1, "r": 1}
+    assert db.results("w") == [(2, noon + dt.timedelta(minutes=30))]
+
+
+def test_a_cycle_refuses_to_run_under_repeatable_read(transfers, fresh_dsn):
+    """Its snapshot would predate the wait for the cycle lock, and a load committed
+    meanwhile would be truncated with the inbox unseen: refused, naming the fix."""
+    transfers.insert("transfers", rows(0, 3000))
+    with psycopg.connect(fresh_dsn) as psql:
+        psql.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        with pytest.raises(psycopg.errors.RaiseException, match="READ COMMITTED, not "
+                                                                 "REPEATABLE READ"):
+            psql.execute("SELECT argus.run_cycle()")
+    transfers.conn.execute(sql.SQL("ALTER DATABASE {} SET default_transaction_isolation "
+                                   "= 'repeatable read'").format(
+        sql.Identifier(transfers.conn.info.dbname)))
+    with argus.connect(fresh_dsn) as again:  # argus's own sessions run at READ COMMITTED
+        assert again.run().rows_in == {"transfers": 3000}
+    assert count(transfers.db, "argus_streams.transfers") == 3000
+
+
+def test_a_query_reading_the_clock_is_reported_when_only_the_clock_moved(db):
+    """Its answer changes with the clock even when its node did not: the cycle report
+    lists it, with what its changes view holds."""
+    for name in ("r", "other"):
+        db.create_stream(name, {"id": "int", "t": "timestamptz"}, time_column="t")
+    db.register_query("age", "SELECT id, argus_now() - t AS age FROM r")
+    noon = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)
+    db.insert("r", [(1, noon), (2, noon)])
+    db.run()
+    db.insert("other", [(1, noon + dt.timedelta(hours=1))])  # moves the clock only
+    report = db.run()
+    changes = db.new_results("age")
+    assert (report.new_rows["age"], report.retracted["age"]) == (
+        sum(c[-1] > 0 for c in changes), sum(c[-1] < 0 for c in changes)) == (2, 2)
