@@ -89,11 +89,9 @@ class Argus:
             requests.submit(self.conn, "create_stream", name,
                             {"columns": dict(columns), "time_column": time_column})
             return streams.stream_schemas(self.conn)[check_name(name, "stream")]
-        self.inboxes.forget()
         return streams.create_stream(self.conn, name, columns, time_column)
 
     def drop_stream(self, name: str) -> None:
-        self.inboxes.forget()
         if not self.owner:
             return requests.submit(self.conn, "drop_stream", name, {})
         streams.drop_stream(self.conn, name)
