@@ -24,7 +24,7 @@ from psycopg.pq import TransactionStatus
 
 from .errors import LoadError, StaleInboxError, UnknownStreamError
 from .names import STAGING_SCHEMA, check_name
-from .streams import copy_rows, stream_schemas
+from .streams import copy_rows, plain_rows, stream_schemas
 
 
 @dataclass(frozen=True)
@@ -43,51 +43,37 @@ def _claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) 
 
 
 class Inboxes:
-    """The column lists of the streams a session loads, read from the catalog once per
-    stream: a load is then one COPY statement, a round trip and a commit like a bare
-    COPY, not a catalog query and a transaction around it. Creating or dropping a stream
-    notifies every session (channel argus_streams), which forgets its lists before its
-    next load, as the catalog query before every load saw the change; a COPY that still
-    finds the inbox gone or other columns (a change committed in between) reads the list
-    again, and a load given as a list is retried once."""
-
-    CHANNEL = "argus_streams"
+    """The column lists of the streams a session loads: a list of tuples, the common
+    case, is loaded by one COPY statement, a round trip and a commit like a bare COPY,
+    with no catalog query or transaction around it: its tuples go in the inbox's column
+    order as it is now, and the list read once only checks their width. Any other rows
+    (dicts, iterators) read the stream's columns first, as every load once did. A COPY
+    that finds the inbox gone or other columns (a stream re-declared by another session)
+    reads them again, and a list is retried once."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self._columns: dict[str, tuple[str, ...]] = {}
-        conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.CHANNEL)))
-        conn.add_notify_handler(self._notified)
 
-    def _notified(self, notify: psycopg.Notify) -> None:
-        if notify.channel == self.CHANNEL:
-            self._columns.clear()
-
-    def columns(self, name: str) -> tuple[str, ...]:
-        pgconn = self.conn.pgconn  # notifications already received, without a round trip
-        pgconn.consume_input()
-        while (notify := pgconn.notifies()) is not None:
-            if notify.relname.decode() == self.CHANNEL:
-                self._columns.clear()
-        if name not in self._columns:
+    def columns(self, name: str, fresh: bool = False) -> tuple[str, ...]:
+        if fresh or name not in self._columns:
             schema = stream_schemas(self.conn).get(name)
             if schema is None:
+                self._columns.pop(name, None)
                 raise UnknownStreamError(f"unknown stream {name!r}")
             self._columns[name] = schema.column_names
         return self._columns[name]
-
-    def forget(self) -> None:
-        self._columns.clear()
 
     def load(self, stream: str, rows: Iterable[object], load_id: str | None = None
              ) -> LoadResult:
         name = check_name(stream, "stream")
         columns = self.columns(name)
+        if not plain_rows(rows, len(columns)):
+            columns = self.columns(name, fresh=True)
         try:
             return _load(self.conn, name, columns, rows, load_id)
         except LoadError as exc:  # the columns read before may be stale: read them again
-            self.forget()
-            if self.columns(name) == columns:
+            if self.columns(name, fresh=True) == columns:
                 if isinstance(exc, StaleInboxError):  # gone and back as it was: a race
                     raise LoadError(f"stream {name!r} was re-declared by another session "
                                     "during this load; nothing was loaded, load again") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -125,7 +126,6 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
         execute_all(conn, COMPILERS["stream"].create(node, []))
         store_blocks(conn, node, [])
         assemble(conn)
-        conn.execute("SELECT pg_notify('argus_streams', %s)", (name,))  # argus.loads.Inboxes
     return stream_schemas(conn)[name]
 
 
@@ -149,7 +149,6 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         conn.execute(sql.SQL("DROP TABLE {}, {}, {}").format(
             stream_inbox(name), stream_history(name), node.delta_table))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))
-        conn.execute("SELECT pg_notify('argus_streams', %s)", (name,))  # argus.loads.Inboxes
         conn.execute("DELETE FROM argus_catalog.grants WHERE stream = %s", (name,))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         assemble(conn)
@@ -162,19 +161,35 @@ def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
             for name, time_column, cols, types, not_null in rows}
 
 
+@functools.lru_cache(maxsize=1024)
+def _copy_statement(name: str, columns: tuple[str, ...] | None) -> bytes:
+    """The COPY into a stream's inbox, composed once (psycopg.sql quotes the names);
+    without columns, the inbox's own, in their order."""
+    target = stream_inbox(name)
+    if columns is not None:
+        target = sql.SQL("{} ({})").format(target, sql.SQL(", ").join(map(sql.Identifier,
+                                                                          columns)))
+    return sql.SQL("COPY {} FROM STDIN").format(target).as_bytes(None)
+
+
+def plain_rows(rows: Iterable[object], width: int) -> bool:
+    """A list of tuples of `width` values (the common case), checked at C speed."""
+    return (isinstance(rows, list) and set(map(type, rows)) <= {tuple}
+            and set(map(len, rows)) <= {width})
+
+
 def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
               rows: Iterable[object]) -> int:
     """COPY rows into the stream's inbox: all of them or none (the caller chooses the
-    transaction: see argus.loads)."""
-    copy_sql = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        stream_inbox(name), sql.SQL(", ").join(map(sql.Identifier, columns)))
+    transaction: see argus.loads). Plain tuples go in the inbox's column order as it is
+    (no column list: a session's `columns` may predate a re-declared stream); any other
+    rows are made tuples of `columns`, named in the COPY."""
     width = len(columns)
-    # a list of plain tuples of the right width (the common case) is checked at C speed
-    plain = (isinstance(rows, list) and set(map(type, rows)) <= {tuple}
-             and set(map(len, rows)) <= {width})
+    plain = plain_rows(rows, width)
     count = 0
     try:
-        with conn.cursor() as cur, cur.copy(copy_sql) as copy:
+        with conn.cursor() as cur, \
+                cur.copy(_copy_statement(name, None if plain else columns)) as copy:
             write = copy.write_row
             if plain:
                 for row in rows:
