@@ -232,8 +232,9 @@ BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'argus cycles run at READ COMMITTED, not %',
               upper(current_setting('transaction_isolation'))
-              USING HINT = 'run it outside a transaction, or SET TRANSACTION ISOLATION '
-                           'LEVEL READ COMMITTED first';
+              USING HINT = 'begin its transaction with SET TRANSACTION ISOLATION LEVEL READ '
+                           'COMMITTED, or ALTER ROLE ... SET default_transaction_isolation '
+                           '= ''read committed'' for the role running cycles';
     END IF;
     IF wait THEN
         PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
