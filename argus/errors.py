@@ -57,11 +57,6 @@ class LoadError(ArgusError):
     """Rows that could not be loaded into a stream; nothing was loaded."""
 
 
-class StaleInboxError(LoadError):
-    """A load into an inbox that is gone or has other columns than the session read
-    (another session dropped or re-declared the stream); nothing was loaded."""
-
-
 class CycleError(ArgusError):
     """A cycle that failed; it was rolled back and recorded in argus.runs."""
 

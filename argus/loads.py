@@ -22,7 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from .errors import LoadError, StaleInboxError, UnknownStreamError
+from .errors import LoadError, UnknownStreamError
 from .names import STAGING_SCHEMA, check_name
 from .streams import copy_rows, plain_rows, stream_schemas
 
@@ -72,11 +72,8 @@ class Inboxes:
             columns = self.columns(name, fresh=True)
         try:
             return _load(self.conn, name, columns, rows, load_id)
-        except LoadError as exc:  # the columns read before may be stale: read them again
+        except LoadError:  # the columns read before may be stale: read them again
             if self.columns(name, fresh=True) == columns:
-                if isinstance(exc, StaleInboxError):  # gone and back as it was: a race
-                    raise LoadError(f"stream {name!r} was re-declared by another session "
-                                    "during this load; nothing was loaded, load again") from None
                 raise
             if not isinstance(rows, Sequence):
                 raise LoadError(f"stream {name!r} was changed by another session (now: "

@@ -18,7 +18,7 @@ from . import roles
 from .frontend.analyze import StreamSchema
 from .nodes import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
-                     StaleInboxError, UnknownStreamError)
+                     UnknownStreamError)
 from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
                     stream_inbox)
 from .network import assemble, execute_all, load_node, store_blocks
@@ -199,8 +199,6 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
                 for count, row in enumerate(rows, 1):
                     write(row if type(row) is tuple and len(row) == width
                           else _as_tuple(row, columns, count))
-    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
-        raise StaleInboxError(str(exc)) from None
     except psycopg.Error as exc:
         raise LoadError(f"loading into stream {name!r} failed, nothing was loaded: "
                         f"{_copy_error(exc)}") from None

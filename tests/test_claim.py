@@ -67,7 +67,13 @@ def test_a_transaction_over_a_read_and_an_idle_stream_is_claimed_whole(db, fresh
         blocker.execute("SELECT * FROM argus_inbox.r WHERE id = 99 FOR UPDATE")
         cycle = threading.Thread(target=lambda: reports.setdefault("run", db.run()))
         cycle.start()
-        time.sleep(0.5)  # the claim waits for the row lock
+        deadline = time.monotonic() + 10
+        with psycopg.connect(fresh_dsn, autocommit=True) as watcher:
+            while not watcher.execute(  # until the claim waits for the row lock
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s "
+                    "AND wait_event_type = 'Lock'", (db.conn.info.backend_pid,)).fetchone()[0]:
+                assert time.monotonic() < deadline, "the cycle never waited for the row lock"
+                time.sleep(0.01)
         with argus.connect(fresh_dsn) as loader, loader.conn.transaction():
             later = noon + dt.timedelta(minutes=30)
             loader.insert("r", [(2, later)])

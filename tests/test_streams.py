@@ -96,19 +96,31 @@ def test_a_failed_load_with_an_id_can_be_retried(transfers):
     assert transfers.db.load("transfers", good, load_id="file-002").rows == 2
 
 
-def test_a_load_is_one_statement_on_an_idle_connection(db):
-    """A load without an id is one COPY, its own transaction (a bare COPY's cost), not a
-    transaction with a savepoint around it: it takes one transaction id, where a
+def test_a_load_is_one_statement_on_an_idle_connection(db, tmp_path):
+    """A load without an id is one COPY, its own transaction (a bare COPY's cost): what
+    the session sends (libpq's protocol trace) is the COPY and its rows, no catalog
+    query, BEGIN, SAVEPOINT or COMMIT; and it takes one transaction id, where a
     savepoint that wrote would take two."""
     db.create_stream("events", {"id": "bigint", "note": "text"})
+    db.insert("events", [(0, "reads the stream's columns once")])
 
     def xid() -> int:
         return int(db.conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
 
     start = xid()
-    assert db.insert("events", [(1, "a"), (2, "b")]) == 2
+    trace = tmp_path / "trace"
+    with trace.open("w") as out:
+        db.conn.pgconn.trace(out.fileno())
+        try:
+            assert db.insert("events", [(1, "a"), (2, "b")]) == 2
+        finally:
+            db.conn.pgconn.untrace()
+    sent = [line.split("\t")[3] for line in trace.read_text().splitlines()
+            if line.split("\t")[1] == "F"]
+    assert sent == ["Query", "CopyData", "CopyDone"], trace.read_text()
+    assert '"COPY "argus_inbox"."events" FROM STDIN"' in trace.read_text()
     assert xid() - start == 2  # the load's, then this call's
-    assert db.conn.execute("SELECT count(*) FROM argus_inbox.events").fetchone() == (2,)
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.events").fetchone() == (3,)
 
 
 def test_a_load_inside_the_callers_transaction(db):
