@@ -208,14 +208,21 @@ class Argus:
     # -- settings --------------------------------------------------------------
 
     def optimize(self, dry_run: bool = True) -> list:
-        """What the layout rules would change in the network today (argus.optimize);
-        applying them is run-time migration, not built yet: dry runs only."""
-        if not dry_run:
-            raise NotImplementedError("argus does not migrate a live network yet (issue 21): "
-                                      "optimize(dry_run=True) shows what it would change")
+        """What the layout rules would change in the network today (argus.optimize:
+        tables that would be views, and the reverse)."""
         from .optimize import proposals
 
         return proposals(self.conn)
+
+    def migrate(self, names: Iterable[str] | None = None, *, force: bool = False,
+                dry_run: bool = False) -> list:
+        """Plan each query's joins again on what the cycles observed, and move those
+        that gain to their new layout between two cycles (argus.adapt); `dry_run`:
+        decide only; `force`: move to the cheapest other layout whatever it saves."""
+        from . import adapt
+
+        return adapt.optimize(self.conn, None if names is None else list(names),
+                              force=force, apply=not dry_run)
 
     def estimate_accuracy(self) -> list:
         """Per node kind, how the join order's estimates compare with what the cycles

@@ -358,21 +358,39 @@ def explain(name: str, dsn: str | None) -> None:
 
 
 @main.command()
-@click.option("--dry-run", is_flag=True, required=True,
-              help="Show what would change (required: argus does not yet migrate a live "
-                   "network).")
+@click.option("--dry-run", is_flag=True,
+              help="Decide and show, change nothing.")
+@click.option("--query", "queries", multiple=True, metavar="NAME",
+              help="Only this query (repeatable); default: every query with joins.")
+@click.option("--force", is_flag=True,
+              help="Migrate to the cheapest other layout whatever it saves (to try "
+                   "migrations).")
 @dsn_option
 @handle_errors
-def optimize(dry_run: bool, dsn: str | None) -> None:
-    """Take the layout decisions again on the network as the cycles left it: which
-    nodes would be views instead of tables, and what that would save."""
+def optimize(dry_run: bool, queries: tuple[str, ...], force: bool, dsn: str | None) -> None:
+    """Plan each query's joins again on what the cycles observed and migrate those that
+    gain to their new layout, between two cycles (Moving State); show which nodes would
+    be views instead of tables, and how far the estimates were off."""
     with _connect(dsn) as db:
-        found = db.optimize(dry_run=dry_run)
+        decisions = db.migrate(queries or None, force=force, dry_run=dry_run)
+        found = db.optimize()
         accuracy = db.estimate_accuracy()
+    if decisions:
+        table = Table("query", "migrated" if not dry_run else "would migrate",
+                      "join trees: now → new", "row ops/cycle: now → new", "build ms", "why",
+                      title="the queries' joins planned again")
+        for d in decisions:
+            p = d.prediction
+            table.add_row(d.query, "yes" if d.migrated else "no",
+                          "\n".join(f"{a} → {b}" for a, b in p.trees),
+                          "" if p.current is None else f"{p.current:,.0f} → {p.best:,.0f}",
+                          "" if d.build_ms is None else f"{d.build_ms:,.0f}", d.why)
+        console.print(table)
     if not found:
         console.print("nothing to change: every node is laid out as the settings decide today")
     else:
-        table = Table("node", "kind", "change", "why", "frees MiB", "saves ms/cycle")
+        table = Table("node", "kind", "change", "why", "frees MiB", "saves ms/cycle",
+                      title="tables and views (not migrated yet: register the query again)")
         for p in found:
             table.add_row("" if p.node is None else str(p.node), p.kind, p.change, p.why,
                           "" if p.mib is None else f"{p.mib:,.1f}",

@@ -32,6 +32,9 @@ class CycleReport:
     node_ms: dict[int, float] = field(default_factory=dict, repr=False)
     failed: dict[str, str] = field(default_factory=dict)  # query isolated -> its error
     quarantined: dict[str, int] = field(default_factory=dict)  # stream -> rows held back
+    # the queries planned again after it (argus.adapt.Decision), when it ended a period
+    # of settings.reoptimize_every
+    migrations: list = field(default_factory=list, repr=False)
 
     @property
     def total_in(self) -> int:
@@ -51,7 +54,12 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         raise CycleInProgressError(
             "another argus cycle (or registration) is running on this database; this cycle "
             "did nothing, and the rows waiting will be claimed by the next one")
-    return _report(row[0], row[1:], time.perf_counter() - started)
+    report = _report(row[0], row[1:-1], time.perf_counter() - started)
+    if row[-1]:  # a period of settings.reoptimize_every ended
+        from .adapt import reoptimize
+
+        report.migrations = reoptimize(conn)
+    return report
 
 
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:

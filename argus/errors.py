@@ -65,6 +65,11 @@ class CycleInProgressError(CycleError):
     """Another cycle holds the lock on this database."""
 
 
+class MigrationError(ArgusError):
+    """A query's migration to a new layout failed and was rolled back: its old layout
+    is intact."""
+
+
 class SettingError(ArgusError):
     """An unknown setting, or a value it cannot take; nothing was changed."""
 

@@ -22,8 +22,8 @@ from .nodes.join import changes
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError)
-from .names import (CYCLE_LOCK, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view, check_name,
-                    results_view, stream_history)
+from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view,
+                    check_name, results_view, stream_history)
 from .network import Builder, assemble, drop_unused, execute_all
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
@@ -222,17 +222,24 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                      ), builder.compiled
 
 
-def changes_view_sql(name: str, output: list[str], top, last_run: int) -> sql.Composed:
+def changes_view_sql(name: str, output: list[str], top, last_run: int,
+                     kept: sql.Identifier | None = None) -> sql.Composed:
     """The query's changes view: its output expressions over the top node's delta, or,
     for expressions that read the clock, what changed as the clock moved too; empty
-    until a cycle after `last_run` (the last before registration)."""
-    slots = {"view": changes_view(name), "exprs": sql.SQL(", ").join(map(sql.SQL, output)),
+    until a cycle after `last_run` (the last before registration). `kept`: a table of
+    the last cycle's changes, shown until the next cycle (a migration's, argus.adapt)."""
+    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
              "delta": changes(top) if top.kind == "join" else top.delta, "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
     if not any(reads_clock(e) for e in output):
-        return render("query/changes_view", **slots)
-    return render("query/changes_view_clock", hist=top.hist, previous=sql.SQL(", ").join(
-        sql.SQL(at_previous_clock(e)) for e in output), **slots)
+        body = render("query/changes", **slots)
+    else:
+        body = render("query/changes_clock", hist=top.hist, previous=sql.SQL(", ").join(
+            sql.SQL(at_previous_clock(e)) for e in output), **slots)
+    if kept is None:
+        return render("query/changes_view", view=changes_view(name), changes=body)
+    return render("query/changes_view_kept", view=changes_view(name), changes=body,
+                  kept=kept, after=sql.Literal(last_run))
 
 
 def unregister(conn: psycopg.Connection, name: str) -> list[int]:
@@ -240,14 +247,26 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
     name = check_name(name, "query")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        if not conn.execute("DELETE FROM argus_catalog.queries WHERE name = %s RETURNING 1",
-                            (name,)).fetchone():
+        row = conn.execute("DELETE FROM argus_catalog.queries WHERE name = %s "
+                           "RETURNING query_id", (name,)).fetchone()
+        if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")
         conn.execute("DELETE FROM argus_catalog.grants WHERE query = %s", (name,))
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
+        drop_kept(conn, row[0])
         dropped = drop_unused(conn)
         assemble(conn, check=())  # no new code
         return dropped
+
+
+def drop_kept(conn: psycopg.Connection, query_id: int,
+              but: sql.Identifier | None = None) -> None:
+    """Drop the tables of last changes a query's migrations kept (argus.adapt)."""
+    for (table,) in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+            (NETWORK_SCHEMA, f"q{query_id}\\_kept\\_%")).fetchall():
+        if sql.Identifier(NETWORK_SCHEMA, table) != but:
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
 
 
 def query_info(conn: psycopg.Connection, name: str) -> QueryInfo:

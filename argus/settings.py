@@ -110,6 +110,19 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                      "take them past it is a view of its parents' join, and a query "
                      "whose registration would still take them past is refused unless "
                      "forced (null: no budget)"),
+    "reoptimize_every": (_optional(_positive(int)),
+                         "every this many cycles, plan each query's joins again on what "
+                         "the cycles observed and migrate the ones that gain (null: only "
+                         "on argus optimize)"),
+    "migration": (_choice("moving-state"),
+                  "how a query moves to a new layout: moving-state (its new nodes built "
+                  "from the states that exist, between two cycles)"),
+    "migration_min_gain": (_fraction,
+                           "migrate only to a layout cheaper per cycle by more than this "
+                           "share (hysteresis: no two layouts flap)"),
+    "migration_horizon": (_positive(int),
+                          "migrate only when the saving over this many cycles pays for "
+                          "building the new nodes"),
     "max_clock_lead": (_optional(_interval),
                        "hold back (quarantine) rows whose event time is further ahead of the "
                        "server's clock than this (null: never)"),

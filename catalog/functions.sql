@@ -413,15 +413,18 @@ END $$;
 
 -- One cycle and its report in one statement: a round trip less per cycle than
 -- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.
-CREATE OR REPLACE FUNCTION argus.cycle(wait boolean DEFAULT false)
+DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
+CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,
-               held jsonb, failed jsonb, queries jsonb, node_ms jsonb)
+               held jsonb, failed jsonb, queries jsonb, node_ms jsonb, reoptimize boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run bigint := argus.run_cycle(wait);
 BEGIN
     IF v_run IS NOT NULL THEN
-        RETURN QUERY SELECT v_run, r.* FROM argus.cycle_report(v_run) r;
+        -- reoptimize: this cycle ends a period of settings.reoptimize_every (argus.adapt)
+        RETURN QUERY SELECT v_run, r.*, coalesce(v_run % s.reoptimize_every = 0, false)
+                       FROM argus.cycle_report(v_run) r, argus_catalog.settings s;
     END IF;
 END $$;
 

@@ -184,3 +184,26 @@ def _greedy(est: Estimates, connected: Callable[[frozenset[int]], bool],
         trees = [t for t in trees if t is not a and t is not b]
         trees.append(join(est, a, b, top=not trees))
     return trees[0]
+
+
+def shape(tree: Tree) -> frozenset[tuple[frozenset[int], bool]]:
+    """What a tree computes above its leaves, each subset with whether a shared node
+    does: two trees of one shape are one layout."""
+    if tree.left is None:
+        return frozenset({(tree.subset, True)}) if tree.cover is not None else frozenset()
+    return shape(tree.left) | shape(tree.right) | {(tree.subset, False)}
+
+
+def of_shape(est: Estimates, subsets: frozenset[frozenset[int]],
+             covers: Mapping[frozenset[int], list[tuple[object, float]]] | None = None,
+             ) -> Tree | None:
+    """The tree of a layout that exists, costed on today's estimates: its joins
+    compute `subsets`, its shared nodes (`covers`) the rest. None if they make no
+    binary tree over all the instances."""
+    instances = frozenset(est.rows)
+    if len(instances) > EXHAUSTIVE:
+        return None
+    covers = covers or {}
+    allowed = {*subsets, *covers, instances}
+    tree, _ = best(est, lambda s: s in allowed, covers)
+    return tree if all(s in allowed for s, _ in shape(tree)) else None

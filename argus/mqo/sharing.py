@@ -20,6 +20,7 @@ otherwise. A shared node lacking a column the query needs is enriched with it
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -129,6 +130,14 @@ class Network(Protocol):
         """The block's rows and rates for ordering its joins by cost (None: the
         heuristic layout, ARGUS's order)."""
 
+    def observed(self, node_id: int) -> float | None:
+        """A node's new rows per cycle in the last few cycles (None: no cycle since it
+        was made)."""
+
+    def recent_share(self, source_id: int, instance: int, conds) -> float | None:
+        """The share of a source's rows in the last cycle that satisfy `conds` (None:
+        it had none)."""
+
     def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
                   ) -> None:
         """Record what the order expected of a node it built: its rows, new per cycle,
@@ -181,14 +190,48 @@ class BlockBuilder:
         elif self.sharing.strategy != "none" and self.sharing.join_sharing:
             subsets = [s for size in range(len(self.block.sources), 1, -1)
                        for s in connected_subsets(self.block, size)]
-        covers = {}
+        replan = getattr(self.builder, "replan", None)
+        hidden = replan.hidden if replan is not None else frozenset()
+        if replan is not None:  # (with sharing-selection: every subset)
+            estimates = self._observed(estimates)
+            self.estimates = estimates
+        covers, mine, used = {}, set(), {}
         for subset in subsets:
             found = self._matches(subset)
+            if any(m.node.node_id in hidden for m in found):
+                mine.add(subset)
+            found = [m for m in found if m.node.node_id not in hidden]
             if found:
                 covers[subset] = [(m, m.node.rows) for m in sorted(found, key=_cost)]
+            mine_too = [m for m in found if replan is not None and m.node.node_id in replan.uses]
+            if mine_too:
+                used[subset] = [(mine_too[0], mine_too[0].node.rows)]
         tree, alternatives = order.best(estimates, connected, covers)
+        if replan is not None:
+            tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives)
         self.chosen = (tree, alternatives)
         return tree
+
+    def _observed(self, estimates: Estimates) -> Estimates:
+        """A re-plan's estimates with what the last cycles saw, for the data drifts
+        away from the history's statistics: each source's new rows per cycle over the
+        last few cycles, the share of the last cycle's rows passing each instance's
+        local conditions, and the rows of the node computing them where one exists."""
+        rows, rates = dict(estimates.rows), dict(estimates.rates)
+        inflow = {s: self.builder.observed(s) for s in estimates.inflow}
+        inflow = {s: estimates.inflow[s] if r is None else r for s, r in inflow.items()}
+        for i in self.block.instances:
+            source = self.block.sources[i - 1]
+            local = self.block.within(frozenset({i}))
+            share = self.builder.recent_share(source, i, local) if local else 1.0
+            if share is None:  # (no rows last cycle: the history's share)
+                share = estimates.rates[i] / max(estimates.inflow[source], 1e-9)
+            rates[i] = inflow[source] * share
+            exact = [m for m in self._matches(frozenset({i})) if not m.residual] \
+                if local else []
+            if exact:
+                rows[i] = max(float(min(exact, key=_cost).node.rows), 1.0)
+        return dataclasses.replace(estimates, rows=rows, rates=rates, inflow=inflow)
 
     def _part(self, tree: Tree) -> Part:
         if tree.cover is not None:

@@ -25,6 +25,7 @@ from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
 from ..mqo.order import Estimates, Tree
+from ..mqo.replan import Replan
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
 from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
@@ -85,6 +86,7 @@ class Builder(Reads):
         self.constants = Constants(conn)
         self.groups = CatalogGroups(conn)
         self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
+        self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
 
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
@@ -110,6 +112,9 @@ class Builder(Reads):
             node, self.names[plan] = blocks.build()
             if blocks.chosen is not None and len(block.sources) > 1:
                 self.join_orders.append(self._order_record(block, *blocks.chosen))
+            if self.replan is not None:
+                self.replan.name_last(tuple(self._instance_name(block, i)
+                                            for i in range(1, len(block.sources) + 1)))
             return node
         if isinstance(plan, Select):  # a temporal filter
             parent = self.node_for(plan.input)
@@ -490,14 +495,15 @@ class Builder(Reads):
     def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:
         instances by their sources' names."""
-        def name(i: int) -> str:
-            source = self.load(block.sources[i - 1])
-            return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
-
         def described(t: Tree) -> dict:
-            return {"tree": t.text(name), "cpu": round(t.cpu, 1), "state": round(t.state)}
+            return {"tree": t.text(lambda i: self._instance_name(block, i)),
+                    "cpu": round(t.cpu, 1), "state": round(t.state)}
 
         return {**described(tree), "alternatives": [described(t) for t in alternatives]}
+
+    def _instance_name(self, block, i: int) -> str:
+        source = self.load(block.sources[i - 1])
+        return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
 
     def _layout(self) -> tuple[str, float | None, float | None, int | None]:
         return self._once(("layout",), lambda: self.conn.execute(

@@ -21,6 +21,7 @@ from ..names import NETWORK_SCHEMA
 from ..nodes import Node
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
+REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
 FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
 
 _LOAD = """
@@ -96,10 +97,10 @@ def observed_rate(conn: psycopg.Connection, node_id: int) -> float | None:
     return observed_rates(conn, node_id, [node_id])[node_id]
 
 
-def observed_rates(conn: psycopg.Connection, since: int, node_ids: list[int]
-                   ) -> dict[int, float | None]:
+def observed_rates(conn: psycopg.Connection, since: int, node_ids: list[int],
+                   cycles: int = RATE_CYCLES) -> dict[int, float | None]:
     """The nodes' rows gained (or lost) per cycle over the same cycles: the last
-    RATE_CYCLES since node `since` was made (None: no cycle ran since)."""
+    `cycles` since node `since` was made (None: no cycle ran since)."""
     rows = dict(conn.execute(
         """WITH r AS (SELECT run_id FROM argus_catalog.runs
                        WHERE status = 'ok' AND started_at >= (
@@ -111,7 +112,7 @@ def observed_rates(conn: psycopg.Connection, since: int, node_ids: list[int]
                               JOIN argus_catalog.run_nodes n ON n.run_id = r.run_id
                              WHERE n.node_id = ids.node_id), 0)
                   / (SELECT count(*) FROM r) END
-             FROM ids""", (since, RATE_CYCLES, node_ids)).fetchall())
+             FROM ids""", (since, cycles, node_ids)).fetchall())
     return {n: rows.get(n) for n in node_ids}
 
 
@@ -137,6 +138,18 @@ class Reads:
     def forget(self) -> None:
         """The network changed: read its nodes again."""
         self._read.clear()
+
+    def observed(self, node_id: int) -> float | None:
+        return observed_rates(self.conn, node_id, [node_id], REPLAN_CYCLES)[node_id]
+
+    def recent_share(self, source_id: int, instance: int, conds) -> float | None:
+        source = self.load(source_id)
+        where = {column_atom(instance, c): ("t1", c) for c in source.columns}
+        predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
+        passed, total = self.conn.execute(sql.SQL(
+            "SELECT count(*) FILTER (WHERE {}), count(*) FROM {} AS t1").format(
+                sql.SQL(predicate), source.delta)).fetchone()
+        return passed / total if total else None
 
     def estimate(self, source_id: int, instance: int, conds) -> float:
         """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the

@@ -1,5 +1,4 @@
--- argus_changes.<query>: what the last cycle changed, one row per inserted (+1) or
--- retracted (-1) copy; nothing until a cycle ran after the query was registered (run
--- {after}): a node it shares holds the changes of a cycle it was not part of.
-CREATE VIEW {view} AS SELECT {exprs}, {t1}.{sign} FROM {delta} AS {t1}
- WHERE EXISTS (SELECT FROM argus_catalog.runs WHERE run_id > {after} AND status = 'ok')
+-- argus_changes.<query>: what the last cycle changed (changes.sql, changes_clock.sql).
+-- OR REPLACE: a migration (argus.adapt) moves it to new nodes, keeping its grants and
+-- the views built on it.
+CREATE OR REPLACE VIEW {view} AS {changes}

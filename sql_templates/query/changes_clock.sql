@@ -4,7 +4,6 @@
 -- delta at the previous clock (the previous answer was the old history, which is the
 -- history minus the delta, at the previous clock). Nothing until a cycle ran after the
 -- query was registered (changes_view.sql).
-CREATE VIEW {view} AS
 SELECT * FROM (
 SELECT {exprs}, {t1}.{sign} FROM {delta} AS {t1}
  WHERE argus.clock_now() IS NOT DISTINCT FROM argus.clock_previous()

@@ -1,0 +1,217 @@
+"""Adapting at run time (issue 21): plan a registered query's joins again on what the
+cycles observed, and migrate the live network to the new layout.
+
+Moving State (Zhu 2006), between two cycles, in one transaction holding the cycle
+lock: the query is built again as registration builds it — its new nodes filled from
+the states that exist (its parents' histories, shared nodes) — its views are switched
+to the new top node, and the nodes only it used are dropped. Nodes other queries use
+are untouched. The last cycle's changes, which the replaced nodes held, are kept in a
+table the changes view reads until the next cycle, so that answers and changes are
+exact throughout. A failed migration rolls back whole: the old layout keeps working.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from . import roles
+from .errors import MigrationError, QueryError, UnknownQueryError
+from .frontend import functions
+from .frontend.analyze import analyze
+from .mqo.replan import Prediction, Replan, decide, predict
+from .mqo.sharing import Sharing
+from .names import CYCLE_LOCK, NETWORK_SCHEMA, changes_view, check_name, results_view
+from .network import Builder, assemble, drop_unused
+from .nodes import T1
+from .registry import changes_view_sql, drop_kept
+from .streams import stream_schemas
+from .templates import render
+
+RECENT = 10  # the cycles whose timings say what the old nodes cost
+
+
+@dataclass(frozen=True)
+class Decision:
+    query: str
+    prediction: Prediction
+    migrated: bool  # (a dry run: would be)
+    why: str
+    forced: bool = False
+    build_ms: float | None = None
+    migration_id: int | None = None
+
+
+def optimize(conn: psycopg.Connection, names: list[str] | None = None, *,
+             force: bool = False, apply: bool = True) -> list[Decision]:
+    """Decide (and, with `apply`, migrate) each query that has joins to order, or
+    `names`; `force`: migrate to the cheapest other layout whatever it saves."""
+    if names is None:
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM argus_catalog.queries WHERE status = 'ok' "
+            "AND join_orders IS NOT NULL ORDER BY name")]
+    return [migrate(conn, name, force=force, apply=apply) for name in names]
+
+
+def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
+            apply: bool = True) -> Decision:
+    name = check_name(name, "query")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        row = conn.execute("SELECT query_id, sql, output_node, status FROM "
+                           "argus_catalog.queries WHERE name = %s", (name,)).fetchone()
+        if row is None:
+            raise UnknownQueryError(f"unknown query {name!r}")
+        query_id, sql_text, old_top, status = row
+        layout, strategy, min_gain, horizon = conn.execute(
+            "SELECT layout, migration, migration_min_gain, migration_horizon "
+            "FROM argus_catalog.settings").fetchone()
+        if status != "ok":
+            raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
+                             f"until it runs again (argus retry {name})")
+        if layout != "cost":
+            raise QueryError("queries are planned again by cost: layout is "
+                             f"{layout!r} (argus config layout cost)")
+        roles.become_owner(conn)
+        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+        mine = _own_nodes(conn, query_id)
+        uses = frozenset(r[0] for r in conn.execute(
+            "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
+        replan = Replan(frozenset(mine), uses)
+        with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
+            _build(conn, name, sql_text, replan)
+        prediction = predict(replan.choices)
+        go, why = decide(prediction, min_gain, horizon)
+        if force and prediction.current is not None:
+            go, why = True, f"forced ({why})"
+        (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
+                                   ).fetchone()
+        log = {"query": name, "after_run": last_run, "strategy": strategy, "forced": force,
+               "predicted_old": prediction.current, "predicted_new": prediction.best,
+               "build_rows": prediction.build, "old_nodes": sorted(mine),
+               "old_trees": [t[0] for t in prediction.trees],
+               "new_trees": [t[1] for t in prediction.trees]}
+        if not apply:
+            return Decision(name, prediction, go, why, force)
+        if not go:
+            return Decision(name, prediction, False, why, force, None,
+                            _log(conn, migrated=False, why=why, **log))
+        started = time.perf_counter()
+        replan = Replan(frozenset(mine), uses, "other" if force else "best")
+        try:
+            with conn.transaction():
+                builder, top, output = _build(conn, name, sql_text, replan)
+                if top.id == old_top:
+                    raise psycopg.Rollback()
+                migration_id = _log(conn, migrated=True, why=why,
+                                    old_ms=_recent_ms(conn, mine), **log)
+                _switch(conn, name, query_id, builder, top, output, last_run, migration_id)
+                drop_unused(conn)
+                assemble(conn, check=builder.compiled)
+        except psycopg.Error as exc:
+            raise MigrationError(f"query {name!r} could not be migrated and keeps its layout: "
+                                 f"{exc.diag.message_primary or exc}") from exc
+        if top.id == old_top:
+            why = "the new plan is the layout it has"
+            return Decision(name, prediction, False, why, force, None,
+                            _log(conn, migrated=False, why=why, **log))
+        build_ms = (time.perf_counter() - started) * 1000
+        applied = predict(replan.choices)  # (forced: not the cheapest)
+        conn.execute(
+            """UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s,
+                      predicted_new = %s, build_rows = %s, old_trees = %s, new_trees = %s
+                WHERE migration_id = %s""",
+            (build_ms, sorted(_own_nodes(conn, query_id)), applied.best, applied.build,
+             [t[0] for t in applied.trees], [t[1] for t in applied.trees], migration_id))
+        return Decision(name, applied, True, why, force, build_ms, migration_id)
+
+
+def reoptimize(conn: psycopg.Connection) -> list[Decision]:
+    """The periodic check (settings.reoptimize_every): migrate the queries that gain.
+    A query whose migration fails keeps its layout; the others go on. Only a session
+    that may act as argus's owner migrates (a writer's cycles do not)."""
+    owner = roles.owner_role(conn)
+    if owner is not None and not conn.execute(
+            "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]:
+        return []
+    out = []
+    for name in [r[0] for r in conn.execute(
+            "SELECT name FROM argus_catalog.queries WHERE status = 'ok' "
+            "AND join_orders IS NOT NULL ORDER BY name")]:
+        try:
+            out.append(migrate(conn, name))
+        except (psycopg.Error, QueryError, MigrationError) as exc:
+            out.append(Decision(name, Prediction(None, 0.0, 0.0, []), False, str(exc)))
+    return out
+
+
+def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
+    """The nodes this query alone uses (joins and everything else)."""
+    return {r[0] for r in conn.execute(
+        """SELECT q.node_id FROM argus_catalog.query_nodes q
+             JOIN argus_catalog.nodes n USING (node_id)
+            WHERE q.query_id = %s AND n.kind <> 'stream'
+              AND NOT EXISTS (SELECT FROM argus_catalog.query_nodes o
+                               WHERE o.node_id = q.node_id AND o.query_id <> q.query_id)""",
+        (query_id,))}
+
+
+def _build(conn: psycopg.Connection, name: str, sql_text: str, replan: Replan):
+    """The query built again as registration builds it, its joins chosen by `replan`:
+    the builder, the top node and the output expressions over it."""
+    analyzed = analyze(sql_text, stream_schemas(conn),
+                       lambda names: functions.check(conn, names, None))
+    builder = Builder(conn, Sharing(), query=name)
+    builder.replan = replan
+    top = builder.defer(builder.node_for(analyzed.plan.input))
+    builder.check_horizon(top, None)
+    output = [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
+    return builder, top, output
+
+
+def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder, top,
+            output: list[str], last_run: int, migration_id: int) -> None:
+    """Point the query's views and catalog rows at its new top node; keep the last
+    cycle's changes for the changes view until the next cycle."""
+    kept = sql.Identifier(NETWORK_SCHEMA, f"q{query_id}_kept_{migration_id}")
+    conn.execute(sql.SQL("CREATE TABLE {} AS SELECT * FROM {}").format(
+        kept, changes_view(name)))
+    conn.execute(render("query/results_view", view=results_view(name), hist=top.hist, t1=T1,
+                        exprs=sql.SQL(", ").join(map(sql.SQL, output))))
+    conn.execute(changes_view_sql(name, output, top, last_run, kept))
+    drop_kept(conn, query_id, but=kept)
+    orders = json.dumps(builder.join_orders) if builder.join_orders else None
+    conn.execute("UPDATE argus_catalog.queries SET output_node = %s, join_orders = %s "
+                 "WHERE query_id = %s", (top.id, orders, query_id))
+    for position, expr in enumerate(output, 1):
+        conn.execute("UPDATE argus_catalog.query_columns SET expr = %s "
+                     "WHERE query_id = %s AND position = %s", (expr, query_id, position))
+    conn.execute("DELETE FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,))
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO argus_catalog.query_nodes VALUES (%s, %s)",
+                        [(query_id, n) for n, _ in builder.ancestors(top.id)])
+
+
+def _recent_ms(conn: psycopg.Connection, nodes: set[int]) -> float | None:
+    """The nodes' time per cycle over the last RECENT cycles (None: no cycle)."""
+    (ms,) = conn.execute(
+        """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
+                       ORDER BY run_id DESC LIMIT %s)
+           SELECT (SELECT coalesce(sum(n.ms + coalesce(n.flush_ms, 0)), 0)
+                     FROM argus_catalog.run_nodes n JOIN r USING (run_id)
+                    WHERE n.node_id = ANY(%s)) / nullif((SELECT count(*) FROM r), 0)""",
+        (RECENT, sorted(nodes))).fetchone()
+    return ms
+
+
+def _log(conn: psycopg.Connection, **row) -> int:
+    columns = list(row)
+    (migration_id,) = conn.execute(sql.SQL(
+        "INSERT INTO argus_catalog.migrations ({}) VALUES ({}) RETURNING migration_id").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.SQL(", ").join(sql.Placeholder() * len(columns))), list(row.values())).fetchone()
+    return migration_id

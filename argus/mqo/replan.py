@@ -1,0 +1,117 @@
+"""Re-planning a registered query's joins (issue 21): each of its blocks' tree on
+today's estimates, next to the tree it has, and which of them to build.
+
+The query's own nodes (`hidden`) are not offered as free shared nodes, as they
+would be to a new query: their upkeep is the query's alone, so the tree they form is
+costed like any other. Nodes other queries use stay free to reuse, and are kept.
+Pure: argus.adapt runs the builder with it and decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import order
+from .order import Estimates, Tree
+
+MODES = ("keep", "best", "other")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One block: the tree it has (None: its nodes form no tree the order can cost),
+    the one to move to (the cheapest, or for `other` the forced one), and the one
+    built (a prediction builds the tree it has)."""
+
+    current: Tree | None
+    target: Tree
+    chosen: Tree
+    names: tuple[str, ...] = ()  # instance i's source is names[i - 1]
+
+    def text(self, tree: Tree | None) -> str:
+        if tree is None:
+            return "?"
+        return tree.text(lambda i: self.names[i - 1] if self.names else f"i{i}")
+
+    @property
+    def changes(self) -> bool:
+        return self.current is None or order.shape(self.target) != order.shape(self.current)
+
+
+@dataclass
+class Replan:
+    """`mode`: keep (build the tree it has: a prediction, rolled back), best, or other
+    (the cheapest tree that differs from the one it has, whatever it costs: tests force
+    migrations with it)."""
+
+    hidden: frozenset[int]  # the nodes only this query uses
+    uses: frozenset[int]  # every node it uses
+    mode: str = "keep"
+    choices: list[Choice] = field(default_factory=list)
+
+    def choose(self, est: Estimates, mine: frozenset[frozenset[int]],
+               used: Mapping[frozenset[int], list[tuple[object, float]]],
+               best: Tree, alternatives: list[Tree]) -> Tree:
+        """`mine`: the subsets the hidden nodes compute; `used`: shared nodes the
+        query uses, by the subset they compute."""
+        current = order.of_shape(est, mine, used)
+        target = best
+        if self.mode == "other" and current is not None:
+            target = next((t for t in [best, *alternatives]
+                           if order.shape(t) != order.shape(current)), current)
+        chosen = current if self.mode == "keep" and current is not None else target
+        self.choices.append(Choice(current, target, chosen))
+        return chosen
+
+    def name_last(self, names: tuple[str, ...]) -> None:
+        """Name the instances of the block last chosen (for logs and explain)."""
+        if self.choices:
+            self.choices[-1] = dataclasses.replace(self.choices[-1], names=names)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A query's layout and the best one, in the order's row operations per cycle.
+    `build`: rows the new layout's nodes are built with (its joins' rows, top
+    included)."""
+
+    current: float | None  # None: some block's layout cannot be costed
+    best: float
+    build: float
+    trees: list[tuple[str, str]]  # per changing block: (current, best)
+
+    @property
+    def saving(self) -> float:
+        return 0.0 if self.current is None else self.current - self.best
+
+
+def predict(choices: list[Choice]) -> Prediction:
+    changing = [c for c in choices if c.changes]
+    known = all(c.current is not None for c in choices)
+    return Prediction(
+        sum(c.current.cpu for c in choices) if known else None,
+        sum(c.target.cpu for c in choices),
+        sum(t.rows for c in changing for t in c.target.joins()),
+        [(c.text(c.current), c.text(c.target)) for c in changing])
+
+
+def decide(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str]:
+    """Migrate when the layout it has costs `min_gain` more than the best (hysteresis:
+    no pair of layouts is each that much cheaper than the other, so none flaps) and
+    the saving over `horizon` cycles pays for building the new nodes."""
+    if not p.trees:
+        return False, "the layout it has is the cheapest"
+    if p.current is None:
+        return False, "its layout cannot be costed (shared or more than " \
+                      f"{order.EXHAUSTIVE} instances in a block)"
+    if p.saving <= min_gain * p.current:
+        return False, (f"saves {p.saving:,.0f} of {p.current:,.0f} row operations per cycle, "
+                       f"not more than migration_min_gain ({min_gain:g})")
+    if p.saving * horizon <= p.build:
+        return False, (f"saves {p.saving:,.0f} row operations per cycle: over "
+                       f"migration_horizon ({horizon} cycles) less than the "
+                       f"{p.build:,.0f} rows of its new nodes")
+    return True, (f"saves {p.saving:,.0f} of {p.current:,.0f} row operations per cycle "
+                  f"({p.saving / p.current:.0%}); its new nodes hold {p.build:,.0f} rows")

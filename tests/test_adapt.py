@@ -1,0 +1,257 @@
+"""Run-time migration (argus.adapt, issue 21): a query moved to another join layout
+between two cycles keeps its answer and its last changes exact, and every later cycle
+too (the oracle); nodes other queries share are kept; a migration that fails at any
+point, or whose session is killed, leaves the old layout working; drift in the data
+makes the periodic re-plan migrate on its own."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import psycopg
+import pytest
+
+import argus
+from argus.errors import MigrationError
+from argus.mqo.replan import Prediction, decide
+
+from .oracle import bag
+
+COLUMNS = {"id": "bigint", "k1": "int", "k2": "int", "v": "int"}
+QUERIES = {
+    "chain": "SELECT r.id AS a, s.id AS b, t.id AS c FROM r JOIN s ON r.k1 = s.k1 "
+             "JOIN t ON s.k2 = t.k2 WHERE r.v < 500 AND t.v < 900",
+    "per_key": "SELECT t.k1, count(*) AS n, sum(r.v) AS total FROM r JOIN s ON r.k1 = s.k1 "
+               "JOIN t ON s.k2 = t.k2 WHERE s.v > 100 GROUP BY t.k1",
+    "four": "SELECT r.id, s.id AS s_id, t.id AS t_id, u.id AS u_id FROM r "
+            "JOIN s ON r.k1 = s.k1 JOIN t ON s.k2 = t.k2 JOIN r AS u ON t.k1 = u.k2 "
+            "WHERE u.v > 700",
+    "pair": "SELECT r.id AS a, s.id AS b FROM r JOIN s ON r.k1 = s.k1 WHERE r.v < 500",
+}
+
+
+class Rows:
+    def __init__(self, seed: int, keys: int = 40) -> None:
+        self.rng = random.Random(seed)
+        self.next_id = 0
+        self.keys = keys
+
+    def batch(self, n: int, low_v: float = 0.5) -> list[tuple]:
+        """Rows whose v is under 500 with probability `low_v` (drift moves it)."""
+        out = []
+        for _ in range(n):
+            self.next_id += 1
+            low = self.rng.random() < low_v
+            out.append((self.next_id, self.rng.randint(0, self.keys),
+                        self.rng.randint(0, self.keys),
+                        self.rng.randint(0, 499) if low else self.rng.randint(500, 999)))
+        return out
+
+
+def load(oracle, rows: Rows, n: int, **kw) -> None:
+    for stream in ("r", "s", "t"):
+        oracle.insert(stream, rows.batch(n, **kw))
+
+
+@pytest.fixture
+def three(oracle):
+    for stream in ("r", "s", "t"):
+        oracle.create_stream(stream, COLUMNS)
+    return oracle
+
+
+def layout(db, name: str) -> tuple[int, frozenset[int]]:
+    return db.conn.execute(
+        """SELECT q.output_node, (SELECT array_agg(node_id) FROM argus_catalog.query_nodes
+                                   WHERE query_id = q.query_id)
+             FROM argus_catalog.queries q WHERE name = %s""", (name,)).fetchone()
+
+
+def state(db, name: str) -> tuple:
+    return layout(db, name), bag(db.results(name)), bag(db.new_results(name))
+
+
+def migrate_checked(oracle, name: str) -> bool:
+    """Force `name` to another layout; its answer and last changes read the same before
+    and after, and the oracle agrees. False: it has no other layout."""
+    db = oracle.db
+    before = bag(db.results(name)), bag(db.new_results(name))
+    (decision,) = db.migrate([name], force=True)
+    assert (bag(db.results(name)), bag(db.new_results(name))) == before, name
+    oracle.check()
+    return decision.migrated
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_forced_migrations_at_random_cycles_stay_exact(three, seed):
+    rng = random.Random(seed)
+    rows = Rows(seed)
+    load(three, rows, 60)
+    three.run()
+    for name, query in QUERIES.items():
+        three.register(name, query)
+    migrated = 0
+    for _ in range(12):
+        load(three, rows, rng.randint(0, 40), low_v=rng.choice([0.05, 0.5, 0.95]))
+        three.run()
+        if rng.random() < 0.5:
+            migrated += migrate_checked(three, rng.choice(sorted(QUERIES)))
+    assert migrated >= 2  # (seeds chosen so; a forced migration always moves 3-way joins)
+    assert three.db.conn.execute(
+        "SELECT count(*) FROM argus_catalog.migrations WHERE migrated").fetchone()[0] == migrated
+
+
+def test_nodes_other_queries_use_are_kept(three):
+    rows = Rows(5)
+    load(three, rows, 80)
+    three.run()
+    three.register("pair", QUERIES["pair"])
+    three.register("chain", QUERIES["chain"])
+    pair = layout(three.db, "pair")
+    _, chain_nodes = layout(three.db, "chain")
+    assert pair[0] in chain_nodes  # the chain reuses the pair's join
+    assert migrate_checked(three, "chain")
+    assert layout(three.db, "pair") == pair
+    _, after = layout(three.db, "chain")
+    assert pair[0] not in after
+    for _ in range(3):
+        load(three, rows, 30)
+        three.run()
+    # and the migration back (to the cheapest) reuses the pair's join again
+    (decision,) = three.db.migrate(["chain"], force=True)
+    assert decision.migrated and pair[0] in layout(three.db, "chain")[1]
+    three.check()
+
+
+FAIL_AT = """
+CREATE SEQUENCE public.ddl_count;
+GRANT USAGE ON SEQUENCE public.ddl_count TO PUBLIC;
+CREATE FUNCTION public.fail_at() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('test.fail_at', true) <> ''
+       AND nextval('public.ddl_count') = current_setting('test.fail_at')::int THEN
+        RAISE EXCEPTION 'injected failure at DDL command %', current_setting('test.fail_at');
+    END IF;
+END $$;
+CREATE EVENT TRIGGER fail_at ON ddl_command_end EXECUTE FUNCTION public.fail_at();
+"""
+
+
+def test_a_migration_failing_at_any_step_leaves_the_old_layout(three):
+    rows = Rows(7)
+    load(three, rows, 80)
+    three.run()
+    for name in ("chain", "per_key"):
+        three.register(name, QUERIES[name])
+    load(three, rows, 20)
+    three.run()
+    db = three.db
+    db.conn.execute(FAIL_AT)
+    failures = 0
+    for step in range(1, 200):
+        before = state(db, "per_key")
+        db.conn.execute("SELECT set_config('test.fail_at', %s, false), "
+                        "setval('public.ddl_count', 1, false)", (str(step),))
+        try:
+            db.migrate(["per_key"], force=True)
+        except MigrationError as exc:
+            assert "injected failure" in str(exc)
+            failures += 1
+            assert state(db, "per_key") == before
+            load(three, rows, 10)
+            three.run()  # the old layout works on
+            continue
+        finally:
+            db.conn.execute("SELECT set_config('test.fail_at', '', false)")
+        break
+    assert failures >= 5  # each of its DDL steps failed once, then it went through
+    assert state(db, "per_key")[0] != before[0]
+    load(three, rows, 10)
+    three.run()
+
+
+def test_a_killed_migration_leaves_one_layout_or_the_other(three, fresh_dsn):
+    rows = Rows(11)
+    load(three, rows, 150)
+    three.run()
+    three.register("four", QUERIES["four"])
+    db = three.db
+    start = time.perf_counter()
+    (first,) = db.migrate(["four"], force=True)
+    took = time.perf_counter() - start
+    assert first.migrated
+    rng = random.Random(11)
+    outcomes = set()
+    for _ in range(4):
+        load(three, rows, 10)
+        three.run()
+        before = layout(db, "four")
+        killer = argus.connect(fresh_dsn)
+        victim = argus.connect(fresh_dsn)
+        pid = victim.conn.info.backend_pid
+        timer = threading.Timer(rng.uniform(0, took), killer.conn.execute,
+                                ("SELECT pg_terminate_backend(%s)", (pid,)))
+        timer.start()
+        try:
+            victim.migrate(["four"], force=True)
+            outcomes.add("done")
+        except (MigrationError, psycopg.OperationalError):
+            outcomes.add("killed")
+            assert layout(db, "four") == before
+        finally:
+            timer.join()
+            killer.close()
+            try:
+                victim.close()
+            except psycopg.Error:
+                pass
+        three.check()
+    load(three, rows, 10)
+    three.run()
+    assert "killed" in outcomes  # (the kill comes within the first migration's time)
+
+
+def test_drift_makes_the_periodic_replan_migrate(three):
+    """r's filter passes 2% of its rows and t's all: (r ⋈ s) ⋈ t. Then the other way
+    round: the re-plan every 3 cycles moves the query to r ⋈ (s ⋈ t)."""
+    db = three.db
+    db.configure(reoptimize_every=3)
+    rows = Rows(13, keys=3000)
+    for stream, low in (("r", 0.02), ("s", 0.5), ("t", 1.0)):
+        three.insert(stream, rows.batch(1500, low_v=low))
+    three.run()
+    three.register("chain", QUERIES["chain"].replace("t.v < 900", "t.v < 500"))
+    first = layout(db, "chain")
+    decisions = []
+    for _ in range(9):
+        for stream, low in (("r", 1.0), ("s", 0.5), ("t", 0.02)):
+            three.insert(stream, rows.batch(300, low_v=low))
+        decisions += three.run().migrations
+    assert any(d.migrated for d in decisions), [d.why for d in decisions]
+    assert layout(db, "chain") != first
+    logged = db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone()[0]
+    assert logged == len(decisions)
+
+
+@pytest.mark.parametrize("old,new,min_gain,go", [
+    (100.0, 60.0, 0.3, True),
+    (100.0, 75.0, 0.3, False),  # a gain under the threshold
+    (100.0, 60.0, 0.0, True),
+])
+def test_decide(old, new, min_gain, go):
+    assert decide(Prediction(old, new, 10.0, [("a", "b")]), min_gain, 100)[0] is go
+
+
+def test_decide_never_flaps_and_needs_a_payback():
+    rng = random.Random(0)
+    for _ in range(2000):
+        a, b = rng.uniform(1, 1000), rng.uniform(1, 1000)
+        gain = rng.uniform(0, 1)
+        there = decide(Prediction(a, b, 0.0, [("a", "b")]), gain, 100)[0]
+        back = decide(Prediction(b, a, 0.0, [("b", "a")]), gain, 100)[0]
+        assert not (there and back)
+    assert not decide(Prediction(100.0, 10.0, 1e6, [("a", "b")]), 0.3, 100)[0]
+    assert decide(Prediction(100.0, 10.0, 1e3, [("a", "b")]), 0.3, 100)[0]
+    assert not decide(Prediction(100.0, 100.0, 0.0, []), 0.3, 100)[0]
