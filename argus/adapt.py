@@ -33,6 +33,7 @@ from .streams import stream_schemas
 from .templates import render
 
 RECENT = 10  # the cycles whose timings say what the old nodes cost
+WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
 
 
 @dataclass(frozen=True)
@@ -132,16 +133,28 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
 
 def reoptimize(conn: psycopg.Connection) -> list[Decision]:
     """The periodic check (settings.reoptimize_every): migrate the queries that gain.
-    A query whose migration fails keeps its layout; the others go on. Only a session
-    that may act as argus's owner migrates (a writer's cycles do not)."""
+    A query whose migration fails keeps its layout; the others go on. Only queries whose
+    own nodes took WORTH_MS per cycle or more are planned again (planning one costs
+    tens of milliseconds), and only by a session that may act as argus's owner (a
+    writer's cycles do not)."""
     owner = roles.owner_role(conn)
     if owner is not None and not conn.execute(
             "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]:
         return []
     out = []
-    for name in [r[0] for r in conn.execute(
-            "SELECT name FROM argus_catalog.queries WHERE status = 'ok' "
-            "AND join_orders IS NOT NULL ORDER BY name")]:
+    for (name,) in conn.execute(
+            """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
+                           ORDER BY run_id DESC LIMIT %s)
+               SELECT q.name FROM argus_catalog.queries q
+                WHERE q.status = 'ok' AND q.join_orders IS NOT NULL
+                  AND (SELECT sum(n.ms + coalesce(n.flush_ms, 0))
+                         FROM argus_catalog.query_nodes qn
+                         JOIN argus_catalog.run_nodes n USING (node_id) JOIN r USING (run_id)
+                        WHERE qn.query_id = q.query_id AND NOT EXISTS (
+                              SELECT FROM argus_catalog.query_nodes o
+                               WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)
+                      ) >= %s * (SELECT count(*) FROM r)
+                ORDER BY q.name""", (RECENT, WORTH_MS)).fetchall():
         try:
             out.append(migrate(conn, name))
         except (psycopg.Error, QueryError, MigrationError) as exc:

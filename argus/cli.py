@@ -469,8 +469,10 @@ def _ints(text: str) -> tuple[int, ...]:
 @main.command()
 @click.option("--quick", is_flag=True, help="Small data, a few minutes: checks that it runs.")
 @click.option("--workload", "workloads",
-              type=click.Choice(["transfers", "tpch", "nexmark", "all"]),
-              default="all", show_default=True)
+              type=click.Choice(["transfers", "tpch", "nexmark", "all", "drift"]),
+              default="all", show_default=True,
+              help="all: transfers, tpch and nexmark; drift: a layout against data that "
+                   "drifts, static and adaptive (argus.bench.drift).")
 @click.option("--history", type=int, help="Transfers loaded first (default 100,000).")
 @click.option("--queries", help="Query counts to measure at, e.g. 100,150,250,500,1000.")
 @click.option("--batches", help="Batch sizes, e.g. 100,1000,10000.")
@@ -500,6 +502,14 @@ def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
     from .bench import Options, run
     from .bench import TPCH_QUERIES
 
+    if workloads == "drift":
+        from .bench import drift
+
+        cycles = 30 if quick else 60
+        console.print(drift.run(out, dsn, cycles=cycles, log=lambda text: console.print(
+            f"[dim]{text}[/]")), markup=False, highlight=False)
+        console.print(f"report: {out / 'drift.md'}, plot: {out / 'drift.png'}")
+        return
     options = Options.quick(out) if quick else Options(out=out)
     tpch = _ints(tpch_queries) if tpch_queries else None
     unknown = sorted(set(tpch or ()) - set(TPCH_QUERIES))

@@ -38,16 +38,21 @@ class Estimates:
     links: Mapping[frozenset[int], float]  # instances conditions link -> selectivity
     keyed: frozenset[frozenset[int]] = frozenset()  # instance pairs an equality links
     inflow: Mapping[int, float] = field(default_factory=dict)  # source -> new rows/cycle
+    # linked instances -> the selectivity new rows met in the last cycle, where it was
+    # measured (a re-plan: the new rows may match unlike the history's)
+    recent: Mapping[frozenset[int], float] = field(default_factory=dict)
 
     def rows_of(self, subset: frozenset[int]) -> float:
-        return math.prod(self.rows[i] for i in subset) * self._selectivity(subset)
+        return math.prod(self.rows[i] for i in subset) * self._selectivity(subset, {})
 
     def rate_of(self, subset: frozenset[int]) -> float:
         return sum(self.rates[i] * math.prod(self.rows[j] for j in subset - {i})
-                   for i in subset) * self._selectivity(subset)
+                   for i in subset) * self._selectivity(subset, self.recent)
 
-    def _selectivity(self, subset: frozenset[int]) -> float:
-        return math.prod(s for linked, s in self.links.items() if linked <= subset)
+    def _selectivity(self, subset: frozenset[int],
+                     recent: Mapping[frozenset[int], float]) -> float:
+        return math.prod(recent.get(linked, s) for linked, s in self.links.items()
+                         if linked <= subset)
 
     def probed_by_key(self, left: frozenset[int], right: frozenset[int]) -> bool:
         return any(len(pair & left) == 1 and len(pair & right) == 1 for pair in self.keyed)

@@ -28,7 +28,18 @@ class Choice:
     current: Tree | None
     target: Tree
     chosen: Tree
+    answer: float | None = None  # the rows the block's answer holds (None: unknown)
     names: tuple[str, ...] = ()  # instance i's source is names[i - 1]
+
+    @property
+    def build(self) -> float:
+        """Rows the target's new nodes are built with: its joins' estimated rows, the
+        answer's as it is (the same rows, whatever the tree)."""
+        joins = self.target.joins()
+        if not joins:
+            return 0.0
+        top = joins[-1].rows if self.answer is None else self.answer
+        return sum(t.rows for t in joins[:-1]) + top
 
     def text(self, tree: Tree | None) -> str:
         if tree is None:
@@ -53,16 +64,17 @@ class Replan:
 
     def choose(self, est: Estimates, mine: frozenset[frozenset[int]],
                used: Mapping[frozenset[int], list[tuple[object, float]]],
-               best: Tree, alternatives: list[Tree]) -> Tree:
+               best: Tree, alternatives: list[Tree], answer: float | None = None) -> Tree:
         """`mine`: the subsets the hidden nodes compute; `used`: shared nodes the
-        query uses, by the subset they compute."""
+        query uses, by the subset they compute; `answer`: the rows of the block's
+        answer."""
         current = order.of_shape(est, mine, used)
         target = best
         if self.mode == "other" and current is not None:
             target = next((t for t in [best, *alternatives]
                            if order.shape(t) != order.shape(current)), current)
         chosen = current if self.mode == "keep" and current is not None else target
-        self.choices.append(Choice(current, target, chosen))
+        self.choices.append(Choice(current, target, chosen, answer))
         return chosen
 
     def name_last(self, names: tuple[str, ...]) -> None:
@@ -93,7 +105,7 @@ def predict(choices: list[Choice]) -> Prediction:
     return Prediction(
         sum(c.current.cpu for c in choices) if known else None,
         sum(c.target.cpu for c in choices),
-        sum(t.rows for c in changing for t in c.target.joins()),
+        sum(c.build for c in changing),
         [(c.text(c.current), c.text(c.target)) for c in changing])
 
 

@@ -138,6 +138,12 @@ class Network(Protocol):
         """The share of a source's rows in the last cycle that satisfy `conds` (None:
         it had none)."""
 
+    def recent_link(self, block: Block, linked: frozenset[int], conds,
+                    rows: Mapping[int, float]) -> float | None:
+        """The selectivity of the conditions `conds` linking two instances as the last
+        cycle's new rows of each met the other's rows (`rows`: each instance's under
+        its local conditions); None: no new rows."""
+
     def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
                   ) -> None:
         """Record what the order expected of a node it built: its rows, new per cycle,
@@ -195,11 +201,14 @@ class BlockBuilder:
         if replan is not None:  # (with sharing-selection: every subset)
             estimates = self._observed(estimates)
             self.estimates = estimates
-        covers, mine, used = {}, set(), {}
+        covers, mine, used, answer = {}, set(), {}, None
         for subset in subsets:
             found = self._matches(subset)
-            if any(m.node.node_id in hidden for m in found):
+            own = [m for m in found if m.node.node_id in hidden]
+            if own:
                 mine.add(subset)
+                if subset == self.block.instances:  # the block's answer, as it is
+                    answer = float(own[0].node.rows)
             found = [m for m in found if m.node.node_id not in hidden]
             if found:
                 covers[subset] = [(m, m.node.rows) for m in sorted(found, key=_cost)]
@@ -208,7 +217,7 @@ class BlockBuilder:
                 used[subset] = [(mine_too[0], mine_too[0].node.rows)]
         tree, alternatives = order.best(estimates, connected, covers)
         if replan is not None:
-            tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives)
+            tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives, answer)
         self.chosen = (tree, alternatives)
         return tree
 
@@ -231,7 +240,15 @@ class BlockBuilder:
                 if local else []
             if exact:
                 rows[i] = max(float(min(exact, key=_cost).node.rows), 1.0)
-        return dataclasses.replace(estimates, rows=rows, rates=rates, inflow=inflow)
+        recent = {}
+        for linked in estimates.links:
+            if len(linked) == 2:
+                conds = [c for c in self.block.conds if c.instances == linked]
+                measured = self.builder.recent_link(self.block, linked, conds, rows)
+                if measured is not None:
+                    recent[linked] = measured
+        return dataclasses.replace(estimates, rows=rows, rates=rates, inflow=inflow,
+                                   recent=recent)
 
     def _part(self, tree: Tree) -> Part:
         if tree.cover is not None:

@@ -6,7 +6,7 @@ questions (sharing.Network); argus.network.Builder, which makes the nodes, is on
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import psycopg
@@ -141,6 +141,36 @@ class Reads:
 
     def observed(self, node_id: int) -> float | None:
         return observed_rates(self.conn, node_id, [node_id], REPLAN_CYCLES)[node_id]
+
+    def recent_link(self, block: Block, linked: frozenset[int], conds,
+                    rows: Mapping[int, float]) -> float | None:
+        i, j = sorted(linked)
+
+        def count(new: int) -> tuple[int, int]:
+            """(new rows of `new` linked to the other's rows, new rows of `new`)."""
+            where, tables = {}, []
+            local = []
+            for k in (i, j):
+                source = self.load(block.sources[k - 1])
+                where |= {column_atom(k, c): (f"t{k}", c) for c in source.columns}
+                tables.append(sql.SQL("{} AS {}").format(
+                    source.delta if k == new else source.hist, sql.Identifier(f"t{k}")))
+                local += block.within(frozenset({k}))
+            both = " AND ".join(f"({render(c.sql, where)})" for c in [*local, *conds])
+            mine = " AND ".join(f"({render(c.sql, where)})"
+                                for c in block.within(frozenset({new}))) or "TRUE"
+            source = self.load(block.sources[new - 1])
+            (met,) = self.conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
+                sql.SQL(", ").join(tables), sql.SQL(both))).fetchone()
+            (arrived,) = self.conn.execute(sql.SQL(
+                "SELECT count(*) FROM {} AS {} WHERE {}").format(
+                    source.delta, sql.Identifier(f"t{new}"), sql.SQL(mine))).fetchone()
+            return met, arrived
+
+        met_i, new_i = count(i)
+        met_j, new_j = count(j)
+        pairs = new_i * rows[j] + new_j * rows[i]
+        return min((met_i + met_j) / pairs, 1.0) if pairs else None
 
     def recent_share(self, source_id: int, instance: int, conds) -> float | None:
         source = self.load(source_id)
