@@ -22,7 +22,7 @@ from psycopg import sql
 from . import roles
 from .errors import MigrationError, QueryError, UnknownQueryError
 from .frontend import functions
-from .frontend.analyze import analyze
+from .frontend.analyze import Analyzed, analyze
 from .mqo.replan import Prediction, Replan, decide, predict
 from .mqo.sharing import Sharing
 from .names import CYCLE_LOCK, NETWORK_SCHEMA, changes_view, check_name, results_view
@@ -34,6 +34,7 @@ from .templates import render
 
 RECENT = 10  # the cycles whose timings say what the old nodes cost
 WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
+LOCK_TIMEOUT = "1s"  # a migration waits this long for a lock (on a view being read)
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,22 @@ class Decision:
 def optimize(conn: psycopg.Connection, names: list[str] | None = None, *,
              force: bool = False, apply: bool = True) -> list[Decision]:
     """Decide (and, with `apply`, migrate) each query that has joins to order, or
-    `names`; `force`: migrate to the cheapest other layout whatever it saves."""
-    if names is None:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM argus_catalog.queries WHERE status = 'ok' "
-            "AND join_orders IS NOT NULL ORDER BY name")]
-    return [migrate(conn, name, force=force, apply=apply) for name in names]
+    `names` (raising for the first that cannot be); `force`: migrate to the cheapest
+    other layout whatever it saves."""
+    if names is not None:
+        return [migrate(conn, name, force=force, apply=apply) for name in names]
+    return [_tried(conn, name, force=force, apply=apply) for (name,) in conn.execute(
+        "SELECT name FROM argus_catalog.queries WHERE status = 'ok' "
+        "AND join_orders IS NOT NULL ORDER BY name").fetchall()]
+
+
+def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
+    """One query of many: its failure is its decision (logged by nobody: rolled back),
+    and the others go on."""
+    try:
+        return migrate(conn, name, **how)
+    except (psycopg.Error, QueryError, MigrationError) as exc:
+        return Decision(name, Prediction(None, 0.0, 0.0, []), False, str(exc))
 
 
 def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
@@ -77,14 +88,19 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
+        # the query's names resolve as at registration, before the search path is pinned
+        analyzed = analyze(sql_text, stream_schemas(conn),
+                           lambda names: functions.check(conn, names, None))
         roles.become_owner(conn)
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+        # a reader's open transaction on its views must not hold up the cycles for long
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
         mine = _own_nodes(conn, query_id)
         uses = frozenset(r[0] for r in conn.execute(
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
         replan = Replan(frozenset(mine), uses)
         with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
-            _build(conn, name, sql_text, replan)
+            _build(conn, name, analyzed, replan)
         prediction = predict(replan.choices)
         go, why = decide(prediction, min_gain, horizon)
         if force and prediction.current is not None:
@@ -105,7 +121,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         replan = Replan(frozenset(mine), uses, "other" if force else "best")
         try:
             with conn.transaction():
-                builder, top, output = _build(conn, name, sql_text, replan)
+                builder, top, output = _build(conn, name, analyzed, replan)
                 if top.id == old_top:
                     raise psycopg.Rollback()
                 migration_id = _log(conn, migrated=True, why=why,
@@ -137,7 +153,10 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
     own nodes took WORTH_MS per cycle or more are planned again (planning one costs
     tens of milliseconds), and only by a session that may act as argus's owner (a
     writer's cycles do not)."""
-    owner = roles.owner_role(conn)
+    try:
+        owner = roles.owner_role(conn)
+    except psycopg.errors.InsufficientPrivilege:  # (a writer reads no catalog)
+        return []
     if owner is not None and not conn.execute(
             "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]:
         return []
@@ -155,10 +174,7 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
                                WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)
                       ) >= %s * (SELECT count(*) FROM r)
                 ORDER BY q.name""", (RECENT, WORTH_MS)).fetchall():
-        try:
-            out.append(migrate(conn, name))
-        except (psycopg.Error, QueryError, MigrationError) as exc:
-            out.append(Decision(name, Prediction(None, 0.0, 0.0, []), False, str(exc)))
+        out.append(_tried(conn, name))
     return out
 
 
@@ -173,11 +189,9 @@ def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
         (query_id,))}
 
 
-def _build(conn: psycopg.Connection, name: str, sql_text: str, replan: Replan):
+def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, replan: Replan):
     """The query built again as registration builds it, its joins chosen by `replan`:
     the builder, the top node and the output expressions over it."""
-    analyzed = analyze(sql_text, stream_schemas(conn),
-                       lambda names: functions.check(conn, names, None))
     builder = Builder(conn, Sharing(), query=name)
     builder.replan = replan
     top = builder.defer(builder.node_for(analyzed.plan.input))

@@ -107,6 +107,12 @@ def explain(conn: psycopg.Connection, name: str) -> str:
     for order in join_orders or []:
         out.append(f"  join order by cost: {_costed(order)}")
         out += [f"    alternative: {_costed(a)}" for a in order["alternatives"]]
+    for at, run, why, trees in conn.execute(
+            """SELECT at::timestamp(0), after_run, why,
+                      array_to_string(old_trees, '; ') || ' → ' || array_to_string(new_trees, '; ')
+                 FROM argus_catalog.migrations WHERE query = %s AND migrated
+                ORDER BY migration_id DESC LIMIT 1""", (info.name,)):
+        out.append(f"  migrated {at} after run {run}: {trees} ({why})")
     out.append("  nodes, in evaluation order (join_level, sequence_id):")
     for ref in info.nodes:
         node = net.nodes[ref.id]

@@ -61,6 +61,18 @@ def status_tables(conn: psycopg.Connection) -> list:
                  FROM argus.runs ORDER BY run_id DESC LIMIT 5"""):
         runs.add_row(*("" if v is None else str(v) for v in row))
     out = [header, streams, network, runs]
+    migrations = conn.execute(
+        """SELECT after_run, query, array_to_string(old_trees, '; ') || ' → '
+                  || array_to_string(new_trees, '; '), round(build_ms::numeric), forced
+             FROM argus_catalog.migrations WHERE migrated
+            ORDER BY migration_id DESC LIMIT 5""").fetchall()
+    if migrations:  # (Moving State: each one done in its transaction, none in progress)
+        table = Table("after run", "query", "join trees", "build ms", "forced",
+                      title="recent migrations (argus optimize; settings.reoptimize_every)",
+                      title_justify="left")
+        for row in migrations:
+            table.add_row(*("" if v is None else str(v) for v in row))
+        out.append(table)
     failed = conn.execute("SELECT name, failed_run, error, culprit FROM argus_catalog.queries "
                           "WHERE status = 'failed' ORDER BY name").fetchall()
     if failed:

@@ -413,6 +413,13 @@ END $$;
 
 -- One cycle and its report in one statement: a round trip less per cycle than
 -- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.
+-- Whether run `p_run` ends a period of settings.reoptimize_every (argus.adapt), for
+-- whoever may run cycles.
+CREATE OR REPLACE FUNCTION argus.reoptimize_due(p_run bigint) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(p_run % reoptimize_every = 0, false) FROM argus_catalog.settings
+$$;
+
 DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
 CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,
@@ -423,8 +430,8 @@ DECLARE
 BEGIN
     IF v_run IS NOT NULL THEN
         -- reoptimize: this cycle ends a period of settings.reoptimize_every (argus.adapt)
-        RETURN QUERY SELECT v_run, r.*, coalesce(v_run % s.reoptimize_every = 0, false)
-                       FROM argus.cycle_report(v_run) r, argus_catalog.settings s;
+        RETURN QUERY SELECT v_run, r.*, argus.reoptimize_due(v_run)
+                       FROM argus.cycle_report(v_run) r;
     END IF;
 END $$;
 
@@ -497,6 +504,7 @@ DECLARE
     v_grant record;
     v_roles text;
     v_writing text := 'argus.run_cycle(boolean), argus.cycle_report(bigint), argus.cycle(boolean), '
+                      'argus.reoptimize_due(bigint), '
                       'argus.claim_load(text, text, text), argus.count_load(text, bigint), '
                       'argus.sweep_staging(), argus.prepare_staging(text, text), '
                       'argus.drop_staging(text), argus.commit_staged(text, text, text), '

@@ -255,3 +255,24 @@ def test_decide_never_flaps_and_needs_a_payback():
     assert not decide(Prediction(100.0, 10.0, 1e6, [("a", "b")]), 0.3, 100)[0]
     assert decide(Prediction(100.0, 10.0, 1e3, [("a", "b")]), 0.3, 100)[0]
     assert not decide(Prediction(100.0, 100.0, 0.0, []), 0.3, 100)[0]
+
+
+def test_a_writers_cycles_do_not_migrate(three, login):
+    """A cycle that ends a re-plan period, run by a writer: the cycle is done, and no
+    query is planned again (a migration needs argus's owner)."""
+    db = three.db
+    rows = Rows(17)
+    load(three, rows, 50)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    db.configure(reoptimize_every=1)
+    role, dsn = login("writer")
+    db.grant("writer", role, stream="r")
+    batch = rows.batch(20)
+    with argus.connect(dsn) as writer:
+        writer.insert("r", batch)
+        three.pending.append(("r", batch))  # (for the oracle's mirror)
+        report = three.run(cycle=writer.run)
+    assert report.rows_in["r"] == 20 and report.migrations == []
+    assert db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone() == (0,)
+    assert three.run().migrations  # the owner's next cycle plans it again

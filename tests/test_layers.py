@@ -21,7 +21,7 @@ LAYERS = [
     ("the network in PostgreSQL", {"roles", "catalog", "network"}),
     ("operations", {"streams", "loads", "registry", "requests", "cycle", "quarantine",
                     "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
-                    "optimize"}),
+                    "optimize", "adapt"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__"}),
 ]
 LAYER = {module: i for i, (_, modules) in enumerate(LAYERS) for module in modules}

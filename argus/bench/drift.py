@@ -20,7 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from psycopg import sql
+
 import argus
+from argus.names import results_view
 from argus.network import network_bytes
 
 from .runner import fresh_database
@@ -39,6 +42,7 @@ class Series:
     mib: list[float] = field(default_factory=list)
     migrated: list[int] = field(default_factory=list)  # cycles after which it migrated
     decisions: list = field(default_factory=list)
+    answers: dict[str, str] = field(default_factory=dict)  # query -> digest at the end
 
 
 class Drift:
@@ -107,6 +111,10 @@ def measure(dsn: str | None, drift: Drift, queries: int, every: int | None, log)
             series.decisions += [(cycle, d) for d in report.migrations]
             if cycle % 10 == 0:
                 log(f"drift, {series.mode}: cycle {cycle}, {series.ms[-1]:,.1f} ms")
+        for q in range(queries):
+            (series.answers[f"chain_{q}"],) = db.conn.execute(sql.SQL(
+                "SELECT md5(string_agg(a::text, ',' ORDER BY a::text)) FROM {} AS a").format(
+                    results_view(f"chain_{q}"))).fetchone()
         return series
     finally:
         db.close()
@@ -137,8 +145,10 @@ def report(drift: Drift, queries: int, runs: list[Series]) -> str:
     static, adaptive = runs[0], runs[1]
     lo, hi = third + drift.cycles // 6, 2 * third  # after the drift, once migrated
     ratio = statistics.median(static.ms[lo:hi]) / statistics.median(adaptive.ms[lo:hi])
+    same = static.answers == adaptive.answers
     lines += ["", f"After the drift (cycles {lo}–{hi - 1}), the adaptive network is "
-              f"{ratio:,.1f}× faster per cycle than the static one."]
+              f"{ratio:,.1f}× faster per cycle than the static one. Answers of both "
+              f"after the last cycle equal: {'yes' if same else 'NO'}."]
     moved = [(c, d) for c, d in adaptive.decisions if d.migrated]
     if moved:
         lines += ["", "Migrations (the order's row operations per cycle, predicted):", "",

@@ -215,6 +215,8 @@ class BlockBuilder:
             mine_too = [m for m in found if replan is not None and m.node.node_id in replan.uses]
             if mine_too:
                 used[subset] = [(mine_too[0], mine_too[0].node.rows)]
+        if replan is not None:  # what its own nodes compute, it keeps computing itself
+            covers = {s: c for s, c in covers.items() if s not in mine or s in used}
         tree, alternatives = order.best(estimates, connected, covers)
         if replan is not None:
             tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives, answer)
