@@ -2,7 +2,7 @@
 -- migrations whenever this file changes (argus.catalog).
 
 DROP VIEW IF EXISTS argus.streams, argus.queries, argus.nodes, argus.loads, argus.runs,
-                    argus.index, argus.quarantine CASCADE;
+                    argus.index, argus.quarantine, argus.migrations CASCADE;
 
 CREATE VIEW argus.streams AS
 SELECT s.name,
@@ -112,3 +112,18 @@ SELECT t.node_id,
 CREATE VIEW argus.quarantine AS
 SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at
   FROM argus_catalog.quarantine q;
+
+-- Every re-plan's decision (argus.adapt) with its prediction, in the optimizer's row
+-- operations per cycle, next to what the query's own nodes measured: their time per
+-- cycle over the 10 cycles before it (old_ms) and the 10 after it (new_ms).
+CREATE VIEW argus.migrations AS
+SELECT m.migration_id, m.query, m.at, m.after_run, m.strategy, m.migrated, m.forced, m.why,
+       m.old_trees, m.new_trees, m.predicted_old, m.predicted_new, m.build_rows, m.build_ms,
+       m.old_ms,
+       (SELECT sum(n.ms + coalesce(n.flush_ms, 0)) / nullif(count(DISTINCT r.run_id), 0)
+          FROM (SELECT run_id FROM argus_catalog.runs
+                 WHERE run_id > m.after_run AND status = 'ok'
+                 ORDER BY run_id LIMIT 10) r
+          LEFT JOIN argus_catalog.run_nodes n
+                 ON n.run_id = r.run_id AND n.node_id = ANY(m.new_nodes)) AS new_ms
+  FROM argus_catalog.migrations m;

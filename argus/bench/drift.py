@@ -43,6 +43,7 @@ class Series:
     migrated: list[int] = field(default_factory=list)  # cycles after which it migrated
     decisions: list = field(default_factory=list)
     answers: dict[str, str] = field(default_factory=dict)  # query -> digest at the end
+    query_ms: list[dict[str, float]] = field(default_factory=list)  # its nodes' ms, by cycle
 
 
 class Drift:
@@ -109,6 +110,12 @@ def measure(dsn: str | None, drift: Drift, queries: int, every: int | None, log)
             if any(d.migrated for d in report.migrations):
                 series.migrated.append(cycle)
             series.decisions += [(cycle, d) for d in report.migrations]
+            series.query_ms.append(dict(db.conn.execute(
+                """SELECT q.name, sum(n.ms + coalesce(n.flush_ms, 0))
+                     FROM argus_catalog.run_nodes n
+                     JOIN argus_catalog.query_nodes qn USING (node_id)
+                     JOIN argus_catalog.queries q USING (query_id)
+                    WHERE n.run_id = %s GROUP BY q.name""", (report.run_id,))))
             if cycle % 10 == 0:
                 log(f"drift, {series.mode}: cycle {cycle}, {series.ms[-1]:,.1f} ms")
         for q in range(queries):
@@ -151,14 +158,21 @@ def report(drift: Drift, queries: int, runs: list[Series]) -> str:
               f"after the last cycle equal: {'yes' if same else 'NO'}."]
     moved = [(c, d) for c, d in adaptive.decisions if d.migrated]
     if moved:
-        lines += ["", "Migrations (the order's row operations per cycle, predicted):", "",
-                  "| after cycle | query | trees | predicted now → new | build ms |",
-                  "|---:|---|---|---:|---:|"]
+        lines += ["", "Migrations. Predicted: the optimizer's row operations per cycle of "
+                  "the layout it had and of the new one. Measured: the time per cycle of the "
+                  "query's nodes in the static network and in the adaptive one, over the "
+                  "(up to) 10 cycles after the migration, on the same rows.", "",
+                  "| after cycle | query | trees | predicted | measured ms | build ms |",
+                  "|---:|---|---|---:|---:|---:|"]
         for cycle, d in moved:
             p = d.prediction
             trees = "; ".join(f"{a} → {b}" for a, b in p.trees)
-            lines.append(f"| {cycle} | {d.query} | {trees} | "
-                         f"{p.current or 0:,.0f} → {p.best:,.0f} | {d.build_ms or 0:,.0f} |")
+            after = range(cycle + 1, min(cycle + 11, len(adaptive.query_ms)))
+            seen = "—" if not after else " → ".join(
+                f"{statistics.mean(s.query_ms[c].get(d.query, 0.0) for c in after):,.1f}"
+                for s in (static, adaptive))
+            lines.append(f"| {cycle} | {d.query} | {trees} | {p.current or 0:,.0f} → "
+                         f"{p.best:,.0f} | {seen} | {d.build_ms or 0:,.0f} |")
     return "\n".join(lines) + "\n"
 
 
