@@ -35,6 +35,7 @@ from .templates import render
 RECENT = 10  # the cycles whose timings say what the old nodes cost
 WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
 LOCK_TIMEOUT = "1s"  # a migration waits this long for a lock (on a view being read)
+CHECK_SECONDS = 2.0  # a periodic check plans queries again for about this long at most
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,8 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
     """The periodic check (settings.reoptimize_every): migrate the queries that gain.
     A query whose migration fails keeps its layout; the others go on. Only queries whose
     own nodes took WORTH_MS per cycle or more are planned again (planning one costs
-    tens of milliseconds), and only by a session that may act as argus's owner (a
-    writer's cycles do not)."""
+    tens of milliseconds), the least recently planned first, for CHECK_SECONDS at most;
+    and only by a session that may act as argus's owner (a writer's cycles do not)."""
     try:
         owner = roles.owner_role(conn)
     except psycopg.errors.InsufficientPrivilege:  # (a writer reads no catalog)
@@ -160,7 +161,10 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
     if owner is not None and not conn.execute(
             "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]:
         return []
-    out = []
+    # decisions against migrating, older than the cycle log keeps (keep_runs*), go
+    conn.execute("DELETE FROM argus_catalog.migrations WHERE NOT migrated "
+                 "AND after_run < (SELECT min(run_id) FROM argus_catalog.runs)")
+    out, started = [], time.perf_counter()
     for (name,) in conn.execute(
             """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
                            ORDER BY run_id DESC LIMIT %s)
@@ -173,7 +177,11 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
                               SELECT FROM argus_catalog.query_nodes o
                                WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)
                       ) >= %s * (SELECT count(*) FROM r)
-                ORDER BY q.name""", (RECENT, WORTH_MS)).fetchall():
+                ORDER BY (SELECT max(m.migration_id) FROM argus_catalog.migrations m
+                           WHERE m.query = q.name) NULLS FIRST, q.name""",
+            (RECENT, WORTH_MS)).fetchall():
+        if out and time.perf_counter() - started > CHECK_SECONDS:
+            break  # the next period goes on from the queries left (least recently first)
         out.append(_tried(conn, name))
     return out
 
