@@ -118,37 +118,55 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if not go:
             return Decision(name, prediction, False, why, force, None,
                             _log(conn, migrated=False, why=why, **log))
-        started = time.perf_counter()
-        replan = Replan(frozenset(mine), uses, "other" if force else "best")
-        try:
-            with conn.transaction():
-                builder, top, output = _build(conn, name, analyzed, replan)
-                if top.id == old_top:
-                    raise psycopg.Rollback()
-                migration_id = _log(conn, migrated=True, why=why,
-                                    old_ms=_recent_ms(conn, mine), **log)
-                _switch(conn, name, query_id, builder, top, output, last_run, migration_id)
-                drop_unused(conn)
-                assemble(conn, check=builder.compiled)
-        except psycopg.Error as exc:
-            raise MigrationError(f"query {name!r} could not be migrated and keeps its layout: "
-                                 f"{exc.diag.message_primary or exc}") from exc
-        if top.id == old_top:
-            why = "the new plan is the layout it has"
-            return Decision(name, prediction, False, why, force, None,
-                            _log(conn, migrated=False, why=why, **log))
-        build_ms = (time.perf_counter() - started) * 1000
-        applied = predict(replan.choices)  # (forced: not the cheapest)
-        conn.execute(
-            """UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s,
-                      predicted_new = %s, build_rows = %s, old_trees = %s, new_trees = %s
-                WHERE migration_id = %s""",
-            (build_ms, sorted(_own_nodes(conn, query_id)), applied.best, applied.build,
-             [t[0] for t in applied.trees], [t[1] for t in applied.trees], migration_id))
-        return Decision(name, applied, True, why, force, build_ms, migration_id)
+        return _move(conn, name, query_id, analyzed, old_top, prediction, why, log,
+                     Replan(frozenset(mine), uses, "other" if force else "best"))
+
+
+def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,
+          old_top: int, prediction: Prediction, why: str, log: dict, replan: Replan
+          ) -> Decision:
+    """Moving State: the new layout built, the views switched, the old nodes dropped,
+    in a subtransaction that leaves the old layout whole if anything fails."""
+    started = time.perf_counter()
+    try:
+        with conn.transaction():
+            builder, top, output = _build(conn, name, analyzed, replan)
+            if top.id == old_top:
+                raise psycopg.Rollback()
+            migration_id = _log(conn, migrated=True, why=why,
+                                old_ms=_recent_ms(conn, set(log["old_nodes"])), **log)
+            _switch(conn, name, query_id, builder, top, output, log["after_run"],
+                    migration_id)
+            drop_unused(conn)
+            assemble(conn, check=builder.compiled)
+    except psycopg.Error as exc:
+        raise MigrationError(f"query {name!r} could not be migrated and keeps its layout: "
+                             f"{exc.diag.message_primary or exc}") from exc
+    if top.id == old_top:
+        why = "the new plan is the layout it has"
+        return Decision(name, prediction, False, why, log["forced"], None,
+                        _log(conn, migrated=False, why=why, **log))
+    build_ms = (time.perf_counter() - started) * 1000
+    applied = predict(replan.choices)  # (forced: not the cheapest)
+    conn.execute(
+        """UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s,
+                  predicted_new = %s, build_rows = %s, old_trees = %s, new_trees = %s
+            WHERE migration_id = %s""",
+        (build_ms, sorted(_own_nodes(conn, query_id)), applied.best, applied.build,
+         [t[0] for t in applied.trees], [t[1] for t in applied.trees], migration_id))
+    return Decision(name, applied, True, why, log["forced"], build_ms, migration_id)
 
 
 def reoptimize(conn: psycopg.Connection) -> list[Decision]:
+    """The periodic check; it never fails the cycle that ran before it."""
+    try:
+        return _reoptimize(conn)
+    except psycopg.Error as exc:
+        return [Decision("", Prediction(None, 0.0, 0.0, []), False,
+                         f"the periodic re-plan failed: {exc}")]
+
+
+def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     """The periodic check (settings.reoptimize_every): migrate the queries that gain.
     A query whose migration fails keeps its layout; the others go on. Only queries whose
     own nodes took WORTH_MS per cycle or more are planned again (planning one costs

@@ -16,9 +16,6 @@ from dataclasses import dataclass, field
 from . import order
 from .order import Estimates, Tree
 
-MODES = ("keep", "best", "other")
-
-
 @dataclass(frozen=True)
 class Choice:
     """One block: the tree it has (None: its nodes form no tree the order can cost),

@@ -196,30 +196,36 @@ class BlockBuilder:
         elif self.sharing.strategy != "none" and self.sharing.join_sharing:
             subsets = [s for size in range(len(self.block.sources), 1, -1)
                        for s in connected_subsets(self.block, size)]
-        replan = getattr(self.builder, "replan", None)
-        hidden = replan.hidden if replan is not None else frozenset()
-        if replan is not None:  # (with sharing-selection: every subset)
-            estimates = self._observed(estimates)
-            self.estimates = estimates
-        covers, mine, used, answer = {}, set(), {}, None
+        covers = {}
         for subset in subsets:
             found = self._matches(subset)
-            own = [m for m in found if m.node.node_id in hidden]
-            if own:
-                mine.add(subset)
-                if subset == self.block.instances:  # the block's answer, as it is
-                    answer = float(own[0].node.rows)
-            found = [m for m in found if m.node.node_id not in hidden]
             if found:
                 covers[subset] = [(m, m.node.rows) for m in sorted(found, key=_cost)]
-            mine_too = [m for m in found if replan is not None and m.node.node_id in replan.uses]
-            if mine_too:
-                used[subset] = [(mine_too[0], mine_too[0].node.rows)]
-        if replan is not None:  # what its own nodes compute, it keeps computing itself
-            covers = {s: c for s, c in covers.items() if s not in mine or s in used}
-        tree, alternatives = order.best(estimates, connected, covers)
+        replan = getattr(self.builder, "replan", None)
         if replan is not None:
-            tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives, answer)
+            self.estimates = self._observed(estimates)
+            return self._replanned(replan, self.estimates, covers)
+        tree, alternatives = order.best(estimates, connected, covers)
+        self.chosen = (tree, alternatives)
+        return tree
+
+    def _replanned(self, replan, estimates: Estimates, covers) -> Tree:
+        """A registered query planned again (argus.adapt): its own nodes
+        (replan.hidden) are costed like any join, not reused for free, and what they
+        compute it keeps computing itself; with the shared nodes it uses they form the
+        layout it has."""
+        def nodes(found, wanted) -> list:
+            return [(m, rows) for m, rows in found if wanted(m.node.node_id)]
+
+        mine = {s for s, found in covers.items() if nodes(found, replan.hidden.__contains__)}
+        used = {s: shared[:1] for s, found in covers.items()
+                if (shared := nodes(found, lambda n: n in replan.uses - replan.hidden))}
+        free = {s: shared for s, found in covers.items() if s not in mine or s in used
+                if (shared := nodes(found, lambda n: n not in replan.hidden))}
+        whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
+        tree, alternatives = order.best(estimates, self.block.connected, free)
+        tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives,
+                             float(whole[0][1]) if whole else None)  # (the answer's rows)
         self.chosen = (tree, alternatives)
         return tree
 
