@@ -75,11 +75,12 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
     name = check_name(name, "query")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        row = conn.execute("SELECT query_id, sql, output_node, status FROM "
-                           "argus_catalog.queries WHERE name = %s", (name,)).fetchone()
+        row = conn.execute("SELECT query_id, sql, output_node, status, sharing, join_sharing "
+                           "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")
-        query_id, sql_text, old_top, status = row
+        query_id, sql_text, old_top, status, shared_as, join_sharing = row
+        sharing = Sharing(shared_as, join_sharing=join_sharing)
         layout, strategy, min_gain, horizon = conn.execute(
             "SELECT layout, migration, migration_min_gain, migration_horizon "
             "FROM argus_catalog.settings").fetchone()
@@ -101,7 +102,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
         replan = Replan(frozenset(mine), uses)
         with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
-            _build(conn, name, analyzed, replan)
+            _build(conn, name, analyzed, sharing, replan)
         prediction = predict(replan.choices)
         go, why = decide(prediction, min_gain, horizon)
         if force and prediction.current is not None:
@@ -118,19 +119,19 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if not go:
             return Decision(name, prediction, False, why, force, None,
                             _log(conn, migrated=False, why=why, **log))
-        return _move(conn, name, query_id, analyzed, old_top, prediction, why, log,
+        return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
                      Replan(frozenset(mine), uses, "other" if force else "best"))
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,
-          old_top: int, prediction: Prediction, why: str, log: dict, replan: Replan
-          ) -> Decision:
+          sharing: Sharing, old_top: int, prediction: Prediction, why: str, log: dict,
+          replan: Replan) -> Decision:
     """Moving State: the new layout built, the views switched, the old nodes dropped,
     in a subtransaction that leaves the old layout whole if anything fails."""
     started = time.perf_counter()
     try:
         with conn.transaction():
-            builder, top, output = _build(conn, name, analyzed, replan)
+            builder, top, output = _build(conn, name, analyzed, sharing, replan)
             if top.id == old_top:
                 raise psycopg.Rollback()
             migration_id = _log(conn, migrated=True, why=why,
@@ -215,10 +216,11 @@ def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
         (query_id,))}
 
 
-def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, replan: Replan):
-    """The query built again as registration builds it, its joins chosen by `replan`:
-    the builder, the top node and the output expressions over it."""
-    builder = Builder(conn, Sharing(), query=name)
+def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,
+           replan: Replan):
+    """The query built again as registration built it (its sharing too), its joins
+    chosen by `replan`: the builder, the top node and the output expressions over it."""
+    builder = Builder(conn, sharing, query=name)
     builder.replan = replan
     top = builder.defer(builder.node_for(analyzed.plan.input))
     builder.check_horizon(top, None)

@@ -204,11 +204,12 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     conn.execute(changes_view_sql(name, output, top, last_run))
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders,
-                                              clock_output)
-           VALUES (%s, %s, %s, %s, %s, %s) RETURNING query_id""",
+                                              clock_output, sharing, join_sharing)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
         (name, sql_text, analyzed.canonical, top.id,
          json.dumps(builder.join_orders) if builder.join_orders else None,
-         any(reads_clock(e) for e in output))).fetchone()
+         any(reads_clock(e) for e in output), sharing.strategy,
+         sharing.join_sharing)).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)

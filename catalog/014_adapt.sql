@@ -31,3 +31,9 @@ CREATE TABLE argus_catalog.migrations (
     build_ms      float8
 );
 CREATE INDEX ON argus_catalog.migrations (query, migration_id);
+
+-- How a query was registered to share (argus.mqo.sharing.Sharing): a re-plan keeps to
+-- it, and finds its nodes by the same signatures.
+ALTER TABLE argus_catalog.queries
+    ADD COLUMN sharing text NOT NULL DEFAULT 'selection',
+    ADD COLUMN join_sharing boolean NOT NULL DEFAULT true;

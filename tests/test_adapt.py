@@ -276,3 +276,34 @@ def test_a_writers_cycles_do_not_migrate(three, login):
     assert report.rows_in["r"] == 20 and report.migrations == []
     assert db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone() == (0,)
     assert three.run().migrations  # the owner's next cycle plans it again
+
+
+def test_a_query_registered_not_to_share_stays_unshared(three, fresh_dsn):
+    """sharing="none": a re-plan builds and finds its own nodes by the same salted
+    signatures, and takes no other query's join, though one computes the same."""
+    rows = Rows(19)
+    load(three, rows, 80)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    db = three.db
+    with argus.connect(fresh_dsn, sharing="none") as alone:
+        three.db = alone
+        try:
+            three.register("alone", QUERIES["chain"])
+        finally:
+            three.db = db
+    shared = db.conn.execute(
+        """SELECT count(*) FROM argus_catalog.query_nodes a JOIN argus_catalog.query_nodes b
+             USING (node_id) JOIN argus_catalog.nodes n USING (node_id)
+            WHERE a.query_id <> b.query_id AND n.kind = 'join'""").fetchone()[0]
+    assert shared == 0
+    (kept,) = db.migrate(["alone"], dry_run=True)
+    assert not kept.migrated  # its own layout found again, not rebuilt
+    (moved,) = db.migrate(["alone"], force=True)
+    assert moved.migrated
+    assert db.conn.execute(
+        """SELECT count(*) FROM argus_catalog.query_nodes a JOIN argus_catalog.query_nodes b
+             USING (node_id) JOIN argus_catalog.nodes n USING (node_id)
+            WHERE a.query_id <> b.query_id AND n.kind = 'join'""").fetchone() == (shared,)
+    load(three, rows, 20)
+    three.run()

@@ -190,7 +190,11 @@ class BlockBuilder:
         query would have alone)."""
         connected = self.block.connected
         subsets: list[frozenset[int]] = []
-        if self.sharing.strategy == "match-plan" and self.sharing.join_sharing:
+        replan = getattr(self.builder, "replan", None)
+        if replan is not None:  # (every subset: its own nodes are found among them)
+            subsets = [s for size in range(len(self.block.sources), 1, -1)
+                       for s in connected_subsets(self.block, size)]
+        elif self.sharing.strategy == "match-plan" and self.sharing.join_sharing:
             alone, _ = order.best(estimates, connected)
             subsets = [t.subset for t in alone.joins()]
         elif self.sharing.strategy != "none" and self.sharing.join_sharing:
@@ -201,7 +205,6 @@ class BlockBuilder:
             found = self._matches(subset)
             if found:
                 covers[subset] = [(m, m.node.rows) for m in sorted(found, key=_cost)]
-        replan = getattr(self.builder, "replan", None)
         if replan is not None:
             self.estimates = self._observed(estimates)
             return self._replanned(replan, self.estimates, covers)
@@ -220,8 +223,9 @@ class BlockBuilder:
         mine = {s for s, found in covers.items() if nodes(found, replan.hidden.__contains__)}
         used = {s: shared[:1] for s, found in covers.items()
                 if (shared := nodes(found, lambda n: n in replan.uses - replan.hidden))}
+        shares = self.sharing.strategy != "none" and self.sharing.join_sharing
         free = {s: shared for s, found in covers.items() if s not in mine or s in used
-                if (shared := nodes(found, lambda n: n not in replan.hidden))}
+                if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares}
         whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
         tree, alternatives = order.best(estimates, self.block.connected, free)
         tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives,
