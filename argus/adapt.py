@@ -25,7 +25,8 @@ from .frontend import functions
 from .frontend.analyze import Analyzed, analyze
 from .mqo.replan import Prediction, Replan, decide, predict
 from .mqo.sharing import Sharing
-from .names import CYCLE_LOCK, NETWORK_SCHEMA, changes_view, check_name, results_view
+from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name,
+                    results_view)
 from .network import Builder, assemble, drop_unused
 from .nodes import T1
 from .registry import changes_view_sql, drop_kept
@@ -74,6 +75,9 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             apply: bool = True) -> Decision:
     name = check_name(name, "query")
     with conn.transaction():
+        # for argus status, while it lasts (the transaction's setting)
+        conn.execute("SELECT set_config('application_name', %s, true)",
+                     (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         row = conn.execute("SELECT query_id, sql, output_node, status, sharing, join_sharing "
                            "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()

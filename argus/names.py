@@ -19,6 +19,7 @@ CATALOG_SCHEMA = "argus_catalog"  # the catalog tables (versioned DDL in catalog
 API_SCHEMA = "argus"  # views and functions meant for psql users
 STREAMS_SCHEMA = "argus_streams"  # stream histories, exactly the declared columns
 INBOX_SCHEMA = "argus_inbox"  # where loaders (psql, COPY, Spark) write new rows
+MIGRATING = "argus: migrating "  # application_name of a session migrating a query
 NETWORK_SCHEMA = "argus_net"  # history and delta tables of the network's nodes
 RESULTS_SCHEMA = "argus_results"  # one view per query: its current answer
 CHANGES_SCHEMA = "argus_changes"  # one view per query: the last cycle's signed changes

@@ -9,7 +9,7 @@ from psycopg import sql
 
 from .catalog import installed_version
 from . import roles
-from .names import stream_inbox
+from .names import MIGRATING, stream_inbox
 
 INBOX_COUNT_LIMIT = 1_000_000  # count waiting rows exactly up to here
 
@@ -66,7 +66,14 @@ def status_tables(conn: psycopg.Connection) -> list:
                   || array_to_string(new_trees, '; '), round(build_ms::numeric), forced
              FROM argus_catalog.migrations WHERE migrated
             ORDER BY migration_id DESC LIMIT 5""").fetchall()
-    if migrations:  # (Moving State: each one done in its transaction, none in progress)
+    running = conn.execute(
+        """SELECT substr(application_name, %s), now() - xact_start FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name LIKE %s""",
+        (len(MIGRATING) + 1, MIGRATING + "%")).fetchall()
+    if running:
+        out.append("migrating now: " + ", ".join(
+            f"{query} (for {elapsed.total_seconds():,.1f} s)" for query, elapsed in running))
+    if migrations:
         table = Table("after run", "query", "join trees", "build ms", "forced",
                       title="recent migrations (argus optimize; settings.reoptimize_every)",
                       title_justify="left")

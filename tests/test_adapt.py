@@ -307,3 +307,34 @@ def test_a_query_registered_not_to_share_stays_unshared(three, fresh_dsn):
             WHERE a.query_id <> b.query_id AND n.kind = 'join'""").fetchone() == (shared,)
     load(three, rows, 20)
     three.run()
+
+
+def test_status_shows_a_migration_in_progress(three, fresh_dsn):
+    from argus.names import CYCLE_LOCK
+    from argus.status import status_tables
+
+    rows = Rows(23)
+    load(three, rows, 60)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    holder = psycopg.connect(fresh_dsn, autocommit=True)
+    holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)  # as a long cycle would
+    with argus.connect(fresh_dsn) as other:
+        worker = threading.Thread(target=other.migrate, args=(["chain"],),
+                                  kwargs={"force": True})
+        worker.start()
+        try:
+            for _ in range(100):
+                shown = [t for t in status_tables(three.conn) if isinstance(t, str)
+                         and t.startswith("migrating now: chain")]
+                if shown:
+                    break
+                time.sleep(0.05)
+            assert shown
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s, %s)", CYCLE_LOCK)
+            worker.join()
+            holder.close()
+    assert not [t for t in status_tables(three.conn) if isinstance(t, str)
+                and t.startswith("migrating now")]
+    three.check()
