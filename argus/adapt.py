@@ -85,9 +85,9 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             raise UnknownQueryError(f"unknown query {name!r}")
         query_id, sql_text, old_top, status, shared_as, join_sharing = row
         sharing = Sharing(shared_as, join_sharing=join_sharing)
-        layout, strategy, min_gain, horizon = conn.execute(
-            "SELECT layout, migration, migration_min_gain, migration_horizon "
-            "FROM argus_catalog.settings").fetchone()
+        layout, strategy, min_gain, horizon, growth = conn.execute(
+            "SELECT layout, migration, migration_min_gain, migration_horizon, "
+            "virtual_join_growth FROM argus_catalog.settings").fetchone()
         if status != "ok":
             raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
                              f"until it runs again (argus retry {name})")
@@ -104,7 +104,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         mine = _own_nodes(conn, query_id)
         uses = frozenset(r[0] for r in conn.execute(
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
-        replan = Replan(frozenset(mine), uses)
+        replan = Replan(frozenset(mine), uses, growth=growth)
         with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
             _build(conn, name, analyzed, sharing, replan)
         prediction = predict(replan.choices)
@@ -124,7 +124,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             return Decision(name, prediction, False, why, force, None,
                             _log(conn, migrated=False, why=why, **log))
         return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
-                     Replan(frozenset(mine), uses, "other" if force else "best"))
+                     Replan(frozenset(mine), uses, "other" if force else "best", growth))
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,

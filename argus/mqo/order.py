@@ -41,6 +41,24 @@ class Estimates:
     # linked instances -> the selectivity new rows met in the last cycle, where it was
     # measured (a re-plan: the new rows may match unlike the history's)
     recent: Mapping[frozenset[int], float] = field(default_factory=dict)
+    # a re-plan's: a new join holding more than `growth` times its inputs' rows is a
+    # view of their join (settings.virtual_join_growth); `existing`: subsets nodes
+    # already compute, and whether each is a view
+    growth: float | None = None
+    existing: Mapping[frozenset[int], bool] = field(default_factory=dict)
+
+    def fanout(self, new: frozenset[int], into: frozenset[int]) -> float:
+        """The rows of `into` that one new row of `new` finds (the last cycle's
+        selectivities where measured)."""
+        linking = math.prod(self.recent.get(linked, s) for linked, s in self.links.items()
+                            if linked <= new | into and not linked <= new
+                            and not linked <= into)
+        return self.rows_of(into) * linking
+
+    def is_view(self, subset: frozenset[int], rows: float, inputs: float) -> bool:
+        if subset in self.existing:
+            return self.existing[subset]
+        return self.growth is not None and rows > self.growth * inputs
 
     def rows_of(self, subset: frozenset[int]) -> float:
         return math.prod(self.rows[i] for i in subset) * self._selectivity(subset, {})
@@ -72,6 +90,7 @@ class Tree:
     cover: object | None = None
     cpu: float = 0.0
     state: float = 0.0
+    view: bool = False  # a view of its children's join (Estimates.is_view)
 
     @property
     def cost(self) -> tuple[float, float]:
@@ -106,13 +125,26 @@ def join(est: Estimates, left: Tree, right: Tree, top: bool = False) -> Tree:
     subset = left.subset | right.subset
     rows, rate = est.rows_of(subset), est.rate_of(subset)
     if est.probed_by_key(left.subset, right.subset):
-        probes = PROBE * (left.rate + right.rate)
+        probes = (left.rate * _probe(est, right, left.subset)
+                  + right.rate * _probe(est, left, right.subset))
     else:
         probes = SCAN * (left.rate * right.rows + right.rate * left.rows)
-    cpu = probes + WRITE * rate + (0.0 if top else FLUSH * rate)
-    state = 0.0 if top else rows
+    view = not top and est.is_view(subset, rows, left.rows + right.rows)
+    kept = not (top or view)
+    cpu = probes + WRITE * rate + (FLUSH * rate if kept else 0.0)
     return Tree(subset, rows, rate, left, right, cpu=left.cpu + right.cpu + cpu,
-                state=left.state + right.state + state)
+                state=left.state + right.state + (rows if kept else 0.0), view=view)
+
+
+def _probe(est: Estimates, into: Tree, new: frozenset[int]) -> float:
+    """One new row of `new` probing `into` by a key: an index probe; into a view of a
+    join, one into the child it is linked to, then one into the other child for each
+    row found there."""
+    if not into.view:
+        return PROBE
+    found = [est.fanout(new, child.subset) for child in (into.left, into.right)
+             if est.probed_by_key(new, child.subset)]
+    return PROBE * (1.0 + min(found, default=into.rows))
 
 
 def best(est: Estimates, connected: Callable[[frozenset[int]], bool],

@@ -36,7 +36,7 @@ class Choice:
         if not joins:
             return 0.0
         top = joins[-1].rows if self.answer is None else self.answer
-        return sum(t.rows for t in joins[:-1]) + top
+        return sum(t.rows for t in joins[:-1] if not t.view) + top
 
     def text(self, tree: Tree | None) -> str:
         if tree is None:
@@ -57,6 +57,7 @@ class Replan:
     hidden: frozenset[int]  # the nodes only this query uses
     uses: frozenset[int]  # every node it uses
     mode: str = "keep"
+    growth: float | None = None  # settings.virtual_join_growth (joins as views)
     choices: list[Choice] = field(default_factory=list)
 
     def choose(self, est: Estimates, mine: frozenset[frozenset[int]],

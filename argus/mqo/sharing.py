@@ -227,6 +227,10 @@ class BlockBuilder:
         free = {s: shared for s, found in covers.items() if s not in mine or s in used
                 if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares}
         whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
+        estimates = dataclasses.replace(estimates, growth=replan.growth, existing={
+            s: bool(self.builder.load(own[0][0].node.node_id).definition.get("virtual"))
+            for s, found in covers.items()
+            if (own := nodes(found, replan.hidden.__contains__))})
         tree, alternatives = order.best(estimates, self.block.connected, free)
         tree = replan.choose(estimates, frozenset(mine), used, tree, alternatives,
                              float(whole[0][1]) if whole else None)  # (the answer's rows)
