@@ -120,8 +120,10 @@ class Network(Protocol):
         """A selection node (shared if it exists), recorded in the computation index."""
 
     def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
-                  entry: IndexEntry) -> Node:
-        """A join node (shared if it exists), recorded in the computation index."""
+                  entry: IndexEntry, copy: tuple[int, dict[str, str]] | None = None) -> Node:
+        """A join node (shared if it exists), recorded in the computation index;
+        `copy`: a node holding its rows, and where (its new columns -> that node's), to
+        fill it from."""
 
     def enrich(self, node: Node, atoms: set[str]) -> Node:
         """The node with columns added for `atoms` (projection enrichment)."""
@@ -160,6 +162,7 @@ class BlockBuilder:
         self.outputs = {name: e for name, e in block.outputs}
         self.chosen: tuple[Tree, list[Tree]] | None = None  # by cost: the tree, alternatives
         self.estimates: Estimates | None = None
+        self.answer: Match | None = None  # a re-plan's: the own node holding the answer
 
     # -- the plan ------------------------------------------------------------------
 
@@ -227,6 +230,8 @@ class BlockBuilder:
         free = {s: shared for s, found in covers.items() if s not in mine or s in used
                 if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares}
         whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
+        exact = [m for m, _ in whole if not m.residual]  # (exactly the block's rows)
+        self.answer = exact[0] if exact and replan.mode != "keep" else None
         estimates = dataclasses.replace(estimates, growth=replan.growth, existing={
             s: bool(self.builder.load(own[0][0].node.node_id).definition.get("virtual"))
             for s, found in covers.items()
@@ -368,8 +373,26 @@ class BlockBuilder:
         entry = IndexEntry(
             tuple(self.builder.sources_of(left.node)) + tuple(self.builder.sources_of(right.node)),
             self._predset(subset, sta), self._predset_of(applied, sta), atoms)
-        node = self.builder.make_join(left.node, right.node, condition, columns, entry)
+        copy = self._copied(sta, atoms) if subset == self.block.instances else None
+        node = self.builder.make_join(left.node, right.node, condition, columns, entry, copy)
         return Part(node, subset, sta)
+
+    def _copied(self, sta: dict[int, int], atoms: dict[str, str]
+                ) -> tuple[int, dict[str, str]] | None:
+        """A re-plan's new join computing the whole block holds the rows the old one
+        does (the block's answer): it is filled from it, column by column, not joined
+        again. (the old node, new column -> old column), or None if the old one lacks
+        a column."""
+        if self.answer is None:
+            return None
+        old = self.builder.atoms(self.builder.load(self.answer.node.node_id))
+        back = {node_sta: q for q, node_sta in sta.items()}
+        to_old = {q: node_sta for node_sta, q in self.answer.mapping.items()}
+        columns = {name: old.get(map_atom(map_atom(atom, back), to_old))
+                   for name, atom in atoms.items()}
+        if None in columns.values():
+            return None
+        return self.answer.node.node_id, columns
 
     def select(self, part: Part, keep: set[str], computed: dict[str, exp.Expr] | None = None
                ) -> Part:

@@ -254,13 +254,13 @@ class Builder(Reads):
                             parent.insert_only, entry)
 
     def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
-                  entry: IndexEntry) -> Node:
+                  entry: IndexEntry, copy: tuple[int, dict[str, str]] | None = None) -> Node:
         self.check_horizon(left, None)
         self.check_horizon(right, None)
         node = self.ensure("join", [left, right], tuple(columns),
                             {"kind": "inner", "condition": condition},
                             left.insert_only and right.insert_only, entry,
-                            salted=not self.sharing.join_sharing)
+                            salted=not self.sharing.join_sharing, copy=copy)
         self._index_join_keys(node, left, right)
         return node
 
@@ -372,7 +372,8 @@ class Builder(Reads):
 
     def ensure(self, kind: str, parents: list[Node], columns, definition: dict,
                 insert_only: bool, entry: IndexEntry | None = None,
-                salted: bool = False) -> Node:
+                salted: bool = False, copy: tuple[int, dict[str, str]] | None = None
+                ) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
         if kind == "select" and not definition.get("temporal") and self._over_groups(parents[0]):
@@ -429,7 +430,16 @@ class Builder(Reads):
         node = dataclasses.replace(node, types=self._record_types(node))
         started = time.perf_counter()
         counted = None  # a virtual join's rows, as far as its backfill counted them
-        if limit is None:
+        if copy is not None and insert_only:  # (a migration's answer: argus.adapt)
+            source, where = copy
+            filled = self.conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}{}").format(
+                node.hist, sql.SQL(", ").join(map(sql.Identifier, where)),
+                sql.SQL(", ").join(map(sql.Identifier, where.values())),
+                self.load(source).hist, sql.SQL("") if limit is None else
+                sql.SQL(" LIMIT {}").format(sql.Literal(limit)))).rowcount
+            if filled == limit:
+                node, counted = self._view_instead(node, parents), limit
+        elif limit is None:
             execute_all(self.conn, compiler.backfill(node, parents))
         elif self.conn.execute(compiler.backfill(node, parents, limit)[0]).rowcount == limit:
             node, counted = self._view_instead(node, parents), limit
