@@ -222,6 +222,15 @@ def run(wait: bool, log: Path | None, dsn: str | None) -> None:
     for query, error in report.failed.items():
         err_console.print(f"[red]isolated:[/] query {query} failed: {error}; the others went "
                           f"on (argus retry {query})", highlight=False)
+    for d in report.migrations:  # (the periodic re-plan: settings.reoptimize_every)
+        if d.migrated:
+            console.print(f"  migrated {d.query}: " + "; ".join(
+                f"{a} → {b}" for a, b in d.prediction.trees) + f" ({d.build_ms:,.0f} ms)")
+        elif not d.query:  # the re-plan itself failed; the cycle stands
+            err_console.print(f"[yellow]re-plan:[/] {d.why}", highlight=False)
+    if log and any(d.migrated for d in report.migrations):
+        log_cycle(log, tag(db.dsn), "migrated " + ", ".join(
+            d.query for d in report.migrations if d.migrated))
 
 
 def _report_requests(outcomes) -> None:
