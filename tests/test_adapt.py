@@ -130,9 +130,10 @@ CREATE SEQUENCE public.ddl_count;
 GRANT USAGE ON SEQUENCE public.ddl_count TO PUBLIC;
 CREATE FUNCTION public.fail_at() RETURNS event_trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF current_setting('test.fail_at', true) <> ''
-       AND nextval('public.ddl_count') = current_setting('test.fail_at')::int THEN
-        RAISE EXCEPTION 'injected failure at DDL command %', current_setting('test.fail_at');
+    IF coalesce(current_setting('test.fail_at', true), '') <> '' THEN
+        IF nextval('public.ddl_count') = current_setting('test.fail_at')::int THEN
+            RAISE EXCEPTION 'injected failure at DDL command %', current_setting('test.fail_at');
+        END IF;
     END IF;
 END $$;
 CREATE EVENT TRIGGER fail_at ON ddl_command_end EXECUTE FUNCTION public.fail_at();
@@ -172,37 +173,72 @@ def test_a_migration_failing_at_any_step_leaves_the_old_layout(three):
     three.run()
 
 
+PAUSE_AT = """
+CREATE SEQUENCE public.ddl_seen;
+GRANT USAGE ON SEQUENCE public.ddl_seen TO PUBLIC;
+CREATE FUNCTION public.pause_at() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF coalesce(current_setting('test.pause_at', true), '') <> '' THEN
+        IF nextval('public.ddl_seen') = current_setting('test.pause_at')::int THEN
+            PERFORM pg_sleep(60);  -- where the killer finds it
+        END IF;
+    END IF;
+END $$;
+CREATE EVENT TRIGGER pause_at ON ddl_command_end EXECUTE FUNCTION public.pause_at();
+"""
+
+
 def test_a_killed_migration_leaves_one_layout_or_the_other(three, fresh_dsn):
+    """The migrating session killed (pg_terminate_backend) at its k-th DDL command,
+    for k at random: the layout it had, whole, and exact; and killed at a random
+    moment: one layout or the other."""
     rows = Rows(11)
     load(three, rows, 150)
     three.run()
     three.register("four", QUERIES["four"])
     db = three.db
-    start = time.perf_counter()
-    (first,) = db.migrate(["four"], force=True)
-    took = time.perf_counter() - start
-    assert first.migrated
+    db.conn.execute(PAUSE_AT)
+    counts = []  # the DDL commands of a migration there, and back
+    for _ in range(2):
+        db.conn.execute("SELECT set_config('test.pause_at', '1000000', false), "
+                        "setval('public.ddl_seen', 1, false)")
+        assert db.migrate(["four"], force=True)[0].migrated
+        counts.append(db.conn.execute("SELECT last_value FROM public.ddl_seen").fetchone()[0])
+    db.conn.execute("SELECT set_config('test.pause_at', '', false)")
     rng = random.Random(11)
-    outcomes = set()
-    for _ in range(4):
+    kills = 0
+    for step in rng.sample(range(1, min(counts)), min(5, min(counts) - 1)) + [None]:
         load(three, rows, 10)
         three.run()
         before = layout(db, "four")
-        killer = argus.connect(fresh_dsn)
         victim = argus.connect(fresh_dsn)
         pid = victim.conn.info.backend_pid
-        timer = threading.Timer(rng.uniform(0, took), killer.conn.execute,
-                                ("SELECT pg_terminate_backend(%s)", (pid,)))
-        timer.start()
+        if step is not None:
+            victim.conn.execute("SELECT set_config('test.pause_at', %s, false), "
+                                "setval('public.ddl_seen', 1, false)", (str(step),))
+        done = threading.Event()
+
+        def kill(pid=pid, step=step, done=done) -> None:
+            with psycopg.connect(fresh_dsn, autocommit=True) as killer:
+                while not done.is_set():  # at its pause, or (step None) at once
+                    if step is None or killer.execute(
+                            "SELECT wait_event = 'PgSleep' FROM pg_stat_activity "
+                            "WHERE pid = %s", (pid,)).fetchone() == (True,):
+                        killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                        return
+                    time.sleep(0.01)
+
+        killer = threading.Thread(target=kill)
+        killer.start()
         try:
             victim.migrate(["four"], force=True)
-            outcomes.add("done")
+            assert step is None, f"not paused at DDL command {step} of {counts}"
         except (MigrationError, psycopg.OperationalError):
-            outcomes.add("killed")
+            kills += 1
             assert layout(db, "four") == before
         finally:
-            timer.join()
-            killer.close()
+            done.set()
+            killer.join()
             try:
                 victim.close()
             except psycopg.Error:
@@ -210,7 +246,7 @@ def test_a_killed_migration_leaves_one_layout_or_the_other(three, fresh_dsn):
         three.check()
     load(three, rows, 10)
     three.run()
-    assert "killed" in outcomes  # (the kill comes within the first migration's time)
+    assert kills >= 5
 
 
 def test_drift_makes_the_periodic_replan_migrate(three):
