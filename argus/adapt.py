@@ -36,6 +36,7 @@ from .templates import render
 RECENT = 10  # the cycles whose timings say what the old nodes cost
 WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
 LOCK_TIMEOUT = "1s"  # a migration waits this long for a lock (on a view being read)
+UNKNOWN = Prediction(None, 0.0, 0.0, [])  # a query that could not be planned again
 CHECK_SECONDS = 2.0  # a periodic check plans queries again for about this long at most
 
 
@@ -68,7 +69,7 @@ def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
     try:
         return migrate(conn, name, **how)
     except (psycopg.Error, QueryError, MigrationError) as exc:
-        return Decision(name, Prediction(None, 0.0, 0.0, []), False, str(exc))
+        return Decision(name, UNKNOWN, False, str(exc))
 
 
 def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
@@ -167,7 +168,7 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
     try:
         return _reoptimize(conn)
     except psycopg.Error as exc:
-        return [Decision("", Prediction(None, 0.0, 0.0, []), False,
+        return [Decision("", UNKNOWN, False,
                          f"the periodic re-plan failed: {exc}")]
 
 

@@ -68,10 +68,12 @@ class Inboxes:
              ) -> LoadResult:
         name = check_name(stream, "stream")
         columns = self.columns(name)
-        if not plain_rows(rows, len(columns)):
+        plain = plain_rows(rows, len(columns))
+        if not plain:  # (read the columns; tuples may fit them as they are now)
             columns = self.columns(name, fresh=True)
+            plain = plain_rows(rows, len(columns))
         try:
-            return _load(self.conn, name, columns, rows, load_id)
+            return _load(self.conn, name, columns, rows, load_id, plain)
         except LoadError:  # the columns read before may be stale: read them again
             if self.columns(name, fresh=True) == columns:
                 raise
@@ -83,18 +85,19 @@ class Inboxes:
 
 
 def _load(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
-          rows: Iterable[object], load_id: str | None) -> LoadResult:
+          rows: Iterable[object], load_id: str | None, plain: bool | None = None
+          ) -> LoadResult:
     if load_id is None:
         # On an idle autocommit connection the COPY is its own transaction (nothing
         # around it: a bare COPY's cost); within the caller's transaction, a savepoint
         # keeps a failed load from aborting it.
         alone = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
         with contextlib.nullcontext() if alone else conn.transaction():
-            return LoadResult(None, name, copy_rows(conn, name, columns, rows))
+            return LoadResult(None, name, copy_rows(conn, name, columns, rows, plain))
     with conn.transaction():
         if not _claim_id(conn, load_id, name, "copy"):
             return LoadResult(load_id, name, 0, duplicate=True)
-        count = copy_rows(conn, name, columns, rows)
+        count = copy_rows(conn, name, columns, rows, plain)
         conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
     return LoadResult(load_id, name, count)
 

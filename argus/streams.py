@@ -179,13 +179,15 @@ def plain_rows(rows: Iterable[object], width: int) -> bool:
 
 
 def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
-              rows: Iterable[object]) -> int:
+              rows: Iterable[object], plain: bool | None = None) -> int:
     """COPY rows into the stream's inbox: all of them or none (the caller chooses the
     transaction: see argus.loads). Plain tuples go in the inbox's column order as it is
     (no column list: a session's `columns` may predate a re-declared stream); any other
-    rows are made tuples of `columns`, named in the COPY."""
+    rows are made tuples of `columns`, named in the COPY. `plain`: whether the rows are
+    plain tuples of that width, if the caller already knows."""
     width = len(columns)
-    plain = plain_rows(rows, width)
+    if plain is None:
+        plain = plain_rows(rows, width)
     count = 0
     try:
         with conn.cursor() as cur, \

@@ -411,8 +411,6 @@ BEGIN
       FROM argus_catalog.runs r WHERE r.run_id = p_run;
 END $$;
 
--- One cycle and its report in one statement: a round trip less per cycle than
--- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.
 -- Whether run `p_run` ends a period of settings.reoptimize_every (argus.adapt), for
 -- whoever may run cycles.
 CREATE OR REPLACE FUNCTION argus.reoptimize_due(p_run bigint) RETURNS boolean
@@ -420,6 +418,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce(p_run % reoptimize_every = 0, false) FROM argus_catalog.settings
 $$;
 
+-- One cycle and its report in one statement: a round trip less per cycle than
+-- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.
 DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
 CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,

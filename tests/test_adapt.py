@@ -125,19 +125,38 @@ def test_nodes_other_queries_use_are_kept(three):
     three.check()
 
 
-FAIL_AT = """
-CREATE SEQUENCE public.ddl_count;
-GRANT USAGE ON SEQUENCE public.ddl_count TO PUBLIC;
-CREATE FUNCTION public.fail_at() RETURNS event_trigger LANGUAGE plpgsql AS $$
+AT_DDL = """
+CREATE SEQUENCE public.ddl_seen;
+GRANT USAGE ON SEQUENCE public.ddl_seen TO PUBLIC;
+CREATE FUNCTION public.at_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE
+    v_at text := coalesce(current_setting('test.at_ddl', true), '');  -- 'k fail|pause'
 BEGIN
-    IF coalesce(current_setting('test.fail_at', true), '') <> '' THEN
-        IF nextval('public.ddl_count') = current_setting('test.fail_at')::int THEN
-            RAISE EXCEPTION 'injected failure at DDL command %', current_setting('test.fail_at');
-        END IF;
+    IF v_at = '' THEN  -- (its own IF: SQL's AND/OR need not skip the other side)
+        RETURN;
     END IF;
+    IF nextval('public.ddl_seen') <> split_part(v_at, ' ', 1)::int THEN
+        RETURN;
+    END IF;
+    IF split_part(v_at, ' ', 2) = 'fail' THEN
+        RAISE EXCEPTION 'injected failure at DDL command %', split_part(v_at, ' ', 1);
+    END IF;
+    PERFORM pg_sleep(60);  -- paused, where a killer finds it
 END $$;
-CREATE EVENT TRIGGER fail_at ON ddl_command_end EXECUTE FUNCTION public.fail_at();
+CREATE EVENT TRIGGER at_ddl ON ddl_command_end EXECUTE FUNCTION public.at_ddl();
 """
+
+
+def at_ddl(conn, step: int | None, what: str = "fail") -> None:
+    """Make this session's `step`-th DDL command from now fail or pause (AT_DDL); None:
+    neither, and stop counting."""
+    conn.execute("SELECT set_config('test.at_ddl', %s, false), "
+                 "setval('public.ddl_seen', 1, false)",
+                 ("" if step is None else f"{step} {what}",))
+
+
+def ddl_seen(conn) -> int:
+    return conn.execute("SELECT last_value FROM public.ddl_seen").fetchone()[0]
 
 
 def test_a_migration_failing_at_any_step_leaves_the_old_layout(three):
@@ -149,12 +168,11 @@ def test_a_migration_failing_at_any_step_leaves_the_old_layout(three):
     load(three, rows, 20)
     three.run()
     db = three.db
-    db.conn.execute(FAIL_AT)
+    db.conn.execute(AT_DDL)
     failures = 0
     for step in range(1, 200):
         before = state(db, "per_key")
-        db.conn.execute("SELECT set_config('test.fail_at', %s, false), "
-                        "setval('public.ddl_count', 1, false)", (str(step),))
+        at_ddl(db.conn, step)
         try:
             db.migrate(["per_key"], force=True)
         except MigrationError as exc:
@@ -165,27 +183,12 @@ def test_a_migration_failing_at_any_step_leaves_the_old_layout(three):
             three.run()  # the old layout works on
             continue
         finally:
-            db.conn.execute("SELECT set_config('test.fail_at', '', false)")
+            at_ddl(db.conn, None)
         break
     assert failures >= 5  # each of its DDL steps failed once, then it went through
     assert state(db, "per_key")[0] != before[0]
     load(three, rows, 10)
     three.run()
-
-
-PAUSE_AT = """
-CREATE SEQUENCE public.ddl_seen;
-GRANT USAGE ON SEQUENCE public.ddl_seen TO PUBLIC;
-CREATE FUNCTION public.pause_at() RETURNS event_trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF coalesce(current_setting('test.pause_at', true), '') <> '' THEN
-        IF nextval('public.ddl_seen') = current_setting('test.pause_at')::int THEN
-            PERFORM pg_sleep(60);  -- where the killer finds it
-        END IF;
-    END IF;
-END $$;
-CREATE EVENT TRIGGER pause_at ON ddl_command_end EXECUTE FUNCTION public.pause_at();
-"""
 
 
 def test_a_killed_migration_leaves_one_layout_or_the_other(three, fresh_dsn):
@@ -197,14 +200,13 @@ def test_a_killed_migration_leaves_one_layout_or_the_other(three, fresh_dsn):
     three.run()
     three.register("four", QUERIES["four"])
     db = three.db
-    db.conn.execute(PAUSE_AT)
+    db.conn.execute(AT_DDL)
     counts = []  # the DDL commands of a migration there, and back
     for _ in range(2):
-        db.conn.execute("SELECT set_config('test.pause_at', '1000000', false), "
-                        "setval('public.ddl_seen', 1, false)")
+        at_ddl(db.conn, 1_000_000)  # (counted, never reached)
         assert db.migrate(["four"], force=True)[0].migrated
-        counts.append(db.conn.execute("SELECT last_value FROM public.ddl_seen").fetchone()[0])
-    db.conn.execute("SELECT set_config('test.pause_at', '', false)")
+        counts.append(ddl_seen(db.conn))
+    at_ddl(db.conn, None)
     rng = random.Random(11)
     kills = 0
     for step in rng.sample(range(1, min(counts)), min(5, min(counts) - 1)) + [None]:
@@ -214,8 +216,7 @@ def test_a_killed_migration_leaves_one_layout_or_the_other(three, fresh_dsn):
         victim = argus.connect(fresh_dsn)
         pid = victim.conn.info.backend_pid
         if step is not None:
-            victim.conn.execute("SELECT set_config('test.pause_at', %s, false), "
-                                "setval('public.ddl_seen', 1, false)", (str(step),))
+            at_ddl(victim.conn, step, "pause")
         done = threading.Event()
 
         def kill(pid=pid, step=step, done=done) -> None:

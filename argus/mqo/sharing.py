@@ -31,6 +31,7 @@ from . import order
 from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
                      rename_instances)
 from .order import Estimates, Tree
+from .replan import Replan
 from ..frontend.canon import PredSet, column_atom, map_atom, map_clause
 from ..plan import Col
 from ..frontend.planner import short
@@ -93,6 +94,7 @@ class Network(Protocol):
     nodes."""
 
     sharing: Sharing
+    replan: Replan | None  # a registered query planned again (argus.adapt), else None
 
     def load(self, node_id: int) -> Node:
         """A node of the network."""
@@ -193,7 +195,7 @@ class BlockBuilder:
         query would have alone)."""
         connected = self.block.connected
         subsets: list[frozenset[int]] = []
-        replan = getattr(self.builder, "replan", None)
+        replan = self.builder.replan
         if replan is not None:  # (every subset: its own nodes are found among them)
             subsets = [s for size in range(len(self.block.sources), 1, -1)
                        for s in connected_subsets(self.block, size)]

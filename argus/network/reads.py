@@ -160,12 +160,11 @@ class Reads:
             mine = " AND ".join(f"({render(c.sql, where)})"
                                 for c in block.within(frozenset({new}))) or "TRUE"
             source = self.load(block.sources[new - 1])
-            (met,) = self.conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
-                sql.SQL(", ").join(tables), sql.SQL(both))).fetchone()
-            (arrived,) = self.conn.execute(sql.SQL(
-                "SELECT count(*) FROM {} AS {} WHERE {}").format(
+            return self.conn.execute(sql.SQL(
+                "SELECT (SELECT count(*) FROM {} WHERE {}), "
+                "(SELECT count(*) FROM {} AS {} WHERE {})").format(
+                    sql.SQL(", ").join(tables), sql.SQL(both),
                     source.delta, sql.Identifier(f"t{new}"), sql.SQL(mine))).fetchone()
-            return met, arrived
 
         met_i, new_i = count(i)
         met_j, new_j = count(j)
