@@ -1,0 +1,70 @@
+"""Run-time re-planning on workloads we did not write: TPC-H and Nexmark.
+
+For each: the history loaded, the queries registered, six cycles of batches; then every
+query with joins planned again (argus.adapt: the check's cost, and what it decides on
+data that does not drift), then each forced to its next tree (Moving State's build
+time; answers and last changes must read the same across), and one more cycle.
+
+Usage: python bench/replan.py [--dsn DSN] [--tpch-scale-thousandths 50]
+       [--nexmark-events 50000]
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+
+import argus
+from argus.bench import workloads
+from argus.bench.runner import load
+from common import arguments, fresh_database  # bench/common.py
+
+
+def bag(rows) -> Counter:
+    return Counter(map(tuple, rows))
+
+
+def measure(dsn_arg, workload, batch: int) -> None:
+    db = argus.connect(fresh_database(dsn_arg))
+    db.configure(reoptimize_every=None)
+    load(db, workload)
+    for name, query in workload.queries:
+        db.register_query(name, query)
+    for _ in range(6):
+        for stream, rows in workload.batch(batch).items():
+            db.insert(stream, rows)
+        db.run()
+    started = time.perf_counter()
+    decisions = db.migrate(dry_run=True)
+    ms = (time.perf_counter() - started) * 1000
+    print(f"{workload.name}: {len(decisions)} queries with joins planned again in {ms:,.0f} ms "
+          f"({ms / max(len(decisions), 1):,.0f} each); would migrate: "
+          f"{[d.query for d in decisions if d.migrated]}")
+    for d in decisions:
+        if d.prediction.trees:
+            print(f"  {d.query}: {d.why}")
+    builds, same = [], True
+    for d in decisions:
+        before = bag(db.results(d.query)), bag(db.new_results(d.query))
+        (moved,) = db.migrate([d.query], force=True)
+        if moved.migrated:
+            builds.append(moved.build_ms)
+        same &= (bag(db.results(d.query)), bag(db.new_results(d.query))) == before
+    for stream, rows in workload.batch(batch).items():
+        db.insert(stream, rows)
+    db.run()
+    print(f"  forced: {len(builds)} migrated, build ms median "
+          f"{statistics.median(builds) if builds else 0:,.0f} (max {max(builds, default=0):,.0f}); "
+          f"answers and last changes equal across: {'yes' if same else 'NO'}")
+    db.close()
+
+
+def main() -> None:
+    args = arguments(__doc__, tpch_scale_thousandths=50, nexmark_events=50_000)
+    measure(args.dsn, workloads.tpch(args.tpch_scale_thousandths / 1000, 8), 150)
+    measure(args.dsn, workloads.nexmark(args.nexmark_events), 1000)
+
+
+if __name__ == "__main__":
+    main()
