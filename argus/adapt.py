@@ -23,13 +23,13 @@ from . import roles
 from .errors import MigrationError, QueryError, UnknownQueryError
 from .frontend import functions
 from .frontend.analyze import Analyzed, analyze
-from .mqo.replan import Prediction, Replan, decide, predict
+from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
 from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name,
                     results_view)
 from .network import Builder, assemble, drop_unused
 from .nodes import T1
-from .registry import changes_view_sql, drop_kept
+from .registry import EVALUATIONS, build_top, changes_view_sql, drop_kept, over_histories
 from .streams import stream_schemas
 from .templates import render
 
@@ -52,15 +52,18 @@ class Decision:
 
 
 def optimize(conn: psycopg.Connection, names: list[str] | None = None, *,
-             force: bool = False, apply: bool = True) -> list[Decision]:
-    """Decide (and, with `apply`, migrate) each query that has joins to order, or
-    `names` (raising for the first that cannot be); `force`: migrate to the cheapest
-    other layout whatever it saves."""
+             force: bool = False, apply: bool = True,
+             evaluate: str | None = None) -> list[Decision]:
+    """Decide (and, with `apply`, migrate) each query, or `names` (raising for the
+    first that cannot be); `force`: migrate to the cheapest other layout whatever it
+    saves; `evaluate`: switch the queries to that evaluation ('incremental', 'rerun')."""
     if names is not None:
-        return [migrate(conn, name, force=force, apply=apply) for name in names]
-    return [_tried(conn, name, force=force, apply=apply) for (name,) in conn.execute(
-        "SELECT name FROM argus_catalog.queries WHERE status = 'ok' "
-        "AND join_orders IS NOT NULL ORDER BY name").fetchall()]
+        return [migrate(conn, name, force=force, apply=apply, evaluate=evaluate)
+                for name in names]
+    return [_tried(conn, name, force=force, apply=apply, evaluate=evaluate)
+            for (name,) in conn.execute(
+                "SELECT name FROM argus_catalog.queries WHERE status = 'ok' ORDER BY name"
+            ).fetchall()]
 
 
 def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
@@ -73,25 +76,58 @@ def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
 
 
 def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
-            apply: bool = True) -> Decision:
+            apply: bool = True, evaluate: str | None = None) -> Decision:
+    """Decide, and migrate: to `evaluate` when given; else, when settings.rerun_fallback
+    is on, between incremental and re-running by their costs (`_fallback`); else (or
+    when that keeps the evaluation) to the query's joins planned again."""
     name = check_name(name, "query")
+    if evaluate is not None and evaluate not in EVALUATIONS:
+        raise QueryError(f"evaluate must be one of {', '.join(EVALUATIONS)}, "
+                         f"not {evaluate!r}")
     with conn.transaction():
         # for argus status, while it lasts (the transaction's setting)
         conn.execute("SELECT set_config('application_name', %s, true)",
                      (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        row = conn.execute("SELECT query_id, sql, output_node, status, sharing, join_sharing "
+        row = conn.execute("SELECT query_id, sql, output_node, status, sharing, join_sharing, "
+                           "evaluate, join_orders IS NOT NULL "
                            "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")
-        query_id, sql_text, old_top, status, shared_as, join_sharing = row
+        query_id, sql_text, old_top, status, shared_as, join_sharing, current, joins = row
         sharing = Sharing(shared_as, join_sharing=join_sharing)
-        layout, strategy, min_gain, horizon, growth = conn.execute(
+        layout, strategy, min_gain, horizon, growth, fallback = conn.execute(
             "SELECT layout, migration, migration_min_gain, migration_horizon, "
-            "virtual_join_growth FROM argus_catalog.settings").fetchone()
+            "virtual_join_growth, rerun_fallback FROM argus_catalog.settings").fetchone()
         if status != "ok":
             raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
                              f"until it runs again (argus retry {name})")
+        (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
+                                   ).fetchone()
+        switch = _switch_to(conn, name, query_id, current, evaluate, fallback, min_gain)
+        if switch is not None:
+            target, why = switch
+            log = {"query": name, "after_run": last_run, "strategy": strategy,
+                   "forced": evaluate is not None, "old_nodes": sorted(_own_nodes(conn, query_id)),
+                   "old_evaluate": current, "new_evaluate": target}
+            if target == current:
+                if not apply:
+                    return Decision(name, UNKNOWN, False, why, evaluate is not None)
+                return Decision(name, UNKNOWN, False, why, evaluate is not None, None,
+                                _log(conn, migrated=False, why=why, **log))
+            analyzed = analyze(sql_text, stream_schemas(conn),
+                               lambda names: functions.check(conn, names, None))
+            roles.become_owner(conn)
+            conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
+            if not apply:
+                return Decision(name, UNKNOWN, True, why, evaluate is not None)
+            return _move(conn, name, query_id, analyzed, sharing, old_top, UNKNOWN, why, log,
+                         None, target)
+        if current == "rerun" or not joins:
+            why = ("evaluated by re-running it: no joins to order" if current == "rerun"
+                   else "no joins to order")
+            return Decision(name, UNKNOWN, False, why)
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
@@ -107,13 +143,11 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
         replan = Replan(frozenset(mine), uses, growth=growth)
         with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
-            _build(conn, name, analyzed, sharing, replan)
+            _build(conn, name, analyzed, sharing, replan, current)
         prediction = predict(replan.choices)
         go, why = decide(prediction, min_gain, horizon)
         if force and prediction.current is not None:
             go, why = True, f"forced ({why})"
-        (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
-                                   ).fetchone()
         log = {"query": name, "after_run": last_run, "strategy": strategy, "forced": force,
                "predicted_old": prediction.current, "predicted_new": prediction.best,
                "build_rows": prediction.build, "old_nodes": sorted(mine),
@@ -125,24 +159,25 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             return Decision(name, prediction, False, why, force, None,
                             _log(conn, migrated=False, why=why, **log))
         return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
-                     Replan(frozenset(mine), uses, "other" if force else "best", growth))
+                     Replan(frozenset(mine), uses, "other" if force else "best", growth),
+                     current)
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,
           sharing: Sharing, old_top: int, prediction: Prediction, why: str, log: dict,
-          replan: Replan) -> Decision:
+          replan: Replan | None, evaluate: str) -> Decision:
     """Moving State: the new layout built, the views switched, the old nodes dropped,
     in a subtransaction that leaves the old layout whole if anything fails."""
     started = time.perf_counter()
     try:
         with conn.transaction():
-            builder, top, output = _build(conn, name, analyzed, sharing, replan)
+            builder, top, output = _build(conn, name, analyzed, sharing, replan, evaluate)
             if top.id == old_top:
                 raise psycopg.Rollback()
             migration_id = _log(conn, migrated=True, why=why,
                                 old_ms=_recent_ms(conn, set(log["old_nodes"])), **log)
             _switch(conn, name, query_id, builder, top, output, log["after_run"],
-                    migration_id)
+                    migration_id, evaluate)
             drop_unused(conn)
             assemble(conn, check=builder.compiled)
     except psycopg.Error as exc:
@@ -153,6 +188,11 @@ def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed
         return Decision(name, prediction, False, why, log["forced"], None,
                         _log(conn, migrated=False, why=why, **log))
     build_ms = (time.perf_counter() - started) * 1000
+    if replan is None:  # a switch of evaluation: no join order predicted
+        conn.execute("UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s "
+                     "WHERE migration_id = %s",
+                     (build_ms, sorted(_own_nodes(conn, query_id)), migration_id))
+        return Decision(name, prediction, True, why, log["forced"], build_ms, migration_id)
     applied = predict(replan.choices)  # (forced: not the cheapest)
     conn.execute(
         """UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s,
@@ -193,8 +233,7 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
             """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
                            ORDER BY run_id DESC LIMIT %s)
                SELECT q.name FROM argus_catalog.queries q
-                WHERE q.status = 'ok' AND q.join_orders IS NOT NULL
-                  AND (SELECT sum(n.ms + coalesce(n.flush_ms, 0))
+                WHERE q.status = 'ok' AND (SELECT sum(n.ms + coalesce(n.flush_ms, 0))
                          FROM argus_catalog.query_nodes qn
                          JOIN argus_catalog.run_nodes n USING (node_id) JOIN r USING (run_id)
                         WHERE qn.query_id = q.query_id AND NOT EXISTS (
@@ -210,6 +249,52 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     return out
 
 
+RERUN_OVERHEAD = 1.5  # a re-run node's cycle: the query, then its difference from the answer
+
+
+def _switch_to(conn: psycopg.Connection, name: str, query_id: int, current: str,
+               evaluate: str | None, fallback: bool, min_gain: float
+               ) -> tuple[str, str] | None:
+    """The evaluation a query should have and why, or None to plan its joins again.
+    Asked for (`evaluate`), it is pinned: the fallback leaves it alone after. Else, with
+    the fallback on, its own nodes' time per cycle over the last cycles against
+    re-running it once now, timed, times RERUN_OVERHEAD (argus.mqo.replan.evaluation).
+    A query registered to be re-run stays so."""
+    if evaluate is not None:
+        if evaluate == current:
+            return current, f"it is evaluated {_how(current)} already"
+        return evaluate, f"asked to be evaluated {_how(evaluate)}"
+    if not fallback or conn.execute(
+            "SELECT forced FROM argus_catalog.migrations WHERE query = %s AND migrated "
+            "AND new_evaluate IS NOT NULL ORDER BY migration_id DESC LIMIT 1",
+            (name,)).fetchone() == (True,):
+        return None
+    own = _recent_ms(conn, _own_nodes(conn, query_id))
+    if own is None or own < WORTH_MS:
+        return None
+    if current == "incremental":
+        return evaluation(current, own, _rerun_ms(conn, query_id) * RERUN_OVERHEAD, None,
+                          min_gain)
+    row = conn.execute(  # its nodes' time before the fallback made it re-run
+        "SELECT old_ms FROM argus_catalog.migrations WHERE query = %s AND migrated "
+        "AND new_evaluate = 'rerun' ORDER BY migration_id DESC LIMIT 1", (name,)).fetchone()
+    return evaluation(current, own, None, row and row[0], min_gain)
+
+
+def _how(evaluate: str) -> str:
+    return "by re-running it" if evaluate == "rerun" else "incrementally"
+
+
+def _rerun_ms(conn: psycopg.Connection, query_id: int) -> float:
+    """The query run once over the stream histories, now: milliseconds."""
+    (canonical,) = conn.execute("SELECT canonical FROM argus_catalog.queries "
+                                "WHERE query_id = %s", (query_id,)).fetchone()
+    started = time.perf_counter()
+    conn.execute(sql.SQL("SELECT count(*) FROM ({}) AS argus_q").format(
+        sql.SQL(over_histories(canonical))))
+    return (time.perf_counter() - started) * 1000
+
+
 def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
     """The nodes this query alone uses (joins and everything else)."""
     return {r[0] for r in conn.execute(
@@ -222,19 +307,17 @@ def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
 
 
 def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,
-           replan: Replan):
+           replan: Replan | None, evaluate: str):
     """The query built again as registration built it (its sharing too), its joins
     chosen by `replan`: the builder, the top node and the output expressions over it."""
     builder = Builder(conn, sharing, query=name)
     builder.replan = replan
-    top = builder.defer(builder.node_for(analyzed.plan.input))
-    builder.check_horizon(top, None)
-    output = [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
+    top, output = build_top(builder, name, analyzed, evaluate)
     return builder, top, output
 
 
 def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder, top,
-            output: list[str], last_run: int, migration_id: int) -> None:
+            output: list[str], last_run: int, migration_id: int, evaluate: str) -> None:
     """Point the query's views and catalog rows at its new top node; keep the last
     cycle's changes for the changes view until the next cycle."""
     kept = sql.Identifier(NETWORK_SCHEMA, f"q{query_id}_kept_{migration_id}")
@@ -245,8 +328,8 @@ def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder
     conn.execute(changes_view_sql(name, output, top, last_run, kept))
     drop_kept(conn, query_id, but=kept)
     orders = json.dumps(builder.join_orders) if builder.join_orders else None
-    conn.execute("UPDATE argus_catalog.queries SET output_node = %s, join_orders = %s "
-                 "WHERE query_id = %s", (top.id, orders, query_id))
+    conn.execute("UPDATE argus_catalog.queries SET output_node = %s, join_orders = %s, "
+                 "evaluate = %s WHERE query_id = %s", (top.id, orders, evaluate, query_id))
     for position, expr in enumerate(output, 1):
         conn.execute("UPDATE argus_catalog.query_columns SET expr = %s "
                      "WHERE query_id = %s AND position = %s", (expr, query_id, position))

@@ -115,14 +115,18 @@ class Argus:
 
     # -- queries ---------------------------------------------------------------
 
-    def register_query(self, name: str, sql_text: str, force: bool = False) -> QueryInfo:
+    def register_query(self, name: str, sql_text: str, force: bool = False,
+                       evaluate: str = "incremental") -> QueryInfo:
         """Register a continuous query, backfilled from the streams' histories. A query
         whose state PostgreSQL estimates above the setting max_query_state is refused,
-        unless `force`."""
+        unless `force`. `evaluate='rerun'`: one node re-runs it in each cycle that
+        brings its streams rows, instead of its incremental nodes."""
         if not self.owner:
-            requests.submit(self.conn, "register", name, {"sql": sql_text, "force": force})
+            requests.submit(self.conn, "register", name,
+                            {"sql": sql_text, "force": force, "evaluate": evaluate})
             return registry.readable_info(self.conn, name, sql_text)
-        return registry.register(self.conn, name, sql_text, self.sharing, force)
+        return registry.register(self.conn, name, sql_text, self.sharing, force,
+                                 evaluate=evaluate)
 
     def unregister_query(self, name: str) -> None:
         if not self.owner:
@@ -215,14 +219,16 @@ class Argus:
         return proposals(self.conn)
 
     def migrate(self, names: Iterable[str] | None = None, *, force: bool = False,
-                dry_run: bool = False) -> list:
-        """Plan each query's joins again on what the cycles observed, and move those
-        that gain to their new layout between two cycles (argus.adapt); `dry_run`:
-        decide only; `force`: move to the cheapest other layout whatever it saves."""
+                dry_run: bool = False, evaluate: str | None = None) -> list:
+        """Plan each query again on what the cycles observed — incremental or re-run
+        (settings.rerun_fallback), and its joins — and move those that gain to their new
+        layout between two cycles (argus.adapt); `dry_run`: decide only; `force`: move
+        to the cheapest other join order whatever it saves; `evaluate`: move them to
+        that evaluation ('incremental', 'rerun'), which then sticks."""
         from . import adapt
 
         return adapt.optimize(self.conn, None if names is None else list(names),
-                              force=force, apply=not dry_run)
+                              force=force, apply=not dry_run, evaluate=evaluate)
 
     def estimate_accuracy(self) -> list:
         """Per node kind, how the join order's estimates compare with what the cycles

@@ -125,16 +125,20 @@ def stream_drop(name: str, dsn: str | None) -> None:
                    "selection).")
 @click.option("--force", is_flag=True,
               help="Register even if its estimated state exceeds max_query_state.")
+@click.option("--rerun", is_flag=True,
+              help="Evaluate it by re-running it in each cycle that brings its streams rows, "
+                   "not incrementally (cheap queries over small streams).")
 @dsn_option
 @handle_errors
 def register(name: str, sql_text: str | None, path: Path | None, sharing: str | None,
-             force: bool, dsn: str | None) -> None:
+             force: bool, rerun: bool, dsn: str | None) -> None:
     """Register continuous query NAME."""
     if (sql_text is None) == (path is None):
         raise click.UsageError("give the query with exactly one of --sql or -f FILE")
     text = sql_text if sql_text is not None else path.read_text()
     with _connect(dsn, sharing) as db:
-        info = db.register_query(name, text, force=force)
+        info = db.register_query(name, text, force=force,
+                                 evaluate="rerun" if rerun else "incremental")
         created = [n.id for n in info.nodes if n.created]
         shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]
         console.print(f"query {info.name} registered: {len(db.results(info.name))} rows now; "
@@ -374,20 +378,26 @@ def explain(name: str, dsn: str | None) -> None:
 @click.option("--force", is_flag=True,
               help="Migrate to the cheapest other layout whatever it saves (to try "
                    "migrations).")
+@click.option("--evaluate", type=click.Choice(["incremental", "rerun"]), default=None,
+              help="Migrate the queries to this evaluation; it sticks (the re-run fallback "
+                   "leaves them alone after).")
 @dsn_option
 @handle_errors
-def optimize(dry_run: bool, queries: tuple[str, ...], force: bool, dsn: str | None) -> None:
-    """Plan each query's joins again on what the cycles observed and migrate those that
-    gain to their new layout, between two cycles (Moving State); show which nodes would
-    be views instead of tables, and how far the estimates were off."""
+def optimize(dry_run: bool, queries: tuple[str, ...], force: bool, evaluate: str | None,
+             dsn: str | None) -> None:
+    """Plan each query again on what the cycles observed — incremental or re-run, and
+    its joins — and migrate those that gain to their new layout, between two cycles
+    (Moving State); show which nodes would be views instead of tables, and how far the
+    estimates were off."""
     with _connect(dsn) as db:
-        decisions = db.migrate(queries or None, force=force, dry_run=dry_run)
+        decisions = db.migrate(queries or None, force=force, dry_run=dry_run,
+                               evaluate=evaluate)
         found = db.optimize()
         accuracy = db.estimate_accuracy()
     if decisions:
         table = Table("query", "migrated" if not dry_run else "would migrate",
                       "join trees: now → new", "row ops/cycle: now → new", "build ms", "why",
-                      title="the queries' joins planned again")
+                      title="the queries planned again")
         for d in decisions:
             p = d.prediction
             table.add_row(d.query, "yes" if d.migrated else "no",

@@ -107,9 +107,16 @@ def explain(conn: psycopg.Connection, name: str) -> str:
     for order in join_orders or []:
         out.append(f"  join order by cost: {_costed(order)}")
         out += [f"    alternative: {_costed(a)}" for a in order["alternatives"]]
+    (evaluate,) = conn.execute("SELECT evaluate FROM argus_catalog.queries WHERE name = %s",
+                               (info.name,)).fetchone()
+    if evaluate == "rerun":
+        out.append("  evaluated by re-running it in each cycle that brings its streams rows "
+                   "(not incrementally)")
     for at, run, why, trees in conn.execute(
             """SELECT at::timestamp(0), after_run, why,
-                      array_to_string(old_trees, '; ') || ' → ' || array_to_string(new_trees, '; ')
+                      coalesce(old_evaluate || ' → ' || new_evaluate,
+                               array_to_string(old_trees, '; ') || ' → '
+                               || array_to_string(new_trees, '; '))
                  FROM argus_catalog.migrations WHERE query = %s AND migrated
                 ORDER BY migration_id DESC LIMIT 1""", (info.name,)):
         out.append(f"  migrated {at} after run {run}: {trees} ({why})")

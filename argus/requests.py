@@ -106,7 +106,7 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, body: dict, role:
             roles.grant(conn, grant, role, stream=name)
     elif kind == "register":
         registry.register(conn, name, body["sql"], sharing or Sharing(), body.get("force", False),
-                          registrant=role)
+                          registrant=role, evaluate=body.get("evaluate", "incremental"))
         conn.execute("UPDATE argus_catalog.queries SET registered_by = %s WHERE name = %s",
                      (role, check_name(name, "query")))
         roles.grant(conn, "reader", role, query=name)

@@ -111,9 +111,9 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                      "whose registration would still take them past is refused unless "
                      "forced (null: no budget)"),
     "reoptimize_every": (_optional(_positive(int)),
-                         "every this many cycles, plan each query's joins again on what "
-                         "the cycles observed and migrate the ones that gain (null: only "
-                         "on argus optimize)"),
+                         "every this many cycles, plan each query again (incremental or "
+                         "re-run, and its joins) on what the cycles observed and migrate "
+                         "the ones that gain (null: only on argus optimize)"),
     "migration": (_choice("moving-state"),
                   "how a query moves to a new layout: moving-state (its new nodes built "
                   "from the states that exist, between two cycles)"),
@@ -123,6 +123,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "migration_horizon": (_positive(int),
                           "migrate only when the saving over this many cycles pays for "
                           "building the new nodes"),
+    "rerun_fallback": (_bool,
+                       "at each re-plan, evaluate a query by re-running it when that costs "
+                       "less than its nodes by more than migration_min_gain, and back "
+                       "(argus optimize --evaluate pins a query's evaluation)"),
     "max_clock_lead": (_optional(_interval),
                        "hold back (quarantine) rows whose event time is further ahead of the "
                        "server's clock than this (null: never)"),

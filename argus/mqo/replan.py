@@ -125,3 +125,20 @@ def decide(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str]:
                        f"{p.build:,.0f} rows of its new nodes")
     return True, (f"saves {p.saving:,.0f} of {p.current:,.0f} row operations per cycle "
                   f"({p.saving / p.current:.0%}); its new nodes hold {p.build:,.0f} rows")
+
+
+def evaluation(current: str, own_ms: float, rerun_ms: float | None, before_ms: float | None,
+               min_gain: float) -> tuple[str, str] | None:
+    """Issue 25's fallback: the evaluation a query should move to, and why, or None. An
+    incremental query moves to re-running when that (`rerun_ms`, predicted per cycle)
+    costs less than its own nodes took per cycle (`own_ms`) by more than `min_gain`; a
+    query the fallback made re-run moves back when its node takes more than its nodes
+    took before the switch (`before_ms`) by as much. (None for either: not known.)"""
+    if current == "incremental":
+        if rerun_ms is not None and rerun_ms < own_ms * (1 - min_gain):
+            return "rerun", (f"re-running it (about {rerun_ms:,.1f} ms per cycle) costs less "
+                             f"than its nodes ({own_ms:,.1f} ms per cycle)")
+    elif before_ms is not None and before_ms < own_ms * (1 - min_gain):
+        return "incremental", (f"re-running it ({own_ms:,.1f} ms per cycle) costs more than "
+                               f"its nodes did ({before_ms:,.1f} ms per cycle)")
+    return None

@@ -30,6 +30,7 @@ from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_
 from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
+from ..nodes import rerun
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
 from ..trees import DIALECT, conjuncts, never_fails
@@ -246,6 +247,16 @@ class Builder(Reads):
                    SELECT e.parent_id FROM argus_catalog.edges e JOIN a ON e.child_id = a.id)
                SELECT a.id, n.kind FROM a JOIN argus_catalog.nodes n ON n.node_id = a.id
                 ORDER BY n.join_level, n.sequence_id, n.node_id""", (node_id,)).fetchall()
+
+    def make_rerun(self, canonical: str, streams, width: int) -> Node:
+        """A query evaluated by re-running it (argus.nodes.rerun): its answer's columns
+        c1 … c<width>, by position. It reads its streams' whole histories."""
+        parents = [self._stream_node(s) for s in sorted(set(streams))]
+        for parent in parents:
+            self.check_horizon(parent, None)
+        text = rerun.query_text(canonical, [p.hist_ref[1] for p in parents])
+        columns = tuple(Col(f"c{i}", f"c{i}") for i in range(1, width + 1))
+        return self.ensure("rerun", parents, columns, {"sql": text}, False)
 
     def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
                     entry: IndexEntry) -> Node:
