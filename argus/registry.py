@@ -29,7 +29,8 @@ from .network import Builder, assemble, drop_unused, execute_all
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
-from .frontend.temporal import at_previous_clock, reads_clock, rewrite_user_calls
+from .frontend.temporal import (at_previous_clock, calls_user_clock, reads_clock,
+                                rewrite_user_calls)
 from .trees import DIALECT
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
     """The query's top node and its output expressions over it (as `t1`): its plan
     mapped onto nodes, or one node that re-runs it (argus.nodes.rerun)."""
     if evaluate == "rerun":
-        if reads_clock(analyzed.canonical) or any(reads_clock(e) for e in analyzed.plan.exprs):
+        if calls_user_clock(sqlglot.parse_one(analyzed.canonical, read=DIALECT)):
             raise QueryError(f"query {name!r} reads the stream clock (argus_now()): it is "
                              "maintained incrementally, not by re-running it")
         top = builder.make_rerun(analyzed.canonical, analyzed.streams, len(analyzed.plan.exprs))

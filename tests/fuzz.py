@@ -375,18 +375,20 @@ class Fuzzer:
             self.stats.drops += 1
 
     def migrate(self) -> None:
-        """A query moved to another join layout (argus.adapt), forced or as the
-        optimizer decides: its answer and last changes read the same, and every query
-        stays exact."""
+        """A query moved to another join layout or evaluation (argus.adapt), forced or
+        as the optimizer decides: its answer and last changes read the same, and every
+        query stays exact."""
         names = [q.name for q in self.db.queries() if q.status == "ok"]
         if not names:
             return
         name = self.rng.choice(names)
         force = self.rng.random() < 0.7
+        # a third of them switch between incremental and re-run (argus.nodes.rerun)
+        evaluate = self.rng.choice([None, None, "rerun", "incremental"])
         before = bag(self.db.results(name)), bag(self.db.new_results(name))
-        self.log.append(f"migrate {name} force={force}")
+        self.log.append(f"migrate {name} force={force} evaluate={evaluate}")
         try:
-            (decision,) = self.db.migrate([name], force=force)
+            (decision,) = self.db.migrate([name], force=force, evaluate=evaluate)
         except ArgusError as exc:  # heuristic layout; or a row the new order fails on
             self.log.append(f"  not migrated: {exc}")
         else:
@@ -515,7 +517,8 @@ def main() -> None:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         dsn = psycopg.conninfo.make_conninfo(args.dsn, dbname=name)
         stats = run(dsn, seed, seconds=min(300, max(1, deadline - time.monotonic())))
-        for key in ("queries", "isolated", "cycles", "comparisons", "drops", "quarantined"):
+        for key in ("queries", "isolated", "cycles", "comparisons", "drops", "quarantined",
+                    "migrated"):
             setattr(total, key, getattr(total, key) + getattr(stats, key))
         total.refused.update(stats.refused)
         roles.drop_database(args.dsn, name)

@@ -133,8 +133,8 @@ class Oracle:
             self.pending.append((name, [values]))
         return moved
 
-    def register(self, name: str, query: str):
-        info = self.db.register_query(name, query)
+    def register(self, name: str, query: str, **how):
+        info = self.db.register_query(name, query, **how)
         self.accumulated[info.name] = bag(self.db.results(info.name))
         self.check_query(info.name)
         return info

@@ -75,3 +75,22 @@ def test_demo_runs_on_a_given_server(admin_dsn):
     assert out.exit_code == 0, out.output
     assert "cycle 2" in out.output and "re-running" in out.output
     roles.drop_database(admin_dsn, "argus_demo")
+
+
+def test_cli_rerun_and_back(fresh_dsn):
+    invoke(fresh_dsn, "init")
+    invoke(fresh_dsn, "stream", "create", "t", "k:int", "v:int")
+    out = invoke(fresh_dsn, "register", "per_k", "--rerun", "--sql",
+                 "SELECT k, sum(v) AS total FROM t GROUP BY k")
+    assert out.exit_code == 0, out.output
+    import argus
+
+    with argus.connect(fresh_dsn) as db:
+        db.insert("t", [(1, 2), (1, 3), (2, 5)])
+    assert "per_k: +2" in invoke(fresh_dsn, "run").output
+    assert "evaluated by re-running it" in invoke(fresh_dsn, "explain", "per_k").output
+    out = invoke(fresh_dsn, "optimize", "--query", "per_k", "--evaluate", "incremental")
+    assert out.exit_code == 0 and "per_k" in out.output and "yes" in out.output
+    assert "re-running" not in invoke(fresh_dsn, "explain", "per_k").output.split("nodes")[0]
+    with argus.connect(fresh_dsn) as db:
+        assert sorted(db.results("per_k")) == [(1, 5), (2, 5)]
