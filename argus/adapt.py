@@ -78,7 +78,7 @@ def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
 def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             apply: bool = True, evaluate: str | None = None) -> Decision:
     """Decide, and migrate: to `evaluate` when given; else, when settings.rerun_fallback
-    is on, between incremental and re-running by their costs (`_fallback`); else (or
+    is on, between incremental and re-running by their costs (`_switch_to`); else (or
     when that keeps the evaluation) to the query's joins planned again."""
     name = check_name(name, "query")
     if evaluate is not None and evaluate not in EVALUATIONS:
@@ -115,11 +115,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
                     return Decision(name, UNKNOWN, False, why, evaluate is not None)
                 return Decision(name, UNKNOWN, False, why, evaluate is not None, None,
                                 _log(conn, migrated=False, why=why, **log))
-            analyzed = analyze(sql_text, stream_schemas(conn),
-                               lambda names: functions.check(conn, names, None))
-            roles.become_owner(conn)
-            conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
-            conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
+            analyzed = _analyzed(conn, sql_text)
             if not apply:
                 return Decision(name, UNKNOWN, True, why, evaluate is not None)
             return _move(conn, name, query_id, analyzed, sharing, old_top, UNKNOWN, why, log,
@@ -131,13 +127,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
-        # the query's names resolve as at registration, before the search path is pinned
-        analyzed = analyze(sql_text, stream_schemas(conn),
-                           lambda names: functions.check(conn, names, None))
-        roles.become_owner(conn)
-        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
-        # a reader's open transaction on its views must not hold up the cycles for long
-        conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
+        analyzed = _analyzed(conn, sql_text)
         mine = _own_nodes(conn, query_id)
         uses = frozenset(r[0] for r in conn.execute(
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
@@ -161,6 +151,19 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
                      Replan(frozenset(mine), uses, "other" if force else "best", growth),
                      current)
+
+
+def _analyzed(conn: psycopg.Connection, sql_text: str) -> Analyzed:
+    """The query analyzed again, its names resolved as at registration (before the
+    search path is pinned); then the session set to build as the owner, with a short
+    lock_timeout: a reader's open transaction on its views must not hold up the cycles
+    for long."""
+    analyzed = analyze(sql_text, stream_schemas(conn),
+                       lambda names: functions.check(conn, names, None))
+    roles.become_owner(conn)
+    conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
+    return analyzed
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,

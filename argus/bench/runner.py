@@ -65,6 +65,9 @@ class PerQuery:
     rerun: float  # COPY + the query re-run into a persistent table
     rerun_temp: float = 0.0  # COPY + the query re-run into a new temporary table
     pg_ivm: float | None = None  # None: pg_ivm unavailable, or it refused the query
+    # the query evaluated by re-running it (argus.nodes.rerun) on the next batches of
+    # the size: load + cycle, as `argus` (None: not measured)
+    argus_rerun: float | None = None
     # argus's fixed cost, ms per batch: the load (db.insert) next to the floor (a bare
     # COPY of the same rows), the claim and stream history appends, and the cycle's own
     # bookkeeping (its time less every node's); the rest of `argus` is the query's nodes
@@ -321,9 +324,25 @@ def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
                     bookkeeping=statistics.median(
                         cycle * 1000 - nodes.get(r, (0, 0))[1]
                         for (_, cycle), r in zip(parts, runs))))
+            _rerun_too(db, workload, name, sizes, repeat, settle, results)
             db.unregister_query(name)
             if with_ivm:
                 ivm.drop(name)
+
+
+def _rerun_too(db: Argus, workload: Workload, name: str, sizes: Sequence[int], repeat: int,
+               settle: Settle, results: Results) -> None:
+    """The query moved to re-running (argus.adapt) and measured again, on the next
+    batches of each size."""
+    db.migrate([name], evaluate="rerun")
+    db.run()  # compiles the program again, untimed
+    for size in sizes:
+        batches = [workload.batch(size) for _ in range(repeat)]
+        settle()
+        timed = [_argus(db, batch) for batch in batches]
+        for p in results.per_query:
+            if (p.workload, p.query, p.batch) == (workload.name, name, size):
+                p.argus_rerun = _ms(timed)
 
 
 def same(a: list[tuple], b: list[tuple]) -> bool:
