@@ -276,8 +276,11 @@ def _switch_to(conn: psycopg.Connection, name: str, query_id: int, current: str,
     if own is None or own < WORTH_MS:
         return None
     if current == "incremental":
-        return evaluation(current, own, _rerun_ms(conn, query_id) * RERUN_OVERHEAD, None,
-                          min_gain)
+        # a re-run slower than the break-even is cut short there: a check never takes
+        # longer than the query's own nodes take in one cycle
+        rerun = _rerun_ms(conn, query_id, own * (1 - min_gain) / RERUN_OVERHEAD)
+        return evaluation(current, own, None if rerun is None else rerun * RERUN_OVERHEAD,
+                          None, min_gain)
     row = conn.execute(  # its nodes' time before the fallback made it re-run
         "SELECT old_ms FROM argus_catalog.migrations WHERE query = %s AND migrated "
         "AND new_evaluate = 'rerun' ORDER BY migration_id DESC LIMIT 1", (name,)).fetchone()
@@ -288,13 +291,22 @@ def _how(evaluate: str) -> str:
     return "by re-running it" if evaluate == "rerun" else "incrementally"
 
 
-def _rerun_ms(conn: psycopg.Connection, query_id: int) -> float:
-    """The query run once over the stream histories, now: milliseconds."""
+def _rerun_ms(conn: psycopg.Connection, query_id: int, limit_ms: float) -> float | None:
+    """The query run once over the stream histories, now: milliseconds; None if it ran
+    past `limit_ms` (cancelled there)."""
     (canonical,) = conn.execute("SELECT canonical FROM argus_catalog.queries "
                                 "WHERE query_id = %s", (query_id,)).fetchone()
+    (previous,) = conn.execute("SELECT current_setting('statement_timeout')").fetchone()
     started = time.perf_counter()
-    conn.execute(sql.SQL("SELECT count(*) FROM ({}) AS argus_q").format(
-        sql.SQL(over_histories(canonical))))
+    try:
+        with conn.transaction():
+            conn.execute("SELECT set_config('statement_timeout', %s, true)",
+                         (f"{max(1, min(int(limit_ms), 2_000_000_000))}ms",))
+            conn.execute(sql.SQL("SELECT count(*) FROM ({}) AS argus_q").format(
+                sql.SQL(over_histories(canonical))))
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", (previous,))
+    except psycopg.errors.QueryCanceled:
+        return None
     return (time.perf_counter() - started) * 1000
 
 

@@ -17,12 +17,12 @@ from psycopg import sql
 
 from .frontend import functions
 from . import network, roles
-from .frontend.analyze import Analyzed, analyze
+from .frontend.analyze import Analyzed, analyze, analyze_rerun
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
-                     UnknownQueryError)
+                     UnknownQueryError, UnsupportedQueryError)
 from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view,
                     check_name, results_view, std_alias, stream_history)
 from .network import Builder, assemble, drop_unused, execute_all
@@ -75,7 +75,14 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
     def functions_of(names: frozenset[str]) -> dict[str, str]:
         return functions.check(conn, names, registrant)
 
-    analyzed = analyze(sql_text, schemas, functions_of)
+    read = analyze_rerun if evaluate == "rerun" else analyze
+    try:
+        analyzed = read(sql_text, schemas, functions_of)
+    except UnsupportedQueryError as exc:
+        if evaluate == "incremental" and _rerunnable(sql_text, schemas, functions_of):
+            exc.args = (f"{exc.args[0]}; it can be evaluated by re-running it instead "
+                        "(argus register --rerun, or evaluate='rerun')",)
+        raise
     if registrant is not None:
         _check_readable(conn, analyzed.streams, registrant)
     with conn.transaction():
@@ -85,7 +92,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
-            analyzed = analyze(sql_text, stream_schemas(conn), functions_of)
+            analyzed = read(sql_text, stream_schemas(conn), functions_of)
         # everything from here resolves names as a cycle does: no search_path of the
         # registrant's decides which function or table a node's code means
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
@@ -107,6 +114,14 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         except RecursionError:
             raise QueryError(f"query {name!r} nests too deeply to be maintained; "
                              "split it") from None
+
+
+def _rerunnable(sql_text: str, schemas, functions_of) -> bool:
+    try:
+        analyzed = analyze_rerun(sql_text, schemas, functions_of)
+    except QueryError:
+        return False
+    return not calls_user_clock(sqlglot.parse_one(analyzed.canonical, read=DIALECT))
 
 
 def _check_readable(conn: psycopg.Connection, streams, registrant: str) -> None:
@@ -244,11 +259,10 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
         if calls_user_clock(sqlglot.parse_one(analyzed.canonical, read=DIALECT)):
             raise QueryError(f"query {name!r} reads the stream clock (argus_now()): it is "
                              "maintained incrementally, not by re-running it")
-        top = builder.make_rerun(analyzed.canonical, analyzed.streams, len(analyzed.plan.exprs))
-        names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in analyzed.plan.exprs]
+        top = builder.make_rerun(analyzed.canonical, analyzed.streams, len(analyzed.names))
         return top, [sql.SQL("{} AS {}").format(sql.Identifier(std_alias(1), c),
                                                 sql.Identifier(n)).as_string(None)
-                     for c, n in zip(top.columns, names)]
+                     for c, n in zip(top.columns, analyzed.names)]
     top = builder.defer(builder.node_for(analyzed.plan.input))
     builder.check_horizon(top, None)  # the views read the top node's whole history
     return top, [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]

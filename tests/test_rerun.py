@@ -106,7 +106,7 @@ def test_the_fallback_moves_a_query_it_predicts_cheaper_and_leaves_pinned_ones(
         two.run()
     # every re-run predicted free, every node worth re-planning: the decision's own
     # path, on the real network, made deterministic
-    monkeypatch.setattr(adapt, "RERUN_OVERHEAD", 0.0)
+    monkeypatch.setattr(adapt, "RERUN_OVERHEAD", 1e-9)
     monkeypatch.setattr(adapt, "WORTH_MS", 0.0)
     decisions = {d.query: d for d in two.db.migrate()}
     assert decisions["join"].migrated, decisions["join"].why
@@ -142,3 +142,41 @@ def test_queries_reading_the_clock_are_not_rerun(oracle):
     with pytest.raises(QueryError, match="evaluate must be one of"):
         oracle.db.register_query("odd", "SELECT id FROM e", evaluate="sometimes")
     assert not oracle.db.queries()
+
+
+BEYOND = {  # SQL argus does not maintain incrementally: kept current by re-running it
+    "top2": "SELECT g, id, v FROM (SELECT g, id, v, row_number() OVER (PARTITION BY g "
+            "ORDER BY v DESC NULLS LAST, id) AS rn FROM a) AS r WHERE rn <= 2",
+    "latest": "SELECT id, v FROM a ORDER BY id DESC LIMIT 3",
+    "above_mean": "SELECT id FROM a WHERE v > (SELECT avg(v) FROM a AS x WHERE x.k = a.k)",
+    "not_in": "SELECT id FROM a WHERE k NOT IN (SELECT k FROM b WHERE v > 50)",
+    "full": "SELECT a.id, b.id AS bid FROM a FULL JOIN b ON a.id = b.id + 500",
+    "running": "SELECT id, sum(v) OVER (ORDER BY id) AS total FROM a",
+}
+
+
+def test_sql_beyond_incremental_maintenance_is_kept_current_by_re_running(two):
+    rng = random.Random(11)
+    load(two, rng, 0)
+    two.run()
+    for name, query in BEYOND.items():
+        with pytest.raises(QueryError, match="can be evaluated by re-running it instead"):
+            two.db.register_query(name, query)
+        two.register(name, query, evaluate="rerun")
+    for cycle in range(1, 8):
+        load(two, rng, cycle)
+        two.run()  # the oracle, as for every query
+    with pytest.raises(QueryError, match="window functions"):  # and it stays re-run
+        two.db.migrate(["top2"], evaluate="incremental")
+    assert two.db.query("top2").nodes[-1].kind == "rerun"
+
+
+def test_what_no_evaluation_can_keep_is_refused(two):
+    for query, what in [("SELECT id, now() FROM a", "now()"),
+                        ("SELECT id FROM a WHERE v > random()", "random()"),
+                        ("SELECT id FROM a FOR UPDATE", "FOR UPDATE"),
+                        ("SELECT id FROM nowhere", "unknown stream"),
+                        ("SELECT nope FROM a ORDER BY id LIMIT 1", "nope")]:
+        with pytest.raises(QueryError, match=what):
+            two.db.register_query("q", query, evaluate="rerun")
+    assert not two.db.queries()

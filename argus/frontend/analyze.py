@@ -22,7 +22,7 @@ from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownS
                       UnsupportedQueryError)
 from ..names import fold
 from ..plan import Output
-from .planner import Planner
+from .planner import Planner, figure_name
 from ..trees import DIALECT
 
 
@@ -43,8 +43,9 @@ class StreamSchema:
 class Analyzed:
     canonical: str  # the query as argus understood it, over the streams by name
     streams: tuple[str, ...]
-    plan: Output
+    plan: Output | None  # None: not planned, to be re-run (`analyze_rerun`)
     functions: frozenset[str]  # names of the functions it calls, for the volatility check
+    names: tuple[str, ...] = ()  # its output columns' names, as PostgreSQL names them
 
 
 # Constructs refused at registration, wherever they appear: they have no meaning (or no
@@ -192,7 +193,54 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
                   for name, expr in result.outputs)
     used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
     return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used),
-                    plan=Output(result.plan, exprs), functions=function_names(tree))
+                    plan=Output(result.plan, exprs), functions=function_names(tree),
+                    names=tuple(name for name, _ in result.outputs))
+
+
+# What a query to be re-run may not hold either: no meaning for a stored answer.
+NEVER: tuple[tuple[type[exp.Expr], str], ...] = tuple(
+    (kind, construct) for kind, construct in UNSUPPORTED
+    if kind in (exp.Lock, exp.Into, exp.Placeholder, exp.Parameter))
+
+
+def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
+                  functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None
+                  ) -> Analyzed:
+    """A query to be evaluated by re-running it (argus.nodes.rerun): read and checked as
+    `analyze` reads it (one SELECT over known streams and columns, no function whose
+    value depends on when it runs, calls schema-qualified) but not planned into nodes,
+    so that SQL argus does not maintain incrementally (window functions, ORDER BY …
+    LIMIT, scalar subqueries, …) can be kept current too."""
+    tree = parse(sql_text)
+    for node in tree.walk():
+        if type(node) in TIME_DEPENDENT:
+            raise UnsupportedQueryError(
+                f"the function {TIME_DEPENDENT[type(node)]}",
+                "a continuous query must give the same answer whenever it is evaluated")
+        for kind, construct in NEVER:
+            if isinstance(node, kind):
+                raise UnsupportedQueryError(construct)
+    _check_tables(tree, streams)
+    if functions is not None:
+        _qualify_functions(tree, functions(function_names(tree)))
+    if not tree.find(exp.From):
+        raise QueryError("the query reads no stream: it needs a FROM clause naming one")
+    user_aliases = {a.alias for a in tree.find_all(exp.Alias)}
+    schema = {s.name: dict(s.columns) for s in streams.values()}
+    try:
+        tree = qualify(tree, schema=schema, dialect=DIALECT, canonicalize_table_aliases=True)
+    except OptimizeError as exc:
+        known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
+        raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
+    outermost = tree
+    while not isinstance(outermost, exp.Select):  # a set operation: its first SELECT names
+        outermost = outermost.this
+    names = tuple(e.alias if isinstance(e, exp.Alias) and e.alias in user_aliases
+                  else figure_name(e.this if isinstance(e, exp.Alias) else e)
+                  for e in outermost.expressions)
+    used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
+    return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used), plan=None,
+                    functions=function_names(tree), names=names)
 
 
 def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
