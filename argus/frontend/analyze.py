@@ -133,13 +133,13 @@ def _first_error(exc: ParseError) -> str:
     return str(exc)
 
 
-def refuse_unsupported(tree: exp.Expr) -> None:
+def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
     for node in tree.walk():
         if type(node) in TIME_DEPENDENT:
             raise UnsupportedQueryError(
                 f"the function {TIME_DEPENDENT[type(node)]}",
                 "a continuous query must give the same answer whenever it is evaluated")
-        for kind, construct in UNSUPPORTED:
+        for kind, construct in constructs:
             if isinstance(node, kind):
                 raise UnsupportedQueryError(construct)
 
@@ -158,20 +158,20 @@ def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
             raise UnknownStreamError(f"unknown stream {name!r} (streams: {known})")
 
 
-def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
-            functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None) -> Analyzed:
-    """`functions`: checks the names of the functions the query calls and says the
-    schema of those outside pg_catalog, whose calls are then schema-qualified
-    (argus.frontend.functions.check)."""
+def _read(sql_text: str, streams: Mapping[str, StreamSchema],
+          functions: Callable[[frozenset[str]], Mapping[str, str]] | None,
+          refused) -> tuple[exp.Expr, set[str]]:
+    """The query parsed, checked (`refused` constructs, streams, columns, functions)
+    and qualified by sqlglot; and the output names the user gave: AS aliases, and the
+    column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
+    turns into AS aliases."""
     tree = parse(sql_text)
-    refuse_unsupported(tree)
+    refuse_unsupported(tree, refused)
     _check_tables(tree, streams)
     if functions is not None:
         _qualify_functions(tree, functions(function_names(tree)))
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
-    # output names the user gave: AS aliases, and the column alias lists of derived
-    # tables and CTEs (`AS t (a, b)`), which qualify() turns into AS aliases
     user_aliases = {a.alias for a in tree.find_all(exp.Alias)} | {
         c.name for t in tree.find_all(exp.TableAlias) for c in t.columns}
     schema = {s.name: dict(s.columns) for s in streams.values()}
@@ -185,14 +185,26 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     except OptimizeError as exc:
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
         raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
+    return tree, user_aliases
+
+
+def _used(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> tuple[str, ...]:
+    return tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams}))
+
+
+def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
+            functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None) -> Analyzed:
+    """`functions`: checks the names of the functions the query calls and says the
+    schema of those outside pg_catalog, whose calls are then schema-qualified
+    (argus.frontend.functions.check)."""
+    tree, user_aliases = _read(sql_text, streams, functions, UNSUPPORTED)
     refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
     planner = Planner(streams, refs, user_aliases=user_aliases)
     result = planner.query(tree)
     _check_clock_uses(result.plan)
     exprs = tuple(f"{expr} AS {exp.to_identifier(name, quoted=True).sql(DIALECT)}"
                   for name, expr in result.outputs)
-    used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
-    return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used),
+    return Analyzed(canonical=tree.sql(DIALECT), streams=_used(tree, streams),
                     plan=Output(result.plan, exprs), functions=function_names(tree),
                     names=tuple(name for name, _ in result.outputs))
 
@@ -207,39 +219,17 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
                   functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None
                   ) -> Analyzed:
     """A query to be evaluated by re-running it (argus.nodes.rerun): read and checked as
-    `analyze` reads it (one SELECT over known streams and columns, no function whose
-    value depends on when it runs, calls schema-qualified) but not planned into nodes,
-    so that SQL argus does not maintain incrementally (window functions, ORDER BY …
-    LIMIT, scalar subqueries, …) can be kept current too."""
-    tree = parse(sql_text)
-    for node in tree.walk():
-        if type(node) in TIME_DEPENDENT:
-            raise UnsupportedQueryError(
-                f"the function {TIME_DEPENDENT[type(node)]}",
-                "a continuous query must give the same answer whenever it is evaluated")
-        for kind, construct in NEVER:
-            if isinstance(node, kind):
-                raise UnsupportedQueryError(construct)
-    _check_tables(tree, streams)
-    if functions is not None:
-        _qualify_functions(tree, functions(function_names(tree)))
-    if not tree.find(exp.From):
-        raise QueryError("the query reads no stream: it needs a FROM clause naming one")
-    user_aliases = {a.alias for a in tree.find_all(exp.Alias)}
-    schema = {s.name: dict(s.columns) for s in streams.values()}
-    try:
-        tree = qualify(tree, schema=schema, dialect=DIALECT, canonicalize_table_aliases=True)
-    except OptimizeError as exc:
-        known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
-        raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
+    `analyze` reads it, but not planned into nodes, so that SQL argus does not maintain
+    incrementally (window functions, ORDER BY … LIMIT, scalar subqueries, …) can be
+    kept current too. Its outputs are named as PostgreSQL names them."""
+    tree, user_aliases = _read(sql_text, streams, functions, NEVER)
     outermost = tree
     while not isinstance(outermost, exp.Select):  # a set operation: its first SELECT names
         outermost = outermost.this
     names = tuple(e.alias if isinstance(e, exp.Alias) and e.alias in user_aliases
                   else figure_name(e.this if isinstance(e, exp.Alias) else e)
                   for e in outermost.expressions)
-    used = sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams})
-    return Analyzed(canonical=tree.sql(DIALECT), streams=tuple(used), plan=None,
+    return Analyzed(canonical=tree.sql(DIALECT), streams=_used(tree, streams), plan=None,
                     functions=function_names(tree), names=names)
 
 
