@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from .frontend import functions
 from . import network, roles
-from .frontend.analyze import Analyzed, analyze, analyze_rerun
+from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
 from .program import rebuild
@@ -79,7 +79,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
     try:
         analyzed = read(sql_text, schemas, functions_of)
     except UnsupportedQueryError as exc:
-        if evaluate == "incremental" and _rerunnable(sql_text, schemas, functions_of):
+        if evaluate == "incremental" and rerunnable(exc):
             exc.args = (f"{exc.args[0]}; it can be evaluated by re-running it instead "
                         "(argus register --rerun, or evaluate='rerun')",)
         raise
@@ -114,14 +114,6 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         except RecursionError:
             raise QueryError(f"query {name!r} nests too deeply to be maintained; "
                              "split it") from None
-
-
-def _rerunnable(sql_text: str, schemas, functions_of) -> bool:
-    try:
-        analyzed = analyze_rerun(sql_text, schemas, functions_of)
-    except QueryError:
-        return False
-    return not calls_user_clock(sqlglot.parse_one(analyzed.canonical, read=DIALECT))
 
 
 def _check_readable(conn: psycopg.Connection, streams, registrant: str) -> None:

@@ -92,7 +92,8 @@ def _per_query(per_query) -> list[str]:
            "Re-run = COPY into plain tables + the query re-run into a persistent table; "
            "re-run (temp) = the same into a new temporary table (no WAL). argus re-run = "
            "the query evaluated by argus by re-running it (`argus optimize --evaluate "
-           "rerun`), on the next batches of the size.", "",
+           "rerun`), on the next batches of the size (—: not measured, re-running it is "
+           "more than 3× slower than argus at every size).", "",
            "| workload | query | batch | argus | re-run | re-run (temp) | pg_ivm "
            "| argus re-run |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for p in per_query:

@@ -215,6 +215,14 @@ NEVER: tuple[tuple[type[exp.Expr], str], ...] = tuple(
     if kind in (exp.Lock, exp.Into, exp.Placeholder, exp.Parameter))
 
 
+def rerunnable(refused: UnsupportedQueryError) -> bool:
+    """Whether a construct `analyze` refused is one a query to be re-run may hold
+    (judged by the construct alone: reading the query again to be sure could cost as
+    much as a hostile query's whole analysis)."""
+    return not (refused.construct in {construct for _, construct in NEVER}
+                or refused.construct.startswith(("the function ", "argus_now()")))
+
+
 def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
                   functions: Callable[[frozenset[str]], Mapping[str, str]] | None = None
                   ) -> Analyzed:
