@@ -61,7 +61,8 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
             runner.registration(w, dsn, options.register, results, log)
     if "tpch" in options.workloads:
         n = len(options.tpch_queries)
-        w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + n),
+        # batches: the scaling step's, and each query's alone, incremental and re-run
+        w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + 2 * n),
                            only=options.tpch_queries)
         results.data.append(f"tpch, scale factor {options.tpch_scale:g}, queries "
                             + ", ".join(f"Q{q}" for q in options.tpch_queries)
