@@ -27,6 +27,7 @@ class Options:
     nexmark_events: int = 100_000
     per_query: int = 20  # transfer queries compared alone (all TPC-H queries are; 0: none)
     register: int = 1000  # transfer queries registered one after another, each timed
+    rerun: bool = True  # each query alone measured re-run by argus too (where it may pay)
     out: Path = Path("argus-bench")
 
     @classmethod
@@ -34,7 +35,7 @@ class Options:
         """Small data, for CI: checks that everything runs, not how fast."""
         return cls(history=5_000, counts=(10, 25), sizes=(100, 1_000), repeat=2,
                    tpch_scale=0.01, nexmark_events=5_000, per_query=4, register=25,
-                   out=out)
+                   rerun=False, out=out)
 
 
 def sample_families(names: list[str], count: int) -> list[str]:
@@ -56,13 +57,15 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
         sample = sample_families([name for name, _ in w.queries], options.per_query)
         if sample:  # --per-query 0: no second load of the history
-            runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log)
+            runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log,
+                             options.rerun)
         if options.register:
             runner.registration(w, dsn, options.register, results, log)
     if "tpch" in options.workloads:
         n = len(options.tpch_queries)
         # batches: the scaling step's, and each query's alone, incremental and re-run
-        w = workloads.tpch(options.tpch_scale, batches=options.repeat * (1 + 2 * n),
+        w = workloads.tpch(options.tpch_scale,
+                           batches=options.repeat * (1 + (2 if options.rerun else 1) * n),
                            only=options.tpch_queries)
         results.data.append(f"tpch, scale factor {options.tpch_scale:g}, queries "
                             + ", ".join(f"Q{q}" for q in options.tpch_queries)
@@ -70,7 +73,7 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         runner.scaling(w, dsn, (n,), w.sizes, options.repeat, results, log)
         if options.per_query:
             runner.per_query(w, dsn, [name for name, _ in w.queries], w.sizes,
-                             options.repeat, results, log)
+                             options.repeat, results, log, options.rerun)
     if "nexmark" in options.workloads:
         w = workloads.nexmark(options.nexmark_events)
         results.data.append(f"nexmark, {options.nexmark_events:,} events of history, queries "
@@ -79,7 +82,7 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         runner.scaling(w, dsn, (len(w.queries),), options.sizes, options.repeat, results, log)
         if options.per_query:
             runner.per_query(w, dsn, [name for name, _ in w.queries], options.sizes,
-                             options.repeat, results, log)
+                             options.repeat, results, log, options.rerun)
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "bench.md").write_text(report.markdown(results, "argus bench"))
     if not report.plot(results, options.out / "bench.png"):
