@@ -383,8 +383,8 @@ class Fuzzer:
             return
         name = self.rng.choice(names)
         force = self.rng.random() < 0.7
-        # a third of them switch between incremental and re-run (argus.nodes.rerun)
-        evaluate = self.rng.choice([None, None, "rerun", "incremental"])
+        # some switch between incremental and re-run (argus.nodes.rerun)
+        evaluate = self.rng.choices([None, "rerun", "incremental"], weights=[8, 1, 1])[0]
         before = bag(self.db.results(name)), bag(self.db.new_results(name))
         self.log.append(f"migrate {name} force={force} evaluate={evaluate}")
         try:
