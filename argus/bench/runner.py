@@ -280,7 +280,7 @@ def registration(workload: Workload, dsn: str | None, upto: int, results: Result
 
 def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
               sizes: Sequence[int], repeat: int, results: Results, log: Log,
-              rerun: bool = True) -> None:
+              and_rerun: bool = True) -> None:
     with connect(fresh_database(dsn)) as db:
         conn = db.conn
         log(f"{workload.name}: loading the history (each query alone)")
@@ -327,7 +327,7 @@ def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
                         for (_, cycle), r in zip(parts, runs))))
             measured = [p for p in results.per_query if (p.workload, p.query) ==
                         (workload.name, name)]
-            if rerun and any(p.closest < RERUN_WORTH for p in measured):
+            if and_rerun and any(p.closest < RERUN_WORTH for p in measured):
                 _rerun_too(db, workload, name, sizes, repeat, settle, results)
             db.unregister_query(name)
             if with_ivm:
