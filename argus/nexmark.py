@@ -8,10 +8,9 @@ persons, bids mostly go to recent ("hot") auctions, prices are log-uniform, auct
 run for a random time; event time advances `step` per event. Deterministic for a seed.
 
 QUERIES keeps the numbered queries whose SQL argus maintains (q0–q4, q7, q8, q10,
-q14, q20–q22); the others need windows over event time (q5, q11, q12), Top-K or
-window functions (q6, q9, q18, q19) or FILTER aggregates (q15–q17), which argus refuses
-for now. TUMBLE(…, 10 seconds) is written as the window's start computed from the
-event time.
+q14–q17, q20–q22); the others need windows over event time (q5, q11, q12), Top-K or
+window functions (q6, q9, q18, q19), which argus refuses for now. TUMBLE(…, 10 seconds)
+is written as the window's start computed from the event time, DATE_FORMAT as to_char.
 """
 
 from __future__ import annotations
@@ -50,6 +49,15 @@ RECENT = 100  # sellers and bidders are among the last RECENT persons
 WINDOW = ("to_timestamp(floor(extract(epoch FROM {t}) / 10) * 10)"
           " AT TIME ZONE 'UTC'")
 
+DAY = "to_char(date_time, 'YYYY-MM-DD')"  # DATE_FORMAT(date_time, 'yyyy-MM-dd')
+# q15 and q16: bids, bidders and auctions per day (and channel), in three price ranks
+_BIDDERS = ", ".join(
+    f"count(DISTINCT {who}){rank} AS {label}_{who}s"
+    for who in ("bidder", "auction")
+    for label, rank in (("total", ""), ("rank1", " FILTER (WHERE price < 10000)"),
+                        ("rank2", " FILTER (WHERE price >= 10000 AND price < 1000000)"),
+                        ("rank3", " FILTER (WHERE price >= 1000000)")))
+
 QUERIES = {
     "q0": "SELECT auction, bidder, price, date_time FROM bid",
     "q1": "SELECT auction, bidder, 0.908 * price AS price, date_time FROM bid",
@@ -85,6 +93,19 @@ QUERIES = {
                           ELSE 'otherTime' END AS bid_time_type,
                      date_time, extra
                 FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000""",
+    **{name: f"""SELECT {keys}{DAY} AS day, {extra}count(*) AS total_bids,
+                     count(*) FILTER (WHERE price < 10000) AS rank1_bids,
+                     count(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
+                     count(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
+                     {tail}
+                FROM bid GROUP BY {keys}{DAY}"""
+       for name, keys, extra, tail in (
+           ("q15", "", "", _BIDDERS),
+           ("q16", "channel, ",
+            "max(to_char(date_time, 'HH24:MI')) AS minute, ", _BIDDERS),
+           ("q17", "auction, ", "",
+            "min(price) AS min_price, max(price) AS max_price, avg(price) AS avg_price, "
+            "sum(price) AS sum_price"))},
     "q20": """SELECT auction, bidder, price, channel, url, b.date_time AS bid_time, b.extra,
                      item_name, description, initial_bid, reserve, a.date_time, expires,
                      seller, category, a.extra AS auction_extra

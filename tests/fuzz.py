@@ -213,7 +213,8 @@ class Gen:
                     column = window_column if window_column in a else "t"
                     where = f"{self.window('x', column)} AND {where}"
                 q = (f"SELECT x.k, count(*) AS cnt, sum(x.{x}) AS total, avg(x.{x}) AS mean, "
-                     f"min(x.{x}) AS lo, max(x.{x}) AS hi, stddev(x.{x}) AS sd "
+                     f"min(x.{x}) AS lo, max(x.{x}) AS hi, stddev(x.{x}) AS sd, "
+                     f"sum(x.{x}) FILTER (WHERE {self.predicate('x', a)}) AS some "
                      f"FROM a x WHERE {where} GROUP BY x.k{having}")
             elif shape == "global":
                 q = (f"SELECT count(x.{x}) AS cnt, sum(x.{x}) AS total, var_pop(x.{x}) AS v "

@@ -39,7 +39,9 @@ ROWS = {"r": st.lists(st.tuples(NULLABLE, st.integers(0, 2), NULLABLE), max_size
 AGES = st.integers(-45, 5)  # minutes before (late) or after the current time
 COMPARE = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 AGGREGATES = ["count(*)", "count({x})", "sum({x})", "min({x})", "max({x})", "avg({x})",
-              "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})"]
+              "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})",
+              "count(*) FILTER (WHERE {p})", "sum({x}) FILTER (WHERE {p})",
+              "count(DISTINCT {x}) FILTER (WHERE {p})", "max({x}) FILTER (WHERE {p})"]
 EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "300"))
 LAYOUTS = st.sampled_from(LAYOUT_SETTINGS)  # the layout of the nodes registered next
 _names = itertools.count()
@@ -103,7 +105,8 @@ def relation(draw, depth: int):
     if kind == "aggregate" or kind == "global":
         x = draw(st.sampled_from(lcols))
         aggs = draw(st.lists(st.sampled_from(AGGREGATES), min_size=1, max_size=3, unique=True))
-        calls = [agg.format(x=f"{a}.{x}") for agg in aggs]
+        calls = [agg.format(x=f"{a}.{x}", p=draw(predicate(a, lcols)) if "{p}" in agg else "")
+                 for agg in aggs]
         if kind == "global":
             sql = (f"SELECT {', '.join(f'{c} AS c{i}' for i, c in enumerate(calls, 1))} "
                    f"FROM ({left}) {a}")

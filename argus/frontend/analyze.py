@@ -22,6 +22,7 @@ from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownS
                       UnsupportedQueryError)
 from ..names import fold
 from ..plan import Output
+from .filters import filters_as_case
 from .planner import Planner, figure_name
 from ..trees import DIALECT
 
@@ -198,6 +199,7 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     schema of those outside pg_catalog, whose calls are then schema-qualified
     (argus.frontend.functions.check)."""
     tree, user_aliases = _read(sql_text, streams, functions, UNSUPPORTED)
+    tree = filters_as_case(tree)
     refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
     planner = Planner(streams, refs, user_aliases=user_aliases)
     result = planner.query(tree)

@@ -530,8 +530,6 @@ class Planner:
         return new, rewrite
 
     def _agg(self, name: str, call: exp.AggFunc, rel: Rel) -> Agg:
-        if call.args.get("filter") or isinstance(call.parent, exp.Filter):
-            raise UnsupportedQueryError("aggregate FILTER (WHERE …)")
         func = call.sql(DIALECT).split("(", 1)[0].strip().lower()
         canonical = AGGREGATES.get(func)
         if canonical is None:
@@ -539,6 +537,9 @@ class Planner:
                 f"the aggregate {func}()", "maintained aggregates: " + ", ".join(
                     sorted({"count", "sum", "avg", "min", "max", "stddev", "variance",
                             "stddev_pop", "var_pop", "bool_and", "bool_or"})))
+        if call.args.get("filter") or isinstance(call.parent, exp.Filter):
+            # (argus.frontend.filters folds the FILTER of every call of one argument)
+            raise UnsupportedQueryError(f"{func}(…) FILTER (WHERE …) of several arguments")
         arg = call.this
         distinct = isinstance(arg, exp.Distinct)
         if distinct:
