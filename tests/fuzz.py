@@ -178,8 +178,9 @@ class Gen:
         (role, SQL); role 'tlp' marks a partition q, q∧p, q∧¬p, q∧p IS NULL."""
         a, c = STREAMS["a"], STREAMS["c"]
         shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
-                                 "left", "semi", "anti", "exists", "distinct", "setop",
-                                 "window", "clock", "groups_anti", "nested", "poison"])
+                                 "left", "right", "full", "semi", "anti", "exists",
+                                 "distinct", "setop", "window", "clock", "groups_anti", "nested",
+                                 "poison"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -219,12 +220,15 @@ class Gen:
             elif shape == "global":
                 q = (f"SELECT count(x.{x}) AS cnt, sum(x.{x}) AS total, var_pop(x.{x}) AS v "
                      f"FROM a x WHERE {where}")
-            elif shape in ("join", "left"):
-                join = "LEFT JOIN" if shape == "left" else "JOIN"
+            elif shape in ("join", "left", "right", "full"):
+                join = {"join": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
+                        "full": "FULL JOIN"}[shape]
                 band = " AND y.t BETWEEN x.t AND x.t + interval '30 minutes'" \
                     if self.rng.random() < 0.4 else ""
                 q = (f"SELECT x.id, y.id AS yid, y.f FROM a x {join} c y ON y.k = x.k{band} "
-                     f"WHERE {where}")
+                     f"WHERE {where}") if shape in ("join", "left") else (
+                    f"SELECT x.id, y.id AS yid, y.f FROM (SELECT * FROM a x WHERE {where}) x "
+                    f"{join} c y ON y.k = x.k{band}")
             elif shape in ("semi", "anti"):
                 neg = "NOT " if shape == "anti" else ""
                 q = (f"SELECT x.id, x.s FROM a x WHERE {where} AND {neg}EXISTS (SELECT 1 FROM "

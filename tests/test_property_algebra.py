@@ -81,8 +81,8 @@ def renamed(n: int) -> list[str]:
 def relation(draw, depth: int):
     """(SQL of a query, its output column names)."""
     kinds = ["base"] if depth == 0 else [
-        "base", "filter", "join", "left", "semi", "anti", "in", "aggregate", "global",
-        "distinct", "setop", "chain"]
+        "base", "filter", "join", "left", "right", "full", "semi", "anti", "in", "aggregate",
+        "global", "distinct", "setop", "chain"]
     kind = draw(st.sampled_from(kinds))
     if kind == "base":
         stream = draw(st.sampled_from(sorted(STREAMS)))
@@ -144,7 +144,7 @@ def relation(draw, depth: int):
         return (f"SELECT {columns} FROM {', '.join(order)} WHERE {' AND '.join(conjuncts)}",
                 renamed(3))
     lk, rk = draw(st.sampled_from(lcols)), draw(st.sampled_from(rcols))
-    if kind in ("join", "left"):
+    if kind in ("join", "left", "right", "full"):
         condition = f"{b}.{rk} = {a}.{lk}"
         if draw(st.booleans()):
             condition += (f" AND {b}.{draw(st.sampled_from(rcols))} "
@@ -153,7 +153,8 @@ def relation(draw, depth: int):
             condition += (f" AND ({a}.{draw(st.sampled_from(lcols))} {draw(COMPARE)} "
                           f"{draw(SMALL)} OR {b}.{draw(st.sampled_from(rcols))} "
                           f"{draw(COMPARE)} {draw(SMALL)})")
-        joined = "LEFT JOIN" if kind == "left" else "JOIN"
+        joined = {"join": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
+                  "full": "FULL JOIN"}[kind]
         where = f" WHERE {draw(predicate(a, lcols))}" if draw(st.booleans()) else ""
         columns = ", ".join([f"{a}.{c} AS c{i}" for i, c in enumerate(lcols, 1)]
                             + [f"{b}.{c} AS c{i}" for i, c in enumerate(rcols, len(lcols) + 1)])

@@ -151,7 +151,8 @@ BEYOND = {  # SQL argus does not maintain incrementally: kept current by re-runn
     "latest": "SELECT id, v FROM a ORDER BY id DESC LIMIT 3",
     "above_mean": "SELECT id FROM a WHERE v > (SELECT avg(v) FROM a AS x WHERE x.k = a.k)",
     "not_in": "SELECT id FROM a WHERE k NOT IN (SELECT k FROM b WHERE v > 50)",
-    "full": "SELECT a.id, b.id AS bid FROM a FULL JOIN b ON a.id = b.id + 500",
+    "full": "SELECT a.id, b.id AS bid, c.v FROM a JOIN b ON a.k = b.k "
+            "FULL JOIN a AS c ON c.id = b.id + 500",
     "running": "SELECT id, sum(v) OVER (ORDER BY id) AS total FROM a",
 }
 

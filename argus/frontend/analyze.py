@@ -23,6 +23,7 @@ from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownS
 from ..names import fold
 from ..plan import Output
 from .filters import filters_as_case
+from .outer import outer_joins
 from .planner import Planner, figure_name
 from ..trees import DIALECT
 
@@ -163,9 +164,9 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
           functions: Callable[[frozenset[str]], Mapping[str, str]] | None,
           refused) -> tuple[exp.Expr, set[str]]:
     """The query parsed, checked (`refused` constructs, streams, columns, functions)
-    and qualified by sqlglot; and the output names the user gave: AS aliases, and the
+    and qualified by sqlglot; and the output names the user gave: AS aliases, the
     column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
-    turns into AS aliases."""
+    turns into AS aliases, and USING columns (`COALESCE(a.k, b.k) AS k`)."""
     tree = parse(sql_text)
     refuse_unsupported(tree, refused)
     _check_tables(tree, streams)
@@ -174,7 +175,8 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
     user_aliases = {a.alias for a in tree.find_all(exp.Alias)} | {
-        c.name for t in tree.find_all(exp.TableAlias) for c in t.columns}
+        c.name for t in tree.find_all(exp.TableAlias) for c in t.columns} | {
+        c.name for j in tree.find_all(exp.Join) for c in j.args.get("using") or []}
     schema = {s.name: dict(s.columns) for s in streams.values()}
     try:
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY
@@ -189,6 +191,17 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     return tree, user_aliases
 
 
+def _columns_of(item: exp.Expr, tree: exp.Expr, streams: Mapping[str, StreamSchema]
+                ) -> list[str]:
+    """A qualified FROM item's column names: a stream's, a CTE's or a subquery's."""
+    if isinstance(item, exp.Subquery):
+        return list(item.this.named_selects)
+    ctes = {cte.alias: cte.this for cte in tree.find_all(exp.CTE)}
+    if item.name in ctes:
+        return list(ctes[item.name].named_selects)
+    return list(streams[item.name].column_names)
+
+
 def _used(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> tuple[str, ...]:
     return tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name in streams}))
 
@@ -200,6 +213,8 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     (argus.frontend.functions.check)."""
     tree, user_aliases = _read(sql_text, streams, functions, UNSUPPORTED)
     tree = filters_as_case(tree)
+    tree, kept = outer_joins(tree, lambda item: _columns_of(item, tree, streams))
+    user_aliases |= kept
     refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
     planner = Planner(streams, refs, user_aliases=user_aliases)
     result = planner.query(tree)

@@ -1,0 +1,94 @@
+"""RIGHT and FULL outer joins, written with the joins argus maintains.
+
+`a RIGHT JOIN b ON c` is `b LEFT JOIN a ON c`: the sides swap (qualify() has already
+expanded `*` and named every column by its table's alias, so no output moves).
+`a FULL JOIN b ON c` is a derived table: the left join, and the rows of b that no row
+of a meets under c, padded with a's NULLs (`UNION ALL … WHERE NOT EXISTS`), so that each
+part is maintained as left joins, anti joins and UNION ALL are, and shared like them.
+Columns of a and b above the join are read from the derived table, named
+`"<alias>.<column>"`.
+
+Only the first join of a FROM list may be RIGHT or FULL (its left side is then one
+relation); a later one would need the whole list before it as one side, and is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ..errors import UnsupportedQueryError
+
+PAD = "argus_pad"
+
+
+def outer_joins(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]]
+                ) -> tuple[exp.Expr, set[str]]:
+    """The qualified `tree` with its RIGHT and FULL joins rewritten; and the output
+    names to keep (the derived tables' columns; and a projection `_0.k AS k` read
+    from one is still named k). `columns_of(item)`: a FROM item's column names."""
+    keep: set[str] = set()
+    # the innermost first: a FULL join's sides are copied into its derived table
+    for number, select in enumerate(reversed(list(tree.find_all(exp.Select)))):
+        joins = select.args.get("joins") or []
+        for later in joins[1:]:
+            if (later.side or "").upper() in ("RIGHT", "FULL"):
+                raise UnsupportedQueryError(
+                    f"{later.side.upper()} OUTER JOIN after other joins",
+                    "make it the FROM list's first join, or join a subquery")
+        if not joins or (joins[0].side or "").upper() not in ("RIGHT", "FULL"):
+            continue
+        first, left = joins[0], select.args["from_"].this
+        right, on = first.this, first.args.get("on") or exp.true()
+        if first.side.upper() == "RIGHT":
+            select.set("from_", exp.From(this=right.copy()))
+            select.set("joins", [exp.Join(this=left.copy(), side="LEFT", on=on.copy()),
+                                 *joins[1:]])
+            continue
+        name = f"argus_full{number}"
+        sides = {left.alias_or_name: columns_of(left), right.alias_or_name: columns_of(right)}
+        derived = _full_join(left, right, on, sides)
+        keep |= _read_from(tree, name, sides) | set(derived.named_selects)
+        select.set("from_", exp.From(this=exp.Subquery(
+            this=derived, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))))
+        select.set("joins", joins[1:] or None)
+    return tree, keep
+
+
+def _full_join(left: exp.Expr, right: exp.Expr, on: exp.Expr,
+               sides: dict[str, list[str]]) -> exp.Expr:
+    (la, lcols), (ra, rcols) = sides.items()
+
+    def named(alias: str, column: str, value: exp.Expr | None = None) -> exp.Alias:
+        value = value or exp.column(column, table=alias, quoted=True)
+        return exp.alias_(value, f"{alias}.{column}", quoted=True)
+
+    both = [named(la, c) for c in lcols] + [named(ra, c) for c in rcols]
+    matched = exp.select(*both).from_(left.copy()).join(right.copy(), on=on.copy(),
+                                                        join_type="LEFT")
+    # the unmatched rows of the right side, padded by a left join that meets nothing
+    # (its NULLs typed as the left side's columns, unknown here)
+    pad = left.copy()
+    pad.set("alias", exp.TableAlias(this=exp.to_identifier(PAD, quoted=True)))
+    alone = (exp.select(*[named(la, c, exp.column(c, table=PAD, quoted=True)) for c in lcols],
+                        *[named(ra, c) for c in rcols])
+             .from_(right.copy())
+             .join(pad, on=exp.false(), join_type="LEFT")
+             .where(exp.Not(this=exp.Exists(
+                 this=exp.select("1").from_(left.copy()).where(on.copy())))))
+    return exp.union(matched, alone, distinct=False)
+
+
+def _read_from(tree: exp.Expr, name: str, sides: dict[str, list[str]]) -> set[str]:
+    """Columns of the two sides, everywhere in `tree`, read from the derived table
+    `name` instead; the output names of projections that were such columns."""
+    keep = set()
+    for column in list(tree.find_all(exp.Column)):
+        if column.table not in sides:
+            continue
+        parent = column.parent
+        if isinstance(parent, exp.Alias) and parent.this is column:
+            keep.add(parent.alias)
+        column.replace(exp.column(f"{column.table}.{column.name}", table=name, quoted=True))
+    return keep
