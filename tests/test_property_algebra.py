@@ -42,7 +42,7 @@ AGGREGATES = ["count(*)", "count({x})", "sum({x})", "min({x})", "max({x})", "avg
               "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})",
               "count(*) FILTER (WHERE {p})", "sum({x}) FILTER (WHERE {p})",
               "count(DISTINCT {x}) FILTER (WHERE {p})", "max({x}) FILTER (WHERE {p})"]
-EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "200"))
 LAYOUTS = st.sampled_from(LAYOUT_SETTINGS)  # the layout of the nodes registered next
 _names = itertools.count()
 
@@ -81,8 +81,8 @@ def renamed(n: int) -> list[str]:
 def relation(draw, depth: int):
     """(SQL of a query, its output column names)."""
     kinds = ["base"] if depth == 0 else [
-        "base", "filter", "join", "left", "right", "full", "semi", "anti", "in", "aggregate",
-        "global", "distinct", "setop", "chain"]
+        "base", "filter", "join", "left", "right", "full", "semi", "anti", "in", "not_in",
+        "scalar", "aggregate", "global", "distinct", "setop", "chain"]
     kind = draw(st.sampled_from(kinds))
     if kind == "base":
         stream = draw(st.sampled_from(sorted(STREAMS)))
@@ -166,10 +166,19 @@ def relation(draw, depth: int):
         sql = (f"SELECT {project(a, lcols)} FROM ({left}) {a} WHERE {negation}EXISTS "
                f"(SELECT 1 FROM ({right}) {b} WHERE {b}.{rk} = {a}.{lk}{extra})")
         return sql, renamed(len(lcols))
-    if kind == "in":
+    if kind in ("in", "not_in"):
+        negation = "NOT " if kind == "not_in" else ""
         sql = (f"SELECT {project(a, lcols)} FROM ({left}) {a} "
-               f"WHERE {a}.{lk} IN (SELECT {b}.{rk} FROM ({right}) {b})")
+               f"WHERE {a}.{lk} {negation}IN (SELECT {b}.{rk} FROM ({right}) {b})")
         return sql, renamed(len(lcols))
+    if kind == "scalar":  # compared with an aggregate of the other side, correlated or not
+        agg = draw(st.sampled_from(AGGREGATES[:6])).format(x=f"{b}.{rk}")
+        link = (f" WHERE {b}.{draw(st.sampled_from(rcols))} = {a}.{draw(st.sampled_from(lcols))}"
+                if draw(st.booleans()) else "")
+        sql = (f"SELECT {project(a, lcols)}, (SELECT {agg} FROM ({right}) {b}{link}) AS c0 "
+               f"FROM ({left}) {a} WHERE {a}.{lk} {draw(COMPARE)} "
+               f"(SELECT {agg} FROM ({right}) {b}{link})")
+        return sql, renamed(len(lcols)) + ["c0"]
     # set operation on one column of each side
     op = draw(st.sampled_from(["UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL",
                                "EXCEPT", "EXCEPT ALL"]))

@@ -20,9 +20,12 @@ from ..datagen import TRANSFER_COLUMNS, TransferGenerator
 from ..workload import transfer_queries
 from ..trees import DIALECT
 
-# TPC-H queries argus maintains incrementally (the others use scalar subqueries, NOT IN
-# (subquery) or other constructs argus refuses; see README "Supported SQL").
-TPCH_QUERIES = (1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 18, 19, 21)
+# TPC-H's queries: argus maintains all 22 incrementally.
+TPCH_QUERIES = tuple(range(1, 23))
+# The benchmark's by default: not Q17 and Q20, whose correlated subqueries PostgreSQL runs
+# as a scan of lineitem per outer row, so that the baselines' re-runs take minutes each
+# at scale 0.1 (ask for them with --tpch-queries).
+BENCH_TPCH = tuple(q for q in TPCH_QUERIES if q not in (17, 20))
 
 
 @dataclass

@@ -24,6 +24,7 @@ from ..names import fold
 from ..plan import Output
 from .filters import filters_as_case
 from .outer import outer_joins
+from .scalar import unnest_subqueries
 from .planner import Planner, figure_name
 from ..trees import DIALECT
 
@@ -215,6 +216,8 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     tree = filters_as_case(tree)
     tree, kept = outer_joins(tree, lambda item: _columns_of(item, tree, streams))
     user_aliases |= kept
+    tree, derived = unnest_subqueries(tree)
+    user_aliases |= derived
     refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
     planner = Planner(streams, refs, user_aliases=user_aliases)
     result = planner.query(tree)

@@ -1,0 +1,164 @@
+"""Scalar subqueries as joins (unnesting, after Kim and after Neumann and Kemper), and
+`NOT IN (subquery)` as `NOT EXISTS`: the shapes argus maintains already.
+
+A scalar subquery that is one aggregate without GROUP BY returns one row (none when its
+HAVING fails): uncorrelated, it is a derived table joined by `LEFT JOIN … ON TRUE`, and
+the expression reads its column. Correlated by equalities `outer = inner` in its WHERE
+(TPC-H Q2, Q17, Q20), it becomes the same aggregate grouped by the inner sides, joined on
+them: at most one group meets each outer row. No group met is the aggregate over no
+rows, which the rewritten expression gives itself: the select list with each count as
+0 and each other aggregate as NULL (the "count bug" of unnesting).
+
+A scalar subquery that may return several rows (no aggregate, or a GROUP BY) is refused:
+PostgreSQL fails such a query at run time.
+
+`x NOT IN (SELECT y …)` holds when no y equals x, no y is NULL and x is not NULL, or when
+there is no y at all: `NOT EXISTS (SELECT … WHERE y = x OR y IS NULL OR x IS NULL)`,
+exactly, as a WHERE condition joined by AND (where a NULL and a false alike drop the row).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from sqlglot import exp
+
+from ..errors import UnsupportedQueryError
+from ..trees import conjuncts
+
+HIT = "argus_hit"
+VALUE = "argus_value"
+
+
+def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
+    """The qualified `tree` rewritten; and the names of the derived tables' columns."""
+    names = (f"argus_sq{n}" for n in itertools.count())
+    columns = set()
+    for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
+        _not_in(select)
+        for sub in [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]:
+            columns |= _unnest(select, sub, next(names))
+    return tree, columns
+
+
+def _scalar(sub: exp.Subquery, select: exp.Select) -> bool:
+    return (sub.parent_select is select
+            and not isinstance(sub.parent, (exp.From, exp.Join, exp.Any, exp.All))
+            and not (isinstance(sub.parent, exp.In) and sub.arg_key == "query"))
+
+
+def _defined(node: exp.Expr) -> set[str]:
+    """Table aliases a query defines, at any depth (qualify() made them unique)."""
+    return ({t.alias_or_name for t in node.find_all(exp.Table)}
+            | {s.alias for s in node.find_all(exp.Subquery) if s.alias})
+
+
+def _local(select: exp.Select) -> set[str]:
+    """The aliases of `select`'s own FROM list."""
+    items = [select.args["from_"].this] + [j.this for j in select.args.get("joins") or []]
+    return {item.alias_or_name for item in items}
+
+
+def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
+    inner = sub.this
+    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1 \
+            or inner.args.get("group") or not inner.find(exp.AggFunc):
+        raise UnsupportedQueryError(
+            "a scalar subquery that may return more than one row",
+            "a scalar subquery is maintained when it is one aggregate without GROUP BY")
+    where = select.args.get("where")
+    grouped = bool(select.args.get("group"))
+    if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
+            any(a.parent_select is select for a in select.find_all(exp.AggFunc)):
+        raise UnsupportedQueryError(
+            "a scalar subquery in the select list or HAVING of an aggregate without GROUP BY")
+    inner = inner.copy()
+    outer = {c.table for c in inner.find_all(exp.Column)} - _defined(inner)
+    if outer - _local(select):
+        raise UnsupportedQueryError("subqueries correlated over more than one level")
+    keys, kept = [], []
+    for c in conjuncts(inner.args["where"].this if inner.args.get("where") else None):
+        if not ({col.table for col in c.find_all(exp.Column)} & outer):
+            kept.append(c)
+            continue
+        for mine, theirs in ((c.left, c.right), (c.right, c.left)) \
+                if isinstance(c, exp.EQ) else ():
+            if {col.table for col in mine.find_all(exp.Column)} <= outer and \
+                    not ({col.table for col in theirs.find_all(exp.Column)} & outer):
+                keys.append((mine, theirs))
+                break
+        else:
+            raise UnsupportedQueryError(
+                "a scalar subquery correlated other than by equalities in its WHERE")
+    projection = inner.expressions[0]
+    projection = projection.this if isinstance(projection, exp.Alias) else projection
+    if keys and inner.args.get("having"):
+        raise UnsupportedQueryError("HAVING in a correlated scalar subquery")
+    if outer and not keys or any(c.table in outer for c in projection.find_all(exp.Column)):
+        raise UnsupportedQueryError(
+            "a scalar subquery correlated other than by equalities in its WHERE")
+    for join in select.args.get("joins") or []:  # `FROM a, b LEFT JOIN s ON …a…` would
+        if not (join.side or join.kind or join.args.get("on") or join.args.get("using")):
+            join.set("kind", "CROSS")  # let s meet only b: a list of explicit joins
+    alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
+    value = exp.column(VALUE, table=name, quoted=True)
+    if not keys:
+        inner.set("expressions", [exp.alias_(projection.copy(), VALUE, quoted=True)])
+        select.join(exp.Subquery(this=inner, alias=alias), on=exp.true(), join_type="LEFT",
+                    copy=False)
+        sub.replace(value)
+    else:
+        columns = [exp.alias_(theirs.copy(), f"argus_k{i}", quoted=True)
+                   for i, (_, theirs) in enumerate(keys)]
+        inner.set("expressions", [*columns, exp.alias_(projection.copy(), VALUE, quoted=True),
+                                  exp.alias_(exp.true(), HIT, quoted=True)])
+        inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+        inner.set("group", exp.Group(expressions=[theirs.copy() for _, theirs in keys]))
+        if {c.table for c in inner.find_all(exp.Column)} & outer:  # in a join, a subquery
+            raise UnsupportedQueryError(
+                "a scalar subquery correlated other than by equalities in its WHERE")
+        on = exp.and_(*(exp.EQ(this=exp.column(f"argus_k{i}", table=name, quoted=True),
+                               expression=mine.copy()) for i, (mine, _) in enumerate(keys)))
+        select.join(exp.Subquery(this=inner, alias=alias), on=on, join_type="LEFT", copy=False)
+        sub.replace(exp.Case(ifs=[exp.If(this=exp.column(HIT, table=name, quoted=True),
+                                         true=value)],
+                             default=_over_no_rows(projection)))
+    if grouped:  # one value per group: grouping by it changes no group
+        group = select.args["group"]
+        group.set("expressions", [*group.expressions, value.copy()]
+                  + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
+    return set(inner.named_selects)
+
+
+def _over_no_rows(projection: exp.Expr) -> exp.Expr:
+    """The aggregate expression's value over no rows: counts 0, other aggregates NULL."""
+    def empty(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Count):
+            return exp.Literal.number(0)
+        if isinstance(node, exp.AggFunc):
+            return exp.null()
+        return node
+    return exp.Paren(this=projection.copy().transform(empty))
+
+
+def _not_in(select: exp.Select) -> None:
+    """`x NOT IN (SELECT y …)` among `select`'s AND-ed WHERE terms, as NOT EXISTS."""
+    where = select.args.get("where")
+    for term in conjuncts(where.this if where else None):
+        test = term.this if isinstance(term, exp.Not) else None
+        if not (isinstance(test, exp.In) and isinstance(test.args.get("query"), exp.Subquery)):
+            continue
+        query = test.args["query"].this
+        if not isinstance(query, exp.Select) or len(query.expressions) != 1 \
+                or query.args.get("group") or query.find(exp.AggFunc):
+            continue  # the planner says why
+        x = test.this
+        y = query.expressions[0]
+        y = y.this if isinstance(y, exp.Alias) else y
+        meets = exp.or_(exp.EQ(this=y.copy(), expression=x.copy()),
+                        exp.Is(this=y.copy(), expression=exp.null()),
+                        exp.Is(this=x.copy(), expression=exp.null()))
+        query = query.copy()
+        query.set("expressions", [exp.Literal.number(1)])
+        query.where(exp.paren(meets), copy=False)
+        term.replace(exp.Not(this=exp.Exists(this=query)))
