@@ -121,3 +121,23 @@ def test_a_registration_failing_in_its_backfill_changes_nothing(transfers):
     with pytest.raises(argus.QueryError, match="division by zero"):
         transfers.db.register_query("inv", "SELECT tran_id FROM transfers WHERE 100 / amount > 1")
     assert snapshot(transfers.conn) == before
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT a.tran_id, (SELECT max(amount) FROM transfers), "
+    "(SELECT count(*) FROM transfers b WHERE b.sender = a.receiver) FROM transfers a",
+    "SELECT tran_id, a.sender, b.amount FROM transfers a FULL JOIN transfers b USING (tran_id)",
+    "SELECT a.sender, b.receiver FROM transfers a RIGHT JOIN transfers b ON a.tran_id = b.tran_id",
+    "SELECT sender, count(*) FILTER (WHERE amount > 5), sum(amount) FILTER (WHERE amount < 5) "
+    "FROM transfers GROUP BY sender",
+])
+def test_rewritten_queries_keep_postgresqls_column_names(transfers, query):
+    """Queries argus rewrites before planning them (unnested subqueries, outer joins,
+    FILTER) name their answer's columns as PostgreSQL names the query's."""
+    transfers.register("q", query)
+    expected = [c.name for c in transfers.conn.execute(
+        f"SELECT * FROM ({query}) AS q LIMIT 0".replace("transfers", "argus_streams.transfers")
+    ).description]
+    got = [c.name for c in transfers.conn.execute("SELECT * FROM argus_results.q LIMIT 0"
+                                                  ).description]
+    assert got == expected

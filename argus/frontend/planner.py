@@ -82,6 +82,14 @@ def figure_name(expr: exp.Expr) -> str:
         return _TYPE_NAMES.get(expr.to.this, expr.to.sql(DIALECT).lower())
     if isinstance(expr, exp.Case):
         return "case"
+    if isinstance(expr, exp.Subquery) and isinstance(expr.this, exp.Select):
+        # a scalar subquery: its one column's name (qualify()'s own aliases are _col_N)
+        (inner,) = expr.this.expressions[:1] or [exp.null()]
+        if isinstance(inner, exp.Alias) and not inner.alias.startswith("_col_"):
+            return inner.alias
+        return figure_name(inner.this if isinstance(inner, exp.Alias) else inner)
+    if isinstance(expr, exp.Exists):
+        return "exists"
     if isinstance(expr, exp.Func):
         if isinstance(expr, exp.Anonymous):
             return expr.name.lower()

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
 from ..trees import conjuncts
+from .planner import figure_name
 
 HIT = "argus_hit"
 VALUE = "argus_value"
@@ -100,6 +101,12 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     for join in select.args.get("joins") or []:  # `FROM a, b LEFT JOIN s ON …a…` would
         if not (join.side or join.kind or join.args.get("on") or join.args.get("using")):
             join.set("kind", "CROSS")  # let s meet only b: a list of explicit joins
+    if sub.parent is select:  # an unnamed output column keeps PostgreSQL's name for it
+        named = figure_name(sub)
+        sub = sub.replace(exp.Alias(this=sub.copy(),
+                                    alias=exp.to_identifier(named, quoted=True))).this
+    else:
+        named = None
     alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
     value = exp.column(VALUE, table=name, quoted=True)
     if not keys:
@@ -127,7 +134,7 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         group = select.args["group"]
         group.set("expressions", [*group.expressions, value.copy()]
                   + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
-    return set(inner.named_selects)
+    return set(inner.named_selects) | ({named} if named else set())
 
 
 def _over_no_rows(projection: exp.Expr) -> exp.Expr:
