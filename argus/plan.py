@@ -109,7 +109,22 @@ class SetOp:
         return self.left.names
 
 
-Plan = Scan | Select | Join | Aggregate | Distinct | SetOp
+@dataclass(frozen=True)
+class Window:
+    """Window functions over the input: `columns` (SQL over t1, OVER clauses included)
+    computed per row; `keys` the partition keys every window shares, so that the rows
+    of one partition are computed again when the input's rows of it change."""
+
+    input: Plan
+    keys: tuple[Col, ...]
+    columns: tuple[Col, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.keys + self.columns)
+
+
+Plan = Scan | Select | Join | Aggregate | Distinct | SetOp | Window
 
 
 @dataclass(frozen=True)

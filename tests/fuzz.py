@@ -180,7 +180,7 @@ class Gen:
         shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
-                                 "poison"])
+                                 "top", "poison"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -238,6 +238,11 @@ class Gen:
                      f"WHERE {self.predicate('y', c, 0)})")
             elif shape == "distinct":
                 q = f"SELECT DISTINCT x.k, x.b FROM a x WHERE {where}"
+            elif shape == "top":  # Top-K per group, ties broken by the id
+                x = self.rng.choice(["n", "f"])
+                q = (f"SELECT w.k, w.id, w.{x} FROM (SELECT x.k, x.id, x.{x}, row_number() "
+                     f"OVER (PARTITION BY x.k ORDER BY x.{x} DESC NULLS LAST, x.id) AS rn "
+                     f"FROM a x WHERE {where}) w WHERE w.rn <= {self.rng.randint(1, 3)}")
             elif shape == "setop":
                 op = self.rng.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT", "EXCEPT ALL"])
                 q = (f"SELECT x.k FROM a x WHERE {where} {op} "

@@ -82,7 +82,7 @@ def relation(draw, depth: int):
     """(SQL of a query, its output column names)."""
     kinds = ["base"] if depth == 0 else [
         "base", "filter", "join", "left", "right", "full", "semi", "anti", "in", "not_in",
-        "scalar", "aggregate", "global", "distinct", "setop", "chain"]
+        "scalar", "aggregate", "global", "distinct", "setop", "chain", "window", "top"]
     kind = draw(st.sampled_from(kinds))
     if kind == "base":
         stream = draw(st.sampled_from(sorted(STREAMS)))
@@ -118,6 +118,18 @@ def relation(draw, depth: int):
                f"{', '.join(f'{c} AS c{i}' for i, c in enumerate(calls, 2))} "
                f"FROM ({left}) {a} GROUP BY {a}.{key}{having}")
         return sql, renamed(len(calls) + 1)
+    if kind in ("window", "top"):  # ordered by every column: the same rows, however tied
+        keys = draw(st.lists(st.sampled_from(lcols), max_size=2, unique=True))
+        over = (f"OVER ({'PARTITION BY ' + ', '.join(f'{a}.{k}' for k in keys) if keys else ''}"
+                f" ORDER BY {', '.join(f'{a}.{c} DESC NULLS LAST' for c in lcols)})")
+        func = draw(st.sampled_from(["row_number()", "rank()", "dense_rank()",
+                                     f"sum({a}.{lcols[-1]})", f"lag({a}.{lcols[0]})",
+                                     "count(*)"]))
+        sql = f"SELECT {project(a, lcols)}, {func} {over} AS c0 FROM ({left}) {a}"
+        if kind == "top":
+            sql = (f"SELECT {', '.join(f'w.c{i}' for i in [*range(1, len(lcols) + 1), 0])} "
+                   f"FROM ({sql}) w WHERE w.c0 <= {draw(st.integers(1, 3))}")
+        return sql, renamed(len(lcols)) + ["c0"]
     if kind == "distinct":
         keep = draw(st.lists(st.sampled_from(lcols), min_size=1, max_size=2, unique=True))
         return f"SELECT DISTINCT {project(a, keep)} FROM ({left}) {a}", renamed(len(keep))

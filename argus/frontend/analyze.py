@@ -55,7 +55,6 @@ class Analyzed:
 # incremental maintenance yet) for a continuous answer. The planner refuses the shapes
 # it cannot translate (FULL joins, scalar subqueries, …) itself.
 UNSUPPORTED: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.Window, "window functions (OVER)"),
     (exp.Order, "ORDER BY"),
     (exp.Limit, "LIMIT"),
     (exp.Offset, "OFFSET"),
@@ -143,7 +142,8 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
                 f"the function {TIME_DEPENDENT[type(node)]}",
                 "a continuous query must give the same answer whenever it is evaluated")
         for kind, construct in constructs:
-            if isinstance(node, kind):
+            if isinstance(node, kind) and not (isinstance(node, exp.Order)
+                                               and isinstance(node.parent, exp.Window)):
                 raise UnsupportedQueryError(construct)
 
 

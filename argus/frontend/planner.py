@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from ..errors import QueryError, UnsupportedQueryError
 from ..names import MAX_IDENTIFIER_BYTES
-from ..plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+from ..plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp, Window
 from .temporal import calls_user_clock, rewrite_user_calls
 from ..trees import DIALECT, conjuncts
 
@@ -90,6 +90,8 @@ def figure_name(expr: exp.Expr) -> str:
         return figure_name(inner.this if isinstance(inner, exp.Alias) else inner)
     if isinstance(expr, exp.Exists):
         return "exists"
+    if isinstance(expr, exp.Window):
+        return figure_name(expr.this)
     if isinstance(expr, exp.Func):
         if isinstance(expr, exp.Anonymous):
             return expr.name.lower()
@@ -259,11 +261,31 @@ class Planner:
 
         outputs = [(n, bind(self._unalias(p), [rel])) for n, p in zip(names, projections)]
         result = Result(rel.plan, outputs)
+        if any(p.find(exp.Window) for p in projections):
+            result = self.window(rel, projections, outputs)
         if distinct is not None:
             plan = Distinct(self.materialize(result))
             result = Result(plan, [(n, exp.column(c, table="t1", quoted=True).sql(DIALECT))
                                    for (n, _), c in zip(outputs, plan.names)])
         return result
+
+    @staticmethod
+    def window(rel: Rel, projections: list[exp.Expr], outputs: list[tuple[str, str]]
+               ) -> Result:
+        """The select list as one Window node over `rel`: its windows' common partition
+        keys (none: the whole input is one partition) are columns of the node too."""
+        keys: set[str] | None = None
+        for window in (w for p in projections for w in p.find_all(exp.Window)):
+            if window.find_ancestor(exp.Window) is not None:
+                raise UnsupportedQueryError("window functions inside window functions")
+            mine = {bind(e, [rel]) for e in window.args.get("partition_by") or []}
+            keys = mine if keys is None else keys & mine
+        plan = Window(rel.plan,
+                      tuple(Col(f"argus_p{i}", k) for i, k in enumerate(sorted(keys or ()))),
+                      tuple(Col(f"argus_w{j}", expr) for j, (_, expr) in enumerate(outputs)))
+        return Result(plan, [(name, exp.column(f"argus_w{j}", table="t1",
+                                               quoted=True).sql(DIALECT))
+                             for j, (name, _) in enumerate(outputs)])
 
     @staticmethod
     def _identity(plan: Plan) -> tuple[Col, ...]:
@@ -507,6 +529,8 @@ class Planner:
         calls: dict[str, exp.AggFunc] = {}
         for e in exprs:
             for call in e.find_all(exp.AggFunc):
+                if isinstance(call.parent, exp.Window):  # a window's: not grouped
+                    continue
                 if call.find_ancestor(exp.Select) is not e.find_ancestor(exp.Select) and \
                         call.find_ancestor(exp.Select) is not None and \
                         call.find_ancestor(exp.Select) is not e.parent_select:

@@ -32,7 +32,7 @@ from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes import rerun
 from ..nodes.join import deferred, guards, join_condition, one_sided
-from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp
+from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp, Window
 from ..trees import DIALECT, conjuncts, never_fails
 from .groups import CatalogGroups
 from .reads import Reads, load_node, network_bytes
@@ -163,6 +163,13 @@ class Builder(Reads):
                             for c in self.columns_of(plan.input))
             self.names[plan] = self.names[plan.input]
             return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
+        if isinstance(plan, Window):
+            parent = self.node_for(plan.input)
+            self.check_horizon(parent, None)
+            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
+                            for c in plan.keys + plan.columns)
+            self.names[plan] = {c.name: c.name for c in columns}
+            return self.ensure("window", [parent], columns, {"keys": len(plan.keys)}, False)
         if isinstance(plan, SetOp):
             node, columns = self._setop(plan)
             self.names[plan] = dict(zip(plan.names, columns))

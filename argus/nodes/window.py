@@ -1,0 +1,62 @@
+"""Window nodes: window functions (ROW_NUMBER, RANK, LAG, running sums, … OVER) over
+their parent, kept by computing again exactly the partitions a cycle's changes touched
+(Top-K per group is this with a selection `rn <= k` above). The partition keys all the
+node's windows share are its first columns (argus_p0, …); with none, the parent is one
+partition, computed again whenever it changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from ..templates import render
+from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, bag_flush, cols,
+                   create_delta, named, register, row_hash)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    keys: int  # the first `keys` columns are the partition keys
+
+
+def _touched(keys: list[sql.Composable]) -> sql.Composable:
+    if not keys:
+        return sql.SQL("TRUE")
+    return render("window/touched", keys=sql.SQL(", ").join(keys))
+
+
+class WindowCompiler:
+    def _slots(self, node: Node, parent: Node) -> dict:
+        keys = node.columns[:node.spec.keys]
+        return {"hist": node.hist, "columns": node.column_list, "t1": T1, "sign": SIGN_ID,
+                "named": named(node.exprs, node.columns), "parent": parent.hist,
+                "s_columns": cols(node.columns, "s"), "s_hash": row_hash(node.columns, "s"),
+                "d_columns": cols(node.columns, "d"), "d_hash": row_hash(node.columns, "d"),
+                "p_columns": parent.column_list,
+                "key_exprs": named(node.exprs[:len(keys)], keys) if keys else sql.SQL("1"),
+                "touched": _touched([sql.SQL(e) for e in node.exprs[:len(keys)]]),
+                "touched_here": _touched([sql.Identifier("t1", k) for k in keys])}
+
+    def create(self, node, parents):
+        return [render("window/create", **self._slots(node, parents[0])), *add_hash(node),
+                sql.SQL("CREATE INDEX ON {} ({})").format(
+                    node.hist, cols(node.columns[:node.spec.keys] or ["argus_hash"])),
+                create_delta(node)]
+
+    def backfill(self, node, parents):
+        return [render("window/backfill", **self._slots(node, parents[0]))]
+
+    def evaluate(self, node, parents):
+        return [Step(render("window/delta", delta=node.delta_table,
+                            parent_delta=parents[0].delta, **self._slots(node, parents[0])),
+                     any_rows(parents[0]))]
+
+    def flush(self, node, parents):
+        return bag_flush(node)
+
+
+KIND = register(Kind("window", lambda d: WindowSpec(d["keys"]), WindowCompiler(),
+                     lambda node: [f"window functions over {node.spec.keys} partition key(s): "
+                                   "the partitions a cycle's changes touch are computed "
+                                   "again from the parent"]))
