@@ -169,7 +169,13 @@ class Builder(Reads):
             columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
                             for c in plan.keys + plan.columns)
             self.names[plan] = {c.name: c.name for c in columns}
-            return self.ensure("window", [parent], columns, {"keys": len(plan.keys)}, False)
+            node = self.ensure("window", [parent], columns, {"keys": len(plan.keys)}, False)
+            plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
+            keys = list(itertools.takewhile(plain.__contains__,
+                                            (c.expr for c in columns[:len(plan.keys)])))
+            if keys:  # a cycle reads the parent's rows of the partitions it touched
+                self._record_indexes(node, [(parent, [plain[k] for k in keys])])
+            return node
         if isinstance(plan, SetOp):
             node, columns = self._setop(plan)
             self.names[plan] = dict(zip(plan.names, columns))

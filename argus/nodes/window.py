@@ -20,10 +20,17 @@ class WindowSpec:
     keys: int  # the first `keys` columns are the partition keys
 
 
-def _touched(keys: list[sql.Composable]) -> sql.Composable:
+def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
+             names: list[str]) -> sql.Composed:
+    """The rows of `source` (alias t1) in the cycle's touched partitions: `keys` over
+    t1 are the partition keys, `names` their columns in argus_keys."""
+    listed = cols(columns, "t1")
     if not keys:
-        return sql.SQL("TRUE")
-    return render("window/touched", keys=sql.SQL(", ").join(keys))
+        return sql.SQL("SELECT {} FROM {} AS {}").format(listed, source, T1)
+    equal = sql.SQL(" AND ").join(sql.SQL("{} = {}").format(k, sql.Identifier("k", n))
+                                  for k, n in zip(keys, names))
+    return render("window/touched", columns=listed, source=source, t1=T1, equal=equal,
+                  keys=sql.SQL(", ").join(keys))
 
 
 class WindowCompiler:
@@ -35,8 +42,10 @@ class WindowCompiler:
                 "d_columns": cols(node.columns, "d"), "d_hash": row_hash(node.columns, "d"),
                 "p_columns": parent.column_list,
                 "key_exprs": named(node.exprs[:len(keys)], keys) if keys else sql.SQL("1"),
-                "touched": _touched([sql.SQL(e) for e in node.exprs[:len(keys)]]),
-                "touched_here": _touched([sql.Identifier("t1", k) for k in keys])}
+                "parent_touched": _touched(parent.hist, parent.columns,
+                                           [sql.SQL(e) for e in node.exprs[:len(keys)]], keys),
+                "touched_here": _touched(node.hist, node.columns,
+                                         [sql.Identifier("t1", k) for k in keys], keys)}
 
     def create(self, node, parents):
         return [render("window/create", **self._slots(node, parents[0])), *add_hash(node),

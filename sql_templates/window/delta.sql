@@ -8,14 +8,14 @@ WITH argus_keys AS MATERIALIZED (
     SELECT DISTINCT {key_exprs} FROM {parent_delta} AS {t1}
 ), argus_new AS MATERIALIZED (
     SELECT {named} FROM (
-        (SELECT {p_columns} FROM {parent} AS {t1} WHERE {touched}
+        ({parent_touched}
          UNION ALL
          SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} > 0)
         EXCEPT ALL
         SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} < 0
     ) AS {t1}
 ), argus_old AS MATERIALIZED (
-    SELECT {columns} FROM {hist} AS {t1} WHERE {touched_here}
+    {touched_here}
 )
 SELECT {d_columns}, {d_hash}, 1
   FROM (SELECT {columns} FROM argus_new EXCEPT ALL SELECT {columns} FROM argus_old) AS d

@@ -1,6 +1,10 @@
--- A row of a partition the cycle touched: by the keys' equality where they are all
--- set (a hashed semi-join), by IS NOT DISTINCT FROM where one is NULL (PARTITION BY
--- puts NULLs together).
-(ROW({keys}) IN (SELECT * FROM argus_keys)
- OR (NOT (ROW({keys}) IS NOT NULL)
-     AND EXISTS (SELECT FROM argus_keys AS k WHERE ROW(k.*) IS NOT DISTINCT FROM ROW({keys}))))
+-- The rows of `source` in the partitions the cycle touched (argus_keys): found by the
+-- keys' equality, through an index, where they are all set; by IS NOT DISTINCT FROM
+-- where one is NULL (PARTITION BY puts NULLs together), read only when a touched
+-- partition has a NULL key.
+SELECT {columns} FROM argus_keys AS k JOIN {source} AS {t1} ON {equal}
+UNION ALL
+SELECT {columns} FROM {source} AS {t1}
+ WHERE EXISTS (SELECT FROM argus_keys AS k WHERE NOT (ROW(k.*) IS NOT NULL))
+   AND NOT (ROW({keys}) IS NOT NULL)
+   AND EXISTS (SELECT FROM argus_keys AS k WHERE ROW(k.*) IS NOT DISTINCT FROM ROW({keys}))
