@@ -82,7 +82,8 @@ def relation(draw, depth: int):
     """(SQL of a query, its output column names)."""
     kinds = ["base"] if depth == 0 else [
         "base", "filter", "join", "left", "right", "full", "semi", "anti", "in", "not_in",
-        "scalar", "aggregate", "global", "distinct", "setop", "chain", "window", "top"]
+        "scalar", "exists_or", "aggregate", "global", "distinct", "setop", "chain", "window",
+        "top"]
     kind = draw(st.sampled_from(kinds))
     if kind == "base":
         stream = draw(st.sampled_from(sorted(STREAMS)))
@@ -177,6 +178,11 @@ def relation(draw, depth: int):
         extra = f" AND {draw(predicate(b, rcols))}" if draw(st.booleans()) else ""
         sql = (f"SELECT {project(a, lcols)} FROM ({left}) {a} WHERE {negation}EXISTS "
                f"(SELECT 1 FROM ({right}) {b} WHERE {b}.{rk} = {a}.{lk}{extra})")
+        return sql, renamed(len(lcols))
+    if kind == "exists_or":
+        negation = draw(st.sampled_from(["", "NOT "]))
+        sql = (f"SELECT {project(a, lcols)} FROM ({left}) {a} WHERE {draw(predicate(a, lcols))}"
+               f" OR {negation}EXISTS (SELECT 1 FROM ({right}) {b} WHERE {b}.{rk} = {a}.{lk})")
         return sql, renamed(len(lcols))
     if kind in ("in", "not_in"):
         negation = "NOT " if kind == "not_in" else ""

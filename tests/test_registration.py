@@ -128,6 +128,10 @@ def test_a_registration_failing_in_its_backfill_changes_nothing(transfers):
     "(SELECT count(*) FROM transfers b WHERE b.sender = a.receiver) FROM transfers a",
     "SELECT tran_id, a.sender, b.amount FROM transfers a FULL JOIN transfers b USING (tran_id)",
     "SELECT a.sender, b.receiver FROM transfers a RIGHT JOIN transfers b ON a.tran_id = b.tran_id",
+    "SELECT tran_id, EXISTS (SELECT 1 FROM transfers b WHERE b.sender = a.receiver) "
+    "FROM transfers a",
+    "SELECT sender, rank() OVER (PARTITION BY sender ORDER BY amount), "
+    "sum(amount) OVER (ORDER BY tran_id) FROM transfers",
     "SELECT sender, count(*) FILTER (WHERE amount > 5), sum(amount) FILTER (WHERE amount < 5) "
     "FROM transfers GROUP BY sender",
 ])

@@ -12,6 +12,8 @@ rows, which the rewritten expression gives itself: the select list with each cou
 A scalar subquery that may return several rows (no aggregate, or a GROUP BY) is refused:
 PostgreSQL fails such a query at run time.
 
+EXISTS under OR or NOT (or outside WHERE) is a count compared with 0, unnested so.
+
 `x NOT IN (SELECT y …)` holds when no y equals x, no y is NULL and x is not NULL, or when
 there is no y at all: `NOT EXISTS (SELECT … WHERE y = x OR y IS NULL OR x IS NULL)`,
 exactly, as a WHERE condition joined by AND (where a NULL and a false alike drop the row).
@@ -37,6 +39,7 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     columns = set()
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
         _not_in(select)
+        columns |= _counted_exists(select)
         for sub in [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]:
             columns |= _unnest(select, sub, next(names))
     return tree, columns
@@ -46,6 +49,13 @@ def _scalar(sub: exp.Subquery, select: exp.Select) -> bool:
     return (sub.parent_select is select
             and not isinstance(sub.parent, (exp.From, exp.Join, exp.Any, exp.All))
             and not (isinstance(sub.parent, exp.In) and sub.arg_key == "query"))
+
+
+def _aggregates(select: exp.Select) -> bool:
+    """Whether `select` itself aggregates (not a subquery or derived table of it; a
+    window's aggregate does not)."""
+    return any(a.parent_select is select and not isinstance(a.parent, exp.Window)
+               for a in select.find_all(exp.AggFunc))
 
 
 def _defined(node: exp.Expr) -> set[str]:
@@ -63,14 +73,14 @@ def _local(select: exp.Select) -> set[str]:
 def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     inner = sub.this
     if not isinstance(inner, exp.Select) or len(inner.expressions) != 1 \
-            or inner.args.get("group") or not inner.find(exp.AggFunc):
+            or inner.args.get("group") or not _aggregates(inner):
         raise UnsupportedQueryError(
             "a scalar subquery that may return more than one row",
             "a scalar subquery is maintained when it is one aggregate without GROUP BY")
     where = select.args.get("where")
     grouped = bool(select.args.get("group"))
     if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
-            any(a.parent_select is select for a in select.find_all(exp.AggFunc)):
+            _aggregates(select):
         raise UnsupportedQueryError(
             "a scalar subquery in the select list or HAVING of an aggregate without GROUP BY")
     inner = inner.copy()
@@ -101,12 +111,7 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     for join in select.args.get("joins") or []:  # `FROM a, b LEFT JOIN s ON …a…` would
         if not (join.side or join.kind or join.args.get("on") or join.args.get("using")):
             join.set("kind", "CROSS")  # let s meet only b: a list of explicit joins
-    if sub.parent is select:  # an unnamed output column keeps PostgreSQL's name for it
-        named = figure_name(sub)
-        sub = sub.replace(exp.Alias(this=sub.copy(),
-                                    alias=exp.to_identifier(named, quoted=True))).this
-    else:
-        named = None
+    named = _name_output(sub, select, figure_name(sub))
     alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
     value = exp.column(VALUE, table=name, quoted=True)
     if not keys:
@@ -134,7 +139,23 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         group = select.args["group"]
         group.set("expressions", [*group.expressions, value.copy()]
                   + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
-    return set(inner.named_selects) | ({named} if named else set())
+    return set(inner.named_selects) | named
+
+
+def _name_output(expr: exp.Expr, select: exp.Select, name: str) -> set[str]:
+    """An unnamed output column (bare, or named _col_N by qualify()) that is `expr`,
+    named `name` as PostgreSQL names it; the name, to keep."""
+    parent = expr.parent
+    if parent is select:  # wrapped in place: the caller replaces `expr` later
+        alias = exp.Alias(alias=exp.to_identifier(name, quoted=True))
+        expr.replace(alias)
+        alias.set("this", expr)
+    elif isinstance(parent, exp.Alias) and parent.parent is select \
+            and parent.alias.startswith("_col_"):
+        parent.set("alias", exp.to_identifier(name, quoted=True))
+    else:
+        return set()
+    return {name}
 
 
 def _over_no_rows(projection: exp.Expr) -> exp.Expr:
@@ -148,6 +169,30 @@ def _over_no_rows(projection: exp.Expr) -> exp.Expr:
     return exp.Paren(this=projection.copy().transform(empty))
 
 
+def _counted_exists(select: exp.Select) -> set[str]:
+    """EXISTS (…) other than as an AND-ed WHERE term (under OR or NOT, in a CASE, in
+    the select list) as `(SELECT count(*) …) > 0`, a scalar subquery: EXISTS is never
+    NULL, and neither is the count (0 for no row)."""
+    where = select.args.get("where")
+    terms = conjuncts(where.this if where else None)
+    joined = {id(t) for t in terms} | {id(t.this) for t in terms if isinstance(t, exp.Not)}
+    names = set()
+    for test in list(select.find_all(exp.Exists)):
+        query = test.this
+        if id(test) in joined or test.parent_select is not select \
+                or not isinstance(query, exp.Select) or query.args.get("group") \
+                or query.args.get("having") or _aggregates(query):
+            continue
+        counted = query.copy()
+        counted.set("expressions", [exp.Count(this=exp.Star())])
+        counted.set("distinct", None)
+        compared = exp.paren(exp.GT(this=exp.Subquery(this=counted),
+                                    expression=exp.Literal.number(0)))
+        test.replace(compared)
+        names |= _name_output(compared, select, "exists")
+    return names
+
+
 def _not_in(select: exp.Select) -> None:
     """`x NOT IN (SELECT y …)` among `select`'s AND-ed WHERE terms, as NOT EXISTS."""
     where = select.args.get("where")
@@ -157,7 +202,7 @@ def _not_in(select: exp.Select) -> None:
             continue
         query = test.args["query"].this
         if not isinstance(query, exp.Select) or len(query.expressions) != 1 \
-                or query.args.get("group") or query.find(exp.AggFunc):
+                or query.args.get("group") or _aggregates(query):
             continue  # the planner says why
         x = test.this
         y = query.expressions[0]
