@@ -490,9 +490,8 @@ class Planner:
         inner = link.this if negated else link
         if isinstance(inner, exp.In):
             if negated:
-                raise UnsupportedQueryError("NOT IN (subquery)",
-                                            "its NULL semantics rarely mean what is meant; "
-                                            "write NOT EXISTS (…)")
+                raise UnsupportedQueryError(  # (argus.frontend.scalar rewrites the others)
+                    "NOT IN over a subquery that groups or aggregates")
             subquery = inner.args["query"]
             subquery = subquery.this if isinstance(subquery, exp.Subquery) else subquery
         else:

@@ -1,5 +1,6 @@
-"""Scalar subqueries as joins (unnesting, after Kim and after Neumann and Kemper), and
-`NOT IN (subquery)` as `NOT EXISTS`: the shapes argus maintains already.
+"""Subqueries in expressions as the shapes argus maintains already: scalar subqueries
+as joins (unnesting, after Kim and after Neumann and Kemper), EXISTS outside an AND-ed
+WHERE term as a count, IN lists as semi-joins and NOT IN as NOT EXISTS.
 
 A scalar subquery that is one aggregate without GROUP BY returns one row (none when its
 HAVING fails): uncorrelated, it is a derived table joined by `LEFT JOIN … ON TRUE`, and
@@ -7,16 +8,18 @@ the expression reads its column. Correlated by equalities `outer = inner` in its
 (TPC-H Q2, Q17, Q20), it becomes the same aggregate grouped by the inner sides, joined on
 them: at most one group meets each outer row. No group met is the aggregate over no
 rows, which the rewritten expression gives itself: the select list with each count as
-0 and each other aggregate as NULL (the "count bug" of unnesting).
-
-A scalar subquery that may return several rows (no aggregate, or a GROUP BY) is refused:
-PostgreSQL fails such a query at run time.
+0 and each other aggregate as NULL (the "count bug" of unnesting). A scalar subquery
+that may return several rows (no aggregate, or a GROUP BY) is refused: PostgreSQL fails
+such a query at run time.
 
 EXISTS under OR or NOT (or outside WHERE) is a count compared with 0, unnested so.
 
-`x NOT IN (SELECT y …)` holds when no y equals x, no y is NULL and x is not NULL, or when
-there is no y at all: `NOT EXISTS (SELECT … WHERE y = x OR y IS NULL OR x IS NULL)`,
-exactly, as a WHERE condition joined by AND (where a NULL and a false alike drop the row).
+`(a, b) IN (SELECT x, y …)` is EXISTS (… WHERE x = a AND y = b); a set operation or an
+uncorrelated aggregate in IN is read from a derived table. `x NOT IN (SELECT y …)` holds
+when no y equals x, no y is NULL and x is not NULL, or when there is no y at all:
+`NOT EXISTS (SELECT … WHERE y = x OR y IS NULL OR x IS NULL)`, exactly, as a WHERE
+condition joined by AND (where a NULL and a false alike drop the row); a row of values,
+when `(y1 <> x1 OR …)` is TRUE for every row.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     names = (f"argus_sq{n}" for n in itertools.count())
     columns = set()
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
-        _not_in(select)
+        columns |= _in_lists(select)
         columns |= _counted_exists(select)
         for sub in [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]:
             columns |= _unnest(select, sub, next(names))
@@ -193,24 +196,58 @@ def _counted_exists(select: exp.Select) -> set[str]:
     return names
 
 
-def _not_in(select: exp.Select) -> None:
-    """`x NOT IN (SELECT y …)` among `select`'s AND-ed WHERE terms, as NOT EXISTS."""
+def _in_lists(select: exp.Select) -> set[str]:
+    """`select`'s AND-ed WHERE terms `x [NOT] IN (subquery)`: a set operation, or an
+    uncorrelated aggregate, inside read from a derived table; a row of values
+    `(a, b) IN (…)` as EXISTS with an equality per column; NOT IN as an exact
+    NOT EXISTS. Returns the derived tables' column names."""
     where = select.args.get("where")
+    names = set()
     for term in conjuncts(where.this if where else None):
-        test = term.this if isinstance(term, exp.Not) else None
+        negated = isinstance(term, exp.Not)
+        test = term.this if negated else term
         if not (isinstance(test, exp.In) and isinstance(test.args.get("query"), exp.Subquery)):
             continue
         query = test.args["query"].this
-        if not isinstance(query, exp.Select) or len(query.expressions) != 1 \
+        grouped = isinstance(query, exp.Select) and (query.args.get("group")
+                                                      or _aggregates(query))
+        uncorrelated = not ({c.table for c in query.find_all(exp.Column)} - _defined(query))
+        if isinstance(query, exp.SetOperation) or (grouped and uncorrelated):
+            inner = query.copy()
+            first = inner
+            while isinstance(first, exp.SetOperation):  # it names a set operation's columns
+                first = first.this
+            first.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e,
+                                                 f"argus_c{i}", quoted=True)
+                                      for i, e in enumerate(first.expressions)])
+            derived = exp.Subquery(this=inner, alias=exp.TableAlias(
+                this=exp.to_identifier("argus_u", quoted=True)))
+            query = exp.select(*(exp.column(c, table="argus_u", quoted=True)
+                                 for c in first.named_selects)).from_(derived)
+            test.args["query"].set("this", query)
+            names |= set(first.named_selects)
+        xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
+        if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
                 or query.args.get("group") or _aggregates(query):
             continue  # the planner says why
-        x = test.this
-        y = query.expressions[0]
-        y = y.this if isinstance(y, exp.Alias) else y
-        meets = exp.or_(exp.EQ(this=y.copy(), expression=x.copy()),
-                        exp.Is(this=y.copy(), expression=exp.null()),
-                        exp.Is(this=x.copy(), expression=exp.null()))
+        if not negated and len(xs) == 1:
+            continue  # a semi-join as it is
+        ys = [y.this if isinstance(y, exp.Alias) else y for y in query.expressions]
+        if not negated:
+            meets = exp.and_(*(exp.EQ(this=y.copy(), expression=x.copy())
+                               for x, y in zip(xs, ys)))
+        elif len(xs) == 1:  # no y equals x, no y is NULL, x is not NULL
+            meets = exp.or_(exp.EQ(this=ys[0].copy(), expression=xs[0].copy()),
+                            exp.Is(this=ys[0].copy(), expression=exp.null()),
+                            exp.Is(this=xs[0].copy(), expression=exp.null()))
+        else:  # a row of values is NOT IN when it differs from every row: TRUE, not NULL
+            differs = exp.or_(*(exp.NEQ(this=y.copy(), expression=x.copy())
+                                for x, y in zip(xs, ys)))
+            meets = exp.Not(this=exp.Is(this=exp.paren(differs), expression=exp.true()))
         query = query.copy()
         query.set("expressions", [exp.Literal.number(1)])
+        query.set("distinct", None)
         query.where(exp.paren(meets), copy=False)
-        term.replace(exp.Not(this=exp.Exists(this=query)))
+        found = exp.Exists(this=query)
+        term.replace(exp.Not(this=found) if negated else found)
+    return names
