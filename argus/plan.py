@@ -118,6 +118,7 @@ class Window:
     input: Plan
     keys: tuple[Col, ...]
     columns: tuple[Col, ...]
+    keep: tuple[str, int] | None = None  # (a ranking column, k): only rows ranked ≤ k
 
     @property
     def names(self) -> tuple[str, ...]:

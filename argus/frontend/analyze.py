@@ -25,6 +25,7 @@ from ..plan import Output
 from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
+from .topk import push_top_k
 from .planner import Planner, figure_name
 from ..trees import DIALECT
 
@@ -225,7 +226,8 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     exprs = tuple(f"{expr} AS {exp.to_identifier(name, quoted=True).sql(DIALECT)}"
                   for name, expr in result.outputs)
     return Analyzed(canonical=tree.sql(DIALECT), streams=_used(tree, streams),
-                    plan=Output(result.plan, exprs), functions=function_names(tree),
+                    plan=push_top_k(Output(result.plan, exprs)),
+                    functions=function_names(tree),
                     names=tuple(name for name, _ in result.outputs))
 
 

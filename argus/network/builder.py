@@ -169,7 +169,9 @@ class Builder(Reads):
             columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
                             for c in plan.keys + plan.columns)
             self.names[plan] = {c.name: c.name for c in columns}
-            node = self.ensure("window", [parent], columns, {"keys": len(plan.keys)}, False)
+            definition = {"keys": len(plan.keys)} | ({"keep": list(plan.keep)} if plan.keep
+                                                      else {})
+            node = self.ensure("window", [parent], columns, definition, False)
             plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
             keys = list(itertools.takewhile(plain.__contains__,
                                             (c.expr for c in columns[:len(plan.keys)])))
@@ -400,7 +402,8 @@ class Builder(Reads):
                 ) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
-        if kind == "select" and not definition.get("temporal") and self._over_groups(parents[0]):
+        if kind == "select" and not definition.get("temporal") and (
+                self._over_groups(parents[0]) or self._over_top_k(parents[0], definition, exprs)):
             definition = {**definition, "virtual": True}
         if kind == "aggregate":
             definition = growing(definition, parents[0])
@@ -494,6 +497,14 @@ class Builder(Reads):
     def _over_groups(self, parent: Node) -> bool:
         """The parent is an aggregate's groups, or a view of them."""
         return self._stored(parent).kind == "aggregate"
+
+    def _over_top_k(self, parent: Node, definition: dict, exprs) -> bool:
+        """The parent is a Top-K window node (or a view of one), which keeps only rows
+        that pass a selection of its ranks, and the selection cannot fail on a row (a
+        view's error would surface when the answer is read)."""
+        stored = self._stored(parent)
+        return stored.kind == "window" and stored.definition.get("keep") is not None \
+            and all(map(never_fails, filter(None, [definition.get("predicate"), *exprs])))
 
     def view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
         """ARGUS's conditional materialization: a selection over a stream (through

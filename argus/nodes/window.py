@@ -1,8 +1,9 @@
 """Window nodes: window functions (ROW_NUMBER, RANK, LAG, running sums, … OVER) over
-their parent, kept by computing again exactly the partitions a cycle's changes touched
-(Top-K per group is this with a selection `rn <= k` above). The partition keys all the
-node's windows share are its first columns (argus_p0, …); with none, the parent is one
-partition, computed again whenever it changes."""
+their parent, kept by computing again exactly the partitions a cycle's changes touched.
+The partition keys all the node's windows share are its first columns (argus_p0, …);
+with none, the parent is one partition, computed again whenever it changes. Top-K per
+group (a selection `rn <= k` above, argus.frontend.topk) keeps only the rows ranked
+within k."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, bag_flush,
 @dataclass(frozen=True)
 class WindowSpec:
     keys: int  # the first `keys` columns are the partition keys
+    keep: tuple[str, int] | None = None  # only the rows whose ranking column is ≤ k
 
 
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
@@ -42,6 +44,9 @@ class WindowCompiler:
                 "d_columns": cols(node.columns, "d"), "d_hash": row_hash(node.columns, "d"),
                 "p_columns": parent.column_list,
                 "key_exprs": named(node.exprs[:len(keys)], keys) if keys else sql.SQL("1"),
+                "kept": sql.SQL("TRUE") if node.spec.keep is None else sql.SQL(
+                    "{} <= {}").format(sql.Identifier("argus_w", node.spec.keep[0]),
+                                       sql.Literal(node.spec.keep[1])),
                 "parent_touched": _touched(parent.hist, parent.columns,
                                            [sql.SQL(e) for e in node.exprs[:len(keys)]], keys),
                 "touched_here": _touched(node.hist, node.columns,
@@ -65,7 +70,8 @@ class WindowCompiler:
         return bag_flush(node)
 
 
-KIND = register(Kind("window", lambda d: WindowSpec(d["keys"]), WindowCompiler(),
+KIND = register(Kind("window", lambda d: WindowSpec(d["keys"], tuple(d["keep"]) if d.get(
+                         "keep") else None), WindowCompiler(),
                      lambda node: [f"window functions over {node.spec.keys} partition key(s): "
                                    "the partitions a cycle's changes touch are computed "
                                    "again from the parent"]))

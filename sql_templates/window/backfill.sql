@@ -1,2 +1,3 @@
 INSERT INTO {hist} ({columns}, argus_hash)
-SELECT {s_columns}, {s_hash} FROM (SELECT {named} FROM {parent} AS {t1}) AS s
+SELECT {s_columns}, {s_hash}
+  FROM (SELECT * FROM (SELECT {named} FROM {parent} AS {t1}) AS argus_w WHERE {kept}) AS s

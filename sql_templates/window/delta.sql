@@ -2,18 +2,19 @@
 -- functions computed again over the parent's rows of them as they are now (its history,
 -- plus the rows its delta adds, less one copy per row it retracts), against the rows
 -- the node holds for them: +1 for each copy the new rows have more of, -1 for each they
--- have fewer of (EXCEPT ALL counts copies, NULLs equal).
+-- have fewer of (EXCEPT ALL counts copies, NULLs equal). A Top-K node keeps only
+-- the rows ranked within k (kept).
 INSERT INTO {delta} ({columns}, argus_hash, {sign})
 WITH argus_keys AS MATERIALIZED (
     SELECT DISTINCT {key_exprs} FROM {parent_delta} AS {t1}
 ), argus_new AS MATERIALIZED (
-    SELECT {named} FROM (
+    SELECT * FROM (SELECT {named} FROM (
         ({parent_touched}
          UNION ALL
          SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} > 0)
         EXCEPT ALL
         SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} < 0
-    ) AS {t1}
+    ) AS {t1}) AS argus_w WHERE {kept}
 ), argus_old AS MATERIALIZED (
     {touched_here}
 )
