@@ -33,6 +33,7 @@ from ..trees import conjuncts
 from .planner import figure_name
 
 HIT = "argus_hit"
+NOT_EQUALITIES = "a scalar subquery correlated other than by equalities in its WHERE"
 VALUE = "argus_value"
 
 
@@ -61,6 +62,11 @@ def _aggregates(select: exp.Select) -> bool:
                for a in select.find_all(exp.AggFunc))
 
 
+def _tables(node: exp.Expr) -> set[str]:
+    """The table aliases `node`'s columns name."""
+    return {c.table for c in node.find_all(exp.Column)}
+
+
 def _defined(node: exp.Expr) -> set[str]:
     """Table aliases a query defines, at any depth (qualify() made them unique)."""
     return ({t.alias_or_name for t in node.find_all(exp.Table)}
@@ -87,30 +93,27 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         raise UnsupportedQueryError(
             "a scalar subquery in the select list or HAVING of an aggregate without GROUP BY")
     inner = inner.copy()
-    outer = {c.table for c in inner.find_all(exp.Column)} - _defined(inner)
+    outer = _tables(inner) - _defined(inner)
     if outer - _local(select):
         raise UnsupportedQueryError("subqueries correlated over more than one level")
     keys, kept = [], []
     for c in conjuncts(inner.args["where"].this if inner.args.get("where") else None):
-        if not ({col.table for col in c.find_all(exp.Column)} & outer):
+        if not (_tables(c) & outer):
             kept.append(c)
             continue
         for mine, theirs in ((c.left, c.right), (c.right, c.left)) \
                 if isinstance(c, exp.EQ) else ():
-            if {col.table for col in mine.find_all(exp.Column)} <= outer and \
-                    not ({col.table for col in theirs.find_all(exp.Column)} & outer):
+            if _tables(mine) <= outer and not (_tables(theirs) & outer):
                 keys.append((mine, theirs))
                 break
         else:
-            raise UnsupportedQueryError(
-                "a scalar subquery correlated other than by equalities in its WHERE")
+            raise UnsupportedQueryError(NOT_EQUALITIES)
     projection = inner.expressions[0]
     projection = projection.this if isinstance(projection, exp.Alias) else projection
     if keys and inner.args.get("having"):
         raise UnsupportedQueryError("HAVING in a correlated scalar subquery")
     if outer and not keys or any(c.table in outer for c in projection.find_all(exp.Column)):
-        raise UnsupportedQueryError(
-            "a scalar subquery correlated other than by equalities in its WHERE")
+        raise UnsupportedQueryError(NOT_EQUALITIES)
     for join in select.args.get("joins") or []:  # `FROM a, b LEFT JOIN s ON …a…` would
         if not (join.side or join.kind or join.args.get("on") or join.args.get("using")):
             join.set("kind", "CROSS")  # let s meet only b: a list of explicit joins
@@ -129,9 +132,8 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
                                   exp.alias_(exp.true(), HIT, quoted=True)])
         inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
         inner.set("group", exp.Group(expressions=[theirs.copy() for _, theirs in keys]))
-        if {c.table for c in inner.find_all(exp.Column)} & outer:  # in a join, a subquery
-            raise UnsupportedQueryError(
-                "a scalar subquery correlated other than by equalities in its WHERE")
+        if _tables(inner) & outer:  # in a join, a subquery
+            raise UnsupportedQueryError(NOT_EQUALITIES)
         on = exp.and_(*(exp.EQ(this=exp.column(f"argus_k{i}", table=name, quoted=True),
                                expression=mine.copy()) for i, (mine, _) in enumerate(keys)))
         select.join(exp.Subquery(this=inner, alias=alias), on=on, join_type="LEFT", copy=False)
@@ -211,7 +213,7 @@ def _in_lists(select: exp.Select) -> set[str]:
         query = test.args["query"].this
         grouped = isinstance(query, exp.Select) and (query.args.get("group")
                                                       or _aggregates(query))
-        uncorrelated = not ({c.table for c in query.find_all(exp.Column)} - _defined(query))
+        uncorrelated = not (_tables(query) - _defined(query))
         if isinstance(query, exp.SetOperation) or (grouped and uncorrelated):
             inner = query.copy()
             first = inner
