@@ -11,11 +11,10 @@ import dataclasses
 import sqlglot
 from sqlglot import exp
 
-from ..plan import Aggregate, Distinct, Join, Output, Plan, Select, SetOp, Window
+from ..plan import Output, Plan, Scan, Select, Window
 from ..trees import DIALECT, conjuncts
 
-RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank) if hasattr(exp, "DenseRank") else (
-    exp.RowNumber, exp.Rank)
+RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
 
 def push_top_k(output: Output) -> Output:
@@ -24,13 +23,11 @@ def push_top_k(output: Output) -> Output:
 
 def _walk(plan: Plan) -> Plan:
     if isinstance(plan, Select) and plan.predicate is not None:
-        bounded = _bounded(plan)
-        if bounded is not None:
-            return bounded
+        plan = _bounded(plan) or plan
     for attr in ("input", "left", "right"):
-        if isinstance(getattr(plan, attr, None), (Select, Join, Aggregate, Distinct, SetOp,
-                                                   Window)):
-            plan = dataclasses.replace(plan, **{attr: _walk(getattr(plan, attr))})
+        below = getattr(plan, attr, None)
+        if below is not None and not isinstance(below, Scan):
+            plan = dataclasses.replace(plan, **{attr: _walk(below)})
     return plan
 
 
