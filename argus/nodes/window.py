@@ -53,9 +53,10 @@ class WindowCompiler:
                                          [sql.Identifier("t1", k) for k in keys], keys)}
 
     def create(self, node, parents):
+        keys = node.columns[:node.spec.keys]  # a cycle reads its touched partitions
         return [render("window/create", **self._slots(node, parents[0])), *add_hash(node),
-                sql.SQL("CREATE INDEX ON {} ({})").format(
-                    node.hist, cols(node.columns[:node.spec.keys] or ["argus_hash"])),
+                *([sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, cols(keys))]
+                  if keys else []),
                 create_delta(node)]
 
     def backfill(self, node, parents):
