@@ -311,8 +311,8 @@ class Planner:
             # qualify() has already turned USING and NATURAL into ON conditions
             side = (join.side or "").upper()
             kind = (join.kind or "").upper()
-            if side == "FULL":
-                raise UnsupportedQueryError("FULL OUTER JOIN")
+            # argus.frontend.outer rewrote every RIGHT and FULL join it maintains
+            assert side in ("", "LEFT", "INNER"), f"a {side} join reached the planner"
             if kind in ("SEMI", "ANTI") or kind == "LATERAL":
                 raise UnsupportedQueryError(f"{kind} JOIN")
             items.append((side or "INNER", join.this, join.args.get("on")))
@@ -323,8 +323,6 @@ class Planner:
         for (side, _, _), rel in zip(items, rels):
             if side == "LEFT":
                 nullable |= rel.aliases
-        if any(side == "RIGHT" for side, _, _ in items):
-            raise UnsupportedQueryError("RIGHT OUTER JOIN", "write it as a LEFT JOIN")
 
         where = sel.args.get("where")
         pool: list[_Conjunct] = []
