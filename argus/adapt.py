@@ -27,7 +27,7 @@ from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
 from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name,
                     results_view)
-from .network import Builder, assemble, drop_unused
+from .network import Builder, assemble, drop_unused, lazy
 from .nodes import T1
 from .registry import EVALUATIONS, build_top, changes_view_sql, drop_kept, over_histories
 from .streams import stream_schemas
@@ -102,6 +102,10 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if status != "ok":
             raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
                              f"until it runs again (argus retry {name})")
+        if lazy.of_query(conn, query_id):  # (a JISC migration's joins, still completing)
+            roles.become_owner(conn)
+            lazy.finish(conn, lazy.of_query(conn, query_id))
+            conn.execute("RESET ROLE")
         (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
                                    ).fetchone()
         switch = _switch_to(conn, name, query_id, current, evaluate, fallback, min_gain)
@@ -119,7 +123,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             if not apply:
                 return Decision(name, UNKNOWN, True, why, evaluate is not None)
             return _move(conn, name, query_id, analyzed, sharing, old_top, UNKNOWN, why, log,
-                         None, target)
+                         None, target, strategy)
         if current == "rerun" or not joins:
             why = ("evaluated by re-running it: no joins to order" if current == "rerun"
                    else "no joins to order")
@@ -150,7 +154,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
                             _log(conn, migrated=False, why=why, **log))
         return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
                      Replan(frozenset(mine), uses, "other" if force else "best", growth),
-                     current)
+                     current, strategy)
 
 
 def _analyzed(conn: psycopg.Connection, sql_text: str) -> Analyzed:
@@ -168,13 +172,17 @@ def _analyzed(conn: psycopg.Connection, sql_text: str) -> Analyzed:
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,
           sharing: Sharing, old_top: int, prediction: Prediction, why: str, log: dict,
-          replan: Replan | None, evaluate: str) -> Decision:
+          replan: Replan | None, evaluate: str, strategy: str) -> Decision:
     """Moving State: the new layout built, the views switched, the old nodes dropped,
-    in a subtransaction that leaves the old layout whole if anything fails."""
+    in a subtransaction that leaves the old layout whole if anything fails. JISC: the
+    same, but its new inner joins are left to be completed key by key as the cycles
+    probe them (argus.network.lazy) — all but the one holding the answer, copied."""
     started = time.perf_counter()
     try:
         with conn.transaction():
-            builder, top, output = _build(conn, name, analyzed, sharing, replan, evaluate)
+            builder, top, output = _build(conn, name, analyzed, sharing, replan, evaluate,
+                                          lazily=strategy == "jisc")
+            log["lazy_nodes"] = lazy.settle(builder)
             if top.id == old_top:
                 raise psycopg.Rollback()
             migration_id = _log(conn, migrated=True, why=why,
@@ -322,11 +330,13 @@ def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
 
 
 def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,
-           replan: Replan | None, evaluate: str):
+           replan: Replan | None, evaluate: str, lazily: bool = False):
     """The query built again as registration built it (its sharing too), its joins
-    chosen by `replan`: the builder, the top node and the output expressions over it."""
+    chosen by `replan` (`lazily`: new joins left to complete, network.lazy): the
+    builder, the top node and the output expressions over it."""
     builder = Builder(conn, sharing, query=name)
     builder.replan = replan
+    builder.lazy = lazily
     top, output = build_top(builder, name, analyzed, evaluate)
     return builder, top, output
 

@@ -10,6 +10,7 @@ from psycopg import sql
 from . import network
 from .nodes import KINDS, virtual
 from .optimize import predicted, proposals
+from .nodes.lazy import done, is_lazy, keys
 from .nodes.stream import claim
 from .names import changes_view, results_view
 from .registry import query_info
@@ -132,6 +133,14 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         out.append(f"      history {node.hist.as_string(conn)}, delta "
                    f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
         out += [f"      {line}" for line in describe(node)]
+        if is_lazy(node):
+            (complete,) = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                done(node))).fetchone() if keys(node) else (0,)
+            out.append(f"      built lazily (JISC migration): {complete:,} "
+                       f"key{'' if complete == 1 else 's'} "
+                       f"({', '.join(k for k, _ in keys(node))}) complete; the others are "
+                       f"read from its parents when node "
+                       f"{node.definition['lazy'].get('consumer')} first probes them")
         if node.id in indexed:
             sources, predset = indexed[node.id]
             stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))

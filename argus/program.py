@@ -12,7 +12,7 @@ from psycopg import sql
 from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
-from .nodes import COMPILERS, KINDS
+from .nodes import COMPILERS, KINDS, lazy
 from .nodes.stream import claim, in_inbox
 
 
@@ -46,11 +46,13 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
         return None
     else:
         signed = not node.insert_only
-        code = per_claim(parents, lambda parents: sql.SQL("\n").join(
-            render("program/step_signed" if signed else "program/step",
-                   condition=step.condition or sql.SQL("TRUE"),
-                   statement=_step_code(step, conn, counted=signed), var=var(node.id))
-            for step in COMPILERS[node.kind].evaluate(node, parents)), conn)
+        code = per_claim(parents, lambda parents: sql.SQL("\n").join([
+            *(render("program/flush_step", condition=step.condition, statement=step.statement)
+              for step in lazy.completions(node, parents)),
+            *(render("program/step_signed" if signed else "program/step",
+                     condition=step.condition or sql.SQL("TRUE"),
+                     statement=_step_code(step, conn, counted=signed), var=var(node.id))
+              for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
                     var=var(node.id))

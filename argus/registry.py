@@ -25,7 +25,7 @@ from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, Quer
                      UnknownQueryError, UnsupportedQueryError)
 from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view,
                     check_name, results_view, std_alias, stream_history)
-from .network import Builder, assemble, drop_unused, execute_all
+from .network import Builder, assemble, drop_unused, execute_all, lazy
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
@@ -354,6 +354,8 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
         info = query_info(conn, name)
         if info.status == "ok":
             return info
+        # its lazily built joins (a JISC migration's) are rebuilt whole, as finished
+        lazy.finish(conn, [n.id for n in info.nodes])
         stale = {r[0] for r in conn.execute("SELECT node_id FROM argus.excluded_nodes()")}
         net = network.load(conn)
         try:

@@ -114,9 +114,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                          "every this many cycles, plan each query again (incremental or "
                          "re-run, and its joins) on what the cycles observed and migrate "
                          "the ones that gain (null: only on argus optimize)"),
-    "migration": (_choice("moving-state"),
+    "migration": (_choice("moving-state", "jisc"),
                   "how a query moves to a new layout: moving-state (its new nodes built "
-                  "from the states that exist, between two cycles)"),
+                  "from the states that exist, between two cycles) or jisc (its new joins "
+                  "completed key by key as the cycles first probe them: no pause)"),
     "migration_min_gain": (_fraction,
                            "migrate only to a layout cheaper per cycle by more than this "
                            "share (hysteresis: no two layouts flap)"),

@@ -63,8 +63,11 @@ def status_tables(conn: psycopg.Connection) -> list:
     out = [header, streams, network, runs]
     migrations = conn.execute(
         """SELECT after_run, query, array_to_string(old_trees, '; ') || ' → '
-                  || array_to_string(new_trees, '; '), round(build_ms::numeric), forced
-             FROM argus_catalog.migrations WHERE migrated
+                  || array_to_string(new_trees, '; '), strategy, round(build_ms::numeric),
+                  forced, CASE WHEN still_lazy > 0
+                               THEN format('%s of %s joins', still_lazy,
+                                           cardinality(lazy_nodes)) END
+             FROM argus.migrations WHERE migrated
             ORDER BY migration_id DESC LIMIT 5""").fetchall()
     running = conn.execute(
         """SELECT substr(application_name, %s), now() - xact_start FROM pg_stat_activity
@@ -74,7 +77,8 @@ def status_tables(conn: psycopg.Connection) -> list:
         out.append("migrating now: " + ", ".join(
             f"{query} (for {elapsed.total_seconds():,.1f} s)" for query, elapsed in running))
     if migrations:
-        table = Table("after run", "query", "join trees", "build ms", "forced",
+        table = Table("after run", "query", "join trees", "strategy", "build ms", "forced",
+                      "still completing",
                       title="recent migrations (argus optimize; settings.reoptimize_every)",
                       title_justify="left")
         for row in migrations:

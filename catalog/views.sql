@@ -119,7 +119,9 @@ SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at
 CREATE VIEW argus.migrations AS
 SELECT m.migration_id, m.query, m.at, m.after_run, m.strategy, m.migrated, m.forced, m.why,
        m.old_trees, m.new_trees, m.predicted_old, m.predicted_new, m.build_rows, m.build_ms,
-       m.old_ms,
+       m.old_ms, m.lazy_nodes,
+       (SELECT count(*) FROM argus_catalog.nodes n
+         WHERE n.node_id = ANY(m.lazy_nodes) AND n.definition ? 'lazy') AS still_lazy,
        (SELECT sum(n.ms + coalesce(n.flush_ms, 0)) / nullif(count(DISTINCT r.run_id), 0)
           FROM (SELECT run_id FROM argus_catalog.runs
                  WHERE run_id > m.after_run AND status = 'ok'

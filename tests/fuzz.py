@@ -395,8 +395,10 @@ class Fuzzer:
         force = self.rng.random() < 0.7
         # some switch between incremental and re-run (argus.nodes.rerun)
         evaluate = self.rng.choices([None, "rerun", "incremental"], weights=[8, 1, 1])[0]
+        strategy = self.rng.choice(["moving-state", "jisc"])  # (JISC: joins left lazy)
+        self.db.configure(migration=strategy)
         before = bag(self.db.results(name)), bag(self.db.new_results(name))
-        self.log.append(f"migrate {name} force={force} evaluate={evaluate}")
+        self.log.append(f"migrate {name} force={force} evaluate={evaluate} {strategy}")
         try:
             (decision,) = self.db.migrate([name], force=force, evaluate=evaluate)
         except ArgusError as exc:  # heuristic layout; or a row the new order fails on

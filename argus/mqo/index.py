@@ -106,6 +106,8 @@ SELECT t.node_id, t.sources, n.hist_rows
   FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
  WHERE t.sources_key = %(key)s
    AND t.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())  -- stale: isolated
+   AND t.node_id NOT IN (SELECT node_id FROM argus_catalog.nodes   -- partial: being
+                          WHERE definition ? 'lazy')             -- completed (JISC)
    AND NOT EXISTS (
        SELECT 1 FROM argus_catalog.predset_orpreds po
         WHERE po.predset_id = t.predset_id

@@ -30,10 +30,12 @@ from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_
 from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
-from ..nodes import rerun
+from ..nodes import lazy as lazy_nodes, rerun
+from ..nodes.lazy import is_lazy
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp, Window
 from ..trees import DIALECT, conjuncts, never_fails
+from . import lazy
 from .groups import CatalogGroups
 from .reads import Reads, load_node, network_bytes
 from .stored import execute_all, store_blocks
@@ -88,6 +90,8 @@ class Builder(Reads):
         self.groups = CatalogGroups(conn)
         self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
+        self.lazy = False  # build new inner joins lazily (a JISC migration: network.lazy)
+        self.pending_lazy: set[int] = set()  # the lazy joins built, until lazy.settle
 
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
@@ -295,6 +299,9 @@ class Builder(Reads):
         a shared selection or join node, first to the parents that lack them, and
         refill it from its parents. Its children and the views over it read columns by
         name, so they are unaffected."""
+        if is_lazy(self.load(node.id)):  # (its full view and completed keys lack them)
+            lazy.finish(self.conn, [node.id])
+            self.forget()
         node = self.load(node.id)  # the caller's may predate an enrichment of it
         atoms = atoms - set(self.atoms(node))
         if not atoms:  # (two instances of one query read it, and the other's added them)
@@ -345,7 +352,8 @@ class Builder(Reads):
             execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
         else:
             self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
-            execute_all(self.conn, COMPILERS[node.kind].backfill(node, parents))
+            execute_all(self.conn, COMPILERS[node.kind].backfill(
+                node, list(map(lazy_nodes.readable, parents))))
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
         self._store(node, parents)
         self._candidates.clear()
@@ -426,8 +434,18 @@ class Builder(Reads):
             if deferred(p) and p.id not in undeferred:
                 undeferred[p.id] = self.undefer(p)
         parents = [undeferred.get(p.id, p) for p in parents]
+        if any(is_lazy(p) and p.id not in self.pending_lazy for p in parents):
+            lazy.finish(self.conn, [p.id for p in parents if is_lazy(p)])  # (a second reader)
+            self.forget()
+            parents = [self.load(p.id) for p in parents]
+        build_lazily = (self.lazy and kind == "join" and insert_only and copy is None
+                        and definition.get("kind") == "inner")
+        if build_lazily:  # (found by no signature: another query must not read it)
+            definition = {**definition, "lazy": {"signature": signature_text}}
+            signature_text = signature(kind, parents, names, exprs, definition,
+                                       self._salt(salted))
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
-        if kind == "join" and insert_only:
+        if kind == "join" and insert_only and not build_lazily and not any(map(is_lazy, parents)):
             limit = self._view_of_join(parents, definition, names, exprs)
         if kind == "select" and self.view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
@@ -453,11 +471,15 @@ class Builder(Reads):
             cur.executemany("INSERT INTO argus_catalog.node_columns VALUES (%s, %s, %s, %s)",
                             [(node_id, i, c, e) for i, (c, e) in enumerate(zip(names, exprs), 1)])
         compiler = COMPILERS[kind]
-        execute_all(self.conn, compiler.create(node, parents))
+        readable = list(map(lazy_nodes.readable, parents))  # (whole histories)
+        execute_all(self.conn, compiler.create(node, readable))
         node = dataclasses.replace(node, types=self._record_types(node))
         started = time.perf_counter()
         counted = None  # a virtual join's rows, as far as its backfill counted them
-        if copy is not None and insert_only:  # (a migration's answer: argus.adapt)
+        if build_lazily:
+            lazy.create_full(self.conn, node, parents)
+            self.pending_lazy.add(node.id)
+        elif copy is not None and insert_only:  # (a migration's answer: argus.adapt)
             source, where = copy
             filled = self.conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}{}").format(
                 node.hist, sql.SQL(", ").join(map(sql.Identifier, where)),
@@ -467,7 +489,7 @@ class Builder(Reads):
             if filled == limit:
                 node, counted = self._view_instead(node, parents), limit
         elif limit is None:
-            execute_all(self.conn, compiler.backfill(node, parents))
+            execute_all(self.conn, compiler.backfill(node, readable))
         elif self.conn.execute(compiler.backfill(node, parents, limit)[0]).rowcount == limit:
             node, counted = self._view_instead(node, parents), limit
         if delta_view(node) and virtual(self._stored(parents[0])):
@@ -479,7 +501,7 @@ class Builder(Reads):
         self._counted(node, (time.perf_counter() - started) * 1000, counted)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
-        if not virtual(node):
+        if not virtual(node) and not build_lazily:
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         self._store(node, parents)
         if entry is not None:
@@ -798,12 +820,21 @@ class Builder(Reads):
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
 
-    def _table_of(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
+    def origin(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
+        """The table a lazy join's `full` view reads `columns` from (the longest leading
+        part of them one table holds), through its parents' views."""
+        return self._table_of(node, columns, through=lambda n: virtual(n) or is_lazy(n))
+
+    def index_of(self, parent: Node, columns: list[str]) -> str:
+        return self._index(parent, columns)
+
+    def _table_of(self, node: Node, columns: list[str], through=virtual
+                  ) -> tuple[Node, list[str]] | None:
         """The node whose table holds the rows of `node` (itself, unless its history is
         a view) and its columns that `columns` are — through a virtual join, the
         longest leading part of them that one side passes through; None if the first
         is computed."""
-        while virtual(node):
+        while through(node):
             exprs = dict(zip(node.columns, node.exprs))
             found = None
             for alias, parent_id in zip(("t1", "t2"), node.parents):

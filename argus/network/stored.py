@@ -17,6 +17,7 @@ from ..mqo import index
 from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
 from ..nodes import CODE_VERSION, Node, signature
 from ..nodes.aggregate import AggregateCompiler
+from ..nodes import lazy
 from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import fill, flush_block, frame, node_block, probe_block
@@ -32,7 +33,7 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
     """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
     database) concatenates it."""
     blocks = (node_block(node, parents, conn), flush_block(node, parents, conn),
-              probe_block(node, parents, conn))
+              probe_block(node, list(map(lazy.readable, parents)), conn))
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
                  "probe_block = %s WHERE node_id = %s",
                  (*(b.as_string(conn) if b is not None else None for b in blocks), node.id))
@@ -189,14 +190,18 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
     join-key indexes no remaining node asked for."""
     rows = conn.execute(
         """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
-                  n.definition ? 'virtual', n.kind = 'select', n.definition ? 'deferred'
+                  n.definition ? 'virtual', n.kind = 'select', n.definition ? 'deferred',
+                  n.definition ? 'lazy'
              FROM argus_catalog.nodes n
             WHERE n.kind <> 'stream'
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
                                WHERE q.node_id = n.node_id)
             ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
     indexes = []
-    for node_id, schema, name, node_indexes, is_view, is_select, deferred in rows:
+    for node_id, schema, name, node_indexes, is_view, is_select, deferred, is_lazy in rows:
+        if is_lazy:  # (its consumer's, or its consumer's full view, went first)
+            conn.execute(sql.SQL("DROP VIEW {}").format(
+                sql.Identifier(NETWORK_SCHEMA, f"n{node_id}_full")))
         aux = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
             (NETWORK_SCHEMA, f"n{node_id}\\_%"))]

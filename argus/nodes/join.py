@@ -13,6 +13,7 @@ from sqlglot import exp
 from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT
+from . import lazy
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
                    bag_flush, cols, create_delta, named, signed_slots, virtual)
 
@@ -151,6 +152,8 @@ class JoinCompiler:
         return steps
 
     def flush(self, node, parents):
+        if lazy.keys(node):
+            return [lazy.flush(node)]
         return [] if virtual(node) else bag_flush(node)
 
 
