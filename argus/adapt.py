@@ -102,10 +102,6 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if status != "ok":
             raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
                              f"until it runs again (argus retry {name})")
-        if lazy.of_query(conn, query_id):  # (a JISC migration's joins, still completing)
-            roles.become_owner(conn)
-            lazy.finish(conn, lazy.of_query(conn, query_id))
-            conn.execute("RESET ROLE")
         (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
                                    ).fetchone()
         switch = _switch_to(conn, name, query_id, current, evaluate, fallback, min_gain)

@@ -106,8 +106,9 @@ SELECT t.node_id, t.sources, n.hist_rows
   FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
  WHERE t.sources_key = %(key)s
    AND t.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())  -- stale: isolated
-   AND t.node_id NOT IN (SELECT node_id FROM argus_catalog.nodes   -- partial: being
-                          WHERE definition ? 'lazy')             -- completed (JISC)
+   AND (t.node_id = ANY(%(visible)s)  -- (its own query planned again sees it)
+        OR t.node_id NOT IN (SELECT node_id FROM argus_catalog.nodes   -- partial: being
+                              WHERE definition ? 'lazy'))            -- completed (JISC)
    AND NOT EXISTS (
        SELECT 1 FROM argus_catalog.predset_orpreds po
         WHERE po.predset_id = t.predset_id
@@ -127,10 +128,12 @@ SELECT t.node_id, po.orpred_id, l.terms, l.op, l.const_kind, l.const
 
 
 def candidates(conn: psycopg.Connection, sources: Iterable[int],
-               shapes: Iterable[str]) -> list[Indexed]:
-    """Indexed nodes joining exactly these sources whose PredSets the query could imply."""
+               shapes: Iterable[str], visible: Iterable[int] = ()) -> list[Indexed]:
+    """Indexed nodes joining exactly these sources whose PredSets the query could imply;
+    no lazily built join (argus.network.lazy) but those `visible`."""
     rows = conn.execute(_CANDIDATES, {"key": sources_key(sources),
-                                      "shapes": sorted(set(shapes))}).fetchall()
+                                      "shapes": sorted(set(shapes)),
+                                      "visible": sorted(visible)}).fetchall()
     if not rows:
         return []
     ids = [r[0] for r in rows]

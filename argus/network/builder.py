@@ -93,6 +93,9 @@ class Builder(Reads):
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.lazy)
         self.pending_lazy: set[int] = set()  # the lazy joins built, until lazy.settle
 
+    def own_nodes(self) -> frozenset[int]:
+        return frozenset() if self.replan is None else self.replan.hidden
+
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
             return self._memo[plan]
@@ -420,6 +423,11 @@ class Builder(Reads):
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
             "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
             (signature_text,)).fetchone()
+        if not found and self.own_nodes():  # its own lazily built join, planned again
+            found = self.conn.execute(
+                "SELECT node_id, false FROM argus_catalog.nodes WHERE node_id = ANY(%s) "
+                "AND definition->'lazy'->>'signature' = %s",
+                (sorted(self.own_nodes()), signature_text)).fetchone()
         if found and found[1]:  # the same node, isolated since a failure: stale, not shared
             signature_text = signature(kind, parents, names, exprs, definition,
                                        f"{self._salt(salted)} beside isolated node {found[0]}")
@@ -440,13 +448,18 @@ class Builder(Reads):
             parents = [self.load(p.id) for p in parents]
         build_lazily = (self.lazy and kind == "join" and insert_only and copy is None
                         and definition.get("kind") == "inner")
+        limit = None  # an inner join's rows past which it is a view (_view_of_join)
+        if kind == "join" and insert_only and not any(map(is_lazy, parents)):
+            limit = self._view_of_join(parents, definition, names, exprs)
+        view_now = build_lazily and limit is not None and self._estimated_rows(
+            parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
+        build_lazily = build_lazily and not view_now
+        if build_lazily:
+            limit = None
         if build_lazily:  # (found by no signature: another query must not read it)
             definition = {**definition, "lazy": {"signature": signature_text}}
             signature_text = signature(kind, parents, names, exprs, definition,
                                        self._salt(salted))
-        limit = None  # an inner join's rows past which it is a view (_view_of_join)
-        if kind == "join" and insert_only and not build_lazily and not any(map(is_lazy, parents)):
-            limit = self._view_of_join(parents, definition, names, exprs)
         if kind == "select" and self.view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
 
@@ -479,6 +492,8 @@ class Builder(Reads):
         if build_lazily:
             lazy.create_full(self.conn, node, parents)
             self.pending_lazy.add(node.id)
+        elif view_now:
+            node, counted = self._view_instead(node, parents), limit
         elif copy is not None and insert_only:  # (a migration's answer: argus.adapt)
             source, where = copy
             filled = self.conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}{}").format(
@@ -612,6 +627,14 @@ class Builder(Reads):
             row_bytes = 2 * (plan[0]["Plan"]["Plan Width"] + 32)
             limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
         return min(limits)
+
+    def _estimated_rows(self, parents: list[Node], definition: dict) -> float:
+        """PostgreSQL's estimate of an inner join's rows: a lazily built join is not
+        filled, so whether it is to be a view instead is decided on it."""
+        (plan,) = self.conn.execute(sql.SQL(
+            "EXPLAIN (FORMAT JSON) SELECT FROM {} AS t1 JOIN {} AS t2 ON {}").format(
+                *(p.hist for p in parents), sql.SQL(definition["condition"]))).fetchone()
+        return plan[0]["Plan"]["Plan Rows"]
 
     def _view_instead(self, node: Node, parents: list[Node]) -> Node:
         """The new join's table, filled up to its limit, gives way to a view."""

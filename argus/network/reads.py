@@ -268,10 +268,15 @@ class Reads:
         if never is not None and never[0]:
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
 
+    def own_nodes(self) -> frozenset[int]:
+        """The nodes of the query being planned again (none: a new query)."""
+        return frozenset()
+
     def candidates(self, sources, shapes) -> list[Indexed]:
         key = (index.sources_key(sources), frozenset(shapes))
         if key not in self._candidates:
-            self._candidates[key] = index.candidates(self.conn, sources, shapes)
+            self._candidates[key] = index.candidates(self.conn, sources, shapes,
+                                                     self.own_nodes())
         return self._candidates[key]
 
     def source_index(self, node: Node) -> Indexed:
