@@ -180,7 +180,7 @@ class Gen:
         shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
-                                 "top", "poison"])
+                                 "top", "poison", "holistic"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -217,6 +217,17 @@ class Gen:
                      f"min(x.{x}) AS lo, max(x.{x}) AS hi, stddev(x.{x}) AS sd, "
                      f"sum(x.{x}) FILTER (WHERE {self.predicate('x', a)}) AS some "
                      f"FROM a x WHERE {where} GROUP BY x.k{having}")
+            elif shape == "holistic":  # groups computed again (nodes.window, grouped)
+                if self.rng.random() < 0.5:  # over a window: rows leave the groups again
+                    column = window_column if window_column in a else "t"
+                    where = f"{self.window('x', column)} AND {where}"
+                # (ordered by the whole row, values' spellings too: equal rows alone tie)
+                total = "x.id, x.s, x.n::text, x.f::text, x.k, x.d, x.ts, x.t, x.b"
+                q = (f"SELECT x.k, string_agg(x.s, ',' ORDER BY {total}) AS l, "
+                     f"sum(DISTINCT x.{x}) AS sd, percentile_disc(0.5) WITHIN GROUP "
+                     f"(ORDER BY x.{x}) AS med, array_agg(x.n ORDER BY {total}) FILTER "
+                     f"(WHERE {self.predicate('x', a)}) AS ns, count(*) AS cnt "
+                     f"FROM a x WHERE {where} GROUP BY x.k")
             elif shape == "global":
                 q = (f"SELECT count(x.{x}) AS cnt, sum(x.{x}) AS total, var_pop(x.{x}) AS v "
                      f"FROM a x WHERE {where}")

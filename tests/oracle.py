@@ -41,6 +41,10 @@ def _normalize(value: object) -> object:
         if value.is_nan():
             return NAN
         return value.normalize() if value.is_finite() else value
+    if isinstance(value, list):  # an array (array_agg), a jsonb array
+        return ("array", *map(_normalize, value))
+    if isinstance(value, dict):  # a jsonb object
+        return ("object", *sorted((k, repr(_normalize(v))) for k, v in value.items()))
     return value
 
 

@@ -26,7 +26,7 @@ from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
 from .topk import push_top_k
-from .planner import Planner, figure_name
+from .planner import CALLED_AGGREGATES, Planner, figure_name
 from ..trees import DIALECT
 
 
@@ -144,8 +144,14 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
                 "a continuous query must give the same answer whenever it is evaluated")
         for kind, construct in constructs:
             if isinstance(node, kind) and not (isinstance(node, exp.Order)
-                                               and isinstance(node.parent, exp.Window)):
+                                               and _ordering_call(node.parent)):
                 raise UnsupportedQueryError(construct)
+
+
+def _ordering_call(node: exp.Expr | None) -> bool:
+    """An ORDER BY there orders a window's or an aggregate's rows, not the answer's."""
+    return isinstance(node, (exp.Window, exp.WithinGroup, exp.AggFunc)) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() in CALLED_AGGREGATES)
 
 
 def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:

@@ -43,6 +43,16 @@ AGGREGATES = {
 }
 
 
+# Aggregates sqlglot reads as plain function calls, and ordered-set ones (WITHIN GROUP).
+CALLED_AGGREGATES = {"every", "jsonb_agg", "jsonb_object_agg", "json_agg", "json_object_agg",
+                     "xmlagg", "range_agg", "range_intersect_agg"}
+# Aggregates whose value depends on the order of the rows: without ORDER BY inside, an
+# answer kept by recomputing a group could differ from the query run again.
+ORDER_SENSITIVE = {"string_agg", "array_agg", "jsonb_agg", "jsonb_object_agg", "json_agg",
+                   "json_object_agg", "xmlagg"}
+HOLISTIC = "holistic"  # Agg.func of an aggregate kept by recomputing its groups
+
+
 def short(name: str) -> str:
     """A column name within PostgreSQL's identifier limit, still unique."""
     if len(name.encode()) <= MAX_IDENTIFIER_BYTES:
@@ -525,7 +535,12 @@ class Planner:
     def _aggregate_calls(exprs: list[exp.Expr]) -> list[exp.AggFunc]:
         calls: dict[str, exp.AggFunc] = {}
         for e in exprs:
-            for call in e.find_all(exp.AggFunc):
+            for call in e.find_all(exp.AggFunc, exp.Anonymous, exp.WithinGroup):
+                if isinstance(call, exp.Anonymous) and call.name.lower() not in \
+                        CALLED_AGGREGATES or isinstance(call.parent, exp.WithinGroup):
+                    continue
+                if isinstance(call.parent, exp.Filter):  # (one the planner will refuse,
+                    call = call.parent  # or recompute: argus.frontend.filters folds the rest)
                 if isinstance(call.parent, exp.Window):  # a window's: not grouped
                     continue
                 if call.find_ancestor(exp.Select) is not e.find_ancestor(exp.Select) and \
@@ -549,7 +564,8 @@ class Planner:
         def rewrite(expr: exp.Expr) -> exp.Expr:
             def visit(node: exp.Expr) -> exp.Expr:
                 text = node.sql(DIALECT)
-                if isinstance(node, exp.AggFunc) and text in by_sql:
+                if isinstance(node, (exp.AggFunc, exp.Filter, exp.Anonymous,
+                                     exp.WithinGroup)) and text in by_sql:
                     return exp.column(by_sql[text], table=AGG_ALIAS)
                 if text in key_sql and not isinstance(node, (exp.Alias, exp.Literal)):
                     return exp.column(key_sql[text], table=AGG_ALIAS)
@@ -558,26 +574,35 @@ class Planner:
 
         return new, rewrite
 
-    def _agg(self, name: str, call: exp.AggFunc, rel: Rel) -> Agg:
-        func = call.sql(DIALECT).split("(", 1)[0].strip().lower()
+    def _agg(self, name: str, call: exp.Expr, rel: Rel) -> Agg:
+        """An aggregate kept by its bookkeeping (argus.aggregates), or else one kept by
+        computing again the groups a cycle touched (HOLISTIC: its whole call as `arg`):
+        string_agg, array_agg, jsonb_agg, percentile_cont … WITHIN GROUP, sum(DISTINCT),
+        an ORDER BY or a FILTER inside."""
+        inner = call.this if isinstance(call, (exp.Filter, exp.WithinGroup)) else call
+        func = (inner.name if isinstance(inner, exp.Anonymous)
+                else inner.sql(DIALECT).split("(", 1)[0]).strip().lower()
         canonical = AGGREGATES.get(func)
-        if canonical is None:
-            raise UnsupportedQueryError(
-                f"the aggregate {func}()", "maintained aggregates: " + ", ".join(
-                    sorted({"count", "sum", "avg", "min", "max", "stddev", "variance",
-                            "stddev_pop", "var_pop", "bool_and", "bool_or"})))
-        if call.args.get("filter") or isinstance(call.parent, exp.Filter):
-            # (argus.frontend.filters folds the FILTER of every call of one argument)
-            raise UnsupportedQueryError(f"{func}(…) FILTER (WHERE …) of several arguments")
-        arg = call.this
+        arg = inner.expressions[0] if isinstance(inner, exp.Anonymous) and \
+            len(inner.expressions) == 1 else None if isinstance(inner, exp.Anonymous) \
+            else inner.this
         distinct = isinstance(arg, exp.Distinct)
-        if distinct:
-            if canonical != "count" or len(arg.expressions) != 1:
-                raise UnsupportedQueryError(f"{func}(DISTINCT …)",
-                                            "only count(DISTINCT x) is maintained")
+        if distinct and len(arg.expressions) == 1:
             arg = arg.expressions[0]
-        if isinstance(arg, exp.Star) or arg is None:
+        kept = (canonical is not None and call is inner and not call.find(exp.Order)
+                and (not distinct or canonical == "count" and not isinstance(
+                    arg, (exp.Distinct, exp.Tuple))))
+        if kept and (isinstance(arg, exp.Star) or arg is None):
             return Agg(name, "count", None)
-        if isinstance(arg, exp.Order) or call.find(exp.Order):
-            raise UnsupportedQueryError("ORDER BY inside an aggregate")
-        return Agg(name, canonical, bind(arg, [rel]), distinct)
+        if kept:
+            return Agg(name, canonical, bind(arg, [rel]), distinct)
+        if func in ORDER_SENSITIVE and not call.find(exp.Order):
+            raise UnsupportedQueryError(
+                f"{func}() without ORDER BY inside", "the order of its values is "
+                f"unspecified, and a group computed again could list them in another "
+                f"order than the query run again: write {func}(… ORDER BY …)")
+        if func in ("json_agg", "json_object_agg"):
+            raise UnsupportedQueryError(f"{func}()", "json has no equality to find the "
+                                        "groups that changed: use jsonb_agg / "
+                                        "jsonb_object_agg")
+        return Agg(name, HOLISTIC, bind(call, [rel]))

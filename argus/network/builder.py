@@ -20,7 +20,7 @@ from ..aggregates import Model, entries
 from ..errors import QueryError, UnknownStreamError
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
-from ..frontend.planner import short
+from ..frontend.planner import HOLISTIC, short
 from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
@@ -151,6 +151,8 @@ class Builder(Reads):
             self._index_join_keys(node, left, right)
             self.names[plan] = {c.name: c.name for c in columns}
             return node
+        if isinstance(plan, Aggregate) and any(a.func == HOLISTIC for a in plan.aggregates):
+            return self._recomputed_groups(plan)
         if isinstance(plan, Aggregate):
             parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
@@ -171,25 +173,41 @@ class Builder(Reads):
             self.names[plan] = self.names[plan.input]
             return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
         if isinstance(plan, Window):
-            parent = self.node_for(plan.input)
-            self.check_horizon(parent, None)
-            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
-                            for c in plan.keys + plan.columns)
-            self.names[plan] = {c.name: c.name for c in columns}
             definition = {"keys": len(plan.keys)} | ({"keep": list(plan.keep)} if plan.keep
                                                       else {})
-            node = self.ensure("window", [parent], columns, definition, False)
-            plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
-            keys = list(itertools.takewhile(plain.__contains__,
-                                            (c.expr for c in columns[:len(plan.keys)])))
-            if keys:  # a cycle reads the parent's rows of the partitions it touched
-                self._record_indexes(node, [(parent, [plain[k] for k in keys])])
-            return node
+            return self._window(plan, plan.keys + plan.columns, definition)
         if isinstance(plan, SetOp):
             node, columns = self._setop(plan)
             self.names[plan] = dict(zip(plan.names, columns))
             return node
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
+
+    def _window(self, plan: Window | Aggregate, columns, definition: dict) -> Node:
+        """A window node: its partitions (the first definition['keys'] columns) computed
+        again when a cycle's changes touch them."""
+        parent = self.node_for(plan.input)
+        self.check_horizon(parent, None)
+        columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in columns)
+        self.names[plan] = {c.name: c.name for c in columns}
+        node = self.ensure("window", [parent], columns, definition, False)
+        plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
+        keys = list(itertools.takewhile(plain.__contains__,
+                                        (c.expr for c in columns[:definition["keys"]])))
+        if keys:  # a cycle reads the parent's rows of the partitions it touched
+            self._record_indexes(node, [(parent, [plain[k] for k in keys])])
+        return node
+
+    def _recomputed_groups(self, plan: Aggregate) -> Node:
+        """GROUP BY with an aggregate argus keeps no bookkeeping for (string_agg,
+        percentile_cont, sum(DISTINCT) …: planner.HOLISTIC): a window node grouping
+        its partitions, each group computed again, all its aggregates with it, when a
+        cycle's changes touch it."""
+        calls = [Col(a.name, a.arg if a.func == HOLISTIC else
+                     f"count({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})"
+                     if a.func == "count" else f"{a.func}({a.arg})")
+                 for a in plan.aggregates]
+        return self._window(plan, list(plan.groups) + calls,
+                            {"keys": len(plan.groups), "grouped": True})
 
     def _setop(self, plan: SetOp) -> tuple[Node, list[str]]:
         """A set operation's node and its columns, in the plan's order. UNION ALL and

@@ -1,5 +1,7 @@
 """Window nodes: window functions (ROW_NUMBER, RANK, LAG, running sums, … OVER) over
-their parent, kept by computing again exactly the partitions a cycle's changes touched.
+their parent, kept by computing again exactly the partitions a cycle's changes touched;
+and grouped, the aggregates argus keeps no bookkeeping for (string_agg, percentile_cont,
+sum(DISTINCT) …), a row per group computed again the same way.
 The partition keys all the node's windows share are its first columns (argus_p0, …);
 with none, the parent is one partition, computed again whenever it changes. Top-K per
 group (a selection `rn <= k` above, argus.frontend.topk) keeps only the rows ranked
@@ -20,6 +22,7 @@ from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, bag_flush,
 class WindowSpec:
     keys: int  # the first `keys` columns are the partition keys
     keep: tuple[str, int] | None = None  # only the rows whose ranking column is ≤ k
+    grouped: bool = False  # GROUP BY the keys: a row per partition (its aggregates)
 
 
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
@@ -38,7 +41,11 @@ def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composab
 class WindowCompiler:
     def _slots(self, node: Node, parent: Node) -> dict:
         keys = node.columns[:node.spec.keys]
+        group_by = sql.SQL(" GROUP BY {}").format(sql.SQL(", ").join(
+            map(sql.Literal, range(1, len(keys) + 1)))) if node.spec.grouped and keys \
+            else sql.SQL("")
         return {"hist": node.hist, "columns": node.column_list, "t1": T1, "sign": SIGN_ID,
+                "group_by": group_by,
                 "named": named(node.exprs, node.columns), "parent": parent.hist,
                 "s_columns": cols(node.columns, "s"), "s_hash": row_hash(node.columns, "s"),
                 "d_columns": cols(node.columns, "d"), "d_hash": row_hash(node.columns, "d"),
@@ -71,8 +78,14 @@ class WindowCompiler:
         return bag_flush(node)
 
 
-KIND = register(Kind("window", lambda d: WindowSpec(d["keys"], tuple(d["keep"]) if d.get(
-                         "keep") else None), WindowCompiler(),
-                     lambda node: [f"window functions over {node.spec.keys} partition key(s): "
-                                   "the partitions a cycle's changes touch are computed "
-                                   "again from the parent"]))
+def _describe(node: Node) -> list[str]:
+    if node.spec.grouped:
+        return [f"aggregates over {node.spec.keys} group key(s): the groups a cycle's "
+                "changes touch are computed again from the parent"]
+    return [f"window functions over {node.spec.keys} partition key(s): the partitions a "
+            "cycle's changes touch are computed again from the parent"]
+
+
+KIND = register(Kind("window", lambda d: WindowSpec(
+    d["keys"], tuple(d["keep"]) if d.get("keep") else None, bool(d.get("grouped"))),
+    WindowCompiler(), _describe))

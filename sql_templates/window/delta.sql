@@ -14,7 +14,7 @@ WITH argus_keys AS MATERIALIZED (
          SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} > 0)
         EXCEPT ALL
         SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} < 0
-    ) AS {t1}) AS argus_w WHERE {kept}
+    ) AS {t1}{group_by}) AS argus_w WHERE {kept}
 ), argus_old AS MATERIALIZED (
     {touched_here}
 )
