@@ -443,3 +443,21 @@ def test_jisc_completes_only_the_keys_the_cycles_probe(three):
     assert db.conn.execute("SELECT count(*) FROM pg_class c JOIN pg_namespace n "
                            "ON n.oid = c.relnamespace WHERE n.nspname = 'argus_net' "
                            "AND c.relname ~ '_(full|done)$'").fetchone() == (0,)
+
+
+def test_jisc_with_one_column_probed_by_two(three):
+    """The consumer compares one column of the lazy join with two of its other input
+    (t.k1 = s.k2 AND t.k2 = s.k2): one key column, completed once (found by a helper
+    trying to break JISC: the key table listed the column twice)."""
+    three.db.configure(migration="jisc", virtual_join_growth=None)
+    rows = Rows(41, keys=6)
+    load(three, rows, 30)
+    three.run()
+    three.register("twice", "SELECT r.id AS a, s.id AS b, t.id AS c FROM r JOIN s "
+                            "ON r.k1 = s.k1 JOIN t ON t.k1 = s.k2 AND t.k2 = s.k2")
+    moved = 0
+    for _ in range(4):
+        moved += migrate_checked(three, "twice")
+        load(three, rows, 10)
+        three.run()
+    assert moved == 4

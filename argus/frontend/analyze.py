@@ -26,6 +26,7 @@ from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
 from .topk import push_top_k
+from .limit import limit_as_top_k
 from .planner import CALLED_AGGREGATES, Planner, figure_name
 from ..trees import DIALECT
 
@@ -154,6 +155,15 @@ def _ordering_call(node: exp.Expr | None) -> bool:
         isinstance(node, exp.Anonymous) and node.name.lower() in CALLED_AGGREGATES)
 
 
+def _folded(name: exp.Expr) -> str:
+    """A name as PostgreSQL reads it: unquoted, folded to lower case."""
+    if isinstance(name, exp.Column):
+        name = name.this
+    if isinstance(name, exp.Identifier):
+        return name.this if name.quoted else name.this.lower()
+    return name.name
+
+
 def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
@@ -176,15 +186,17 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
     turns into AS aliases, and USING columns (`COALESCE(a.k, b.k) AS k`)."""
     tree = parse(sql_text)
+    if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT as it is)
+        tree = limit_as_top_k(tree)
     refuse_unsupported(tree, refused)
     _check_tables(tree, streams)
     if functions is not None:
         _qualify_functions(tree, functions(function_names(tree)))
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
-    user_aliases = {a.alias for a in tree.find_all(exp.Alias)} | {
-        c.name for t in tree.find_all(exp.TableAlias) for c in t.columns} | {
-        c.name for j in tree.find_all(exp.Join) for c in j.args.get("using") or []}
+    user_aliases = {_folded(a.args["alias"]) for a in tree.find_all(exp.Alias)} | {
+        _folded(c) for t in tree.find_all(exp.TableAlias) for c in t.columns} | {
+        _folded(c) for j in tree.find_all(exp.Join) for c in j.args.get("using") or []}
     schema = {s.name: dict(s.columns) for s in streams.values()}
     try:
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY

@@ -11,10 +11,9 @@ import dataclasses
 import sqlglot
 from sqlglot import exp
 
+from ..nodes.window import RANKINGS
 from ..plan import Output, Plan, Scan, Select, Window
 from ..trees import DIALECT, conjuncts
-
-RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
 
 def push_top_k(output: Output) -> Output:

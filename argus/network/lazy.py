@@ -56,7 +56,7 @@ def probe_keys(consumer: Node, node: Node, parents: list[Node]) -> list[list[str
             continue
         mine, theirs = ends[side], ends["t2" if side == "t1" else "t1"]
         if (mine in mine_types and mine_types[mine] == other_types.get(theirs)
-                and [mine, theirs] not in pairs):
+                and mine not in (m for m, _ in pairs)):  # (one probe column per key column)
             pairs.append([mine, theirs])
     return pairs
 

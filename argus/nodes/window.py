@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from ..templates import render
+from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, bag_flush, cols,
                    create_delta, named, register, row_hash)
+
+
+RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,31 @@ def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composab
                   keys=sql.SQL(", ").join(keys))
 
 
+def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
+    """A Top-K node's own rows as its parent's (the columns its expressions read;
+    the others NULL), when its new top rows can be ranked among its old ones and the
+    new rows instead of among the whole partition: the parent only gains rows, and the
+    node's one window function is the ranking it keeps by (a row ranked past k only
+    falls further; every row ranked before a kept row is kept). None otherwise."""
+    if node.spec.keep is None or node.spec.grouped or not parent.insert_only:
+        return None
+    trees = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs]
+    windows = [t for t in trees if t.find(exp.Window)]
+    if len(windows) != 1 or not isinstance(windows[0], exp.Window) \
+            or not isinstance(windows[0].this, RANKINGS):
+        return None
+    passed: dict[str, str] = {}
+    for column, tree in zip(node.columns, trees):
+        if isinstance(tree, exp.Column) and tree.table == "t1":
+            passed.setdefault(tree.name, column)
+    if not {c.name for t in trees for c in t.find_all(exp.Column)} <= set(passed):
+        return None
+    return sql.SQL("(SELECT {} FROM {})").format(sql.SQL(", ").join(
+        sql.SQL("{} AS {}").format(sql.Identifier(passed[c]), sql.Identifier(c)) if c in passed
+        else sql.SQL("CAST(NULL AS {}) AS {}").format(sql.SQL(t), sql.Identifier(c))
+        for c, t in zip(parent.columns, parent.types)), node.hist)
+
+
 class WindowCompiler:
     def _slots(self, node: Node, parent: Node) -> dict:
         keys = node.columns[:node.spec.keys]
@@ -54,7 +85,8 @@ class WindowCompiler:
                 "kept": sql.SQL("TRUE") if node.spec.keep is None else sql.SQL(
                     "{} <= {}").format(sql.Identifier("argus_w", node.spec.keep[0]),
                                        sql.Literal(node.spec.keep[1])),
-                "parent_touched": _touched(parent.hist, parent.columns,
+                "parent_touched": _touched(_kept_as_parent_rows(node, parent) or parent.hist,
+                                           parent.columns,
                                            [sql.SQL(e) for e in node.exprs[:len(keys)]], keys),
                 "touched_here": _touched(node.hist, node.columns,
                                          [sql.Identifier("t1", k) for k in keys], keys)}
