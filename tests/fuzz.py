@@ -180,7 +180,7 @@ class Gen:
         shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
-                                 "top", "poison", "holistic"])
+                                 "top", "poison", "holistic", "limit"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -254,6 +254,14 @@ class Gen:
                 q = (f"SELECT w.k, w.id, w.{x} FROM (SELECT x.k, x.id, x.{x}, row_number() "
                      f"OVER (PARTITION BY x.k ORDER BY x.{x} DESC NULLS LAST, x.id) AS rn "
                      f"FROM a x WHERE {where}) w WHERE w.rn <= {self.rng.randint(1, 3)}")
+            elif shape == "limit":  # a global Top-K (ORDER BY … LIMIT), ties broken by id
+                x = self.rng.choice(["n", "f", "k"])
+                if self.rng.random() < 0.5:  # over a window: rows leave again
+                    column = window_column if window_column in a else "t"
+                    where = f"{self.window('x', column)} AND {where}"
+                offset = f" OFFSET {self.rng.randint(1, 2)}" if self.rng.random() < 0.3 else ""
+                q = (f"SELECT x.id, x.{x} FROM a x WHERE {where} ORDER BY x.{x} DESC NULLS "
+                     f"LAST, x.id LIMIT {self.rng.randint(1, 4)}{offset}")
             elif shape == "setop":
                 op = self.rng.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT", "EXCEPT ALL"])
                 q = (f"SELECT x.k FROM a x WHERE {where} {op} "

@@ -189,6 +189,15 @@ class Builder(Reads):
         self.check_horizon(parent, None)
         columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in columns)
         self.names[plan] = {c.name: c.name for c in columns}
+        if definition.get("keep"):  # the parent columns its windows read, kept too, so
+            # that new rows can be ranked with the kept ones (nodes.window: the merge)
+            passed = {sqlglot.parse_one(c.expr, read=DIALECT) for c in columns}
+            read = sorted({c.name for col in columns
+                           for c in sqlglot.parse_one(col.expr, read=DIALECT).find_all(exp.Column)
+                           if c.table == "t1" and exp.column(c.name, table="t1", quoted=True)
+                           not in passed})
+            columns += tuple(Col(f"argus_r{i}", exp.column(name, table="t1", quoted=True)
+                                 .sql(DIALECT)) for i, name in enumerate(read))
         node = self.ensure("window", [parent], columns, definition, False)
         plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
         keys = list(itertools.takewhile(plain.__contains__,
