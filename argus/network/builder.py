@@ -92,6 +92,7 @@ class Builder(Reads):
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.lazy)
         self.pending_lazy: set[int] = set()  # the lazy joins built, until lazy.settle
+        self.taken: set[int] = set()  # old answers whose tables new nodes took over
 
     def own_nodes(self) -> frozenset[int]:
         return frozenset() if self.replan is None else self.replan.hidden
@@ -473,6 +474,8 @@ class Builder(Reads):
             lazy.finish(self.conn, [p.id for p in parents if is_lazy(p)])  # (a second reader)
             self.forget()
             parents = [self.load(p.id) for p in parents]
+        if copy is not None and copy[0] in self.taken:  # (its table is another's now)
+            copy = None
         build_lazily = (self.lazy and kind == "join" and insert_only and copy is None
                         and definition.get("kind") == "inner")
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
@@ -516,11 +519,15 @@ class Builder(Reads):
         node = dataclasses.replace(node, types=self._record_types(node))
         started = time.perf_counter()
         counted = None  # a virtual join's rows, as far as its backfill counted them
+        taken = None  # the rows of an old answer whose table the new node took over
         if build_lazily:
             lazy.create_full(self.conn, node, parents)
             self.pending_lazy.add(node.id)
         elif view_now:
             node, counted = self._view_instead(node, parents), limit
+        elif copy is not None and insert_only and (
+                taken := self._take_over(node, self.load(copy[0]), copy[1], limit)) is not None:
+            counted = taken  # (the old answer's table, renamed: its rows and statistics)
         elif copy is not None and insert_only:  # (a migration's answer: argus.adapt)
             source, where = copy
             filled = self.conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}{}").format(
@@ -543,7 +550,7 @@ class Builder(Reads):
         self._counted(node, (time.perf_counter() - started) * 1000, counted)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
-        if not virtual(node) and not build_lazily:
+        if not virtual(node) and not build_lazily and not (copy is not None and taken):
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         self._store(node, parents)
         if entry is not None:
@@ -654,6 +661,43 @@ class Builder(Reads):
             row_bytes = 2 * (plan[0]["Plan"]["Plan Width"] + 32)
             limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
         return min(limits)
+
+    def _take_over(self, node: Node, old: Node, where: dict[str, str], limit: int | None
+                   ) -> int | None:
+        """A migration's new answer node takes the old answer's table instead of a copy
+        of it, when the old one is its query's own (dropped after the switch) and holds
+        the same columns, and nothing else reads it: the tables swap names, the columns are
+        renamed, the ones not needed dropped (a second block copying it is built from
+        its parents instead: `taken`). Its rows (and PostgreSQL's statistics of them) stay; the
+        old node is left the new node's empty table, to be dropped. None: copy instead."""
+        rows, readers = self.conn.execute(
+            "SELECT hist_rows, (SELECT count(*) FROM argus_catalog.edges WHERE parent_id = %(n)s)"
+            " + (SELECT count(*) FROM argus_catalog.queries WHERE output_node = %(n)s)"
+            " FROM argus_catalog.node_stats WHERE node_id = %(n)s", {"n": old.id}).fetchone()
+        if (old.id not in self.own_nodes() or readers > 1  # (one block read twice: copied)
+                or virtual(old) or not old.insert_only
+                or len(set(where.values())) != len(where)
+                or (limit is not None and rows >= limit)
+                or any(dict(zip(old.columns, old.types)).get(o) != t
+                       for o, t in zip(where.values(), node.types))):
+            return None
+        schema, taking = NETWORK_SCHEMA, f"n{node.id}_taking"
+        for table, name in ((old.hist, taking), (node.hist, old.hist_ref[1]),
+                            (sql.Identifier(schema, taking), node.hist_ref[1])):
+            self.conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                table, sql.Identifier(name)))
+        drop = [c for c in old.columns if c not in where.values()]
+        if drop:
+            self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(node.hist, sql.SQL(", ").join(
+                sql.SQL("DROP COLUMN {}").format(sql.Identifier(c)) for c in drop)))
+        for step in (lambda i, new, was: (was, f"argus_taking_{i}"),  # (a new name may be
+                     lambda i, new, was: (f"argus_taking_{i}", new)):  # an old one's)
+            for i, (new, was) in enumerate(where.items()):
+                before, after = step(i, new, was)
+                self.conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(
+                    node.hist, sql.Identifier(before), sql.Identifier(after)))
+        self.taken.add(old.id)
+        return rows
 
     def _estimated_rows(self, parents: list[Node], definition: dict) -> float:
         """PostgreSQL's estimate of an inner join's rows: a lazily built join is not
