@@ -246,7 +246,11 @@ class Gen:
                      f"c y WHERE y.k = x.k AND {self.predicate('y', c, 0)})")
             elif shape == "exists":
                 q = (f"SELECT x.id FROM a x WHERE {where} AND EXISTS (SELECT 1 FROM c y "
-                     f"WHERE {self.predicate('y', c, 0)})")
+                     f"WHERE {self.predicate('y', c, 0)})") if self.rng.random() < 0.5 else (
+                    f"SELECT x.id, x.k {self.rng.choice(['IN', 'NOT IN'])} (SELECT y.k FROM c y "
+                    f"WHERE {self.predicate('y', c, 0)}) AS hit FROM a x WHERE {where} OR "
+                    f"x.k {self.rng.choice(['IN', 'NOT IN'])} (SELECT y.k FROM c y WHERE "
+                    f"{self.predicate('y', c, 0)})")
             elif shape == "distinct":
                 q = f"SELECT DISTINCT x.k, x.b FROM a x WHERE {where}"
             elif shape == "top":  # Top-K per group, ties broken by the id

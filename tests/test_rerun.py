@@ -149,7 +149,8 @@ BEYOND = {  # SQL argus does not maintain incrementally: kept current by re-runn
     "first": "SELECT DISTINCT ON (g) g, id, v FROM a ORDER BY g, v DESC NULLS LAST, id",
     "latest": "SELECT id, v FROM a ORDER BY id DESC",
     "previous": "SELECT id FROM a WHERE v > (SELECT x.v FROM a AS x WHERE x.id = a.id - 1)",
-    "not_in_or": "SELECT id FROM a WHERE k NOT IN (SELECT k FROM b WHERE v > 50) OR v > 90",
+    "union_exists": "SELECT id FROM a WHERE EXISTS (SELECT k FROM b WHERE b.k = a.k "
+                    "UNION SELECT k FROM b WHERE b.v > 90)",
     "full": "SELECT a.id, b.id AS bid, c.v FROM a JOIN b ON a.k = b.k "
             "FULL JOIN a AS c ON c.id = b.id + 500",
     "spread": "SELECT a.id, u.x FROM a CROSS JOIN LATERAL unnest(ARRAY[a.k, a.v]) AS u(x)",

@@ -413,8 +413,9 @@ class Planner:
     def _refuse_nested_subqueries(c: exp.Expr) -> None:
         if c.find(exp.Select) is not None:
             raise UnsupportedQueryError(
-                "subqueries here", "only [NOT] EXISTS (…) and IN (subquery) joined to the "
-                "rest of WHERE by AND, and subqueries in FROM, are maintained")
+                "subqueries here", "maintained: subqueries in FROM, EXISTS and IN "
+                "(subquery) anywhere (a row of values `(a, b) IN` only as a WHERE term "
+                "joined by AND), scalar subqueries of one aggregate")
 
     def source(self, item: exp.Expr) -> Rel:
         alias = item.alias_or_name

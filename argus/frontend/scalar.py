@@ -12,7 +12,8 @@ rows, which the rewritten expression gives itself: the select list with each cou
 that may return several rows (no aggregate, or a GROUP BY) is refused: PostgreSQL fails
 such a query at run time.
 
-EXISTS under OR or NOT (or outside WHERE) is a count compared with 0, unnested so.
+EXISTS under OR or NOT (or outside WHERE) is a count compared with 0, unnested so;
+IN there is counts too, in SQL's three values (`_in_anywhere`).
 
 `(a, b) IN (SELECT x, y …)` is EXISTS (… WHERE x = a AND y = b); a set operation or an
 uncorrelated aggregate in IN is read from a derived table. `x NOT IN (SELECT y …)` holds
@@ -43,6 +44,7 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     columns = set()
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
         columns |= _in_lists(select)
+        columns |= _in_anywhere(select)
         columns |= _counted_exists(select)
         for sub in [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]:
             columns |= _unnest(select, sub, next(names))
@@ -198,6 +200,75 @@ def _counted_exists(select: exp.Select) -> set[str]:
     return names
 
 
+def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
+    """The IN test's subquery, a set operation or an uncorrelated aggregate in it read
+    from a derived table instead (its columns named argus_c0, …, returned)."""
+    query = test.args["query"].this
+    grouped = isinstance(query, exp.Select) and (query.args.get("group")
+                                                  or _aggregates(query))
+    uncorrelated = not (_tables(query) - _defined(query))
+    if not (isinstance(query, exp.SetOperation) or (grouped and uncorrelated)):
+        return query, set()
+    inner = query.copy()
+    first = inner
+    while isinstance(first, exp.SetOperation):  # it names a set operation's columns
+        first = first.this
+    first.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e,
+                                         f"argus_c{i}", quoted=True)
+                              for i, e in enumerate(first.expressions)])
+    derived = exp.Subquery(this=inner, alias=exp.TableAlias(
+        this=exp.to_identifier("argus_u", quoted=True)))
+    query = exp.select(*(exp.column(c, table="argus_u", quoted=True)
+                         for c in first.named_selects)).from_(derived)
+    test.args["query"].set("this", query)
+    return query, set(first.named_selects)
+
+
+def _in_anywhere(select: exp.Select) -> set[str]:
+    """`x IN (SELECT y …)` other than as an AND-ed WHERE term (under OR or NOT, in a
+    CASE, the select list or HAVING) as counts, in SQL's three values exactly: TRUE
+    when some y equals x; else NULL when x is NULL and there is a y, or when some y is
+    NULL; else FALSE (no y at all, x NULL or not). `NOT` over it is then NOT IN."""
+    where = select.args.get("where")
+    terms = conjuncts(where.this if where else None)
+    joined = {id(t) for t in terms} | {id(t.this) for t in terms if isinstance(t, exp.Not)}
+    names = set()
+    for test in list(select.find_all(exp.In)):
+        if id(test) in joined or test.parent_select is not select \
+                or not isinstance(test.args.get("query"), exp.Subquery) \
+                or isinstance(test.this, exp.Tuple):
+            continue
+        query, derived = _readable(test)
+        if not isinstance(query, exp.Select) or len(query.expressions) != 1 \
+                or query.args.get("group") or _aggregates(query):
+            continue  # the planner says why
+        names |= derived
+        x = test.this
+        y = query.expressions[0]
+        y = y.this if isinstance(y, exp.Alias) else y
+        three_valued = exp.Case(ifs=[
+            exp.If(this=_any(query, exp.EQ(this=y.copy(), expression=x.copy())),
+                   true=exp.true()),
+            exp.If(this=exp.and_(exp.Is(this=x.copy(), expression=exp.null()),
+                                 _any(query, None)), true=exp.null()),
+            exp.If(this=_any(query, exp.Is(this=y.copy(), expression=exp.null())),
+                   true=exp.null())], default=exp.false())
+        replaced = exp.paren(three_valued)
+        test.replace(replaced)
+        names |= _name_output(replaced, select, "?column?")
+    return names
+
+
+def _any(query: exp.Select, condition: exp.Expr | None) -> exp.Expr:
+    """`(SELECT count(*) FROM … WHERE … AND condition) > 0`."""
+    counted = query.copy()
+    counted.set("expressions", [exp.Count(this=exp.Star())])
+    counted.set("distinct", None)
+    if condition is not None:
+        counted.where(condition, copy=False)
+    return exp.GT(this=exp.Subquery(this=counted), expression=exp.Literal.number(0))
+
+
 def _in_lists(select: exp.Select) -> set[str]:
     """`select`'s AND-ed WHERE terms `x [NOT] IN (subquery)`: a set operation, or an
     uncorrelated aggregate, inside read from a derived table; a row of values
@@ -210,24 +281,8 @@ def _in_lists(select: exp.Select) -> set[str]:
         test = term.this if negated else term
         if not (isinstance(test, exp.In) and isinstance(test.args.get("query"), exp.Subquery)):
             continue
-        query = test.args["query"].this
-        grouped = isinstance(query, exp.Select) and (query.args.get("group")
-                                                      or _aggregates(query))
-        uncorrelated = not (_tables(query) - _defined(query))
-        if isinstance(query, exp.SetOperation) or (grouped and uncorrelated):
-            inner = query.copy()
-            first = inner
-            while isinstance(first, exp.SetOperation):  # it names a set operation's columns
-                first = first.this
-            first.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e,
-                                                 f"argus_c{i}", quoted=True)
-                                      for i, e in enumerate(first.expressions)])
-            derived = exp.Subquery(this=inner, alias=exp.TableAlias(
-                this=exp.to_identifier("argus_u", quoted=True)))
-            query = exp.select(*(exp.column(c, table="argus_u", quoted=True)
-                                 for c in first.named_selects)).from_(derived)
-            test.args["query"].set("this", query)
-            names |= set(first.named_selects)
+        query, derived = _readable(test)
+        names |= derived
         xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
         if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
                 or query.args.get("group") or _aggregates(query):
