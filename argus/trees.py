@@ -12,6 +12,15 @@ def qualified(table: str, column: str) -> str:
     return exp.column(column, table=table, quoted=True).sql(DIALECT)
 
 
+def folded(name: exp.Expr) -> str:
+    """A name as PostgreSQL reads it: unquoted, folded to lower case."""
+    if isinstance(name, exp.Column):
+        name = name.this
+    if isinstance(name, exp.Identifier):
+        return name.this if name.quoted else name.this.lower()
+    return name.name
+
+
 def unparen(e: exp.Expr) -> exp.Expr:
     """The expression inside any parentheses around it."""
     while isinstance(e, exp.Paren):

@@ -28,7 +28,7 @@ from .scalar import unnest_subqueries
 from .topk import push_top_k
 from .limit import limit_as_top_k
 from .planner import CALLED_AGGREGATES, Planner, figure_name
-from ..trees import DIALECT
+from ..trees import DIALECT, folded
 
 
 
@@ -155,15 +155,6 @@ def _ordering_call(node: exp.Expr | None) -> bool:
         isinstance(node, exp.Anonymous) and node.name.lower() in CALLED_AGGREGATES)
 
 
-def _folded(name: exp.Expr) -> str:
-    """A name as PostgreSQL reads it: unquoted, folded to lower case."""
-    if isinstance(name, exp.Column):
-        name = name.this
-    if isinstance(name, exp.Identifier):
-        return name.this if name.quoted else name.this.lower()
-    return name.name
-
-
 def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
@@ -194,9 +185,9 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         _qualify_functions(tree, functions(function_names(tree)))
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
-    user_aliases = {_folded(a.args["alias"]) for a in tree.find_all(exp.Alias)} | {
-        _folded(c) for t in tree.find_all(exp.TableAlias) for c in t.columns} | {
-        _folded(c) for j in tree.find_all(exp.Join) for c in j.args.get("using") or []}
+    user_aliases = {folded(a.args["alias"]) for a in tree.find_all(exp.Alias)} | {
+        folded(c) for t in tree.find_all(exp.TableAlias) for c in t.columns} | {
+        folded(c) for j in tree.find_all(exp.Join) for c in j.args.get("using") or []}
     schema = {s.name: dict(s.columns) for s in streams.values()}
     try:
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY

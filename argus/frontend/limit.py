@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
-from ..trees import DIALECT
+from ..trees import DIALECT, folded
 from .planner import figure_name
 
 RANK = "argus_rn"
@@ -89,14 +89,10 @@ def _name_outputs(query: exp.Expr) -> list[exp.Identifier]:
         else:
             names.append(exp.to_identifier(figure_name(e), quoted=True))
             e.replace(exp.alias_(e.copy(), names[-1].copy()))
-    if len({_folded(n) for n in names}) != len(names):
+    if len({folded(n) for n in names}) != len(names):
         raise UnsupportedQueryError("ORDER BY … LIMIT over columns of the same name",
                                     "give each output column its own name")
     return names
-
-
-def _folded(name: exp.Identifier) -> str:
-    return name.this if name.quoted else name.this.lower()
 
 
 def _resolved(ordered: exp.Ordered, query: exp.Expr, names: list[exp.Identifier]
@@ -108,9 +104,9 @@ def _resolved(ordered: exp.Ordered, query: exp.Expr, names: list[exp.Identifier]
     name = None
     if isinstance(key, exp.Literal) and key.is_int and 1 <= int(key.this) <= len(names):
         name = names[int(key.this) - 1]
-    elif isinstance(key, exp.Column) and not key.table and _folded(key.this) in map(
-            _folded, names):
-        name = next(n for n in names if _folded(n) == _folded(key.this))
+    elif isinstance(key, exp.Column) and not key.table and folded(key.this) in map(
+            folded, names):
+        name = next(n for n in names if folded(n) == folded(key.this))
     elif isinstance(query, exp.Select):
         for e, n in zip(query.expressions, names):
             inner = e.this if isinstance(e, exp.Alias) else e

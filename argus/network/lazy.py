@@ -5,8 +5,9 @@ A builder in lazy mode creates each new insert-only inner join empty, with a `fu
 view of its parents' join; `settle` then keeps it lazy if its one consumer is an inner
 equi-join that probes it by columns of the same types as its other input's, and
 finishes the rest. Lazy joins are hidden from sharing (a salted signature, no index
-candidates), so no other query reads their partial histories; a query planned again,
-or retried after a failure, finishes its own first.
+candidates), so no other query reads their partial histories; anything else that would
+read one whole (a second consumer, an enrichment, `argus retry`) finishes it first. Its
+own query planned again costs it as its own node, found by its signature.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..nodes import Node, lazy
+from ..nodes import T1, T2, Node, lazy
+from ..nodes.join import join_condition
 from ..templates import render
 from ..trees import DIALECT, conjuncts
 from .reads import load_node
@@ -27,11 +29,10 @@ from .stored import execute_all, store_blocks
 
 def create_full(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
     """The view of the join of its parents' (complete) histories."""
-    from ..nodes.join import join_condition
     left, right = map(lazy.readable, parents)
     conn.execute(render("join/create_view", view=lazy.full(node),
-                        named_exprs=node.named_expr_list, t1=sql.Identifier("t1"),
-                        t2=sql.Identifier("t2"), left=left.hist, right=right.hist,
+                        named_exprs=node.named_expr_list, t1=T1, t2=T2,
+                        left=left.hist, right=right.hist,
                         condition=sql.SQL(join_condition(node, parents))))
 
 
