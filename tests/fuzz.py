@@ -239,7 +239,10 @@ class Gen:
                 q = (f"SELECT x.id, y.id AS yid, y.f FROM a x {join} c y ON y.k = x.k{band} "
                      f"WHERE {where}") if shape in ("join", "left") else (
                     f"SELECT x.id, y.id AS yid, y.f FROM (SELECT * FROM a x WHERE {where}) x "
-                    f"{join} c y ON y.k = x.k{band}")
+                    f"{join} c y ON y.k = x.k{band}") if self.rng.random() < 0.5 else (
+                    # after another join: the joins before it are its left side
+                    f"SELECT x.id, z.id AS zid, y.id AS yid, y.f FROM (SELECT * FROM a x "
+                    f"WHERE {where}) x JOIN c z ON z.k = x.k {join} c y ON y.k = x.k{band}")
             elif shape in ("semi", "anti"):
                 neg = "NOT " if shape == "anti" else ""
                 q = (f"SELECT x.id, x.s FROM a x WHERE {where} AND {neg}EXISTS (SELECT 1 FROM "

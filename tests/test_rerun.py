@@ -151,8 +151,7 @@ BEYOND = {  # SQL argus does not maintain incrementally: kept current by re-runn
     "previous": "SELECT id FROM a WHERE v > (SELECT x.v FROM a AS x WHERE x.id = a.id - 1)",
     "union_exists": "SELECT id FROM a WHERE EXISTS (SELECT k FROM b WHERE b.k = a.k "
                     "UNION SELECT k FROM b WHERE b.v > 90)",
-    "full": "SELECT a.id, b.id AS bid, c.v FROM a JOIN b ON a.k = b.k "
-            "FULL JOIN a AS c ON c.id = b.id + 500",
+    "pairs_or": "SELECT id FROM a WHERE v > 90 OR (k, v) IN (SELECT k, v FROM b)",
     "spread": "SELECT a.id, u.x FROM a CROSS JOIN LATERAL unnest(ARRAY[a.k, a.v]) AS u(x)",
 }
 

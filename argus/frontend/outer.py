@@ -8,8 +8,9 @@ part is maintained as left joins, anti joins and UNION ALL are, and shared like 
 Columns of a and b above the join are read from the derived table, named
 `"<alias>.<column>"`.
 
-Only the first join of a FROM list may be RIGHT or FULL (its left side is then one
-relation); a later one would need the whole list before it as one side, and is refused.
+A RIGHT or FULL join after other joins has the whole FROM list before it as its left
+side: that list becomes a derived table first (its columns named as above), and the
+join is then its first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from ..errors import UnsupportedQueryError
 
 PAD = "argus_pad"
 
@@ -31,29 +31,51 @@ def outer_joins(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]]
     keep: set[str] = set()
     # the innermost first: a FULL join's sides are copied into its derived table
     for number, select in enumerate(reversed(list(tree.find_all(exp.Select)))):
-        joins = select.args.get("joins") or []
-        for later in joins[1:]:
-            if (later.side or "").upper() in ("RIGHT", "FULL"):
-                raise UnsupportedQueryError(
-                    f"{later.side.upper()} OUTER JOIN after other joins",
-                    "make it the FROM list's first join, or join a subquery")
-        if not joins or (joins[0].side or "").upper() not in ("RIGHT", "FULL"):
-            continue
-        first, left = joins[0], select.args["from_"].this
-        right, on = first.this, first.args.get("on") or exp.true()
-        if first.side.upper() == "RIGHT":
-            select.set("from_", exp.From(this=right.copy()))
-            select.set("joins", [exp.Join(this=left.copy(), side="LEFT", on=on.copy()),
-                                 *joins[1:]])
-            continue
-        name = f"argus_full{number}"
-        sides = {left.alias_or_name: columns_of(left), right.alias_or_name: columns_of(right)}
-        derived = _full_join(left, right, on, sides)
-        keep |= _read_from(tree, name, sides) | set(derived.named_selects)
-        select.set("from_", exp.From(this=exp.Subquery(
-            this=derived, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))))
-        select.set("joins", joins[1:] or None)
+        for step in range(len(select.args.get("joins") or [])):
+            joins = select.args.get("joins") or []
+            at = next((i for i, j in enumerate(joins)
+                       if (j.side or "").upper() in ("RIGHT", "FULL")), None)
+            if at is None:
+                break
+            if at > 0:  # the joins before it are one side: a derived table
+                keep |= _prefix(tree, select, at, f"argus_pre{number}_{step}", columns_of)
+                joins = select.args["joins"]
+            first, left = joins[0], select.args["from_"].this
+            right, on = first.this, first.args.get("on") or exp.true()
+            if first.side.upper() == "RIGHT":
+                select.set("from_", exp.From(this=right.copy()))
+                select.set("joins", [exp.Join(this=left.copy(), side="LEFT", on=on.copy()),
+                                     *joins[1:]])
+                continue
+            name = f"argus_full{number}_{step}"
+            sides = {left.alias_or_name: columns_of(left),
+                     right.alias_or_name: columns_of(right)}
+            derived = _full_join(left, right, on, sides)
+            keep |= _read_from(tree, name, sides) | set(derived.named_selects)
+            select.set("from_", exp.From(this=exp.Subquery(
+                this=derived, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))))
+            select.set("joins", joins[1:] or None)
     return tree, keep
+
+
+def _prefix(tree: exp.Expr, select: exp.Select, at: int, name: str,
+            columns_of: Callable[[exp.Expr], list[str]]) -> set[str]:
+    """The FROM item and the joins before the `at`-th as one derived table `name`
+    (every column of theirs named `"<alias>.<column>"`), so that a RIGHT or FULL join
+    after them is a first join; the output names to keep."""
+    joins = select.args["joins"]
+    items = [select.args["from_"].this, *(j.this for j in joins[:at])]
+    sides = {item.alias_or_name: columns_of(item) for item in items}
+    derived = exp.select(*(exp.alias_(exp.column(c, table=alias, quoted=True), f"{alias}.{c}",
+                                      quoted=True)
+                           for alias, columns in sides.items() for c in columns))
+    derived = derived.from_(items[0].copy())
+    derived.set("joins", [j.copy() for j in joins[:at]])
+    keep = _read_from(tree, name, sides)
+    select.set("from_", exp.From(this=exp.Subquery(
+        this=derived, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))))
+    select.set("joins", joins[at:])
+    return keep | set(derived.named_selects)
 
 
 def _full_join(left: exp.Expr, right: exp.Expr, on: exp.Expr,
