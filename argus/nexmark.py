@@ -7,10 +7,11 @@ person, 3 are new auctions and 46 are bids; sellers and bidders are mostly recen
 persons, bids mostly go to recent ("hot") auctions, prices are log-uniform, auctions
 run for a random time; event time advances `step` per event. Deterministic for a seed.
 
-QUERIES keeps the numbered queries whose SQL argus maintains (q0–q4, q7–q10, q14–q22);
-the others need hopping or session windows over event time (q5, q11, q12) or a window
-over a window's result (q6). TUMBLE(…, 10 seconds) is written as the window's start
-computed from the event time, DATE_FORMAT as to_char; q19's top 10 bids of an auction
+QUERIES keeps the numbered queries whose SQL argus maintains (q0–q5, q7–q10, q14–q22);
+the others need session windows over event time (q11, q12) or a window over a window's
+result (q6). TUMBLE(…, 10 seconds) is written as the window's start computed from the
+event time, HOP as a LATERAL generate_series of the window starts holding the event,
+DATE_FORMAT as to_char; q19's top 10 bids of an auction
 break ties in price by time and bidder, so that its answer is one answer.
 """
 
@@ -50,6 +51,12 @@ RECENT = 100  # sellers and bidders are among the last RECENT persons
 WINDOW = ("to_timestamp(floor(extract(epoch FROM {t}) / 10) * 10)"
           " AT TIME ZONE 'UTC'")
 
+# HOP(date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND): the starts of the five
+# 10-second windows sliding by 2 seconds that hold the event, as a set-returning call
+HOP = ("generate_series(to_timestamp(floor(extract(epoch FROM {t}) / 2) * 2 - 8)"
+       " AT TIME ZONE 'UTC', to_timestamp(floor(extract(epoch FROM {t}) / 2) * 2)"
+       " AT TIME ZONE 'UTC', interval '2 seconds')")
+
 DAY = "to_char(date_time, 'YYYY-MM-DD')"  # DATE_FORMAT(date_time, 'yyyy-MM-dd')
 # q15 and q16: bids, bidders and auctions per day (and channel), in three price ranks
 _BIDDERS = ", ".join(
@@ -72,6 +79,18 @@ QUERIES = {
                       WHERE a.id = b.auction AND b.date_time BETWEEN a.date_time AND a.expires
                       GROUP BY a.id, a.category) q
               GROUP BY q.category""",
+    # hot items: the auctions with the most bids in each hopping window
+    "q5": f"""SELECT ab.auction, ab.num, ab.starttime
+                FROM (SELECT b.auction, count(*) AS num, w.starttime
+                        FROM bid b CROSS JOIN LATERAL {HOP.format(t="b.date_time")} AS w(starttime)
+                       GROUP BY b.auction, w.starttime) ab
+                JOIN (SELECT max(c.num) AS maxn, c.starttime
+                        FROM (SELECT count(*) AS num, w.starttime
+                                FROM bid b CROSS JOIN LATERAL {HOP.format(t="b.date_time")}
+                                     AS w(starttime)
+                               GROUP BY b.auction, w.starttime) c
+                       GROUP BY c.starttime) mb
+                  ON ab.starttime = mb.starttime AND ab.num >= mb.maxn""",
     "q7": f"""SELECT b.auction, b.price, b.bidder, b.date_time
                 FROM bid b JOIN (SELECT max(price) AS maxprice,
                                         {WINDOW.format(t="date_time")} AS window_start

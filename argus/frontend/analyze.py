@@ -26,6 +26,7 @@ from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
 from .topk import push_top_k
+from .lateral import lateral_functions
 from .limit import limit_as_top_k
 from .planner import CALLED_AGGREGATES, Planner, figure_name
 from ..trees import DIALECT, folded
@@ -145,8 +146,16 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
                 "a continuous query must give the same answer whenever it is evaluated")
         for kind, construct in constructs:
             if isinstance(node, kind) and not (isinstance(node, exp.Order)
-                                               and _ordering_call(node.parent)):
+                                               and _ordering_call(node.parent)) and not (
+                    isinstance(node, exp.Unnest) and _in_select_list(node)):
                 raise UnsupportedQueryError(construct)
+
+
+def _in_select_list(node: exp.Expr) -> bool:
+    """A set-returning call of a select list (frontend.lateral), not a FROM item."""
+    if isinstance(node.parent, exp.Alias):
+        node = node.parent
+    return isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
 
 
 def _ordering_call(node: exp.Expr | None) -> bool:
@@ -177,8 +186,9 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
     turns into AS aliases, and USING columns (`COALESCE(a.k, b.k) AS k`)."""
     tree = parse(sql_text)
-    if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT as it is)
+    if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT, LATERAL as is)
         tree = limit_as_top_k(tree)
+        tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)
     _check_tables(tree, streams)
     if functions is not None:
@@ -210,7 +220,7 @@ def _columns_of(item: exp.Expr, tree: exp.Expr, streams: Mapping[str, StreamSche
     ctes = {cte.alias: cte.this for cte in tree.find_all(exp.CTE)}
     if item.name in ctes:
         return list(ctes[item.name].named_selects)
-    return list(streams[item.name].column_names)
+    return list(streams[item.name].column_names) if item.name in streams else []
 
 
 def _used(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ STABLE_SAFE = frozenset("""
     timezone concat concat_ws format length to_json to_jsonb row_to_json json_build_object
     json_build_array jsonb_build_object jsonb_build_array quote_literal quote_nullable
     overlaps enum_first enum_last enum_range to_tsvector to_tsquery plainto_tsquery
-    phraseto_tsquery websearch_to_tsquery ts_headline""".split())
+    phraseto_tsquery websearch_to_tsquery ts_headline generate_series""".split())
 
 # The stream clock: argus's own, in the argus schema (node code calls argus.clock_now).
 ARGUS = frozenset({"argus_now"})

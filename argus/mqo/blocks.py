@@ -22,6 +22,7 @@ from sqlglot import exp
 
 from ..frontend.canon import (Clause, PredSet, Resolve, atom_instances, canonicalize,
                               clause_implies, column_atom, eliminate, implies, map_clause)
+from ..frontend.lateral import expands
 from ..plan import Join, Plan, Select
 from ..frontend.temporal import reads_clock
 from ..trees import DIALECT, conjuncts
@@ -68,9 +69,11 @@ class Block:
 
 
 def is_spj(plan: Plan) -> bool:
-    """Selections (not temporal ones: they change with the clock) and inner joins."""
+    """Selections (not temporal ones: they change with the clock; nor ones calling a
+    set-returning function: they expand rows) and inner joins."""
     if isinstance(plan, Select):
-        return not reads_clock(plan.predicate)
+        return not reads_clock(plan.predicate) and not any(
+            expands(c.expr) for c in plan.columns)
     return isinstance(plan, Join) and plan.kind == "inner"
 
 

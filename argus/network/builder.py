@@ -20,6 +20,7 @@ from ..aggregates import Model, entries
 from ..errors import QueryError, UnknownStreamError
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
+from ..frontend.lateral import expands
 from ..frontend.planner import HOLISTIC, short
 from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
@@ -125,6 +126,16 @@ class Builder(Reads):
                 self.replan.name_last(tuple(self._instance_name(block, i)
                                             for i in range(1, len(block.sources) + 1)))
             return node
+        if isinstance(plan, Select) and any(expands(c.expr) for c in plan.columns):
+            # a set-returning function's rows (frontend.lateral): shared by signature only
+            parent = self.node_for(plan.input)
+            self.check_horizon(parent, None)
+            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
+                            for c in plan.columns)
+            predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
+            self.names[plan] = {c.name: c.name for c in columns}
+            return self.ensure("select", [parent], columns,
+                               {"predicate": predicate, "expands": True}, parent.insert_only)
         if isinstance(plan, Select):  # a temporal filter
             parent = self.node_for(plan.input)
             predicate = self.renamed(plan.predicate, t1=plan.input)
