@@ -37,6 +37,19 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
            ) AS b
 $$;
 
+-- `value` when a scalar subquery returned `n` rows (argus.frontend.scalar: one without
+-- an aggregate, its rows counted per outer row), PostgreSQL's error when several, as
+-- running the query again would raise it.
+CREATE OR REPLACE FUNCTION argus.one_row(n bigint, value anyelement) RETURNS anyelement
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    IF n > 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'cardinality_violation',
+            MESSAGE = 'more than one row returned by a subquery used as an expression';
+    END IF;
+    RETURN value;
+END $$;
+
 -- Every node has a row of counters (argus_catalog.node_stats).
 CREATE OR REPLACE FUNCTION argus.node_stats_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -525,7 +538,8 @@ BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA argus, argus_catalog TO %s', v_roles);
     EXECUTE format('GRANT SELECT ON argus_catalog.clock TO %s', v_roles);
     EXECUTE format('GRANT EXECUTE ON FUNCTION argus.clock_now(), argus.clock_previous(), '
-                   'argus.argus_now(), argus.numeric_sqrt(numeric), argus.stream_schemas(), '
+                   'argus.argus_now(), argus.numeric_sqrt(numeric), '
+                   'argus.one_row(bigint, anyelement), argus.stream_schemas(), '
                    'argus.session_info(), argus.query_status(text) TO %s', v_roles);
     -- readers: every query's answer and changes, and the catalog views
     EXECUTE format('GRANT USAGE ON SCHEMA argus_results, argus_changes TO %I', v_reader);

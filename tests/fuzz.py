@@ -180,7 +180,7 @@ class Gen:
         shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
-                                 "top", "poison", "holistic", "limit"])
+                                 "top", "poison", "holistic", "limit", "lateral"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -261,6 +261,11 @@ class Gen:
                 q = (f"SELECT w.k, w.id, w.{x} FROM (SELECT x.k, x.id, x.{x}, row_number() "
                      f"OVER (PARTITION BY x.k ORDER BY x.{x} DESC NULLS LAST, x.id) AS rn "
                      f"FROM a x WHERE {where}) w WHERE w.rn <= {self.rng.randint(1, 3)}")
+            elif shape == "lateral":  # a set-returning function per row (frontend.lateral)
+                q = (f"SELECT x.id, u.v FROM a x CROSS JOIN LATERAL unnest(ARRAY[x.k, x.k % 3, "
+                     f"NULL]) AS u(v) WHERE {where}") if self.rng.random() < 0.5 else (
+                    f"SELECT w.v, count(*) AS cnt FROM a x, LATERAL generate_series(0, "
+                    f"abs(x.k) % 4) AS w(v) WHERE {where} GROUP BY w.v")
             elif shape == "limit":  # a global Top-K (ORDER BY … LIMIT), ties broken by id
                 x = self.rng.choice(["n", "f", "k"])
                 if self.rng.random() < 0.5:  # over a window: rows leave again

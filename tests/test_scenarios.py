@@ -14,6 +14,8 @@ Script lines:
     changes NAME: [ROWS]             the last cycle's changes, sign last
     rows STREAM: N                   how many rows the stream's history keeps
     refused NAME: FRAGMENT | SQL     registering SQL fails with FRAGMENT in the message
+    failed NAME, …: FRAGMENT         the queries the last cycle isolated, with FRAGMENT in
+                                     each one's error
 """
 
 from __future__ import annotations
@@ -101,6 +103,11 @@ def test_scenario(db, steps):
             fragment, _, sql_text = rest.partition("|")
             with pytest.raises(ArgusError, match=re.escape(fragment.strip())):
                 db.register_query(name.strip(), sql_text.strip())
+        elif verb == "failed":  # queries isolated by the last cycle, and why
+            names, _, fragment = text.partition(":")
+            failed = {q.name: q.error for q in db.queries() if q.status != "ok"}
+            assert set(failed) == {n.strip() for n in names.split(",")}, failed
+            assert all(fragment.strip() in error for error in failed.values()), failed
         elif verb == "changes":
             name, _, literal = text.partition(":")
             assert bag(db.new_results(name.strip())) == bag(rows(literal)), f"changes of {name}"

@@ -84,10 +84,15 @@ def _local(select: exp.Select) -> set[str]:
 def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     inner = sub.this
     if not isinstance(inner, exp.Select) or len(inner.expressions) != 1 \
-            or inner.args.get("group") or not _aggregates(inner):
+            or inner.args.get("group") or inner.args.get("distinct") \
+            or inner.args.get("having"):
         raise UnsupportedQueryError(
-            "a scalar subquery that may return more than one row",
-            "a scalar subquery is maintained when it is one aggregate without GROUP BY")
+            "a scalar subquery of several columns, or with GROUP BY, DISTINCT or HAVING",
+            "a scalar subquery is maintained when it is one value: an aggregate, or a "
+            "column of at most one row")
+    several = not _aggregates(inner)
+    if several:  # its rows counted: its value, or PostgreSQL's error past one row
+        inner = _one_row(inner)
     where = select.args.get("where")
     grouped = bool(select.args.get("group"))
     if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
@@ -114,6 +119,8 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     projection = projection.this if isinstance(projection, exp.Alias) else projection
     if keys and inner.args.get("having"):
         raise UnsupportedQueryError("HAVING in a correlated scalar subquery")
+    if several:
+        _at_most_one_row(inner)
     if outer and not keys or any(c.table in outer for c in projection.find_all(exp.Column)):
         raise UnsupportedQueryError(NOT_EQUALITIES)
     for join in select.args.get("joins") or []:  # `FROM a, b LEFT JOIN s ON …a…` would
@@ -141,12 +148,34 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         select.join(exp.Subquery(this=inner, alias=alias), on=on, join_type="LEFT", copy=False)
         sub.replace(exp.Case(ifs=[exp.If(this=exp.column(HIT, table=name, quoted=True),
                                          true=value)],
-                             default=_over_no_rows(projection)))
+                             default=exp.null() if several else _over_no_rows(projection)))
     if grouped:  # one value per group: grouping by it changes no group
         group = select.args["group"]
         group.set("expressions", [*group.expressions, value.copy()]
                   + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
     return set(inner.named_selects) | named
+
+
+def _one_row(inner: exp.Select) -> exp.Select:
+    """A scalar subquery without an aggregate as one: the value of its one row (NULL
+    for none; mode() is that value, for any type with an order). Its HAVING (added by
+    `_at_most_one_row` once the correlation is read) raises PostgreSQL's cardinality
+    error when several rows meet an outer row: in the cycle that finds them, which
+    isolates the query, as running the query again would fail."""
+    projection = inner.expressions[0]
+    value = projection.this if isinstance(projection, exp.Alias) else projection
+    mode = exp.WithinGroup(this=exp.Anonymous(this="mode", expressions=[]),
+                           expression=exp.Order(expressions=[exp.Ordered(this=value.copy())]))
+    counted = inner.copy()
+    counted.set("expressions", [exp.alias_(mode, projection.alias_or_name, quoted=True)
+                                if isinstance(projection, exp.Alias) else mode])
+    return counted
+
+
+def _at_most_one_row(inner: exp.Select) -> None:
+    inner.set("having", exp.Having(this=exp.Dot(
+        this=exp.to_identifier("argus"), expression=exp.Anonymous(
+            this="one_row", expressions=[exp.Count(this=exp.Star()), exp.true()]))))
 
 
 def _name_output(expr: exp.Expr, select: exp.Select, name: str) -> set[str]:
