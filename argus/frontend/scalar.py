@@ -8,9 +8,10 @@ the expression reads its column. Correlated by equalities `outer = inner` in its
 (TPC-H Q2, Q17, Q20), it becomes the same aggregate grouped by the inner sides, joined on
 them: at most one group meets each outer row. No group met is the aggregate over no
 rows, which the rewritten expression gives itself: the select list with each count as
-0 and each other aggregate as NULL (the "count bug" of unnesting). A scalar subquery
-that may return several rows (no aggregate, or a GROUP BY) is refused: PostgreSQL fails
-such a query at run time.
+0 and each other aggregate as NULL (the "count bug" of unnesting). A scalar subquery of
+one column and no aggregate is the mode of its rows, with a HAVING that raises
+PostgreSQL's cardinality error when there are several (`_one_row`): the cycle that
+finds them fails for that query alone, as the query run again would fail.
 
 EXISTS under OR or NOT (or outside WHERE) is a count compared with 0, unnested so;
 IN there is counts too, in SQL's three values (`_in_anywhere`).
