@@ -11,9 +11,10 @@ import dataclasses
 import sqlglot
 from sqlglot import exp
 
-from ..nodes.window import RANKINGS
 from ..plan import Output, Plan, Scan, Select, Window
 from ..trees import DIALECT, conjuncts
+
+RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
 
 def push_top_k(output: Output) -> Output:

@@ -15,13 +15,11 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
+from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, bag_flush, cols,
                    create_delta, named, register, row_hash)
-
-
-RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
 
 @dataclass(frozen=True)
