@@ -186,11 +186,11 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
     turns into AS aliases, and USING columns (`COALESCE(a.k, b.k) AS k`)."""
     tree = parse(sql_text)
+    _check_tables(tree, streams)
     if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT, LATERAL as is)
         tree = limit_as_top_k(tree)
         tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)
-    _check_tables(tree, streams)
     if functions is not None:
         _qualify_functions(tree, functions(function_names(tree)))
     if not tree.find(exp.From):

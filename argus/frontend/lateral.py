@@ -44,6 +44,10 @@ def lateral_functions(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]
             item = select.args["from_"].this
             name = item.alias_or_name
             columns = columns_of(item)
+            if not columns or "*" in columns:
+                raise UnsupportedQueryError(
+                    f"LATERAL {call.sql(DIALECT)} after {item.sql(DIALECT)}",
+                    "name the columns of the FROM item before it (no SELECT *)")
             if folded(exp.to_identifier(column)) in map(str.lower, columns):
                 raise UnsupportedQueryError(
                     f"LATERAL {call.sql(DIALECT)} AS {alias}({column})",
