@@ -249,7 +249,11 @@ class Gen:
                      f"c y WHERE y.k = x.k AND {self.predicate('y', c, 0)})")
             elif shape == "exists":
                 q = (f"SELECT x.id FROM a x WHERE {where} AND EXISTS (SELECT 1 FROM c y "
-                     f"WHERE {self.predicate('y', c, 0)})") if self.rng.random() < 0.5 else (
+                     f"WHERE {self.predicate('y', c, 0)})") if self.rng.random() < 0.3 else (
+                    f"SELECT x.id FROM a x WHERE {where} AND {self.rng.choice(['', 'NOT '])}"
+                    f"EXISTS (SELECT y.k FROM c y WHERE y.k = x.k UNION SELECT z.k FROM c z "
+                    f"WHERE z.id = x.id AND {self.predicate('z', c, 0)})"
+                ) if self.rng.random() < 0.3 else (
                     f"SELECT x.id, x.k {self.rng.choice(['IN', 'NOT IN'])} (SELECT y.k FROM c y "
                     f"WHERE {self.predicate('y', c, 0)}) AS hit FROM a x WHERE {where} OR "
                     f"x.k {self.rng.choice(['IN', 'NOT IN'])} (SELECT y.k FROM c y WHERE "

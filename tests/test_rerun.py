@@ -149,8 +149,8 @@ BEYOND = {  # SQL argus does not maintain incrementally: kept current by re-runn
     "first": "SELECT DISTINCT ON (g) g, id, v FROM a ORDER BY g, v DESC NULLS LAST, id",
     "latest": "SELECT id, v FROM a ORDER BY id DESC",
     "previous": "SELECT id FROM a WHERE v > (SELECT max(x.v) FROM a AS x WHERE x.id < a.id)",
-    "union_exists": "SELECT id FROM a WHERE EXISTS (SELECT k FROM b WHERE b.k = a.k "
-                    "UNION SELECT k FROM b WHERE b.v > 90)",
+    "both_exists": "SELECT id FROM a WHERE EXISTS (SELECT k FROM b WHERE b.k = a.k "
+                   "INTERSECT SELECT k FROM b WHERE b.v > 90)",
     "pairs_or": "SELECT id FROM a WHERE v > 90 OR (k, v) IN (SELECT k, v FROM b)",
     "spread": "SELECT a.id, u.x FROM a LEFT JOIN LATERAL unnest(ARRAY[a.k, a.v]) AS u(x) "
               "ON TRUE",

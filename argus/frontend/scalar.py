@@ -44,6 +44,7 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     names = (f"argus_sq{n}" for n in itertools.count())
     columns = set()
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
+        _union_tests(select)
         columns |= _in_lists(select)
         columns |= _in_anywhere(select)
         columns |= _counted_exists(select)
@@ -228,6 +229,33 @@ def _counted_exists(select: exp.Select) -> set[str]:
         test.replace(compared)
         names |= _name_output(compared, select, "exists")
     return names
+
+
+def _union_tests(select: exp.Select) -> None:
+    """EXISTS over a UNION [ALL] as an OR of EXISTS, one per branch; a correlated
+    `x IN (… UNION …)` as an OR of INs (in SQL's three values alike: TRUE when one
+    is, else NULL when one is). An uncorrelated one is read from a derived table
+    (`_readable`)."""
+    for test in list(select.find_all(exp.Exists, exp.In)):
+        query = test.this if isinstance(test, exp.Exists) else test.args.get("query")
+        query = query.this if isinstance(query, exp.Subquery) else query
+        if test.parent_select is not select or not isinstance(query, exp.Union):
+            continue
+        if isinstance(test, exp.In) and not (_tables(query) - _defined(query)):
+            continue
+        branches, todo = [], [query]
+        while todo:
+            part = todo.pop(0)
+            if isinstance(part, exp.Union):
+                todo[:0] = [part.this, part.expression]
+            else:
+                branches.append(part.this if isinstance(part, exp.Subquery) else part)
+        if not all(isinstance(b, exp.Select) for b in branches):
+            continue
+        tests = [exp.Exists(this=b.copy()) if isinstance(test, exp.Exists) else
+                 exp.In(this=test.this.copy(), query=exp.Subquery(this=b.copy()))
+                 for b in branches]
+        test.replace(exp.paren(exp.or_(*tests)))
 
 
 def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
