@@ -15,7 +15,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
-from ..trees import DIALECT, folded
+from ..trees import DIALECT, conjuncts, folded
 
 # calls PostgreSQL answers with a set of rows (and sqlglot's names for two of them)
 SET_RETURNING = re.compile(
@@ -55,6 +55,7 @@ def lateral_functions(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]
             inner = exp.select(*(exp.column(c, table=name, quoted=True) for c in columns),
                                exp.Alias(this=call, alias=exp.to_identifier(column))
                                ).from_(item.copy())
+            _push_down(select, inner, name)
             for ref in list(select.find_all(exp.Column)):
                 if ref.table and folded(ref.args["table"]) == folded(exp.to_identifier(alias)):
                     ref.set("table", exp.to_identifier(name))
@@ -62,6 +63,27 @@ def lateral_functions(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]
                 this=inner, alias=exp.TableAlias(this=exp.to_identifier(name)))))
             select.set("joins", joins[1:] or None)
     return tree
+
+
+def _push_down(select: exp.Select, inner: exp.Select, name: str) -> None:
+    """The WHERE terms that read only the FROM item's columns (written `name.column`)
+    filter its rows before the function is called on them, as PostgreSQL applies them
+    below a lateral function: a row they drop must not make the function fail."""
+    where = select.args.get("where")
+    if where is None:
+        return
+    below, above = [], []
+    for term in conjuncts(where.this):
+        columns = list(term.find_all(exp.Column))
+        local = columns and all(c.table and folded(c.args["table"]) == folded(
+            exp.to_identifier(name)) for c in columns)
+        if local and not term.find(exp.Select, exp.AggFunc, exp.Window):
+            below.append(term)
+        else:
+            above.append(term)
+    if below:
+        inner.where(exp.and_(*(t.copy() for t in below)), copy=False)
+        select.set("where", exp.Where(this=exp.and_(*above)) if above else None)
 
 
 def _function(join: exp.Join) -> tuple[exp.Expr, str, str] | None:
