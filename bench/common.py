@@ -1,13 +1,14 @@
-"""What every benchmark script shares: its command line and a fresh database to run in
-(the same one `argus bench` uses)."""
+"""What every benchmark script shares: its command line, a fresh database to run in
+(the same one `argus bench` uses), and timed cycles over a workload's batches."""
 
 from __future__ import annotations
 
 import argparse
+import time
 
 from argus.bench.runner import fresh_database
 
-__all__ = ["arguments", "fresh_database"]
+__all__ = ["arguments", "cycles", "fresh_database"]
 
 
 def arguments(doc: str, **options: int) -> argparse.Namespace:
@@ -18,3 +19,15 @@ def arguments(doc: str, **options: int) -> argparse.Namespace:
     for name, default in options.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
     return parser.parse_args()
+
+
+def cycles(db, workload, batch: int, n: int) -> list[float]:
+    """`n` batches of `batch` rows loaded, each followed by a cycle: its ms."""
+    out = []
+    for _ in range(n):
+        for stream, rows in workload.batch(batch).items():
+            db.insert(stream, rows)
+        started = time.perf_counter()
+        db.run()
+        out.append((time.perf_counter() - started) * 1000)
+    return out

@@ -27,7 +27,7 @@ import argus
 from argus.bench import workloads
 from argus.bench.runner import load
 from argus.network import network_bytes
-from common import arguments, fresh_database  # bench/common.py
+from common import arguments, cycles, fresh_database  # bench/common.py
 
 LAYOUTS = ("heuristic", "cost")
 
@@ -41,13 +41,7 @@ def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
         db.register_query(name, query)
     registration = time.perf_counter() - started
     db.conn.execute("VACUUM ANALYZE")
-    times = []
-    for _ in range(batches):
-        for stream, rows in workload.batch(batch).items():
-            db.insert(stream, rows)
-        started = time.perf_counter()
-        db.run()
-        times.append((time.perf_counter() - started) * 1000)
+    times = cycles(db, workload, batch, batches)
     state = network_bytes(db.conn) / 2**20
     (views,) = db.conn.execute(  # (not the changes views of deferred joins)
         "SELECT count(*) FROM argus_catalog.nodes WHERE definition ? 'virtual'").fetchone()

@@ -20,22 +20,11 @@ from collections import Counter
 import argus
 from argus.bench import workloads
 from argus.bench.runner import load
-from common import arguments, fresh_database  # bench/common.py
+from common import arguments, cycles, fresh_database  # bench/common.py
 
 
 def bag(rows) -> Counter:
     return Counter(map(tuple, rows))
-
-
-def cycles(db, workload, batch: int, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        for stream, rows in workload.batch(batch).items():
-            db.insert(stream, rows)
-        started = time.perf_counter()
-        db.run()
-        out.append((time.perf_counter() - started) * 1000)
-    return out
 
 
 def measure(dsn_arg, workload, batch: int, strategy: str) -> None:

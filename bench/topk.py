@@ -11,14 +11,13 @@ Usage: python bench/topk.py [--dsn DSN] [--events 100000]
 from __future__ import annotations
 
 import statistics
-import time
 
 import argus
 import argus.nodes.window as window
 from argus.bench import workloads
 from argus.bench.runner import load
 from argus.nexmark import QUERIES
-from common import arguments, fresh_database  # bench/common.py
+from common import arguments, cycles, fresh_database  # bench/common.py
 
 TOP_K = {"q19": QUERIES["q19"],
          "top10": "SELECT auction, bidder, price FROM bid "
@@ -33,17 +32,7 @@ def measure(dsn_arg, events: int) -> dict[int, float]:
         for name, query in TOP_K.items():
             db.register_query(name, query)
         db.conn.execute("ANALYZE")
-        out = {}
-        for size in SIZES:
-            ms = []
-            for _ in range(3):
-                for stream, rows in workload.batch(size).items():
-                    db.insert(stream, rows)
-                started = time.perf_counter()
-                db.run()
-                ms.append((time.perf_counter() - started) * 1000)
-            out[size] = statistics.median(ms)
-        return out
+        return {size: statistics.median(cycles(db, workload, size, 3)) for size in SIZES}
 
 
 def main() -> None:
