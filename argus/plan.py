@@ -71,6 +71,11 @@ class Agg:
     arg: str | None
     distinct: bool = False
 
+    @property
+    def call(self) -> str:
+        """The aggregate as SQL over t1 (a holistic one's `arg` is its whole call)."""
+        return f"{self.func}({'DISTINCT ' if self.distinct else ''}{self.arg or '*'})"
+
 
 @dataclass(frozen=True)
 class Aggregate:

@@ -183,7 +183,7 @@ def _entry(a: Agg, category) -> list:
 
 def _columns(groups, aggs) -> tuple[Col, ...]:
     return tuple(groups) + tuple(
-        Col(a.name, f"{a.func}({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})") for a in aggs)
+        Col(a.name, a.call) for a in aggs)
 
 
 def _direct(builder, parent: Node, want: Want) -> Node:

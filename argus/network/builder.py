@@ -223,10 +223,7 @@ class Builder(Reads):
         percentile_cont, sum(DISTINCT) …: planner.HOLISTIC): a window node grouping
         its partitions, each group computed again, all its aggregates with it, when a
         cycle's changes touch it."""
-        calls = [Col(a.name, a.arg if a.func == HOLISTIC else
-                     f"count({'DISTINCT ' if a.distinct else ''}{a.arg or '*'})"
-                     if a.func == "count" else f"{a.func}({a.arg})")
-                 for a in plan.aggregates]
+        calls = [Col(a.name, a.arg if a.func == HOLISTIC else a.call) for a in plan.aggregates]
         return self._window(plan, list(plan.groups) + calls,
                             {"keys": len(plan.groups), "grouped": True})
 

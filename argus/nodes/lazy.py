@@ -31,7 +31,11 @@ def keys(node: Node) -> list[tuple[str, str]]:
 
 
 def full(node: Node) -> sql.Identifier:
-    return node.aux("full")
+    return sql.Identifier(*_full_ref(node))
+
+
+def _full_ref(node: Node) -> tuple[str, str]:
+    return NETWORK, f"n{node.id}_full"
 
 
 def done(node: Node) -> sql.Identifier:
@@ -43,7 +47,7 @@ def readable(node: Node) -> Node:
     through its `full` view."""
     if not is_lazy(node):
         return node
-    return dataclasses.replace(node, hist_ref=(NETWORK, f"n{node.id}_full"))
+    return dataclasses.replace(node, hist_ref=_full_ref(node))
 
 
 def _match(node: Node, a: str, b: str) -> sql.Composed:
