@@ -7,12 +7,16 @@ person, 3 are new auctions and 46 are bids; sellers and bidders are mostly recen
 persons, bids mostly go to recent ("hot") auctions, prices are log-uniform, auctions
 run for a random time; event time advances `step` per event. Deterministic for a seed.
 
-QUERIES keeps the numbered queries whose SQL argus maintains (q0–q5, q7–q10, q14–q22);
-the others need session windows over event time (q11, q12) or a window over a window's
-result (q6). TUMBLE(…, 10 seconds) is written as the window's start computed from the
-event time, HOP as a LATERAL generate_series of the window starts holding the event,
-DATE_FORMAT as to_char; q19's top 10 bids of an auction
-break ties in price by time and bidder, so that its answer is one answer.
+QUERIES keeps the numbered queries whose SQL argus maintains: all but q12, which counts
+bids in windows of processing time (the wall clock when a row is processed), which no
+from-scratch run can reproduce, and q13, a lookup of each bid in a side table (a join
+like any other, but the generator has no side table). TUMBLE(…, 10 seconds) is written
+as the window's start computed from the event time; HOP as a LATERAL generate_series of
+the window starts holding the event; SESSION (q11) as LAG marking a gap and a running
+sum of the marks numbering each bidder's sessions; q6's "GROUP BY A.id, A.seller" with
+B.date_time (invalid in PostgreSQL) as each auction's winning price ordered by its
+expiry; DATE_FORMAT as to_char. q19's top 10 bids of an auction break ties in price by
+time and bidder, so that its answer is one answer.
 """
 
 from __future__ import annotations
@@ -91,6 +95,14 @@ QUERIES = {
                                GROUP BY b.auction, w.starttime) c
                        GROUP BY c.starttime) mb
                   ON ab.starttime = mb.starttime AND ab.num >= mb.maxn""",
+    # average selling price by seller: over each seller's last 11 auctions (Flink's
+    # ROWS BETWEEN 10 PRECEDING AND CURRENT ROW), by when they close
+    "q6": """SELECT q.seller, q.id, avg(q.final) OVER (PARTITION BY q.seller
+                    ORDER BY q.expires, q.id ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS avg
+               FROM (SELECT a.id, a.seller, a.expires, max(b.price) AS final
+                       FROM auction a JOIN bid b ON a.id = b.auction
+                        AND b.date_time BETWEEN a.date_time AND a.expires
+                      GROUP BY a.id, a.seller, a.expires) q""",
     "q7": f"""SELECT b.auction, b.price, b.bidder, b.date_time
                 FROM bid b JOIN (SELECT max(price) AS maxprice,
                                         {WINDOW.format(t="date_time")} AS window_start
@@ -117,6 +129,17 @@ QUERIES = {
     "q10": """SELECT auction, bidder, price, date_time, to_char(date_time, 'YYYY-MM-DD') AS date,
                      to_char(date_time, 'HH:MI') AS time
                 FROM bid""",
+    # user sessions: a bidder's bids with no gap of more than 10 seconds
+    "q11": """SELECT s.bidder, count(*) AS bid_count, min(s.date_time) AS starttime,
+                     max(s.date_time) + interval '10 seconds' AS endtime
+                FROM (SELECT g.bidder, g.date_time, sum(g.gap) OVER (PARTITION BY g.bidder
+                             ORDER BY g.date_time ROWS UNBOUNDED PRECEDING) AS session
+                        FROM (SELECT bidder, date_time,
+                                     CASE WHEN date_time - lag(date_time) OVER (PARTITION BY bidder
+                                               ORDER BY date_time) <= interval '10 seconds'
+                                          THEN 0 ELSE 1 END AS gap
+                                FROM bid) g) s
+               GROUP BY s.bidder, s.session""",
     "q14": """SELECT auction, bidder, 0.908 * price AS price,
                      CASE WHEN extract(hour FROM date_time) BETWEEN 8 AND 18 THEN 'dayTime'
                           WHEN extract(hour FROM date_time) <= 6

@@ -414,8 +414,8 @@ class Planner:
         if c.find(exp.Select) is not None:
             raise UnsupportedQueryError(
                 "subqueries here", "maintained: subqueries in FROM, EXISTS and IN "
-                "(subquery) anywhere (a row of values `(a, b) IN` only as a WHERE term "
-                "joined by AND), scalar subqueries of one aggregate")
+                "(subquery) anywhere (a row of values `(a, b) IN` only where AND and OR "
+                "join it to the WHERE or HAVING), scalar subqueries of one aggregate")
 
     def source(self, item: exp.Expr) -> Rel:
         alias = item.alias_or_name

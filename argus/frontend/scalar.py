@@ -284,29 +284,40 @@ def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
 
 def _in_anywhere(select: exp.Select) -> set[str]:
     """`x IN (SELECT y …)` other than as an AND-ed WHERE term (under OR or NOT, in a
-    CASE, the select list or HAVING) as counts, in SQL's three values exactly: TRUE
-    when some y equals x; else NULL when x is NULL and there is a y, or when some y is
-    NULL; else FALSE (no y at all, x NULL or not). `NOT` over it is then NOT IN."""
+    CASE, the select list or HAVING) as counts. Where only AND and OR stand between it
+    and the WHERE or HAVING, a NULL drops the row as a FALSE does: it is `(SELECT
+    count(*) … WHERE y = x) > 0`, rows of values `(a, b) IN` too. Elsewhere, in SQL's
+    three values exactly: TRUE when some y equals x; else NULL when x is NULL and there
+    is a y, or when some y is NULL; else FALSE (no y at all, x NULL or not). `NOT` over
+    it is then NOT IN."""
     where = select.args.get("where")
     terms = conjuncts(where.this if where else None)
     joined = {id(t) for t in terms} | {id(t.this) for t in terms if isinstance(t, exp.Not)}
     names = set()
     for test in list(select.find_all(exp.In)):
         if id(test) in joined or test.parent_select is not select \
-                or not isinstance(test.args.get("query"), exp.Subquery) \
-                or isinstance(test.this, exp.Tuple):
+                or not isinstance(test.args.get("query"), exp.Subquery):
             continue
+        xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
+        positive = _positive(test, select)
+        if len(xs) > 1 and not positive:
+            continue  # the planner says why
         query, derived = _readable(test)
-        if not isinstance(query, exp.Select) or len(query.expressions) != 1 \
+        if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
                 or query.args.get("group") or _aggregates(query):
             continue  # the planner says why
         names |= derived
-        x = test.this
-        y = query.expressions[0]
-        y = y.this if isinstance(y, exp.Alias) else y
+        ys = [y.this if isinstance(y, exp.Alias) else y for y in query.expressions]
+        equal = exp.and_(*(exp.EQ(this=y.copy(), expression=x.copy())
+                           for x, y in zip(xs, ys)))
+        if positive:
+            replaced = exp.paren(_any(query, equal))
+            test.replace(replaced)
+            names |= _name_output(replaced, select, "?column?")
+            continue
+        x, y = xs[0], ys[0]
         three_valued = exp.Case(ifs=[
-            exp.If(this=_any(query, exp.EQ(this=y.copy(), expression=x.copy())),
-                   true=exp.true()),
+            exp.If(this=_any(query, equal), true=exp.true()),
             exp.If(this=exp.and_(exp.Is(this=x.copy(), expression=exp.null()),
                                  _any(query, None)), true=exp.null()),
             exp.If(this=_any(query, exp.Is(this=y.copy(), expression=exp.null())),
@@ -315,6 +326,15 @@ def _in_anywhere(select: exp.Select) -> set[str]:
         test.replace(replaced)
         names |= _name_output(replaced, select, "?column?")
     return names
+
+
+def _positive(test: exp.Expr, select: exp.Select) -> bool:
+    """Whether only AND, OR and parentheses stand between `test` and `select`'s WHERE
+    or HAVING: there its NULL and FALSE alike drop the row."""
+    node = test.parent
+    while isinstance(node, (exp.And, exp.Or, exp.Paren)):
+        node = node.parent
+    return isinstance(node, (exp.Where, exp.Having)) and node.parent is select
 
 
 def _any(query: exp.Select, condition: exp.Expr | None) -> exp.Expr:
