@@ -180,7 +180,8 @@ class Gen:
         shape = self.rng.choice(["select", "variants", "tlp", "aggregate", "global", "join",
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
-                                 "top", "poison", "holistic", "limit", "lateral"])
+                                 "top", "poison", "holistic", "limit", "lateral",
+                                 "lateral_join"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -270,6 +271,19 @@ class Gen:
                      f"NULL]) AS u(v) WHERE {where}") if self.rng.random() < 0.5 else (
                     f"SELECT w.v, count(*) AS cnt FROM a x, LATERAL generate_series(0, "
                     f"abs(x.k) % 4) AS w(v) WHERE {where} GROUP BY w.v")
+            elif shape == "lateral_join":  # a correlated LATERAL subquery (frontend.lateral_joins)
+                side = self.rng.choice(["CROSS JOIN", "LEFT JOIN"])
+                on = " ON TRUE" if side == "LEFT JOIN" else ""
+                inner = self.rng.choice([
+                    "SELECT count(*) AS v, max(y.f) AS m FROM c y WHERE y.k = x.k",
+                    f"SELECT y.id AS v, y.f AS m FROM c y WHERE y.k = x.k AND "
+                    f"{self.predicate('y', c, 0)} ORDER BY y.f DESC NULLS LAST, y.id "
+                    f"LIMIT {self.rng.randint(1, 3)}",
+                    "SELECT length(y.s) AS v, count(*) AS m FROM c y WHERE y.k = x.k "
+                    "GROUP BY length(y.s)",
+                    "SELECT DISTINCT y.k % 3 AS v, 0 AS m FROM c y WHERE y.k = x.k - 1"])
+                q = (f"SELECT x.id, l.v, l.m FROM a x {side} LATERAL ({inner}) l{on} "
+                     f"WHERE {where}")
             elif shape == "limit":  # a global Top-K (ORDER BY … LIMIT), ties broken by id
                 x = self.rng.choice(["n", "f", "k"])
                 if self.rng.random() < 0.5:  # over a window: rows leave again

@@ -27,6 +27,7 @@ from .outer import outer_joins
 from .scalar import unnest_subqueries
 from .topk import push_top_k
 from .lateral import lateral_functions
+from .lateral_joins import lateral_subqueries
 from .limit import limit_as_top_k
 from .planner import CALLED_AGGREGATES, Planner, figure_name
 from ..trees import DIALECT, folded
@@ -188,6 +189,7 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     tree = parse(sql_text)
     _check_tables(tree, streams)
     if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT, LATERAL as is)
+        tree = lateral_subqueries(tree, lambda item: _columns_of(item, tree, streams))
         tree = limit_as_top_k(tree)
         tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)

@@ -1,8 +1,9 @@
-"""A query's `ORDER BY … LIMIT k [OFFSET o]` as a global Top-K: the query ranked by
-row_number() over its ORDER BY, and the rows ranked o+1 … o+k kept. The window node
-with the bound (argus.frontend.topk) then keeps only those rows; its answer is the
-same bag of rows PostgreSQL's LIMIT returns (rows its ORDER BY ties are PostgreSQL's
-arbitrary pick either way).
+"""A query's `ORDER BY … LIMIT k [OFFSET o]` (or `FETCH FIRST k ROWS ONLY`) as a global
+Top-K: the query ranked by row_number() over its ORDER BY, and the rows ranked o+1 … o+k
+kept; `FETCH FIRST k ROWS WITH TIES` ranks by rank(), so that rows tied with the k-th
+stay. The window node with the bound (argus.frontend.topk) then keeps only those rows;
+its answer is the same bag of rows PostgreSQL's LIMIT returns (rows its ORDER BY ties
+are PostgreSQL's arbitrary pick either way).
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ def limit_as_top_k(tree: exp.Expr) -> exp.Expr:
     limited = [node for node in tree.find_all(exp.Select, exp.SetOperation)
                if node.args.get("limit") is not None or node.args.get("offset") is not None]
     for node in reversed(limited):  # (find_all is breadth-first: the deepest last)
-        rewritten = _top_k(node)
+        rewritten = top_k(node)
         if node is tree:
             return rewritten
         node.replace(rewritten)
     return tree
 
 
-def _top_k(tree: exp.Expr) -> exp.Expr:
+def top_k(tree: exp.Expr, partition: tuple[str, ...] = ()) -> exp.Expr:
+    """`tree`'s ORDER BY … LIMIT as a rank, the first rows of each `partition` (output
+    names) kept."""
     limit, offset = tree.args.get("limit"), tree.args.get("offset")
     if limit is None and offset is None:
         return tree
@@ -39,8 +42,15 @@ def _top_k(tree: exp.Expr) -> exp.Expr:
     if order is None:
         raise UnsupportedQueryError("LIMIT without ORDER BY",
                                     "which rows it keeps is unspecified")
-    k = _count(limit.expression if limit is not None else None, "LIMIT")
+    ties = isinstance(limit, exp.Fetch) and limit.args["limit_options"].args.get("with_ties")
+    if isinstance(limit, exp.Fetch):  # FETCH FIRST [n] ROWS ONLY | WITH TIES
+        k = _count(limit.args.get("count") or exp.Literal.number(1), "FETCH FIRST")
+    else:
+        k = _count(limit.expression if limit is not None else None, "LIMIT")
     skip = _count(offset.expression if offset is not None else None, "OFFSET") or 0
+    if ties and skip:
+        raise UnsupportedQueryError("FETCH … WITH TIES after an OFFSET",
+                                    "which tied rows it keeps is PostgreSQL's choice")
     inner = tree.copy()
     for arg in ("order", "limit", "offset"):
         inner.set(arg, None)
@@ -49,8 +59,10 @@ def _top_k(tree: exp.Expr) -> exp.Expr:
     orders = [_resolved(o, inner, names) for o in order.expressions]  # (may add to names)
     ranked = exp.select(*(exp.Column(this=n.copy(), table=exp.to_identifier(LIMITED))
                           for n in visible)).select(
-        exp.alias_(exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=orders)),
-                   RANK, quoted=False)
+        exp.alias_(exp.Window(this=exp.Rank() if ties else exp.RowNumber(),
+                              order=exp.Order(expressions=orders),
+                              partition_by=[exp.column(p, table=LIMITED) for p in partition]
+                              or None), RANK, quoted=False)
     ).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(LIMITED))))
     bounds = [exp.GT(this=exp.column(RANK), expression=exp.Literal.number(skip))]
     if k is not None:

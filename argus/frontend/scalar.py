@@ -97,6 +97,9 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         inner = _one_row(inner)
     where = select.args.get("where")
     grouped = bool(select.args.get("group"))
+    # a value per row (in WHERE, or an aggregate's argument), not one per group
+    per_row = (where is not None and sub.find_ancestor(exp.Where) is where) or isinstance(
+        sub.find_ancestor(exp.AggFunc, exp.Select), exp.AggFunc)
     if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
             _aggregates(select):
         raise UnsupportedQueryError(
@@ -151,7 +154,7 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         sub.replace(exp.Case(ifs=[exp.If(this=exp.column(HIT, table=name, quoted=True),
                                          true=value)],
                              default=exp.null() if several else _over_no_rows(projection)))
-    if grouped:  # one value per group: grouping by it changes no group
+    if grouped and not per_row:  # one value per group: grouping by it changes no group
         group = select.args["group"]
         group.set("expressions", [*group.expressions, value.copy()]
                   + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
@@ -299,6 +302,8 @@ def _in_anywhere(select: exp.Select) -> set[str]:
                 or not isinstance(test.args.get("query"), exp.Subquery):
             continue
         xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
+        if test.this.find(exp.AggFunc, exp.Window) or test.args["query"].this.find(exp.Window):
+            continue  # (it cannot move into a WHERE) the planner says why
         positive = _positive(test, select)
         if len(xs) > 1 and not positive:
             continue  # the planner says why

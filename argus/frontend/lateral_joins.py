@@ -1,0 +1,229 @@
+"""A LATERAL subquery correlated by equalities in its WHERE, as a join on them (the
+unnesting Neumann and Kemper describe): `p [LEFT] JOIN LATERAL (SELECT … FROM a WHERE
+a.k = p.id AND …) x ON c` is `p [LEFT] JOIN (SELECT …, a.k AS argus_lk0 FROM a WHERE …)
+x ON x.argus_lk0 = p.id AND c`. Each outer row's key is constant in its subquery, so
+GROUP BY and DISTINCT gain the key, and ORDER BY … LIMIT becomes a Top-K per key
+(row_number() partitioned by it); WHERE terms reading only the outer row join the ON.
+An aggregate without GROUP BY gives one row for each outer row, over no rows too (a
+count of 0): each of its columns the query reads becomes a correlated scalar subquery
+(argus.frontend.scalar). Runs before ORDER BY … LIMIT and set-returning functions are
+rewritten (argus.frontend.limit, argus.frontend.lateral), on the tree as parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from ..errors import UnknownColumnError, UnsupportedQueryError
+from ..trees import DIALECT, conjuncts, folded, never_fails
+from .limit import top_k
+from .planner import figure_name
+
+KEY = "argus_lk"
+NOT_EQUALITIES = "a LATERAL subquery correlated other than by equalities in its WHERE"
+
+
+def lateral_subqueries(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]]
+                       ) -> exp.Expr:
+    """The parsed `tree` with every LATERAL subquery decorrelated, innermost first.
+    `columns_of(item)`: a FROM item's column names ([] when unknown)."""
+    for select in reversed(list(tree.find_all(exp.Select))):
+        joins = select.args.get("joins") or []
+        for position, join in enumerate(joins):
+            if isinstance(join.this, exp.Lateral) and isinstance(join.this.this, exp.Subquery):
+                before = [select.args["from_"].this] + [j.this for j in joins[:position]]
+                _decorrelate(select, join, {folded(_alias(i)) for i in before}, columns_of)
+    return tree
+
+
+def _alias(item: exp.Expr) -> exp.Identifier:
+    """The name a FROM item is read by, as written (quoted or not)."""
+    alias = item.args.get("alias")
+    if isinstance(item, exp.Lateral) and alias is None:
+        alias = item.this.args.get("alias")
+    if alias is not None and alias.this:
+        return alias.this
+    if isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
+        return item.this
+    return exp.to_identifier(item.alias_or_name)
+
+
+def _decorrelate(select: exp.Select, join: exp.Join, outer: set[str],
+                 columns_of: Callable[[exp.Expr], list[str]]) -> None:
+    lateral = join.this
+    alias = lateral.args.get("alias") or lateral.this.args.get("alias")
+    inner = lateral.this.this
+    if alias is None or not alias.name:
+        raise UnsupportedQueryError("a LATERAL subquery without an alias", "name it: AS x")
+    name = alias.name
+    if not isinstance(inner, exp.Select):
+        raise UnsupportedQueryError(f"LATERAL ({inner.sql(DIALECT)[:60]}) {name}",
+                                    "a LATERAL subquery is maintained when it is a SELECT")
+    _check_own_columns(inner, name, columns_of)
+    defined = {folded(_alias(t)) for t in inner.find_all(exp.Table, exp.Subquery)}
+
+    def outside(node: exp.Expr) -> set[str]:
+        return {folded(c.args["table"]) for c in node.find_all(exp.Column)
+                if c.table} - defined
+
+    def only_outer(node: exp.Expr) -> bool:  # every column the outer row's
+        columns = list(node.find_all(exp.Column))
+        return bool(columns) and all(c.table and folded(c.args["table"]) not in defined
+                                     for c in columns)
+
+    if outside(inner) - outer:
+        raise UnsupportedQueryError(f"LATERAL subquery {name} correlated with "
+                                    f"{', '.join(sorted(outside(inner) - outer))}",
+                                    "it may read the FROM items before it, one level out")
+    where = inner.args.get("where")
+    keys, kept, on_outer = [], [], []
+    for term in conjuncts(where.this if where else None):
+        refs = outside(term)
+        if not refs:
+            kept.append(term)
+        elif not term.find(exp.Select) and only_outer(term):
+            on_outer.append(term)  # the outer row's alone
+        elif isinstance(term, exp.EQ) and not term.find(exp.Select) and (
+                key := _key(term, only_outer)) is not None:
+            keys.append(key)
+        else:
+            raise UnsupportedQueryError(NOT_EQUALITIES, "correlate it by col = outer.col terms")
+    for mine, _ in keys:  # computed on every row of the subquery, not only those it reads
+        if not never_fails(mine.sql(DIALECT)):
+            raise UnsupportedQueryError(
+                f"a LATERAL subquery correlated by {mine.sql(DIALECT)}, which can fail on a "
+                "row", "compute on the outer row's side: a.k = p.id - 1, not a.k + 1 = p.id")
+    rest = inner.copy()
+    rest.set("where", None)
+    if outside(rest):
+        raise UnsupportedQueryError(NOT_EQUALITIES, "read the outer row's columns in its WHERE")
+    if not (keys or on_outer):  # not correlated at all: a derived table
+        join.set("this", exp.Subquery(this=inner, alias=exp.TableAlias(
+            this=alias.this.copy(), columns=[c.copy() for c in alias.columns] or None)))
+        return
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+                                       and (not e.table or e.table == name))
+           for e in select.expressions):
+        raise UnsupportedQueryError(f"SELECT * over the LATERAL subquery {name}",
+                                    "name the columns it returns")
+    names = _output_names(inner)
+    given = [folded(c) for c in alias.columns]
+    if _aggregates(inner) and not inner.args.get("group"):
+        names = given + names[len(given):]
+        _as_scalars(select, join, inner, alias.this, names, on_outer)
+        return
+    inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    for window in inner.find_all(exp.Window):  # over the outer row's rows only
+        if window.parent_select is inner:
+            window.set("partition_by", [m.copy() for m, _ in keys]
+                       + list(window.args.get("partition_by") or []))
+    partition = []
+    for position, (mine, _) in enumerate(keys):
+        key = f"{KEY}{position}"
+        inner.select(exp.Alias(this=mine.copy(), alias=exp.to_identifier(key)), copy=False)
+        if inner.args.get("group"):
+            inner.group_by(mine.copy(), copy=False)
+        partition.append(key)
+    if inner.args.get("limit") is not None or inner.args.get("offset") is not None:
+        inner = top_k(inner, tuple(partition))
+    for e, column in zip(inner.expressions, given):  # the alias list, once ORDER BY is read
+        e.replace(exp.Alias(this=(e.this if isinstance(e, exp.Alias) else e).copy(),
+                            alias=exp.to_identifier(column, quoted=True)))
+    on = [exp.EQ(this=exp.column(k, table=alias.this.copy()), expression=theirs.copy())
+          for k, (_, theirs) in zip(partition, keys)] + [t.copy() for t in on_outer]
+    written = join.args.get("on")
+    if written is not None and not (isinstance(written, exp.Boolean) and written.this):
+        on.append(written.copy())
+    join.set("this", exp.Subquery(this=inner, alias=exp.TableAlias(this=alias.this.copy())))
+    join.set("on", exp.and_(*on))
+    if join.kind == "CROSS":
+        join.set("kind", None)
+
+
+def _check_own_columns(inner: exp.Select, name: str,
+                       columns_of: Callable[[exp.Expr], list[str]]) -> None:
+    """An unqualified column of the subquery's own clauses is one of its FROM items':
+    PostgreSQL would look for it outside too, which cannot be told apart here."""
+    items = [inner.args["from_"].this] + [j.this for j in inner.args.get("joins") or []] \
+        if inner.args.get("from_") else []
+    known = [columns_of(item) for item in items]
+    if not items or any(not c or "*" in c for c in known):
+        return
+    own = {folded(exp.to_identifier(c)) for columns in known for c in columns} | {
+        folded(e.args["alias"]) for e in inner.expressions if isinstance(e, exp.Alias)}
+    for column in inner.find_all(exp.Column):
+        if column.parent_select is inner and not column.table \
+                and not isinstance(column.this, exp.Star) and folded(column.this) not in own:
+            raise UnsupportedQueryError(
+                f"column {column.name} in the LATERAL subquery {name}",
+                f"it is not a column of {', '.join(i.alias_or_name for i in items)}: qualify "
+                "a column of the outer row (p.col)")
+
+
+def _key(term: exp.EQ, only_outer: Callable[[exp.Expr], bool]
+         ) -> tuple[exp.Expr, exp.Expr] | None:
+    """(the subquery's side, the outer row's side) of `inner = outer`, or None."""
+    for mine, theirs in ((term.this, term.expression), (term.expression, term.this)):
+        if only_outer(theirs) and not any(only_outer(c) for c in mine.find_all(exp.Column)):
+            return mine, theirs
+    return None
+
+
+def _aggregates(select: exp.Select) -> bool:
+    return any(a.parent_select is select and not isinstance(a.parent, exp.Window)
+               for a in select.find_all(exp.AggFunc))
+
+
+def _output_names(inner: exp.Select) -> list[str]:
+    """The subquery's column names, as PostgreSQL names them, written onto its select
+    list as AS aliases."""
+    names = []
+    for e in list(inner.expressions):
+        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+            raise UnsupportedQueryError("SELECT * in a LATERAL subquery",
+                                        "name the columns it returns")
+        value = e.this if isinstance(e, exp.Alias) else e
+        name = folded(e.args["alias"]) if isinstance(e, exp.Alias) else figure_name(value)
+        e.replace(exp.Alias(this=value.copy(), alias=exp.to_identifier(name, quoted=True)))
+        names.append(name)
+    return names
+
+
+def _as_scalars(select: exp.Select, join: exp.Join, inner: exp.Select, name: exp.Identifier,
+                names: list[str], on_outer: list[exp.Expr]) -> None:
+    """An aggregate without GROUP BY: one row per outer row, each column read as the
+    subquery of that column alone."""
+    written = join.args.get("on")
+    if on_outer or inner.args.get("having") or (
+            written is not None and not (isinstance(written, exp.Boolean) and written.this)):
+        raise UnsupportedQueryError(
+            f"LATERAL aggregate {name.name} with HAVING, a join condition or a WHERE term on "
+            "the outer row alone", "join it ON TRUE and correlate it by equalities only")
+    joins = select.args["joins"]
+    joins.remove(join)
+    select.set("joins", joins or None)
+    for ref in list(select.find_all(exp.Column)):
+        if not ref.table:
+            if folded(ref.this) in names:
+                raise UnsupportedQueryError(
+                    f"column {ref.name} of the LATERAL aggregate {name.name}, unqualified",
+                    f"write {name.name}.{ref.name}")
+            continue
+        if folded(ref.args["table"]) != folded(name):
+            continue
+        if folded(ref.this) not in names:
+            raise UnknownColumnError(f"column {name.name}.{ref.name} does not exist "
+                                     f"(the LATERAL subquery returns {', '.join(names)})")
+        if ref.find_ancestor(exp.Join, exp.Order, exp.Select) is not ref.parent_select:
+            raise UnsupportedQueryError(
+                f"{name.name}.{ref.name}, of a LATERAL aggregate, in a join's ON or ORDER BY",
+                "read it in the select list, WHERE, GROUP BY or HAVING")
+        one = inner.copy()
+        value = inner.expressions[names.index(folded(ref.this))]
+        one.set("expressions", [value.this.copy()])
+        if ref.parent is select:  # an output column keeps its name
+            ref.replace(exp.Alias(this=exp.Subquery(this=one), alias=ref.this.copy()))
+        else:
+            ref.replace(exp.Subquery(this=one))
