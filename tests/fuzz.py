@@ -248,12 +248,14 @@ class Gen:
                 neg = "NOT " if shape == "anti" else ""
                 q = (f"SELECT x.id, x.s FROM a x WHERE {where} AND {neg}EXISTS (SELECT 1 FROM "
                      f"c y WHERE y.k = x.k AND {self.predicate('y', c, 0)})")
-            elif shape == "exists":
+            elif shape == "exists":  # (a correlated UNION is an OR; the others keyed)
+                op = self.rng.choice(["UNION", "INTERSECT", "EXCEPT", "EXCEPT ALL"])
                 q = (f"SELECT x.id FROM a x WHERE {where} AND EXISTS (SELECT 1 FROM c y "
                      f"WHERE {self.predicate('y', c, 0)})") if self.rng.random() < 0.3 else (
                     f"SELECT x.id FROM a x WHERE {where} AND {self.rng.choice(['', 'NOT '])}"
-                    f"EXISTS (SELECT y.k FROM c y WHERE y.k = x.k UNION SELECT z.k FROM c z "
-                    f"WHERE z.id = x.id AND {self.predicate('z', c, 0)})"
+                    f"EXISTS (SELECT y.s FROM c y WHERE y.k = x.k {op} SELECT z.s FROM c z "
+                    f"WHERE z.{'id = x.id' if op == 'UNION' else 'k = x.k'} AND "
+                    f"{self.predicate('z', c, 0)})"
                 ) if self.rng.random() < 0.3 else (
                     f"SELECT x.id, x.k {self.rng.choice(['IN', 'NOT IN'])} (SELECT y.k FROM c y "
                     f"WHERE {self.predicate('y', c, 0)}) AS hit FROM a x WHERE {where} OR "

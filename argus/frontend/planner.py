@@ -506,7 +506,9 @@ class Planner:
         else:
             subquery = inner.this
         if not isinstance(subquery, exp.Select):
-            raise UnsupportedQueryError("set operations inside EXISTS / IN")
+            raise UnsupportedQueryError(
+                "set operations inside EXISTS / IN", "correlated, maintained when every "
+                "branch is correlated by equalities with the same outer columns")
         correlated_free = not (aliases_of(subquery) & outer.aliases)
         if correlated_free:
             result = self.query(subquery)

@@ -45,6 +45,7 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     columns = set()
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
         _union_tests(select)
+        columns |= _keyed_set_operations(select)
         columns |= _in_lists(select)
         columns |= _in_anywhere(select)
         columns |= _counted_exists(select)
@@ -259,6 +260,96 @@ def _union_tests(select: exp.Select) -> None:
                  exp.In(this=test.this.copy(), query=exp.Subquery(this=b.copy()))
                  for b in branches]
         test.replace(exp.paren(exp.or_(*tests)))
+
+
+def _keyed_set_operations(select: exp.Select) -> set[str]:
+    """EXISTS or IN over a correlated INTERSECT or EXCEPT [ALL], every branch correlated
+    by equalities with the same outer expressions: each branch returns its side of them
+    first, and the set operation runs once over all outer rows, uncorrelated — keyed,
+    its rows for one outer row are exactly the branches' rows for that row — read where
+    those columns equal the outer expressions. Returns the derived tables' column
+    names."""
+    names = set()
+    for test in list(select.find_all(exp.Exists, exp.In)):
+        holder = test if isinstance(test, exp.Exists) else test.args.get("query")
+        query = holder.this if holder is not None else None
+        query = query.this if isinstance(query, exp.Subquery) else query
+        if test.parent_select is not select or not isinstance(query, exp.SetOperation) \
+                or not (_tables(query) - _defined(query)):
+            continue
+        branches, todo = [], [query]
+        while todo:
+            part = todo.pop(0)
+            if isinstance(part, exp.SetOperation):
+                todo[:0] = [part.this, part.expression]
+            else:
+                branches.append(part.this if isinstance(part, exp.Subquery) else part)
+        outer = _local(select)
+        keyed = [_branch_keys(b, outer) for b in branches]
+        if any(k is None for k in keyed):
+            continue  # the planner says why
+        theirs = [t for _, t in keyed[0]]
+        if any(sorted(t.sql() for _, t in k) != sorted(t.sql() for t in theirs)
+               for k in keyed):
+            continue
+        inner = query.copy()
+        leaves, todo = [], [inner]
+        while todo:
+            part = todo.pop(0)
+            if isinstance(part, exp.SetOperation):
+                todo[:0] = [part.this, part.expression]
+            else:
+                leaves.append(part.this if isinstance(part, exp.Subquery) else part)
+        for leaf, key in zip(leaves, keyed):
+            mine = {t.sql(): m for m, t in key}
+            leaf.set("where", exp.Where(this=exp.and_(*(
+                c for c in conjuncts(leaf.args["where"].this)
+                if not (_tables(c) & outer)))) if any(
+                    not (_tables(c) & outer) for c in conjuncts(leaf.args["where"].this))
+                else None)
+            data = [e.this if isinstance(e, exp.Alias) else e for e in leaf.expressions]
+            leaf.set("expressions", [
+                *(exp.alias_(mine[t.sql()].copy(), f"argus_x{j}", quoted=True)
+                  for j, t in enumerate(theirs)),
+                *(exp.alias_(e, f"argus_c{i}", quoted=True) for i, e in enumerate(data))])
+        derived = exp.Subquery(this=inner, alias=exp.TableAlias(
+            this=exp.to_identifier("argus_u", quoted=True)))
+        width = len(leaves[0].expressions) - len(theirs)
+        read = exp.select(*(exp.column(f"argus_c{i}", table="argus_u", quoted=True)
+                            for i in range(width))).from_(derived).where(exp.and_(*(
+                                exp.EQ(this=exp.column(f"argus_x{j}", table="argus_u",
+                                                       quoted=True), expression=t.copy())
+                                for j, t in enumerate(theirs))))
+        names |= set(leaves[0].named_selects)
+        if isinstance(test, exp.Exists):
+            test.set("this", read)
+        else:
+            holder.set("this", read)
+    return names
+
+
+def _branch_keys(branch: exp.Expr, outer: set[str]
+                 ) -> list[tuple[exp.Expr, exp.Expr]] | None:
+    """A set operation's branch correlated by `inner = outer` terms of its WHERE alone
+    (no aggregate): (inner, outer) for each; None for any other branch."""
+    if not isinstance(branch, exp.Select) or branch.args.get("group") or \
+            _aggregates(branch) or not branch.args.get("where"):
+        return None
+    rest = branch.copy()
+    rest.set("where", None)
+    if _tables(rest) & outer:
+        return None
+    keys = []
+    for c in conjuncts(branch.args["where"].this):
+        if not (_tables(c) & outer):
+            continue
+        pair = next(((mine, theirs) for mine, theirs in ((c.left, c.right), (c.right, c.left))
+                     if isinstance(c, exp.EQ) and _tables(theirs) <= outer
+                     and _tables(theirs) and not (_tables(mine) & outer)), None)
+        if pair is None or c.find(exp.Select):
+            return None
+        keys.append(pair)
+    return keys or None
 
 
 def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
