@@ -130,7 +130,28 @@ class Window:
         return tuple(c.name for c in self.keys + self.columns)
 
 
-Plan = Scan | Select | Join | Aggregate | Distinct | SetOp | Window
+@dataclass(frozen=True)
+class Recursive:
+    """WITH RECURSIVE over UNION: `input` (the non-recursive branches) and one linear
+    recursive branch, `step`: its SQL with the relation itself as `{r}`, each stream it
+    reads as `{o<i>}` (`streams[i]`'s rows) and `{prune}` ANDed to its WHERE; `prune`
+    tests that a row it makes is not held yet (over `{hist}`, `{h_hash}`, `{h_row}`).
+    `columns` are the relation's own column names, as the step reads them; `keys` the
+    columns its equalities probe, (a stream, or None for the relation; a column)."""
+
+    input: Plan
+    step: str
+    prune: str
+    streams: tuple[str, ...]
+    columns: tuple[str, ...]
+    keys: tuple[tuple[str | None, str], ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.columns
+
+
+Plan = Scan | Select | Join | Aggregate | Distinct | SetOp | Window | Recursive
 
 
 @dataclass(frozen=True)

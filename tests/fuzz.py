@@ -181,7 +181,7 @@ class Gen:
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
                                  "top", "poison", "holistic", "limit", "lateral",
-                                 "lateral_join"])
+                                 "lateral_join", "recursive"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -286,6 +286,16 @@ class Gen:
                     "SELECT DISTINCT y.k % 3 AS v, 0 AS m FROM c y WHERE y.k = x.k - 1"])
                 q = (f"SELECT x.id, l.v, l.m FROM a x {side} LATERAL ({inner}) l{on} "
                      f"WHERE {where}")
+            elif shape == "recursive":  # WITH RECURSIVE over a and c (nodes.recursive)
+                step = self.rng.choice([
+                    "SELECT r.x, y.k FROM r JOIN c y ON y.k % 7 = r.y % 7 AND y.id > r.x",
+                    f"SELECT r.x, y.k FROM r JOIN c y ON y.k = r.y + 1 WHERE "
+                    f"{self.predicate('y', c, 0)}",
+                    "SELECT r.y, r.x FROM r JOIN a z ON z.k = r.x"])
+                q = (f"WITH RECURSIVE r(x, y) AS (SELECT x.k, x.k % 5 FROM a x WHERE {where} "
+                     f"UNION {step}) SELECT "
+                     + self.rng.choice(["x, y FROM r", "x, count(*) AS n FROM r GROUP BY x",
+                                        "DISTINCT y FROM r WHERE x < y"]))
             elif shape == "limit":  # a global Top-K (ORDER BY … LIMIT), ties broken by id
                 x = self.rng.choice(["n", "f", "k"])
                 if self.rng.random() < 0.5:  # over a window: rows leave again

@@ -151,7 +151,9 @@ BEYOND = {  # SQL argus does not maintain incrementally: kept current by re-runn
     "previous": "SELECT id FROM a WHERE v > (SELECT max(x.v) FROM a AS x WHERE x.id < a.id)",
     "both_exists": "SELECT id FROM a WHERE EXISTS (SELECT k FROM b WHERE b.k = a.k "
                    "INTERSECT SELECT k FROM b WHERE b.v > 90)",
-    "pairs_or": "SELECT id FROM a WHERE v > 90 OR (k, v) IN (SELECT k, v FROM b)",
+    "pairs_not": "SELECT id FROM a WHERE v > 90 OR NOT (k, v) IN (SELECT k, v FROM b)",
+    "hops": "WITH RECURSIVE h(k, d) AS (SELECT k, 0 FROM a UNION SELECT b.id::int, h.d + 1 FROM h "
+            "JOIN b ON b.k = h.k WHERE h.d < 3) SELECT k, min(d) FROM h GROUP BY k",
     "spread": "SELECT a.id, u.x FROM a LEFT JOIN LATERAL unnest(ARRAY[a.k, a.v]) AS u(x) "
               "ON TRUE",
 }

@@ -27,7 +27,9 @@ from sqlglot import exp
 
 from ..errors import QueryError, UnsupportedQueryError
 from ..names import MAX_IDENTIFIER_BYTES
-from ..plan import Agg, Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp, Window
+from ..plan import (Agg, Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
+                    Window)
+from . import recursive
 from .temporal import calls_user_clock, rewrite_user_calls
 from ..trees import DIALECT, conjuncts
 
@@ -188,10 +190,11 @@ class Planner:
             node = node.this
         with_ = node.args.get("with_") or node.args.get("with")
         if with_ is not None:
-            if with_.args.get("recursive"):
-                raise UnsupportedQueryError("WITH RECURSIVE")
             for cte in with_.expressions:
                 self.ctes[cte.alias] = cte.this
+            for cte in with_.expressions:
+                if with_.args.get("recursive") and recursive.reads(cte.this, cte.alias):
+                    self.cte_results[cte.alias] = self.recursive(cte)
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
             return self.set_operation(node)
         if isinstance(node, exp.Select):
@@ -215,6 +218,24 @@ class Planner:
         outputs = [(name, exp.column(col, table="t1", quoted=True).sql(DIALECT))
                    for (name, _), col in zip(left.outputs, lplan.names)]
         return Result(plan, outputs)
+
+    def recursive(self, cte: exp.CTE) -> Result:
+        """A recursive CTE (argus.frontend.recursive): its non-recursive branches
+        planned, its recursive one kept as SQL."""
+        base, step = recursive.branches(cte)
+        query = base[0]
+        for more in base[1:]:
+            query = exp.union(query, more, distinct=True)
+        result = self.query(query)
+        names = [c.name for c in cte.args["alias"].columns] if cte.args.get("alias") and \
+            cte.args["alias"].columns else [n for n, _ in result.outputs]
+        if len(names) != len(result.outputs) or len(step.expressions) != len(names):
+            raise QueryError(f"each branch of {cte.alias} must have {len(names)} columns")
+        text, prune, streams, keys = recursive.step_text(cte.alias, step, set(self.streams))
+        plan = Recursive(self.materialize(result), text, prune, tuple(streams),
+                         tuple(self._unique([short(n) for n in names])), tuple(keys))
+        return Result(plan, [(n, exp.column(c, table="t1", quoted=True).sql(DIALECT))
+                             for n, c in zip(names, plan.columns)])
 
     def materialize(self, result: Result) -> Plan:
         """A plan whose columns are exactly the result's outputs, in order."""

@@ -17,7 +17,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import Model, entries
-from ..errors import QueryError, UnknownStreamError
+from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
 from ..frontend.lateral import expands
@@ -34,7 +34,8 @@ from ..nodes.aggregate import parent_index_name
 from ..nodes import lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
 from ..nodes.join import deferred, guards, join_condition, one_sided
-from ..plan import Aggregate, Col, Distinct, Join, Plan, Scan, Select, SetOp, Window
+from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
+                    Window)
 from ..trees import DIALECT, conjuncts, never_fails
 from . import lazy
 from .groups import CatalogGroups
@@ -188,11 +189,36 @@ class Builder(Reads):
             definition = {"keys": len(plan.keys)} | ({"keep": list(plan.keep)} if plan.keep
                                                       else {})
             return self._window(plan, plan.keys + plan.columns, definition)
+        if isinstance(plan, Recursive):
+            return self._recursive(plan)
         if isinstance(plan, SetOp):
             node, columns = self._setop(plan)
             self.names[plan] = dict(zip(plan.names, columns))
             return node
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
+
+    def _recursive(self, plan: Recursive) -> Node:
+        """A WITH RECURSIVE relation (argus.nodes.recursive): its non-recursive branches'
+        node must never retract a row, or the relation would have to retract what that
+        row derived."""
+        base = self.node_for(plan.input)
+        if not base.insert_only:
+            raise UnsupportedQueryError(
+                "WITH RECURSIVE whose non-recursive branches retract rows (an aggregate, "
+                "EXCEPT, a window, an outer join, the clock…)",
+                "its non-recursive branches must be selections and joins of streams")
+        streams = [self._stream_node(s) for s in sorted(set(plan.streams))]
+        for parent in [base, *streams]:
+            self.check_horizon(parent, None)
+        columns = tuple(Col(c, f"argus_recursive_{i}") for i, c in enumerate(plan.columns))
+        definition = {"base": self.columns_of(plan.input), "step": plan.step,
+                      "prune": plan.prune, "streams": list(plan.streams),
+                      "keys": sorted({c for s, c in plan.keys if s is None})}
+        self.names[plan] = {c: c for c in plan.columns}
+        node = self.ensure("recursive", [base, *streams], columns, definition, True)
+        by_name = {p.hist_ref[1]: p for p in streams}  # each round probes the streams
+        self._record_indexes(node, [(by_name[s], [c]) for s, c in plan.keys if s is not None])
+        return node
 
     def _window(self, plan: Window | Aggregate, columns, definition: dict) -> Node:
         """A window node: its partitions (the first definition['keys'] columns) computed

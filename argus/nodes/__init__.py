@@ -1,5 +1,5 @@
 """Node kinds, one module each (stream, select, join, aggregate, distinct, setop, window,
-rerun), with
+rerun, recursive), with
 the SQL templates of sql_templates/<kind>/: a kind's compiler turns a node of the network
 (and its parents) into the statements that create its tables, backfill it at
 registration, fill its delta in a cycle and flush the delta into its history. Cycle
@@ -11,13 +11,13 @@ delta). Pure: SQL is built from sql_templates/, nothing runs here.
 
 from __future__ import annotations
 
-from . import (aggregate, distinct, join, rerun, select, setop, stream,  # each registers
-               window)  # its kind
+from . import (aggregate, distinct, join, recursive, rerun, select, setop,  # each registers
+               stream, window)  # its kind
 from .base import (CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, Step,
                    delta_view, signature, virtual)
 
-assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, rerun, select, setop,
-                                                 stream, window)}
+assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, recursive, rerun,
+                                                 select, setop, stream, window)}
 COMPILERS: dict[str, Compiler] = {name: kind.compiler for name, kind in KINDS.items()}
 
 __all__ = ["CODE_VERSION", "COMPILERS", "KINDS", "SIGN_ID", "T1", "T2", "Compiler", "Kind",

@@ -1,0 +1,94 @@
+"""Recursive nodes: a WITH RECURSIVE relation (argus.frontend.recursive). Its parents
+are the node of its non-recursive branches (insert-only) and the streams its recursive
+branch reads; a cycle derives, by semi-naive rounds, exactly the rows the new rows add
+(sql_templates/recursive/delta.sql). Insert-only: nothing it holds is ever retracted.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from ..templates import render
+from .base import (Kind, Node, SIGN_ID, Step, T1, bag_flush, cols, create_delta, register,
+                   row_hash, var)
+
+R_ALIAS = sql.Identifier("argus_d")
+
+
+def _now(parent: Node) -> sql.Composed:
+    return render("rerun/source", columns=parent.column_list, hist=parent.hist,
+                  delta=parent.delta)
+
+
+def _new(parent: Node) -> sql.Composed:
+    return sql.SQL("(SELECT {} FROM {} AS argus_claimed)").format(parent.column_list,
+                                                                  parent.delta)
+
+
+def _held(node: Node) -> sql.Composed:
+    """The rows held, under the relation's column names (as the step reads them)."""
+    return sql.SQL("(SELECT {} FROM {})").format(node.column_list, node.hist)
+
+
+class RecursiveCompiler:
+    def _prune(self, node: Node) -> sql.Composed:
+        return sql.SQL(node.definition["prune"]).format(
+            hist=node.hist, h_hash=row_hash(node.columns, "argus_h"),
+            h_row=sql.SQL("ROW({})").format(cols(node.columns, "argus_h")))
+
+    def _step(self, node: Node, parents: list[Node], r, occurrence, prune) -> sql.Composed:
+        """The step's SQL, the relation read as `r`, occurrence i of a stream as
+        `occurrence(i, its parent)`."""
+        streams = parents[1:]
+        by_name = {p.hist_ref[1]: p for p in streams}
+        sources = {f"o{i}": occurrence(i, by_name[s])
+                   for i, s in enumerate(node.definition["streams"])}
+        return sql.SQL(node.definition["step"]).format(r=r, prune=prune, **sources)
+
+    def _base(self, node: Node) -> sql.Composed:
+        return sql.SQL(", ").join(sql.Identifier("t1", c) for c in node.definition["base"])
+
+    def create(self, node, parents):
+        base_columns = sql.SQL(", ").join(
+            sql.SQL("{} AS {}").format(sql.Identifier("t1", b), sql.Identifier(c))
+            for b, c in zip(node.definition["base"], node.columns))
+        probed = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(c))
+                  for c in node.definition.get("keys", [])]
+        return [render("recursive/create", hist=node.hist, base=parents[0].hist,
+                       base_columns=base_columns, columns=node.column_list, t1=T1),
+                *probed, create_delta(node)]
+
+    def backfill(self, node, parents):
+        step = self._step(node, parents, R_ALIAS, lambda i, p: p.hist, sql.SQL("TRUE"))
+        return [render("recursive/backfill", hist=node.hist, columns=node.column_list,
+                       base=parents[0].hist, base_columns=self._base(node), t1=T1, step=step)]
+
+    def evaluate(self, node, parents):
+        held = _held(node)
+        seeds = [self._step(node, parents, held,
+                            lambda i, p, j=j: _new(p) if i == j else _now(p), sql.SQL("TRUE"))
+                 for j in range(len(node.definition["streams"]))]
+        seed_prune = sql.SQL(
+            "NOT EXISTS (SELECT FROM {hist} AS argus_h WHERE {h_hash} = {s_hash} "
+            "AND ROW({h}) IS NOT DISTINCT FROM ROW({s}) OFFSET 0)").format(
+            hist=node.hist, h_hash=row_hash(node.columns, "argus_h"),
+            s_hash=row_hash(node.columns, "argus_seed"), h=cols(node.columns, "argus_h"),
+            s=cols(node.columns, "argus_seed"))
+        step = self._step(node, parents, R_ALIAS, lambda i, p: _now(p), self._prune(node))
+        when = sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(p.id)) for p in parents)
+        return [Step(render("recursive/delta", delta=node.delta, columns=node.column_list,
+                            sign=SIGN_ID, base_delta=parents[0].delta,
+                            base_columns=self._base(node), t1=T1,
+                            seeds=sql.SQL(" UNION ").join(seeds) if seeds
+                            else sql.SQL("SELECT {} FROM {} WHERE FALSE").format(
+                                node.column_list, node.hist),
+                            seed_prune=seed_prune, step=step), when)]
+
+    def flush(self, node, parents):
+        return bag_flush(node)
+
+
+KIND = register(Kind(
+    "recursive", lambda d: None, RecursiveCompiler(),
+    lambda node: ["WITH RECURSIVE: the new rows' derivations, round by round (semi-naive), "
+                  "none it holds derived again"]))
