@@ -44,6 +44,7 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     names = (f"argus_sq{n}" for n in itertools.count())
     columns = set()
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
+        _on_subqueries(select)
         _union_tests(select)
         columns |= _keyed_set_operations(select)
         columns |= _in_lists(select)
@@ -52,6 +53,29 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
         for sub in [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]:
             columns |= _unnest(select, sub, next(names))
     return tree, columns
+
+
+def _on_subqueries(select: exp.Select) -> None:
+    """A subquery in an inner join's ON: its terms move to the WHERE, where they mean
+    the same. In an outer join's ON it is refused: the rewrites above read a subquery
+    through a join of their own, which an ON cannot see."""
+    joins = select.args.get("joins") or []
+    for join in joins:
+        on = join.args.get("on")
+        if on is None or not on.find(exp.Select):
+            continue
+        if join.side or any(j.side in ("RIGHT", "FULL") for j in joins):  # (a WHERE
+            # below a RIGHT or FULL join would drop the rows it pads)
+            raise UnsupportedQueryError(
+                f"a subquery in the ON condition of a {join.side.upper()} JOIN",
+                "filter the joined side in a derived table: LEFT JOIN (SELECT … WHERE "
+                "x IN (…)) AS s ON …")
+        moved = [t for t in conjuncts(on) if t.find(exp.Select)]
+        kept = [t for t in conjuncts(on) if not t.find(exp.Select)]
+        join.set("on", exp.and_(*kept) if kept else exp.true())
+        where = select.args.get("where")
+        select.set("where", exp.Where(this=exp.and_(
+            *([where.this] if where else []), *(t.copy() for t in moved))))
 
 
 def _scalar(sub: exp.Subquery, select: exp.Select) -> bool:
