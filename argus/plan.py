@@ -134,14 +134,14 @@ class Window:
 class Recursive:
     """WITH RECURSIVE over UNION: `input` (the non-recursive branches) and one linear
     recursive branch, `step`: its SQL with the relation itself as `{r}`, each stream it
-    reads as `{o<i>}` (`streams[i]`'s rows) and `{prune}` ANDed to its WHERE; `prune`
-    tests that a row it makes is not held yet (over `{hist}`, `{h_hash}`, `{h_row}`).
+    reads as `{o<i>}` (`streams[i]`'s rows) and `{prune}` ANDed to its WHERE (that the
+    row it makes, `values`, is not held yet).
     `columns` are the relation's own column names, as the step reads them; `keys` the
     columns its equalities probe, (a stream, or None for the relation; a column)."""
 
     input: Plan
     step: str
-    prune: str
+    values: tuple[str, ...]
     streams: tuple[str, ...]
     columns: tuple[str, ...]
     keys: tuple[tuple[str | None, str], ...] = ()

@@ -182,6 +182,7 @@ class Planner:
     user_aliases: set[str] = field(default_factory=set)
     _instances: itertools.count = field(default_factory=lambda: itertools.count(1))
     _tags: dict[str, str] = field(default_factory=dict)
+    _planning: set[str] = field(default_factory=set)  # CTEs being planned (no cycles)
 
     # -- query expressions -----------------------------------------------------------
 
@@ -231,8 +232,8 @@ class Planner:
             cte.args["alias"].columns else [n for n, _ in result.outputs]
         if len(names) != len(result.outputs) or len(step.expressions) != len(names):
             raise QueryError(f"each branch of {cte.alias} must have {len(names)} columns")
-        text, prune, streams, keys = recursive.step_text(cte.alias, step, set(self.streams))
-        plan = Recursive(self.materialize(result), text, prune, tuple(streams),
+        text, values, streams, keys = recursive.step_text(cte.alias, step, set(self.streams))
+        plan = Recursive(self.materialize(result), text, tuple(values), tuple(streams),
                          tuple(self._unique([short(n) for n in names])), tuple(keys))
         return Result(plan, [(n, exp.column(c, table="t1", quoted=True).sql(DIALECT))
                              for n, c in zip(names, plan.columns)])
@@ -448,6 +449,12 @@ class Planner:
                 raise QueryError(f"stream names are not schema-qualified: use {item.name}")
             if item.name in self.ctes:
                 if item.name not in self.cte_results:
+                    if item.name in self._planning:
+                        raise UnsupportedQueryError(
+                            f"WITH {item.name} reading itself through another WITH item, "
+                            "or without RECURSIVE", "write WITH RECURSIVE, the relation "
+                            "read by its own recursive branch only")
+                    self._planning.add(item.name)
                     self.cte_results[item.name] = self.query(self.ctes[item.name])
                 return self._rel_of(self.cte_results[item.name], alias)
             stream = self.streams.get(item.name)

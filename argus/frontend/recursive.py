@@ -52,12 +52,16 @@ def branches(cte: exp.CTE) -> tuple[list[exp.Expr], exp.Select]:
 
 
 def step_text(name: str, step: exp.Expr, streams: set[str]
-              ) -> tuple[str, str, list[str], list[tuple[str | None, str]]]:
-    """The recursive branch as SQL with placeholders (plan.Recursive), its prune test,
-    the stream each `{o<i>}` reads, and the columns its rounds probe: (a stream, or None
-    for the relation itself; a column)."""
+              ) -> tuple[str, list[str], list[str], list[tuple[str | None, str]]]:
+    """The recursive branch as SQL with placeholders (plan.Recursive), the SQL of the
+    values it returns, the stream each `{o<i>}` reads, and the columns its rounds
+    probe: (a stream, or None for the relation itself; a column)."""
     if not isinstance(step, exp.Select):
         raise UnsupportedQueryError(f"the recursive branch of {name}: not a SELECT")
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+           for e in step.expressions):
+        raise UnsupportedQueryError(f"SELECT * in the recursive branch of {name}",
+                                    "name the columns it returns")
     for arg, construct in (("group", "GROUP BY"), ("having", "HAVING"),
                            ("distinct", "DISTINCT"), ("limit", "LIMIT"), ("offset", "OFFSET"),
                            ("order", "ORDER BY")):
@@ -109,16 +113,11 @@ def step_text(name: str, step: exp.Expr, streams: set[str]
                 "its columns are maintained when copied from the relation and streams "
                 "(a computed value, a counter, can grow without end; filter on it in "
                 "WHERE instead)")
-    row = f"ROW({', '.join(v.sql(DIALECT) for v in values)})"
     step.where(exp.column(PRUNE, quoted=True), copy=False)
     text = step.sql(DIALECT).replace("{", "{{").replace("}", "}}")
     text = re.sub(r'"argus_occ_(\d+)"', r"{o\1}", text)
     text = text.replace(f'"{RECURSIVE}"', "{r}").replace(f'"{PRUNE}"', "{prune}")
-    escaped = row.replace("{", "{{").replace("}", "}}")
-    prune = (f"NOT EXISTS (SELECT FROM {{hist}} AS argus_h WHERE {{h_hash}} = "
-             f"hash_record_extended({escaped}, 0) AND {{h_row}} IS NOT DISTINCT FROM "
-             f"{escaped} OFFSET 0)")
-    return (text, prune, [o for o in occurrences if o is not None],
+    return (text, [v.sql(DIALECT) for v in values], [o for o in occurrences if o is not None],
             sorted({(occurrences[position], column) for position, column in keys},
                    key=lambda k: (k[0] or "", k[1])))
 

@@ -212,7 +212,7 @@ class Builder(Reads):
             self.check_horizon(parent, None)
         columns = tuple(Col(c, f"argus_recursive_{i}") for i, c in enumerate(plan.columns))
         definition = {"base": self.columns_of(plan.input), "step": plan.step,
-                      "prune": plan.prune, "streams": list(plan.streams),
+                      "values": list(plan.values), "streams": list(plan.streams),
                       "keys": sorted({c for s, c in plan.keys if s is None})}
         self.names[plan] = {c: c for c in plan.columns}
         node = self.ensure("recursive", [base, *streams], columns, definition, True)

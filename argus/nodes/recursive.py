@@ -31,10 +31,22 @@ def _held(node: Node) -> sql.Composed:
 
 
 class RecursiveCompiler:
+    @staticmethod
+    def _unheld(node: Node, row: sql.Composable) -> sql.Composed:
+        """`row` (of the node's columns' types) is not held yet: one probe of the hash
+        index (OFFSET 0 keeps it a probe per row, not a hash of every row held)."""
+        return sql.SQL(
+            "NOT EXISTS (SELECT FROM {hist} AS argus_h WHERE {h_hash} = "
+            "hash_record_extended({row}, 0) AND ROW({h}) IS NOT DISTINCT FROM {row} "
+            "OFFSET 0)").format(hist=node.hist, h_hash=row_hash(node.columns, "argus_h"),
+                                h=cols(node.columns, "argus_h"), row=row)
+
     def _prune(self, node: Node) -> sql.Composed:
-        return sql.SQL(node.definition["prune"]).format(
-            hist=node.hist, h_hash=row_hash(node.columns, "argus_h"),
-            h_row=sql.SQL("ROW({})").format(cols(node.columns, "argus_h")))
+        """The step's row, cast to the columns' types: a value hashes by its type (the
+        step's integer 1 is not the numeric 1 held), and a bare constant has none."""
+        return self._unheld(node, sql.SQL("ROW({})").format(sql.SQL(", ").join(
+            sql.SQL("CAST(({}) AS {})").format(sql.SQL(v), sql.SQL(t))
+            for v, t in zip(node.definition["values"], node.types))))
 
     def _step(self, node: Node, parents: list[Node], r, occurrence, prune) -> sql.Composed:
         """The step's SQL, the relation read as `r`, occurrence i of a stream as
@@ -68,12 +80,8 @@ class RecursiveCompiler:
         seeds = [self._step(node, parents, held,
                             lambda i, p, j=j: _new(p) if i == j else _now(p), sql.SQL("TRUE"))
                  for j in range(len(node.definition["streams"]))]
-        seed_prune = sql.SQL(
-            "NOT EXISTS (SELECT FROM {hist} AS argus_h WHERE {h_hash} = {s_hash} "
-            "AND ROW({h}) IS NOT DISTINCT FROM ROW({s}) OFFSET 0)").format(
-            hist=node.hist, h_hash=row_hash(node.columns, "argus_h"),
-            s_hash=row_hash(node.columns, "argus_seed"), h=cols(node.columns, "argus_h"),
-            s=cols(node.columns, "argus_seed"))
+        seed_prune = self._unheld(node, sql.SQL("ROW({})").format(
+            cols(node.columns, "argus_seed")))
         step = self._step(node, parents, R_ALIAS, lambda i, p: _now(p), self._prune(node))
         when = sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(p.id)) for p in parents)
         return [Step(render("recursive/delta", delta=node.delta, columns=node.column_list,
