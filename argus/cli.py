@@ -16,12 +16,39 @@ from . import __version__
 from .errors import ArgusError, CycleInProgressError
 from .mqo.sharing import STRATEGIES
 
-console = Console()
-err_console = Console(stderr=True)
 
-dsn_option = click.option(
-    "--dsn", envvar="ARGUS_DSN", default=None, metavar="DSN",
-    help="PostgreSQL connection string (default: $ARGUS_DSN, else the embedded server).")
+
+def _console(stderr: bool = False) -> Console:
+    """Wrapped to the terminal's width; written to a file or a pipe, never wrapped (a
+    Markdown table, a message in a log, a DSN stay whole)."""
+    terminal = (sys.stderr if stderr else sys.stdout).isatty()
+    return Console(stderr=stderr, soft_wrap=not terminal,
+                   width=None if terminal else 1_000_000)
+
+
+console = _console()
+err_console = _console(stderr=True)
+
+
+def dsn_option(command):
+    """--dsn, and -d/--database: another database on the same server (the embedded
+    one by default), e.g. `argus status -d argus_demo`."""
+    @click.option("--database", "-d", default=None, metavar="NAME",
+                  help="A database on the same server (default server: the embedded one), "
+                       "e.g. argus_demo.")
+    @click.option("--dsn", envvar="ARGUS_DSN", default=None, metavar="DSN",
+                  help="PostgreSQL connection string (default: $ARGUS_DSN, else the "
+                       "embedded server).")
+    @functools.wraps(command)
+    def with_dsn(*args, dsn: str | None = None, database: str | None = None, **kwargs):
+        if database:
+            from psycopg.conninfo import make_conninfo
+
+            from .api import resolve_dsn
+
+            dsn = make_conninfo(resolve_dsn(dsn), dbname=database)
+        return command(*args, dsn=dsn, **kwargs)
+    return with_dsn
 
 
 def handle_errors(func):
@@ -558,7 +585,9 @@ def gen() -> None:
 
 
 @gen.command("transfers")
-@click.option("--rows", default=100_000, show_default=True)
+@click.option("--rows", default=100_000, show_default=True,
+              help="Transfers generated; some large ones are then followed by a transfer "
+                   "from their receiver (the chains the demo's queries look for).")
 @click.option("--first-id", default=1, show_default=True)
 @click.option("--accounts", default=2000, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
@@ -569,9 +598,13 @@ def gen_transfers(rows: int, first_id: int, accounts: int, out: Path, master: st
     from .spark import session
     from .sparkgen import transfers
 
-    df = transfers(session(master), rows, first_id=first_id, accounts=accounts)
-    df.write.mode("overwrite").parquet(str(out))
-    console.print(f"transfers written to {out} (load them: argus load --stream transfers {out})")
+    spark = session(master, jdbc=False)  # (it writes files: no JDBC driver needed)
+    transfers(spark, rows, first_id=first_id, accounts=accounts).write.mode(
+        "overwrite").parquet(str(out))
+    written = spark.read.parquet(str(out)).count()
+    console.print(f"{written:,} transfers written to {out}: {rows:,} and {written - rows:,} "
+                  "follow-ups of large ones (load them: argus load --stream transfers "
+                  f"{out})")
 
 
 @gen.command("tpch")
@@ -686,24 +719,17 @@ def server_status() -> None:
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.option("--database", "-d", default=None, help="Another database on the same server "
-              "(e.g. argus_demo).")
 @dsn_option
 @click.pass_context
 @handle_errors
-def psql(ctx: click.Context, database: str | None, dsn: str | None) -> None:
+def psql(ctx: click.Context, dsn: str | None) -> None:
     """Open psql on the argus database (the system's psql, else the bundled one).
     Extra arguments go to psql, e.g. `argus psql -d argus_demo -- -c 'SELECT 1'`."""
-    from psycopg.conninfo import make_conninfo
-
     from .api import resolve_dsn
     from .embedded import bin_dir
 
-    target = resolve_dsn(dsn)
-    if database:
-        target = make_conninfo(target, dbname=database)
     exe = shutil.which("psql") or str(bin_dir() / "psql")
-    os.execv(exe, [exe, target, *ctx.args])
+    os.execv(exe, [exe, resolve_dsn(dsn), *ctx.args])
 
 
 if __name__ == "__main__":

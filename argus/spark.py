@@ -78,8 +78,9 @@ def jdbc_jar() -> str | None:
     return next((jar for jar in JDBC_JARS if Path(jar).is_file()), None)
 
 
-def session(master: str | None = None, app: str = "argus"):
-    """A Spark session with the PostgreSQL JDBC driver (local mode by default)."""
+def session(master: str | None = None, app: str = "argus", jdbc: bool = True):
+    """A Spark session with the PostgreSQL JDBC driver (local mode by default); without
+    it (`jdbc` false) for jobs that only write files."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -90,8 +91,10 @@ def session(master: str | None = None, app: str = "argus"):
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "true")
                .config("spark.sql.session.timeZone", "UTC"))
-    jar, packages = jdbc_jar(), os.environ.get("ARGUS_JDBC_PACKAGES")
-    if jar:
+    jar, packages = (jdbc_jar(), os.environ.get("ARGUS_JDBC_PACKAGES")) if jdbc else (None, None)
+    if not jdbc:
+        pass
+    elif jar:
         builder = builder.config("spark.jars", jar)
     elif packages:
         builder = builder.config("spark.jars.packages", packages)
@@ -272,8 +275,10 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
     load_id = load_id or file_id(file)
     with psycopg.connect(resolve_dsn(dsn), autocommit=True) as conn:
         schema = stream_schemas(conn).get(check_name(stream, "stream"))
-    if schema is None:
-        raise UnknownStreamError(f"unknown stream {stream!r}")
+        if schema is None:
+            raise UnknownStreamError(f"unknown stream {stream!r}")
+        if already_loaded(conn, load_id):  # said before Spark starts (it takes seconds)
+            return LoadResult(load_id, schema.name, 0, duplicate=True)
     try:
         spark = session(master)
         if fmt == "csv":

@@ -94,3 +94,21 @@ def test_cli_rerun_and_back(fresh_dsn):
     assert "re-running" not in invoke(fresh_dsn, "explain", "per_k").output.split("nodes")[0]
     with argus.connect(fresh_dsn) as db:
         assert sorted(db.results("per_k")) == [(1, 5), (2, 5)]
+
+
+def test_every_command_takes_a_database_and_output_is_not_wrapped_in_a_pipe(fresh_dsn,
+                                                                         admin_dsn):
+    """-d/--database names another database on the same server (here the test's, from
+    the server's maintenance database); written to a pipe, long lines stay whole."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = conninfo_to_dict(fresh_dsn)["dbname"]
+    long_sql = ("SELECT tran_id, amount FROM transfers WHERE amount > 100 AND sender <> "
+                "'a rather long account name that no terminal of eighty columns would hold'")
+    assert invoke(admin_dsn, "stream", "create", "transfers", "tran_id:bigint",
+                  "sender:text", "amount:numeric", "-d", name).exit_code == 0
+    assert invoke(admin_dsn, "register", "big", "--sql", long_sql, "-d", name).exit_code == 0
+    out = invoke(admin_dsn, "status", "-d", name)
+    assert out.exit_code == 0 and f"database {name!r}" in out.output
+    out = invoke(admin_dsn, "explain", "big", "--database", name)
+    assert out.exit_code == 0 and long_sql in out.output  # one line, as written
