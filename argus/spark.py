@@ -41,6 +41,7 @@ from .names import check_name
 from .streams import stream_schemas
 
 JDBC_JARS = ("/usr/share/java/postgresql.jar",)
+LOG_CONFIG = "spark_log4j2.properties"  # errors only, before the session exists
 DEFAULT_MASTER = "local[2]"
 
 # PostgreSQL type -> the Spark types that can feed it (strings can feed anything: the
@@ -90,7 +91,9 @@ def session(master: str | None = None, app: str = "argus", jdbc: bool = True):
                .appName(app)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "true")
-               .config("spark.sql.session.timeZone", "UTC"))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile={Path(__file__).with_name(LOG_CONFIG)}"))
     jar, packages = (jdbc_jar(), os.environ.get("ARGUS_JDBC_PACKAGES")) if jdbc else (None, None)
     if not jdbc:
         pass
@@ -103,7 +106,8 @@ def session(master: str | None = None, app: str = "argus", jdbc: bool = True):
                         "libpostgresql-jdbc-java, or set ARGUS_JDBC_JAR to a jar (or "
                         "ARGUS_JDBC_PACKAGES to Maven coordinates)")
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    # a failed task's stack trace says less than the load's own error (file and row)
+    spark.sparkContext.setLogLevel(os.environ.get("ARGUS_SPARK_LOG", "OFF"))
     return spark
 
 
