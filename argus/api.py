@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping
 
 import psycopg
 from psycopg import sql
 
-from . import catalog, cycle, network, quarantine, registry, requests, roles, settings, streams
+from . import (alchemy, catalog, cycle, network, quarantine, registry, requests, roles,
+               settings, streams)
 from . import loads as load_ops
 from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
 from .nodes import CODE_VERSION
-from .errors import CatalogError, PermissionDeniedError, ServerError
-from .names import changes_view, check_name, results_view
+from .errors import CatalogError, PermissionDeniedError, QueryError, ServerError
+from .names import CHANGES_SCHEMA, RESULTS_SCHEMA, changes_view, check_name, results_view
 from .registry import QueryInfo
 from .mqo.sharing import Sharing
 
 
-def resolve_dsn(dsn: str | None) -> str:
-    """An explicit DSN, else $ARGUS_DSN, else the embedded server (started if needed)."""
+def resolve_dsn(dsn) -> str:
+    """An explicit DSN (or SQLAlchemy Engine or URL), else $ARGUS_DSN, else the embedded
+    server (started if needed)."""
+    if alchemy.is_url_or_engine(dsn) or (isinstance(dsn, str) and dsn.startswith(
+            "postgresql+")):
+        return alchemy.dsn_of(dsn)
     if dsn:
         return dsn
     if os.environ.get("ARGUS_DSN"):
@@ -30,8 +36,9 @@ def resolve_dsn(dsn: str | None) -> str:
     return default_server().ensure_running()
 
 
-def connect(dsn: str | None = None, sharing: Sharing | str | None = None) -> Argus:
+def connect(dsn=None, sharing: Sharing | str | None = None) -> Argus:
     """Connect to a PostgreSQL database and make sure it holds the current catalog.
+    `dsn`: a libpq connection string, or an SQLAlchemy Engine or URL.
 
     sharing: how the queries this connection registers share the network's nodes —
     "selection" (ARGUS's sharing-selection, the default), "match-plan" or "none";
@@ -83,8 +90,14 @@ class Argus:
 
     # -- streams ---------------------------------------------------------------
 
-    def create_stream(self, name: str, columns: Mapping[str, str],
+    def create_stream(self, name, columns: Mapping[str, str] | None = None,
                       time_column: str | None = None) -> StreamSchema:
+        """A stream `name` of `columns` (name -> PostgreSQL type); or `name` an
+        SQLAlchemy Table, declaring its name and columns."""
+        if alchemy.is_table(name) and columns is None:
+            name, columns = name.name, alchemy.columns_of(name)
+        if columns is None:
+            raise QueryError(f"stream {name!r}: no columns")
         if not self.owner:
             requests.submit(self.conn, "create_stream", name,
                             {"columns": dict(columns), "time_column": time_column})
@@ -115,12 +128,15 @@ class Argus:
 
     # -- queries ---------------------------------------------------------------
 
-    def register_query(self, name: str, sql_text: str, force: bool = False,
+    def register_query(self, name: str, sql_text, force: bool = False,
                        evaluate: str = "incremental") -> QueryInfo:
         """Register a continuous query, backfilled from the streams' histories. A query
         whose state PostgreSQL estimates above the setting max_query_state is refused,
         unless `force`. `evaluate='rerun'`: one node re-runs it in each cycle that
-        brings its streams rows, instead of its incremental nodes."""
+        brings its streams rows, instead of its incremental nodes. `sql_text` may be an
+        SQLAlchemy Core or ORM select (written with its values as literals)."""
+        if alchemy.is_clause(sql_text):
+            sql_text = alchemy.sql_of(sql_text)
         if not self.owner:
             requests.submit(self.conn, "register", name,
                             {"sql": sql_text, "force": force, "evaluate": evaluate})
@@ -185,6 +201,22 @@ class Argus:
         return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
             changes_view(check_name(name, "query")))).fetchall()
 
+    @functools.cached_property
+    def engine(self):
+        """An SQLAlchemy Engine on this database (SQLAlchemy installed)."""
+        return alchemy.engine_for(self.dsn)
+
+    def results_table(self, name: str):
+        """The query's answer as a reflected SQLAlchemy Table (its view), to select,
+        join and filter: `pd.read_sql(db.results_table("big").select(), db.engine)`."""
+        registry.check_ok(self.conn, name)
+        return alchemy.reflected(self.engine, RESULTS_SCHEMA, check_name(name, "query"))
+
+    def changes_table(self, name: str):
+        """The query's last changes as a reflected SQLAlchemy Table (argus_sign last)."""
+        registry.check_ok(self.conn, name)
+        return alchemy.reflected(self.engine, CHANGES_SCHEMA, check_name(name, "query"))
+
     def retry(self, name: str) -> QueryInfo:
         """Put a query isolated after a failure back into the cycles, rebuilt from its
         inputs' histories (QueryError, and nothing changed, if it still fails)."""
@@ -248,6 +280,8 @@ class Argus:
     # -- lifecycle -------------------------------------------------------------
 
     def close(self) -> None:
+        if "engine" in self.__dict__:  # (created when asked for)
+            self.engine.dispose()
         self.conn.close()
 
     def __enter__(self) -> Argus:

@@ -89,10 +89,12 @@ class Oracle:
 
     # -- mirrored operations ---------------------------------------------------
 
-    def create_stream(self, name: str, columns: dict[str, str], **kwargs) -> None:
+    def create_stream(self, name, columns: dict[str, str] | None = None, **kwargs):
+        """(`name` may be an SQLAlchemy Table, as for db.create_stream.)"""
         schema = self.db.create_stream(name, columns, **kwargs)
         self.conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
             sql.Identifier(MIRROR, schema.name), stream_history(schema.name)))
+        return schema
 
     def insert(self, stream: str, rows: list) -> int:
         """Load rows into argus; the mirror gets them when a cycle claims them."""
