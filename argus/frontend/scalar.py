@@ -271,13 +271,7 @@ def _union_tests(select: exp.Select) -> None:
             continue
         if isinstance(test, exp.In) and not (_tables(query) - _defined(query)):
             continue
-        branches, todo = [], [query]
-        while todo:
-            part = todo.pop(0)
-            if isinstance(part, exp.Union):
-                todo[:0] = [part.this, part.expression]
-            else:
-                branches.append(part.this if isinstance(part, exp.Subquery) else part)
+        branches = _branches(query, exp.Union)
         if not all(isinstance(b, exp.Select) for b in branches):
             continue
         tests = [exp.Exists(this=b.copy()) if isinstance(test, exp.Exists) else
@@ -301,15 +295,8 @@ def _keyed_set_operations(select: exp.Select) -> set[str]:
         if test.parent_select is not select or not isinstance(query, exp.SetOperation) \
                 or not (_tables(query) - _defined(query)):
             continue
-        branches, todo = [], [query]
-        while todo:
-            part = todo.pop(0)
-            if isinstance(part, exp.SetOperation):
-                todo[:0] = [part.this, part.expression]
-            else:
-                branches.append(part.this if isinstance(part, exp.Subquery) else part)
         outer = _local(select)
-        keyed = [_branch_keys(b, outer) for b in branches]
+        keyed = [_branch_keys(b, outer) for b in _branches(query)]
         if any(k is None for k in keyed):
             continue  # the planner says why
         theirs = [t for _, t in keyed[0]]
@@ -317,20 +304,11 @@ def _keyed_set_operations(select: exp.Select) -> set[str]:
                for k in keyed):
             continue
         inner = query.copy()
-        leaves, todo = [], [inner]
-        while todo:
-            part = todo.pop(0)
-            if isinstance(part, exp.SetOperation):
-                todo[:0] = [part.this, part.expression]
-            else:
-                leaves.append(part.this if isinstance(part, exp.Subquery) else part)
+        leaves = _branches(inner)
         for leaf, key in zip(leaves, keyed):
             mine = {t.sql(): m for m, t in key}
-            leaf.set("where", exp.Where(this=exp.and_(*(
-                c for c in conjuncts(leaf.args["where"].this)
-                if not (_tables(c) & outer)))) if any(
-                    not (_tables(c) & outer) for c in conjuncts(leaf.args["where"].this))
-                else None)
+            kept = [c for c in conjuncts(leaf.args["where"].this) if not (_tables(c) & outer)]
+            leaf.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
             data = [e.this if isinstance(e, exp.Alias) else e for e in leaf.expressions]
             leaf.set("expressions", [
                 *(exp.alias_(mine[t.sql()].copy(), f"argus_x{j}", quoted=True)
@@ -350,6 +328,19 @@ def _keyed_set_operations(select: exp.Select) -> set[str]:
         else:
             holder.set("this", read)
     return names
+
+
+def _branches(query: exp.Expr, kind: type[exp.Expr] = exp.SetOperation) -> list[exp.Expr]:
+    """The branches of a tree of set operations of `kind`, in order (the nodes
+    themselves: rewriting one rewrites the tree)."""
+    branches, todo = [], [query]
+    while todo:
+        part = todo.pop(0)
+        if isinstance(part, kind):
+            todo[:0] = [part.this, part.expression]
+        else:
+            branches.append(part.this if isinstance(part, exp.Subquery) else part)
+    return branches
 
 
 def _branch_keys(branch: exp.Expr, outer: set[str]
