@@ -389,12 +389,20 @@ def results(name: str, changes: bool, limit: int, dsn: str | None) -> None:
 
 @main.command()
 @click.argument("name")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the query's nodes as a picture (SVG) to this file.")
 @dsn_option
 @handle_errors
-def explain(name: str, dsn: str | None) -> None:
-    """Show query NAME's nodes and the SQL each runs."""
+def explain(name: str, svg_path: Path | None, dsn: str | None) -> None:
+    """Show query NAME's nodes and the SQL each runs (or, with --svg, draw them)."""
     with _connect(dsn) as db:
-        click.echo(db.explain(name))
+        if svg_path is None:
+            click.echo(db.explain(name))
+            return
+        from .picture import of_query
+
+        svg_path.write_text(of_query(db.conn, name))
+        console.print(f"query {name}'s nodes drawn in {svg_path}")
 
 
 @main.command()

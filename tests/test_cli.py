@@ -112,3 +112,34 @@ def test_every_command_takes_a_database_and_output_is_not_wrapped_in_a_pipe(fres
     assert out.exit_code == 0 and f"database {name!r}" in out.output
     out = invoke(admin_dsn, "explain", "big", "--database", name)
     assert out.exit_code == 0 and long_sql in out.output  # one line, as written
+
+
+def test_explain_draws_the_query_s_nodes(fresh_dsn, tmp_path):
+    """--svg: a box per node of the query (by kind), an edge per parent, the query."""
+    import xml.etree.ElementTree as ET
+
+    import argus
+
+    with argus.connect(fresh_dsn) as db:
+        db.create_stream("t", {"k": "int", "v": "int"})
+        db.create_stream("u", {"k": "int", "w": "text"})
+        db.register_query("joined", "SELECT t.k, count(*) AS n, max(u.w) AS w FROM t JOIN u "
+                                    "ON u.k = t.k WHERE t.v > 0 GROUP BY t.k")
+        db.insert("t", [(1, 5), (2, 7)])
+        db.insert("u", [(1, "<a & b>")])
+        db.run()
+        nodes = {n.id: n.kind for n in db.query("joined").nodes}
+        edges = db.conn.execute(
+            "SELECT count(*) FROM argus_catalog.edges WHERE child_id = ANY(%s) "
+            "AND parent_id = ANY(%s)", (list(nodes), list(nodes))).fetchone()[0]
+    out = invoke(fresh_dsn, "explain", "joined", "--svg", str(tmp_path / "q.svg"))
+    assert out.exit_code == 0, out.output
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    root = ET.parse(tmp_path / "q.svg").getroot()  # well-formed: the text is escaped
+    drawn = {int(g.get("data-node")): g.get("data-kind") for g in root.iterfind("s:g", ns)
+             if g.get("class") == "node"}
+    assert drawn == nodes and {"stream", "join", "aggregate"} <= set(drawn.values())
+    assert len([e for e in root.iterfind("s:line", ns) if e.get("data-parent")]) == edges
+    assert any("query joined" in "".join(g.itertext()) for g in root.iterfind("s:g", ns))
+    out = invoke(fresh_dsn, "explain", "nope", "--svg", str(tmp_path / "n.svg"))
+    assert out.exit_code == 1 and "unknown query 'nope'" in out.output
