@@ -685,6 +685,25 @@ def unschedule(pg_cron: bool, dsn: str | None) -> None:
     console.print("unscheduled" if removed else "nothing was scheduled for this database")
 
 
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (the default: this machine only).")
+@click.option("--port", default=8787, show_default=True)
+@dsn_option
+@handle_errors
+def dashboard(host: str, port: int, dsn: str | None) -> None:
+    """Serve a page drawing the network, the recent cycles, the queries' answers and the
+    waiting and quarantined rows (read-only)."""
+    from .api import resolve_dsn
+    from .dashboard import create_app
+
+    target = resolve_dsn(dsn)
+    with _connect(target):  # the catalog is there (and current)
+        pass
+    console.print(f"argus dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
+    create_app(target).run(host=host, port=port)
+
+
 # -- the embedded server -------------------------------------------------------------
 
 @main.group()

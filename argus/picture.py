@@ -56,7 +56,8 @@ def _ranks(boxes: list[Box], edges: list[tuple[int, int]]) -> dict[int, int]:
     return rank
 
 
-def svg(boxes: list[Box], edges: list[tuple[int, int]], query: str, top: int) -> str:
+def svg(boxes: list[Box], edges: list[tuple[int, int]], queries: list[tuple[str, int]]
+        ) -> str:
     """The picture: pure, from the boxes and edges. Each row is ordered by where its
     nodes' parents are (fewer crossing edges), then by evaluation order."""
     rank = _ranks(boxes, edges)
@@ -99,13 +100,20 @@ def svg(boxes: list[Box], edges: list[tuple[int, int]], query: str, top: int) ->
             f'<text x="{x + 8:.0f}" y="{y + 18:.0f}" font-size="13">{escape(box.label)}</text>'
             f'<text x="{x + 8:.0f}" y="{y + 35:.0f}" font-size="11">'
             f'{box.rows:,} rows{escape(ms)}</text></g>')
-    tx, ty = at[top]
-    qx = tx + by_id[top].width / 2
-    parts.append(f'<line class="edge" x1="{qx:.0f}" y1="{ty + HEIGHT:.0f}" x2="{qx:.0f}" '
-                 f'y2="{query_y:.0f}" stroke="#555" marker-end="url(#arrow)"/>'
-                 f'<g class="query"><text x="{qx:.0f}" y="{query_y + 16:.0f}" '
-                 f'text-anchor="middle" font-size="14" font-weight="bold">'
-                 f'query {escape(query)}</text></g>')
+    lowest, right = {}, 0.0  # each query's label under its top node, in one row
+    for name, top in sorted(queries, key=lambda q: at[q[1]][0]):
+        half = 4.5 * len(f"query {name}") + 6  # (about half the label's width)
+        x = max(at[top][0] + by_id[top].width / 2, right + half)
+        lowest[name], right = (x, top), x + half
+    for name, (qx, top) in lowest.items():
+        tx, ty = at[top]
+        parts.append(f'<line class="edge" x1="{tx + by_id[top].width / 2:.0f}" '
+                     f'y1="{ty + HEIGHT:.0f}" x2="{qx:.0f}" y2="{query_y:.0f}" stroke="#999" '
+                     'marker-end="url(#arrow)"/>'
+                     f'<g class="query" data-query={quoteattr(name)}><text x="{qx:.0f}" '
+                     f'y="{query_y + 16:.0f}" text-anchor="middle" font-size="14" '
+                     f'font-weight="bold">query {escape(name)}</text></g>')
+    qx = max((x for x, _ in lowest.values()), default=0.0)
     width, height = max(widest, qx + 100) + MARGIN, query_y + 40
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
             f'height="{height:.0f}" font-family="sans-serif">'
@@ -122,24 +130,33 @@ SELECT n.node_id, n.kind, n.join_level, n.sequence_id, coalesce(s.hist_rows, 0),
        (SELECT sum(r.ms + coalesce(r.flush_ms, 0)) / nullif((SELECT count(*) FROM recent), 0)
           FROM argus_catalog.run_nodes r JOIN recent USING (run_id)
          WHERE r.node_id = n.node_id)
-  FROM argus_catalog.query_nodes q
-  JOIN argus_catalog.nodes n USING (node_id)
-  LEFT JOIN argus_catalog.node_stats s USING (node_id)
- WHERE q.query_id = %s
-"""
+  FROM argus_catalog.nodes n
+  LEFT JOIN argus_catalog.query_nodes q USING (node_id)
+  LEFT JOIN argus_catalog.node_stats s USING (node_id)"""
 
 
 def of_query(conn: psycopg.Connection, name: str) -> str:
     """Query `name`'s nodes as an SVG picture, from the catalog."""
-    from .explain import describe
-
     row = conn.execute("SELECT query_id, output_node FROM argus_catalog.queries "
                        "WHERE name = %s", (name,)).fetchone()
     if row is None:
         raise UnknownQueryError(f"unknown query {name!r}")
-    query_id, top = row
+    return _drawn(conn, _NODES + " WHERE q.query_id = %s", (row[0],), [(name, row[1])])
+
+
+def of_network(conn: psycopg.Connection) -> str:
+    """The whole shared network, every query under its top node."""
+    queries = conn.execute("SELECT name, output_node FROM argus_catalog.queries "
+                           "ORDER BY name").fetchall()
+    return _drawn(conn, _NODES + " GROUP BY n.node_id, s.hist_rows", (), queries)
+
+
+def _drawn(conn: psycopg.Connection, nodes_sql: str, args: tuple,
+           queries: list[tuple[str, int]]) -> str:
+    from .explain import describe
+
     boxes = []
-    for node_id, kind, level, order, rows, ms in conn.execute(_NODES, (query_id,)):
+    for node_id, kind, level, order, rows, ms in conn.execute(nodes_sql, args):
         node = load_node(conn, node_id)
         label = (f"stream {node.hist_ref[1]}" if kind == "stream" else f"{kind} {node_id}")
         boxes.append(Box(node_id, kind, label, rows, ms, level, order,
@@ -148,4 +165,4 @@ def of_query(conn: psycopg.Connection, name: str) -> str:
     edges = conn.execute("SELECT parent_id, child_id FROM argus_catalog.edges "
                          "WHERE parent_id = ANY(%s) AND child_id = ANY(%s) "
                          "ORDER BY child_id, parent_id", (ids, ids)).fetchall()
-    return svg(boxes, [tuple(e) for e in edges], name, top)
+    return svg(boxes, [tuple(e) for e in edges], queries)

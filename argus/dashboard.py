@@ -1,0 +1,143 @@
+"""`argus dashboard`: a local page (Flask) to look at the network instead of reading
+`argus explain`. The shared network drawn (argus.picture; click a node for what it
+computes, its definition and its last cycles), the recent cycles charted (time per
+node kind, rows in), each query's answer and last changes, the rows waiting in the
+inboxes and those quarantined. Read-only: it runs SELECTs in read-only transactions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import psycopg
+from psycopg import sql
+
+from .errors import ArgusError
+from .names import changes_view, check_name, results_view, stream_inbox
+from .network.reads import load_node
+from .picture import COLOURS, of_network
+
+RECENT = 30  # cycles charted
+SHOWN = 50  # rows of an answer shown
+
+
+def create_app(dsn: str):
+    try:
+        from flask import Flask, abort, jsonify, render_template
+    except ImportError:
+        raise ArgusError("the dashboard needs Flask: pip install 'argus[dashboard]'") from None
+
+    app = Flask(__name__, template_folder="web")
+
+    def read() -> psycopg.Connection:
+        conn = psycopg.connect(dsn, autocommit=True, application_name="argus dashboard")
+        conn.execute("SET default_transaction_read_only = on")
+        return conn
+
+    @app.get("/")
+    def index():
+        with read() as conn:
+            return render_template("dashboard.html", network=of_network(conn),
+                                   cycles=_cycles_chart(conn), queries=_queries(conn),
+                                   streams=_streams(conn), colours=COLOURS)
+
+    @app.get("/node/<int:node_id>")
+    def node(node_id: int):
+        from .explain import describe
+
+        with read() as conn:
+            if not conn.execute("SELECT 1 FROM argus_catalog.nodes WHERE node_id = %s",
+                                (node_id,)).fetchone():
+                abort(404)
+            found = load_node(conn, node_id)
+            timings = conn.execute(
+                """SELECT r.run_id, r.ms, r.flush_ms, r.inserted, r.retracted
+                     FROM argus_catalog.run_nodes r WHERE r.node_id = %s
+                    ORDER BY r.run_id DESC LIMIT 20""", (node_id,)).fetchall()
+            users = [q for (q,) in conn.execute(
+                """SELECT q.name FROM argus_catalog.query_nodes qn
+                     JOIN argus_catalog.queries q USING (query_id)
+                    WHERE qn.node_id = %s ORDER BY 1""", (node_id,))]
+        return jsonify(id=node_id, kind=found.kind, describe=describe(found), users=users,
+                       columns=list(found.columns), definition=found.definition,
+                       cycles=[{"run": r, "ms": ms, "flush_ms": f, "inserted": i,
+                                "retracted": d} for r, ms, f, i, d in timings])
+
+    @app.get("/query/<name>")
+    def query(name: str):
+        name = check_name(name, "query")
+        with read() as conn:
+            row = conn.execute("SELECT sql, status, error FROM argus_catalog.queries "
+                               "WHERE name = %s", (name,)).fetchone()
+            if row is None:
+                abort(404)
+            answer, changes = ([], []) if row[1] != "ok" else (
+                _rows(conn, results_view(name)), _rows(conn, changes_view(name)))
+        return jsonify(name=name, sql=row[0], status=row[1], error=row[2], answer=answer,
+                       changes=changes)
+
+    return app
+
+
+def _rows(conn: psycopg.Connection, view: sql.Composable) -> dict:
+    cur = conn.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(view), (SHOWN + 1,))
+    rows = cur.fetchall()
+    return {"columns": [c.name for c in cur.description],
+            "rows": [[json.loads(json.dumps(v, default=str)) for v in r] for r in rows[:SHOWN]],
+            "more": len(rows) > SHOWN}
+
+
+def _queries(conn: psycopg.Connection) -> list[tuple]:
+    return conn.execute(
+        """SELECT q.name, q.status, coalesce(s.hist_rows, 0), q.evaluate
+             FROM argus_catalog.queries q
+             LEFT JOIN argus_catalog.node_stats s ON s.node_id = q.output_node
+            ORDER BY q.name""").fetchall()
+
+
+def _streams(conn: psycopg.Connection) -> list[tuple]:
+    out = []
+    for name, history, held in conn.execute(
+            """SELECT s.name, n.hist_rows,
+                      (SELECT count(*) FROM argus_catalog.quarantine q WHERE q.stream = s.name)
+                 FROM argus_catalog.streams s JOIN argus_catalog.node_stats n USING (node_id)
+                ORDER BY s.name"""):
+        (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+            stream_inbox(name))).fetchone()
+        out.append((name, history, waiting, held))
+    return out
+
+
+def _cycles_chart(conn: psycopg.Connection) -> str:
+    """The last cycles as stacked bars: each node kind's ms (flush included), and the
+    rows each cycle claimed."""
+    runs = conn.execute("SELECT run_id, rows_in FROM argus_catalog.runs WHERE status = 'ok' "
+                        "ORDER BY run_id DESC LIMIT %s", (RECENT,)).fetchall()[::-1]
+    if not runs:
+        return '<p class="empty">no cycle has run yet</p>'
+    by_run: dict[int, dict[str, float]] = defaultdict(dict)
+    for run_id, kind, ms in conn.execute(
+            """SELECT r.run_id, n.kind, sum(r.ms + coalesce(r.flush_ms, 0))
+                 FROM argus_catalog.run_nodes r JOIN argus_catalog.nodes n USING (node_id)
+                WHERE r.run_id = ANY(%s) GROUP BY 1, 2""", ([r for r, _ in runs],)):
+        by_run[run_id][kind] = ms
+    tallest = max((sum(by_run[r].values()) for r, _ in runs), default=0) or 1.0
+    bar, height, parts = 18, 160, []
+    for i, (run_id, rows_in) in enumerate(runs):
+        y = height
+        for kind, ms in sorted(by_run[run_id].items()):
+            h = ms / tallest * height
+            y -= h
+            parts.append(f'<rect class="bar" x="{40 + i * (bar + 6)}" y="{y + 10:.1f}" '
+                         f'width="{bar}" height="{h:.1f}" fill="{COLOURS.get(kind, "#bab0ac")}">'
+                         f'<title>cycle {run_id}: {kind} {ms:,.1f} ms, {rows_in:,} rows in'
+                         '</title></rect>')
+        parts.append(f'<text x="{40 + i * (bar + 6) + bar / 2}" y="{height + 26}" '
+                     f'font-size="9" text-anchor="middle">{rows_in:,}</text>')
+    return (f'<svg class="cycles" xmlns="http://www.w3.org/2000/svg" '
+            f'width="{60 + len(runs) * (bar + 6)}" height="{height + 40}" '
+            'font-family="sans-serif">'
+            f'<text x="0" y="12" font-size="10">{tallest:,.1f} ms</text>'
+            f'<text x="0" y="{height + 26}" font-size="9">rows in</text>'
+            + "".join(parts) + "</svg>")

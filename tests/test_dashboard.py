@@ -1,0 +1,90 @@
+"""`argus dashboard` in a real headless browser (Debian's chromium, driven by Selenium
+through the system chromedriver): the network drawn from the catalog, a click on a node
+shows its definition and cycles, a click on a query its answer, the waiting and
+quarantined rows counted. ARGUS_DASHBOARD_SCREENSHOT=path saves a picture of the page."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import threading
+
+import pytest
+
+pytest.importorskip("flask", reason="the dashboard extra is not installed")
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER),
+    reason="no headless browser here (Debian: apt-get install chromium chromium-driver)")
+
+
+@pytest.fixture
+def served(db):
+    from werkzeug.serving import make_server
+
+    from argus.dashboard import create_app
+
+    server = make_server("127.0.0.1", 0, create_app(db.dsn), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture
+def browser():
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--window-size=1280,1600"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_the_dashboard_draws_the_network_and_answers_clicks(db, served, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db.create_stream("transfers", {"id": "bigint", "sender": "text", "amount": "int",
+                                   "t": "timestamptz"}, time_column="t")
+    db.create_stream("accounts", {"name": "text", "city": "text"})
+    for name, where in (("big", "amount > 100"), ("huge", "amount > 1000")):
+        db.register_query(name, "SELECT a.city, count(*) AS n FROM transfers x JOIN accounts a "
+                                f"ON a.name = x.sender WHERE x.{where} GROUP BY a.city")
+    now = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
+    db.insert("accounts", [("ann", "<Paris>"), ("bob", "Oslo")])
+    db.insert("transfers", [(1, "ann", 500, now), (2, "bob", 5000, now), (3, "ann", 2000, now)])
+    db.run()
+    db.insert("transfers", [(4, "bob", 900, now + dt.timedelta(days=3650))])  # held back
+    db.run()
+    db.insert("transfers", [(5, "ann", 300, now)])  # waiting for the next cycle
+    nodes = {node_id: kind for node_id, kind in db.conn.execute(
+        "SELECT node_id, kind FROM argus_catalog.nodes")}
+
+    browser.get(served)
+    drawn = {int(g.get_attribute("data-node")): g.get_attribute("data-kind")
+             for g in browser.find_elements(By.CSS_SELECTOR, ".network g.node")}
+    assert drawn == nodes
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.cycles rect.bar")
+    shared = next(n for n, kind in nodes.items() if kind == "join")
+    browser.find_element(By.CSS_SELECTOR, f'.network g.node[data-node="{shared}"]').click()
+    panel = browser.find_element(By.ID, "panel")
+    WebDriverWait(browser, 10).until(lambda _: f"node {shared}: join" in panel.text)
+    assert "used by: big, huge" in panel.text and "last cycles:" in panel.text
+    browser.find_element(By.CSS_SELECTOR, 'a.query[data-query="big"]').click()
+    answer = browser.find_element(By.ID, "answer")
+    WebDriverWait(browser, 10).until(lambda _: "answer" in answer.text)
+    cells = [c.text for c in answer.find_elements(By.CSS_SELECTOR, "table:first-of-type td")]
+    assert cells[:4] == ["<Paris>", "2", "Oslo", "1"] or cells[:4] == ["Oslo", "1", "<Paris>", "2"]
+    streams = {row.find_elements(By.TAG_NAME, "td")[0].text:
+               [td.text for td in row.find_elements(By.TAG_NAME, "td")[1:]]
+               for row in browser.find_elements(By.CSS_SELECTOR, "#streams tr")[1:]}
+    assert streams["transfers"] == ["3", "1", "1"]  # history, waiting, quarantined
+    if os.environ.get("ARGUS_DASHBOARD_SCREENSHOT"):
+        browser.save_screenshot(os.environ["ARGUS_DASHBOARD_SCREENSHOT"])
