@@ -14,15 +14,16 @@ PACKAGE = Path(argus.__file__).parent
 # bottom to top
 LAYERS = [
     ("foundations", {"errors", "trees", "names", "resources", "templates", "plan",
-                     "settings", "aggregates", "datagen", "workload", "nexmark"}),
+                     "settings", "aggregates", "datagen", "workload", "nexmark", "alchemy"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),
     ("node kinds and the cycle program", {"nodes", "program"}),
     ("the network in PostgreSQL", {"roles", "catalog", "network"}),
     ("operations", {"streams", "loads", "registry", "requests", "cycle", "quarantine",
                     "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
-                    "optimize", "adapt"}),
-    ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__"}),
+                    "optimize", "adapt", "picture"}),
+    ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
+                 "dashboard"}),
 ]
 LAYER = {module: i for i, (_, modules) in enumerate(LAYERS) for module in modules}
 
