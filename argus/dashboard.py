@@ -8,6 +8,7 @@ inboxes and those quarantined. Read-only: it runs SELECTs in read-only transacti
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import defaultdict
 
 import psycopg
@@ -47,8 +48,9 @@ def create_app(dsn: str):
         from .explain import describe
 
         with read() as conn:
-            if not conn.execute("SELECT 1 FROM argus_catalog.nodes WHERE node_id = %s",
-                                (node_id,)).fetchone():
+            code = conn.execute("SELECT cycle_block, flush_block FROM argus_catalog.nodes "
+                                "WHERE node_id = %s", (node_id,)).fetchone()
+            if code is None:
                 abort(404)
             found = load_node(conn, node_id)
             timings = conn.execute(
@@ -61,6 +63,7 @@ def create_app(dsn: str):
                     WHERE qn.node_id = %s ORDER BY 1""", (node_id,))]
         return jsonify(id=node_id, kind=found.kind, describe=describe(found), users=users,
                        columns=list(found.columns), definition=found.definition,
+                       code=[textwrap.dedent(block) for block in code if block],
                        cycles=[{"run": r, "ms": ms, "flush_ms": f, "inserted": i,
                                 "retracted": d} for r, ms, f, i, d in timings])
 
