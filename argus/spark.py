@@ -241,7 +241,23 @@ def _culprit(df, pairs, exc: Exception) -> str:
         return ""
     values = {k: v for k, v in row.asDict().items() if k != "argus_file"}
     where = f" in file {row['argus_file']}" if row["argus_file"] else ""
-    return f"; the row{where}: {values}"
+    line = _csv_line(row["argus_file"] or "", list(values.values()))
+    return f"; the row{where}{f', line {line}' if line else ''}: {values}"
+
+
+def _csv_line(file: str, values: list) -> int | None:
+    """The line of a local CSV file holding `values` (read as text, as the load reads
+    CSV), counting from 1 with the header; None when not found or not a CSV file."""
+    path = Path(file.removeprefix("file://"))
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return None
+    wanted = ["" if v is None else str(v) for v in values]
+    with open(path, newline="") as handle:
+        reader = csv.reader(handle)
+        for fields in reader:
+            if fields == wanted:
+                return reader.line_num
+    return None
 
 
 def file_id(path: Path) -> str:

@@ -291,7 +291,7 @@ def test_parquet_files_with_other_columns_fail_naming_the_file(spark, events, fr
 def test_a_bad_value_names_the_file_and_the_row(events, fresh_dsn, tmp_path):
     data = tmp_path / "values.csv"
     data.write_text("id,day,v\n1,2024-01-01,9.5\n2,2024-01-02,12x\n")
-    with pytest.raises(argus.LoadError, match=r'numeric: "12x".*file .*values.csv.*12x'):
+    with pytest.raises(argus.LoadError, match=r'numeric: "12x".*file .*values.csv, line 3: .*12x'):
         spark_mod.load_file(str(data), "events", fresh_dsn)
 
 
