@@ -83,12 +83,11 @@ def step_text(name: str, step: exp.Expr, streams: set[str]
     occurrences = []
     renamed = {}  # aliases as the node names them, so that equal recursions share it
     for position, item in enumerate(items):
-        if isinstance(item, exp.Table):
-            renamed[item.alias_or_name] = f"argus_t{position}"
-            item.set("alias", exp.TableAlias(this=exp.to_identifier(f"argus_t{position}")))
         if not isinstance(item, exp.Table):
             raise UnsupportedQueryError(f"{item.sql(DIALECT)} in the recursive branch of "
                                         f"{name}", "read the relation and streams only")
+        renamed[item.alias_or_name] = f"argus_t{position}"
+        item.set("alias", exp.TableAlias(this=exp.to_identifier(f"argus_t{position}")))
         if item.name == name:
             item.set("this", exp.to_identifier(RECURSIVE, quoted=True))
             occurrences.append(None)
