@@ -18,6 +18,7 @@ from .errors import ArgusError
 from .names import changes_view, check_name, results_view, stream_inbox
 from .network.reads import load_node
 from .picture import COLOURS, of_network
+from .status import INBOX_COUNT_LIMIT  # (an inbox is counted this far)
 
 RECENT = 30  # cycles charted
 SHOWN = 50  # rows of an answer shown
@@ -106,8 +107,8 @@ def _streams(conn: psycopg.Connection) -> list[tuple]:
                       (SELECT count(*) FROM argus_catalog.quarantine q WHERE q.stream = s.name)
                  FROM argus_catalog.streams s JOIN argus_catalog.node_stats n USING (node_id)
                 ORDER BY s.name"""):
-        (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
-            stream_inbox(name))).fetchone()
+        (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT FROM {} LIMIT %s) w")
+                                  .format(stream_inbox(name)), (INBOX_COUNT_LIMIT,)).fetchone()
         out.append((name, history, waiting, held))
     return out
 
