@@ -700,6 +700,9 @@ def dashboard(host: str, port: int, dsn: str | None) -> None:
     target = resolve_dsn(dsn)
     with _connect(target):  # the catalog is there (and current)
         pass
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err_console.print(f"[yellow]warning:[/] the page has no login: whoever reaches "
+                          f"{host}:{port} reads every query's answer")
     console.print(f"argus dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
     create_app(target).run(host=host, port=port)
 
