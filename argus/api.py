@@ -24,9 +24,9 @@ from .mqo.sharing import Sharing
 def resolve_dsn(dsn) -> str:
     """An explicit DSN (or SQLAlchemy Engine or URL), else $ARGUS_DSN, else the embedded
     server (started if needed)."""
-    if alchemy.is_url_or_engine(dsn) or (isinstance(dsn, str) and dsn.startswith(
-            "postgresql+")):
-        return alchemy.dsn_of(dsn)
+    if alchemy.is_url_or_engine(dsn) or (isinstance(dsn, str) and "://" in dsn and not
+                                         dsn.startswith(("postgresql://", "postgres://"))):
+        return alchemy.dsn_of(dsn)  # (an SQLAlchemy URL, or not PostgreSQL's: refused)
     if dsn:
         return dsn
     if os.environ.get("ARGUS_DSN"):
@@ -76,6 +76,8 @@ class Argus:
             self.conn = psycopg.connect(dsn, autocommit=True, application_name="argus")
         except psycopg.OperationalError as exc:
             raise ServerError(f"cannot connect to PostgreSQL: {exc}".strip()) from None
+        except psycopg.ProgrammingError as exc:  # (libpq could not read the DSN)
+            raise ServerError(f"not a PostgreSQL connection string: {exc}".strip()) from None
         try:
             version = self.conn.info.server_version
             if version < 150000:
@@ -95,7 +97,8 @@ class Argus:
         """A stream `name` of `columns` (name -> PostgreSQL type); or `name` an
         SQLAlchemy Table, declaring its name and columns."""
         if alchemy.is_table(name) and columns is None:
-            name, columns = name.name, alchemy.columns_of(name)
+            table = alchemy.table_of(name)
+            name, columns = table.name, alchemy.columns_of(table)
         if columns is None:
             raise QueryError(f"stream {name!r}: no columns")
         if not self.owner:

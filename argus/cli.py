@@ -346,7 +346,8 @@ def retry(name: str, dsn: str | None) -> None:
 @handle_errors
 def quarantine(ctx: click.Context, stream: str | None, dsn: str | None) -> None:
     """Rows held back because their event time was too far ahead of the server's clock."""
-    if ctx.invoked_subcommand is not None:
+    if ctx.invoked_subcommand is not None:  # `release` reads the group's options too
+        ctx.obj = {"stream": stream, "dsn": dsn}
         return
     with _connect(dsn) as db:
         rows = db.quarantined(stream)
@@ -361,10 +362,14 @@ def quarantine(ctx: click.Context, stream: str | None, dsn: str | None) -> None:
 @click.option("--stream", default=None, help="Only this stream's rows.")
 @click.option("--id", "ids", type=int, multiple=True, help="Only these rows (repeatable).")
 @dsn_option
+@click.pass_context
 @handle_errors
-def quarantine_release(stream: str | None, ids: tuple[int, ...], dsn: str | None) -> None:
+def quarantine_release(ctx: click.Context, stream: str | None, ids: tuple[int, ...],
+                       dsn: str | None) -> None:
     """Return held rows to their inboxes; the next cycle claims them (raise
     max_clock_lead first if their event times are right)."""
+    group = ctx.obj or {}
+    stream, dsn = stream or group.get("stream"), dsn or group.get("dsn")
     with _connect(dsn) as db:
         moved = db.release_quarantine(stream, ids or None)
     console.print(f"{moved} rows returned to their inboxes")

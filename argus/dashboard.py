@@ -7,7 +7,6 @@ inboxes and those quarantined. Read-only: it runs SELECTs in read-only transacti
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections import defaultdict
 
@@ -22,6 +21,7 @@ from .status import INBOX_COUNT_LIMIT  # (an inbox is counted this far)
 
 RECENT = 30  # cycles charted
 SHOWN = 50  # rows of an answer shown
+LONGEST = 500  # characters of a value shown
 
 
 def create_app(dsn: str):
@@ -70,7 +70,10 @@ def create_app(dsn: str):
 
     @app.get("/query/<name>")
     def query(name: str):
-        name = check_name(name, "query")
+        try:
+            name = check_name(name, "query")
+        except ArgusError:
+            abort(404)
         with read() as conn:
             row = conn.execute("SELECT sql, status, error FROM argus_catalog.queries "
                                "WHERE name = %s", (name,)).fetchone()
@@ -85,11 +88,22 @@ def create_app(dsn: str):
 
 
 def _rows(conn: psycopg.Connection, view: sql.Composable) -> dict:
-    cur = conn.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(view), (SHOWN + 1,))
-    rows = cur.fetchall()
-    return {"columns": [c.name for c in cur.description],
-            "rows": [[json.loads(json.dumps(v, default=str)) for v in r] for r in rows[:SHOWN]],
-            "more": len(rows) > SHOWN}
+    """The first rows of a view, as text: what PostgreSQL prints (`::text` of each value,
+    so jsonb, bytea, infinity read as in psql), long values cut. A view that fails to
+    read (a division by zero in an output expression) says why."""
+    try:
+        cur = conn.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(view), (SHOWN + 1,))
+        columns = [c.name for c in cur.description]
+        cur = conn.execute(sql.SQL("SELECT {} FROM {} LIMIT %s").format(
+            sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
+            view), (SHOWN + 1,))
+        rows = cur.fetchall()
+    except psycopg.Error as exc:
+        return {"columns": [], "rows": [], "more": False,
+                "error": exc.diag.message_primary or str(exc)}
+    cut = [[None if v is None else v if len(v) <= LONGEST else v[:LONGEST] + "…" for v in r]
+           for r in rows[:SHOWN]]
+    return {"columns": columns, "rows": cut, "more": len(rows) > SHOWN}
 
 
 def _queries(conn: psycopg.Connection) -> list[tuple]:

@@ -50,3 +50,24 @@ def test_an_engine_a_table_and_a_select_make_a_continuous_query(fresh_dsn):
             assert len(conn.execute(sa.select(changes)).all()) == 2
         with pytest.raises(QueryError, match="not sqlite"):
             argus.connect(sa.engine.make_url("sqlite://"))
+
+
+def test_what_sqlalchemy_hands_in_is_read_exactly_or_refused(oracle):
+    """A `%` stays one (named parameters), a parameter without a value is an error, a
+    password with a space connects as written, other databases are refused."""
+    from argus import alchemy
+
+    oracle.create_stream("t", {"id": "int", "s": "text"})
+    t = sa.table("t", sa.column("id"), sa.column("s"))
+    oracle.register("pct", sa.select(t.c.id).where(sa.or_(t.c.s == "100%", t.c.s.like("a%"))))
+    oracle.insert("t", [(1, "100%"), (2, "100%%"), (3, "abc"), (4, "b%")])
+    oracle.run()
+    assert sorted(oracle.db.results("pct")) == [(1,), (3,)]
+    with pytest.raises(QueryError, match="cannot be written as SQL"):
+        oracle.db.register_query("unbound", sa.select(t.c.id).where(t.c.id == sa.bindparam("x")))
+    url = sa.engine.URL.create("postgresql+psycopg", username="u", password="secret word",
+                               host="h", database="d")
+    assert conninfo_to_dict(alchemy.dsn_of(url))["password"] == "secret word"
+    for other in ("sqlite:///x.db", "mysql+pymysql://u@h/d"):
+        with pytest.raises(QueryError, match="argus runs on PostgreSQL"):
+            argus.connect(other)
