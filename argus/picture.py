@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 import psycopg
 
 from .errors import UnknownQueryError
-from .network.reads import load_node
+from . import network
 
 COLOURS = {"stream": "#4e79a7", "select": "#59a14f", "join": "#e15759",
            "aggregate": "#f28e2b", "distinct": "#76b7b2", "setop": "#edc948",
@@ -39,11 +39,8 @@ class Box:
         return 130 + min(110.0, 14 * math.log10(self.rows + 1))
 
 
-def _ranks(boxes: list[Box], edges: list[tuple[int, int]]) -> dict[int, int]:
+def _ranks(parents: dict[int, list[int]]) -> dict[int, int]:
     """Each node's row: the longest path to it from a node without parents."""
-    parents: dict[int, list[int]] = {b.node_id: [] for b in boxes}
-    for parent, child in edges:
-        parents[child].append(parent)
     rank: dict[int, int] = {}
 
     def of(node: int) -> int:
@@ -51,8 +48,8 @@ def _ranks(boxes: list[Box], edges: list[tuple[int, int]]) -> dict[int, int]:
             rank[node] = 1 + max(map(of, parents[node]), default=-1)
         return rank[node]
 
-    for box in boxes:
-        of(box.node_id)
+    for node in parents:
+        of(node)
     return rank
 
 
@@ -60,10 +57,10 @@ def svg(boxes: list[Box], edges: list[tuple[int, int]], queries: list[tuple[str,
         ) -> str:
     """The picture: pure, from the boxes and edges. Each row is ordered by where its
     nodes' parents are (fewer crossing edges), then by evaluation order."""
-    rank = _ranks(boxes, edges)
     parents: dict[int, list[int]] = {b.node_id: [] for b in boxes}
     for parent, child in edges:
         parents[child].append(parent)
+    rank = _ranks(parents)
     at: dict[int, tuple[float, float]] = {}
     widest = 0.0
     rows = max(rank.values(), default=0) + 1
@@ -155,9 +152,10 @@ def _drawn(conn: psycopg.Connection, nodes_sql: str, args: tuple,
            queries: list[tuple[str, int]]) -> str:
     from .explain import describe
 
+    nodes = network.load(conn).nodes  # (one read, not one per node)
     boxes = []
     for node_id, kind, level, order, rows, ms in conn.execute(nodes_sql, args):
-        node = load_node(conn, node_id)
+        node = nodes[node_id]
         label = (f"stream {node.hist_ref[1]}" if kind == "stream" else f"{kind} {node_id}")
         boxes.append(Box(node_id, kind, label, rows, ms, level, order,
                          "\n".join([label, *describe(node)])))

@@ -20,6 +20,7 @@ from ..errors import UnknownColumnError, UnsupportedQueryError
 from ..trees import DIALECT, conjuncts, folded, never_fails
 from .limit import top_k
 from .planner import figure_name
+from .scalar import aggregates
 
 KEY = "argus_lk"
 NOT_EQUALITIES = "a LATERAL subquery correlated other than by equalities in its WHERE"
@@ -110,7 +111,7 @@ def _decorrelate(select: exp.Select, join: exp.Join, outer: set[str],
                                     "name the columns it returns")
     names = _output_names(inner)
     given = [folded(c) for c in alias.columns]
-    if _aggregates(inner) and not inner.args.get("group"):
+    if aggregates(inner) and not inner.args.get("group"):
         names = given + names[len(given):]
         _as_scalars(select, join, inner, alias.this, names, on_outer)
         return
@@ -146,10 +147,11 @@ def _check_own_columns(inner: exp.Select, name: str,
                        columns_of: Callable[[exp.Expr], list[str]]) -> None:
     """An unqualified column of the subquery's own clauses is one of its FROM items':
     PostgreSQL would look for it outside too, which cannot be told apart here."""
-    items = [inner.args["from_"].this] + [j.this for j in inner.args.get("joins") or []] \
-        if inner.args.get("from_") else []
+    if not inner.args.get("from_"):
+        return
+    items = [inner.args["from_"].this] + [j.this for j in inner.args.get("joins") or []]
     known = [columns_of(item) for item in items]
-    if not items or any(not c or "*" in c for c in known):
+    if any(not c or "*" in c for c in known):
         return
     own = {folded(exp.to_identifier(c)) for columns in known for c in columns} | {
         folded(e.args["alias"]) for e in inner.expressions if isinstance(e, exp.Alias)}
@@ -169,11 +171,6 @@ def _key(term: exp.EQ, only_outer: Callable[[exp.Expr], bool]
         if only_outer(theirs) and not any(only_outer(c) for c in mine.find_all(exp.Column)):
             return mine, theirs
     return None
-
-
-def _aggregates(select: exp.Select) -> bool:
-    return any(a.parent_select is select and not isinstance(a.parent, exp.Window)
-               for a in select.find_all(exp.AggFunc))
 
 
 def _output_names(inner: exp.Select) -> list[str]:

@@ -67,11 +67,13 @@ def _on_subqueries(select: exp.Select) -> None:
         if join.side or any(j.side in ("RIGHT", "FULL") for j in joins):  # (a WHERE
             # below a RIGHT or FULL join would drop the rows it pads)
             raise UnsupportedQueryError(
-                f"a subquery in the ON condition of a {join.side.upper()} JOIN",
+                f"a subquery in the ON condition of a {join.side or 'INNER'} JOIN"
+                + ("" if join.side else " beside a RIGHT or FULL JOIN"),
                 "filter the joined side in a derived table: LEFT JOIN (SELECT … WHERE "
                 "x IN (…)) AS s ON …")
-        moved = [t for t in conjuncts(on) if t.find(exp.Select)]
-        kept = [t for t in conjuncts(on) if not t.find(exp.Select)]
+        moved, kept = [], []
+        for term in conjuncts(on):
+            (moved if term.find(exp.Select) else kept).append(term)
         join.set("on", exp.and_(*kept) if kept else exp.true())
         where = select.args.get("where")
         select.set("where", exp.Where(this=exp.and_(
@@ -84,7 +86,7 @@ def _scalar(sub: exp.Subquery, select: exp.Select) -> bool:
             and not (isinstance(sub.parent, exp.In) and sub.arg_key == "query"))
 
 
-def _aggregates(select: exp.Select) -> bool:
+def aggregates(select: exp.Select) -> bool:
     """Whether `select` itself aggregates (not a subquery or derived table of it; a
     window's aggregate does not)."""
     return any(a.parent_select is select and not isinstance(a.parent, exp.Window)
@@ -117,7 +119,7 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
             "a scalar subquery of several columns, or with GROUP BY, DISTINCT or HAVING",
             "a scalar subquery is maintained when it is one value: an aggregate, or a "
             "column of at most one row")
-    several = not _aggregates(inner)
+    several = not aggregates(inner)
     if several:  # its rows counted: its value, or PostgreSQL's error past one row
         inner = _one_row(inner)
     where = select.args.get("where")
@@ -126,7 +128,7 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     per_row = (where is not None and sub.find_ancestor(exp.Where) is where) or isinstance(
         sub.find_ancestor(exp.AggFunc, exp.Select), exp.AggFunc)
     if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
-            _aggregates(select):
+            aggregates(select):
         raise UnsupportedQueryError(
             "a scalar subquery in the select list or HAVING of an aggregate without GROUP BY")
     inner = inner.copy()
@@ -138,13 +140,10 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         if not (_tables(c) & outer):
             kept.append(c)
             continue
-        for mine, theirs in ((c.left, c.right), (c.right, c.left)) \
-                if isinstance(c, exp.EQ) else ():
-            if _tables(mine) <= outer and not (_tables(theirs) & outer):
-                keys.append((mine, theirs))
-                break
-        else:
+        pair = _correlation(c, outer)
+        if pair is None:
             raise UnsupportedQueryError(NOT_EQUALITIES)
+        keys.append(pair)
     projection = inner.expressions[0]
     projection = projection.this if isinstance(projection, exp.Alias) else projection
     if keys and inner.args.get("having"):
@@ -247,7 +246,7 @@ def _counted_exists(select: exp.Select) -> set[str]:
         query = test.this
         if id(test) in joined or test.parent_select is not select \
                 or not isinstance(query, exp.Select) or query.args.get("group") \
-                or query.args.get("having") or _aggregates(query):
+                or query.args.get("having") or aggregates(query):
             continue
         counted = query.copy()
         counted.set("expressions", [exp.Count(this=exp.Star())])
@@ -348,7 +347,7 @@ def _branch_keys(branch: exp.Expr, outer: set[str]
     """A set operation's branch correlated by `inner = outer` terms of its WHERE alone
     (no aggregate): (inner, outer) for each; None for any other branch."""
     if not isinstance(branch, exp.Select) or branch.args.get("group") or \
-            _aggregates(branch) or not branch.args.get("where"):
+            aggregates(branch) or not branch.args.get("where"):
         return None
     rest = branch.copy()
     rest.set("where", None)
@@ -358,13 +357,22 @@ def _branch_keys(branch: exp.Expr, outer: set[str]
     for c in conjuncts(branch.args["where"].this):
         if not (_tables(c) & outer):
             continue
-        pair = next(((mine, theirs) for mine, theirs in ((c.left, c.right), (c.right, c.left))
-                     if isinstance(c, exp.EQ) and _tables(theirs) <= outer
-                     and _tables(theirs) and not (_tables(mine) & outer)), None)
+        pair = _correlation(c, outer)
         if pair is None or c.find(exp.Select):
             return None
-        keys.append(pair)
+        keys.append(pair[::-1])
     return keys or None
+
+
+def _correlation(term: exp.Expr, outer: set[str]) -> tuple[exp.Expr, exp.Expr] | None:
+    """(the outer side, the inner side) of a correlating equality `inner = outer`, or
+    None for any other term."""
+    if not isinstance(term, exp.EQ):
+        return None
+    for theirs, mine in ((term.left, term.right), (term.right, term.left)):
+        if _tables(theirs) and _tables(theirs) <= outer and not (_tables(mine) & outer):
+            return theirs, mine
+    return None
 
 
 def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
@@ -372,7 +380,7 @@ def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
     from a derived table instead (its columns named argus_c0, …, returned)."""
     query = test.args["query"].this
     grouped = isinstance(query, exp.Select) and (query.args.get("group")
-                                                  or _aggregates(query))
+                                                  or aggregates(query))
     uncorrelated = not (_tables(query) - _defined(query))
     if not (isinstance(query, exp.SetOperation) or (grouped and uncorrelated)):
         return query, set()
@@ -415,7 +423,7 @@ def _in_anywhere(select: exp.Select) -> set[str]:
             continue  # the planner says why
         query, derived = _readable(test)
         if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
-                or query.args.get("group") or _aggregates(query):
+                or query.args.get("group") or aggregates(query):
             continue  # the planner says why
         names |= derived
         ys = [y.this if isinstance(y, exp.Alias) else y for y in query.expressions]
@@ -474,7 +482,7 @@ def _in_lists(select: exp.Select) -> set[str]:
         names |= derived
         xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
         if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
-                or query.args.get("group") or _aggregates(query):
+                or query.args.get("group") or aggregates(query):
             continue  # the planner says why
         if not negated and len(xs) == 1:
             continue  # a semi-join as it is

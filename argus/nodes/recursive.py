@@ -9,8 +9,8 @@ from __future__ import annotations
 from psycopg import sql
 
 from ..templates import render
-from .base import (Kind, Node, SIGN_ID, Step, T1, bag_flush, cols, create_delta, register,
-                   row_hash, var)
+from .base import (Kind, Node, SIGN_ID, Step, T1, any_rows, bag_flush, cols, create_delta,
+                   register, row_hash)
 
 R_ALIAS = sql.Identifier("argus_d")
 
@@ -83,7 +83,7 @@ class RecursiveCompiler:
         seed_prune = self._unheld(node, sql.SQL("ROW({})").format(
             cols(node.columns, "argus_seed")))
         step = self._step(node, parents, R_ALIAS, lambda i, p: _now(p), self._prune(node))
-        when = sql.SQL(" OR ").join(sql.SQL("{} > 0").format(var(p.id)) for p in parents)
+        when = any_rows(*parents)
         return [Step(render("recursive/delta", delta=node.delta, columns=node.column_list,
                             sign=SIGN_ID, base_delta=parents[0].delta,
                             base_columns=self._base(node), t1=T1,
