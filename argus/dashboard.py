@@ -13,7 +13,7 @@ from collections import defaultdict
 import psycopg
 from psycopg import sql
 
-from .errors import ArgusError
+from .errors import ArgusError, PermissionDeniedError
 from .names import changes_view, check_name, results_view, stream_inbox
 from .network.reads import load_node
 from .picture import COLOURS, of_network
@@ -36,6 +36,15 @@ def create_app(dsn: str):
         conn = psycopg.connect(dsn, autocommit=True, application_name="argus dashboard")
         conn.execute("SET default_transaction_read_only = on")
         return conn
+
+    with read() as conn:  # it reads the whole catalog: the owner's view, said at once
+        try:
+            conn.execute("SELECT FROM argus_catalog.nodes, argus_catalog.run_nodes LIMIT 1")
+        except psycopg.errors.InsufficientPrivilege:
+            raise PermissionDeniedError(
+                f"the dashboard shows the whole network: role {conn.info.user!r} may not "
+                "read argus's catalog; run it as argus's owner (or a member of its owner "
+                "role)") from None
 
     @app.get("/")
     def index():

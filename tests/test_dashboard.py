@@ -113,3 +113,15 @@ def test_answers_that_cannot_be_shown_as_they_are_still_read(db):
     for name in ("%3Cscript%3E", "%00", "x" * 80, "nope"):
         assert client.get(f"/query/{name}").status_code == 404
     assert client.get("/").status_code == 200
+
+
+def test_a_role_that_may_not_read_the_catalog_is_told_at_once(db, login):
+    from argus.dashboard import create_app
+    from argus.errors import PermissionDeniedError
+
+    db.create_stream("s", {"id": "int"})
+    db.register_query("a", "SELECT id FROM s")
+    role, dsn = login("reader")
+    db.grant("reader", role, query="a")  # its answer, not the network
+    with pytest.raises(PermissionDeniedError, match=f"role '{role}' may not read argus's"):
+        create_app(dsn)

@@ -277,3 +277,24 @@ def test_grant_and_revoke_from_the_command_line(network, login, fresh_dsn):
     assert "permission denied" in denied(dsn, "SELECT * FROM argus_results.a")
     out = CliRunner().invoke(main, ["grant", "reader", "no_such_role_anywhere", "--dsn", fresh_dsn])
     assert out.exit_code == 1 and "unknown role 'no_such_role_anywhere'" in out.output
+
+
+def test_a_registrar_reaches_no_stream_through_recursion_or_lateral(network, login, worker):
+    """The streams a WITH RECURSIVE step or a LATERAL subquery reads are checked like any
+    other: a registrar granted `s` alone cannot read `t` through them."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    with argus.connect(dsn) as registrar:
+        for name, query in [
+                ("walk", "WITH RECURSIVE r(i) AS (SELECT id FROM s UNION SELECT t.id FROM r "
+                         "JOIN t ON t.id = r.i) SELECT i FROM r"),
+                ("peek", "SELECT s.id, x.secret FROM s CROSS JOIN LATERAL "
+                         "(SELECT t.secret FROM t WHERE t.id = s.id) x")]:
+            with pytest.raises(PermissionDeniedError, match="may not read stream 't'"):
+                registrar.register_query(name, query)
+        registrar.register_query("walk_s", "WITH RECURSIVE r(i) AS (SELECT id FROM s UNION "
+                                            "SELECT s.id FROM r JOIN s ON s.id = r.i + 1) "
+                                            "SELECT i FROM r")
+        assert registrar.results("walk_s") == [(1,)]
+        registrar.unregister_query("walk_s")
