@@ -13,7 +13,7 @@ from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .nodes import COMPILERS, KINDS, lazy
-from .nodes.stream import claim, in_inbox
+from .nodes.stream import claim, in_inbox, take_var
 
 
 def _step_code(step: Step, conn, counted: bool = False) -> sql.Composable:
@@ -168,19 +168,38 @@ def frame(streams: list[tuple[str, Node, str | None]],
     claim_code = release_code = sql.SQL("")
     if streams:
         inboxes = [stream_inbox(name) for name, _, _ in streams]
+
+        def size(inbox: sql.Identifier) -> sql.Composed:
+            return sql.SQL("pg_relation_size({}::regclass)").format(
+                sql.Literal(inbox.as_string(None)))
+
+        # an unread stream's inbox waits until it is taken: it makes the claim locked
+        # (and is truncated) only then
         large = sql.SQL(" OR ").join(
-            sql.SQL("pg_relation_size({}::regclass) > argus_inbox_limit").format(
-                sql.Literal(inbox.as_string(None))) for inbox in inboxes)
+            sql.SQL("{} > argus_inbox_limit").format(size(inbox)) if name not in unread else
+            sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(inbox))
+            for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)))
+        takes = sql.SQL(", ").join(
+            sql.SQL("argus_take_waiting OR argus_unread_limit IS NULL "
+                    "OR {} > argus_unread_limit").format(size(inbox))
+            if name in unread else sql.SQL("true")
+            for inbox, (name, _, _) in zip(inboxes, streams))
+        read = [inbox for inbox, (name, _, _) in zip(inboxes, streams) if name not in unread]
+        truncate = ([sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(read))]
+                    if read else []) + [
+            render("program/release_unread", take=take_var(i), inbox=inbox)
+            for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)) if name in unread]
         claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
-                            claim_locked=claim(streams, locked=True, left=left),
-                            inboxes=sql.SQL(", ").join(inboxes), large=large,
+                            claim_locked=claim(streams, locked=True, left=left, unread=unread),
+                            inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
                             vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
                             analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
                                                         if name not in unread),
                             ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
                             names=sql.SQL(", ").join(sql.Literal(name) for name, _, _ in streams),
                             count=sql.Literal(len(streams)))
-        release_code = render("program/release_block", inboxes=sql.SQL(", ").join(inboxes))
+        release_code = render("program/release_block",
+                              truncate=sql.SQL("\n").join(truncate or [sql.SQL("        NULL;")]))
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)

@@ -89,6 +89,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "truncate_inbox_bytes": (_positive(int),
                              "take an inbox whose file grew past this whole (locked, read "
                              "in place, truncated) when no load is writing to it"),
+    "unread_inbox_bytes": (_optional(_size),
+                           "claim a stream that no query reads only when its inbox grew "
+                           "past this (its rows wait there and move the clock when "
+                           "claimed; null: at every cycle)"),
     "max_query_state": (_optional(_size),
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),

@@ -15,7 +15,7 @@ from decimal import Decimal
 from psycopg import sql
 
 from argus import Argus
-from argus.names import stream_history
+from argus.names import stream_history, stream_inbox
 
 MIRROR = "oracle_mirror"
 # Layouts (settings.layout, virtual_selectivity, virtual_join_growth) that the property
@@ -104,15 +104,20 @@ class Oracle:
         return count
 
     def _mirror_pending(self) -> None:
+        """The rows a cycle claimed: all that were loaded, but those of a stream no query
+        reads that wait in its inbox (settings.unread_inbox_bytes)."""
         columns = {s.name: s.column_names for s in self.db.streams()}
-        for stream, rows in self.pending:
+        waiting = {stream for stream, _ in self.pending if self.conn.execute(
+            sql.SQL("SELECT EXISTS (SELECT FROM {})").format(stream_inbox(stream))).fetchone()[0]}
+        claimed = [(stream, rows) for stream, rows in self.pending if stream not in waiting]
+        self.pending = [(stream, rows) for stream, rows in self.pending if stream in waiting]
+        for stream, rows in claimed:
             with self.conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                     sql.Identifier(MIRROR, stream),
                     sql.SQL(", ").join(map(sql.Identifier, columns[stream])))) as copy:
                 for row in rows:
                     copy.write_row(tuple(row.get(c) for c in columns[stream])
                                    if isinstance(row, dict) else row)
-        self.pending.clear()
         # rows the cycle held back (argus_catalog.quarantine) were not claimed
         for (quarantine_id, stream, row) in self.conn.execute(
                 "SELECT quarantine_id, stream, row::text FROM argus_catalog.quarantine "
@@ -140,7 +145,11 @@ class Oracle:
         return moved
 
     def register(self, name: str, query: str, **how):
+        (last,) = self.conn.execute("SELECT max(run_id) FROM argus_catalog.runs").fetchone()
         info = self.db.register_query(name, query, **how)
+        if self.conn.execute("SELECT max(run_id) IS DISTINCT FROM %s FROM argus_catalog.runs",
+                             (last,)).fetchone()[0]:
+            self._cycled()  # it claimed rows waiting for a reader first
         self.accumulated[info.name] = bag(self.db.results(info.name))
         self.check_query(info.name)
         return info
@@ -162,6 +171,13 @@ class Oracle:
     def run(self, cycle=None):
         """Run a cycle (db.run, or `cycle()`, e.g. one started from SQL) and check."""
         report = cycle() if cycle else self.db.run()
+        self._cycled()
+        self.check()
+        self.cycles_checked += 1
+        return report
+
+    def _cycled(self) -> None:
+        """Fold a cycle's claims and changes into the mirror and the summed changes."""
         self._mirror_pending()  # a cycle claims every row committed before it
         failed = self.failed()
         for name in list(self.accumulated):
@@ -174,9 +190,6 @@ class Oracle:
             assert not negative, (f"query {name}: the changes retract rows the answer never "
                                   f"held: {negative}")
             self.accumulated[name] = Counter({row: n for row, n in counts.items() if n})
-        self.check()
-        self.cycles_checked += 1
-        return report
 
     # -- checks ----------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Streams no query reads (idle) have their rows written to their histories once, in
+"""Streams no query reads (idle) leave their rows waiting in their inboxes until they
+grow large or a query reads them, then have them written to their histories once, in
 the claim that takes every stream's rows under one snapshot; cycles run at READ
 COMMITTED; the cycle report lists the queries whose answers changed."""
 
@@ -30,8 +31,9 @@ def test_an_idle_stream_is_appended_to_its_history_once(transfers, size):
     """Every cycle appends an idle stream's rows straight to its history (its delta table
     stays empty), whether it claims them row by row or takes the inbox whole; rows too
     far ahead of the clock are held back as for any stream; a read stream in the same
-    cycle is claimed as before."""
+    cycle is claimed as before. (unread_inbox_bytes null: claimed at every cycle.)"""
     db = transfers.db
+    db.configure(unread_inbox_bytes=None)
     transfers.create_stream("other", {"id": "int", "t": "timestamptz"}, time_column="t")
     transfers.register("small", "SELECT id FROM other WHERE id < 5")
     ahead = dt.date.today() + dt.timedelta(days=30)
@@ -50,11 +52,49 @@ def test_an_idle_stream_is_appended_to_its_history_once(transfers, size):
         dt.timedelta(days=1)  # the latest event time claimed, read stream or idle
 
 
+@pytest.mark.parametrize("locked", [False, True], ids=["claimed", "taken-whole"])
+def test_an_idle_stream_waits_in_its_inbox_until_it_grows_or_is_read(transfers, locked):
+    """An idle stream's rows wait in its inbox, written once, and move no clock, until
+    the inbox passes unread_inbox_bytes: then one cycle claims them all (quarantine
+    included), and the clock moves to them. A query registered over an idle stream
+    whose rows wait has a cycle claim them first: its answer covers every row loaded
+    before it, exactly."""
+    db = transfers.db
+    db.configure(truncate_inbox_bytes=1 if locked else 1 << 40)
+    transfers.create_stream("other", {"id": "int", "t": "timestamptz"}, time_column="t")
+    transfers.register("small", "SELECT id FROM other WHERE id < 5")
+    before = dt.datetime(2023, 12, 31, tzinfo=dt.timezone.utc)
+    transfers.insert("transfers", rows(0, 500))
+    transfers.insert("other", [(i, before) for i in range(10)])
+    assert transfers.run().rows_in == {"other": 10, "transfers": 0}
+    assert (count(db, "argus_inbox.transfers"), count(db, "argus_streams.transfers")) == (500, 0)
+    assert db.conn.execute("SELECT argus.clock_now()").fetchone()[0] == before
+
+    db.configure(unread_inbox_bytes="8kB")  # smaller than the 500 rows waiting
+    ahead = dt.date.today() + dt.timedelta(days=30)
+    transfers.insert("transfers", rows(500, 10) + rows(510, 2, day=ahead))
+    report = transfers.run()
+    assert report.rows_in == {"other": 0, "transfers": 510}
+    assert report.quarantined == {"transfers": 2}
+    assert (count(db, "argus_inbox.transfers"), count(db, "argus_streams.transfers")) == (0, 510)
+    assert db.conn.execute("SELECT argus.clock_now()::date").fetchone()[0] == DAY
+
+    db.configure(unread_inbox_bytes="16MB")
+    transfers.insert("transfers", rows(600, 40))
+    transfers.insert("other", [(1, before)])
+    assert transfers.run().rows_in == {"other": 1, "transfers": 0}
+    transfers.register("by_sender", "SELECT sender, count(*), sum(amount) FROM transfers "
+                                    "GROUP BY sender")  # the oracle checks it has all 550
+    assert (count(db, "argus_inbox.transfers"), count(db, "argus_streams.transfers")) == (0, 550)
+    transfers.insert("transfers", rows(700, 5))
+    assert transfers.run().rows_in == {"other": 0, "transfers": 5}  # read now: every cycle
+
+
 def test_a_transaction_over_a_read_and_an_idle_stream_is_claimed_whole(db, fresh_dsn):
     """All streams are claimed by one statement, under one snapshot: a load committed
     while the claim waits (here on a row lock) is claimed by the next cycle, in every
     stream it wrote, never half by this one."""
-    db.configure(purge=False)
+    db.configure(purge=False, unread_inbox_bytes=None)
     for name in ("r", "i"):  # r read by a windowed query, i idle
         db.create_stream(name, {"id": "int", "t": "timestamptz"}, time_column="t")
     db.register_query("w", "SELECT id, t FROM r WHERE t > argus_now() - interval '10 minutes'")
@@ -89,6 +129,7 @@ def test_a_transaction_over_a_read_and_an_idle_stream_is_claimed_whole(db, fresh
 def test_a_cycle_refuses_to_run_under_repeatable_read(transfers, fresh_dsn):
     """Its snapshot would predate the wait for the cycle lock, and a load committed
     meanwhile would be truncated with the inbox unseen: refused, naming the fix."""
+    transfers.db.configure(unread_inbox_bytes=None)
     transfers.insert("transfers", rows(0, 3000))
     with psycopg.connect(fresh_dsn) as psql:
         psql.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -106,6 +147,7 @@ def test_a_cycle_refuses_to_run_under_repeatable_read(transfers, fresh_dsn):
 def test_a_query_reading_the_clock_is_reported_when_only_the_clock_moved(db):
     """Its answer changes with the clock even when its node did not: the cycle report
     lists it, with what its changes view holds."""
+    db.configure(unread_inbox_bytes=None)  # the idle stream is claimed, and moves the clock
     for name in ("r", "other"):
         db.create_stream(name, {"id": "int", "t": "timestamptz"}, time_column="t")
     db.register_query("age", "SELECT id, argus_now() - t AS age FROM r")

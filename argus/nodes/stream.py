@@ -49,6 +49,11 @@ def in_inbox(node: Node) -> Node:
     return dataclasses.replace(node, claimed_in_inbox=True) if node.kind == "stream" else node
 
 
+def take_var(i: int) -> sql.Composable:
+    """Whether the cycle claims the i-th stream's inbox (cycle_program's argus_take)."""
+    return sql.SQL("argus_take[{}]").format(sql.Literal(i + 1))
+
+
 def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
           left: frozenset[str] = frozenset(), unread: frozenset[str] = frozenset()
           ) -> sql.Composed:
@@ -61,15 +66,24 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     instead of rows deleted one by one; only the streams not named in `left` (a query's
     output: its changes view reads the delta table) are also copied. Not locked, the
     rows of the streams in `unread` (no node reads them) go straight to their histories
-    (their flush then finds their delta tables empty)."""
+    (their flush then finds their delta tables empty). Locked or not, an unread stream
+    is claimed only when `take(i)` (its inbox grew past settings.unread_inbox_bytes)."""
     parts, counts, times, late, held = [], [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
         t = sql.Identifier(time_column) if time_column else None
         admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
+        refused = sql.SQL("NOT {}").format(admitted)
+        inbox, take = stream_inbox(name), None
+        if name in unread:  # claimed only if taken: locked, its rows are read in the inbox
+            take = take_var(i)
+            if locked:
+                admitted, refused = (sql.SQL("({} AND {})").format(take, c)
+                                     for c in (admitted, refused))
+                inbox = sql.SQL("(SELECT * FROM {} WHERE {}) AS {}").format(inbox, take, claimed)
         hold = {"held": sql.Identifier(f"held_{i}"), "taken": sql.Identifier(f"taken_{i}"),
                 "inbox": stream_inbox(name), "claimed": claimed, "name": sql.Literal(name),
-                "t": t, "admitted": admitted}
+                "t": t, "admitted": admitted, "refused": refused}
         if t and locked:
             parts.append(render("stream/hold_locked", **hold))
         if not (locked and name in left):
@@ -78,13 +92,13 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
             parts.append(render(template, claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
                                 inbox=stream_inbox(name), delta=node.delta_table,
                                 history=node.hist, columns=node.column_list, sign=SIGN_ID,
-                                admitted=admitted))
+                                admitted=admitted, take=take))
         if t and not locked:
             parts.append(render("stream/hold", **hold))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
         # claimed rows in a tuple store for both the move and the statistics
         parts.append(render("stream/claim_stats", stats=stats, admitted=admitted,
-                            claimed=stream_inbox(name) if locked else claimed,
+                            claimed=inbox if locked else claimed,
                             latest=sql.SQL("(max({}) FILTER (WHERE {}))::timestamptz").format(
                                 t, admitted) if t else sql.SQL("NULL::timestamptz"),
                             late=sql.SQL("count(*) FILTER (WHERE {} AND {} < argus_clock_old)"

@@ -5,9 +5,12 @@
 -- no load is writing to any of them: locked (loads wait for the end of the cycle),
 -- read in place by the stream's children (argus.nodes.stream.in_inbox) and truncated at
 -- the end of the cycle; otherwise (or when small) the claim moves the rows it takes to
--- the stream's delta table, and rows committed during the cycle wait for the next.
+-- the stream's delta table, and rows committed during the cycle wait for the next. A
+-- stream that no node reads is taken only when its inbox grew past unread_inbox_bytes
+-- (argus_take); until then its rows wait, written once.
     argus_t := clock_timestamp();
     SELECT now INTO argus_clock_old FROM argus_catalog.clock;  -- a plan kept, unlike clock_now()'s
+    argus_take := ARRAY[{takes}];
     argus_locked := false;
     IF {large} THEN
         BEGIN

@@ -27,6 +27,9 @@ DECLARE
     argus_inbox_limit bigint := (SELECT truncate_inbox_bytes FROM argus_catalog.settings);
     argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
     argus_horizon timestamptz := now() + argus_lead;
+    argus_unread_limit bigint := (SELECT unread_inbox_bytes FROM argus_catalog.settings);
+    argus_take_waiting boolean := current_setting('argus.claim_waiting', true) = 'on';
+    argus_take boolean[];
     argus_locked boolean := false;
     argus_at bigint;
     argus_isolate boolean := true;  -- false: a failing node fails the program

@@ -1,0 +1,3 @@
+        IF {take} THEN
+            TRUNCATE {inbox};
+        END IF;
