@@ -107,12 +107,17 @@ def fresh_database(dsn: str | None) -> str:
 
 
 def load(db: Argus, workload: Workload) -> None:
+    """The streams and their history, claimed: the other methods copy the histories,
+    which no query reads yet (rows would wait in the inboxes: unread_inbox_bytes)."""
+    unread = db.settings()["unread_inbox_bytes"]
+    db.configure(unread_inbox_bytes=None)
     for stream, columns in workload.streams.items():
         db.create_stream(stream, columns, time_column=workload.time_columns.get(stream))
     for chunk in workload.history():
         for stream, rows in chunk.items():
             db.insert(stream, rows)
         db.run()
+    db.configure(unread_inbox_bytes=unread)
     db.conn.execute("VACUUM ANALYZE")
 
 
