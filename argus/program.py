@@ -169,21 +169,25 @@ def frame(streams: list[tuple[str, Node, str | None]],
     if streams:
         inboxes = [stream_inbox(name) for name, _, _ in streams]
 
-        def size(inbox: sql.Identifier) -> sql.Composed:
-            return sql.SQL("pg_relation_size({}::regclass)").format(
-                sql.Literal(inbox.as_string(None)))
+        sizes = sql.SQL(", ").join(sql.SQL("pg_relation_size({}::regclass)").format(
+            sql.Literal(inbox.as_string(None))) for inbox in inboxes)
+
+        def size(i: int) -> sql.Composed:
+            return sql.SQL("argus_size[{}]").format(sql.Literal(i + 1))
 
         # an unread stream's inbox waits until it is taken: it makes the claim locked
         # (and is truncated) only then
         large = sql.SQL(" OR ").join(
-            sql.SQL("{} > argus_inbox_limit").format(size(inbox)) if name not in unread else
-            sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(inbox))
-            for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)))
+            render("program/inbox_large", i=sql.Literal(i + 1)) if name not in unread else
+            sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(i))
+            for i, (name, _, _) in enumerate(streams))
         takes = sql.SQL(", ").join(
             sql.SQL("argus_take_waiting OR argus_unread_limit IS NULL "
-                    "OR {} > argus_unread_limit").format(size(inbox))
-            if name in unread else sql.SQL("true")
-            for inbox, (name, _, _) in zip(inboxes, streams))
+                    "OR {} > argus_unread_limit").format(size(i))
+            if name in unread else sql.SQL("true") for i, (name, _, _) in enumerate(streams))
+        after = sql.SQL(", ").join(  # truncated, or as large as before the claim
+            sql.SQL("CASE WHEN argus_locked AND {} THEN 0 ELSE {} END").format(
+                take_var(i), size(i)) for i in range(len(streams)))
         read = [inbox for inbox, (name, _, _) in zip(inboxes, streams) if name not in unread]
         truncate = ([sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(read))]
                     if read else []) + [
@@ -192,6 +196,7 @@ def frame(streams: list[tuple[str, Node, str | None]],
         claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
                             claim_locked=claim(streams, locked=True, left=left, unread=unread),
                             inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
+                            sizes=sizes, after=after,
                             vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
                             analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
                                                         if name not in unread),

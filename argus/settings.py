@@ -87,7 +87,8 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "truncate_delta_bytes": (_positive(int),
                              "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
     "truncate_inbox_bytes": (_positive(int),
-                             "take an inbox whose file grew past this whole (locked, read "
+                             "take an inbox that grew by more than this since the last "
+                             "claim (or whose file is 16 times this) whole (locked, read "
                              "in place, truncated) when no load is writing to it"),
     "unread_inbox_bytes": (_optional(_size),
                            "claim a stream that no query reads only when its inbox grew "

@@ -90,6 +90,31 @@ def test_an_idle_stream_waits_in_its_inbox_until_it_grows_or_is_read(transfers, 
     assert transfers.run().rows_in == {"other": 0, "transfers": 5}  # read now: every cycle
 
 
+def test_an_inbox_is_taken_whole_for_a_large_batch_or_when_its_dead_rows_pile_up(transfers):
+    """A batch that grew the inbox by more than truncate_inbox_bytes is read in place and
+    the inbox truncated; a small one is deleted row by row (a TRUNCATE's new file costs
+    more), until the dead rows left pass 16 times the setting: then it is truncated."""
+    db = transfers.db
+    db.configure(truncate_inbox_bytes=64 * 1024)
+    transfers.register("big", "SELECT tran_id, amount FROM transfers WHERE amount > 5000")
+
+    def size() -> int:
+        return db.conn.execute("SELECT pg_relation_size('argus_inbox.transfers')").fetchone()[0]
+
+    transfers.insert("transfers", rows(0, 3000))
+    transfers.run()
+    assert size() == 0
+    sizes = []
+    for batch in range(40):
+        transfers.insert("transfers", rows(3000 + 500 * batch, 500))
+        transfers.run()
+        sizes.append(size())
+        if not sizes[-1]:
+            break
+    assert sizes[-1] == 0 and len(sizes) > 10, sizes
+    assert sizes[:-1] == sorted(sizes[:-1]) and sizes[-2] > 16 * 64 * 1024 - 64 * 1024
+
+
 def test_a_transaction_over_a_read_and_an_idle_stream_is_claimed_whole(db, fresh_dsn):
     """All streams are claimed by one statement, under one snapshot: a load committed
     while the claim waits (here on a row lock) is claimed by the next cycle, in every

@@ -74,13 +74,9 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
         t = sql.Identifier(time_column) if time_column else None
         admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
         refused = sql.SQL("NOT {}").format(admitted)
-        inbox, take = stream_inbox(name), None
-        if name in unread:  # claimed only if taken: locked, its rows are read in the inbox
-            take = take_var(i)
-            if locked:
-                admitted, refused = (sql.SQL("({} AND {})").format(take, c)
-                                     for c in (admitted, refused))
-                inbox = sql.SQL("(SELECT * FROM {} WHERE {}) AS {}").format(inbox, take, claimed)
+        take = take_var(i) if name in unread else None
+        if take is not None:  # claimed only if taken
+            refused = sql.SQL("{} AND {}").format(take, refused)
         hold = {"held": sql.Identifier(f"held_{i}"), "taken": sql.Identifier(f"taken_{i}"),
                 "inbox": stream_inbox(name), "claimed": claimed, "name": sql.Literal(name),
                 "t": t, "admitted": admitted, "refused": refused}
@@ -97,12 +93,14 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
             parts.append(render("stream/hold", **hold))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
         # claimed rows in a tuple store for both the move and the statistics
-        parts.append(render("stream/claim_stats", stats=stats, admitted=admitted,
-                            claimed=inbox if locked else claimed,
-                            latest=sql.SQL("(max({}) FILTER (WHERE {}))::timestamptz").format(
-                                t, admitted) if t else sql.SQL("NULL::timestamptz"),
-                            late=sql.SQL("count(*) FILTER (WHERE {} AND {} < argus_clock_old)"
-                                          ).format(admitted, t)
+        scanned = sql.SQL("(SELECT {}, {} AS argus_admitted FROM {} WHERE {}) AS {}").format(
+            t or sql.SQL("1"), admitted, stream_inbox(name), take or sql.SQL("TRUE"), claimed)
+        parts.append(render("stream/claim_stats", stats=stats,
+                            claimed=scanned if locked else claimed,
+                            latest=sql.SQL("(max({}) FILTER (WHERE argus_admitted))::timestamptz"
+                                           ).format(t) if t else sql.SQL("NULL::timestamptz"),
+                            late=sql.SQL("count(*) FILTER (WHERE argus_admitted AND "
+                                         "{} < argus_clock_old)").format(t)
                             if t else sql.SQL("0")))
         counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
         times.append(sql.SQL("(SELECT latest FROM {})").format(stats))

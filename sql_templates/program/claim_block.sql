@@ -4,12 +4,18 @@
 -- (late) are claimed like any other, and counted. Large inboxes are taken whole when
 -- no load is writing to any of them: locked (loads wait for the end of the cycle),
 -- read in place by the stream's children (argus.nodes.stream.in_inbox) and truncated at
--- the end of the cycle; otherwise (or when small) the claim moves the rows it takes to
--- the stream's delta table, and rows committed during the cycle wait for the next. A
+-- the end of the cycle (sql_templates/program/inbox_large.sql says when); otherwise the
+-- claim moves the rows it takes to the stream's delta table, and rows committed during
+-- the cycle wait for the next. A
 -- stream that no node reads is taken only when its inbox grew past unread_inbox_bytes
 -- (argus_take); until then its rows wait, written once.
     argus_t := clock_timestamp();
     SELECT now INTO argus_clock_old FROM argus_catalog.clock;  -- a plan kept, unlike clock_now()'s
+    argus_size := ARRAY[{sizes}]::bigint[];
+    SELECT array_agg(r.inbox_bytes ORDER BY u.i) INTO argus_size_last
+      FROM unnest(ARRAY[{names}]::text[]) WITH ORDINALITY AS u(stream, i)
+      LEFT JOIN argus_catalog.run_streams r ON r.stream = u.stream
+       AND r.run_id = (SELECT max(run_id) FROM argus_catalog.run_streams WHERE run_id < argus_run);
     argus_take := ARRAY[{takes}];
     argus_locked := false;
     IF {large} THEN
@@ -26,9 +32,9 @@
         {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held;
 {analyze}
     END IF;
-    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined)
+    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined, inbox_bytes)
     SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],
-                                      argus_late, argus_held) AS u;
+                                      argus_late, argus_held, ARRAY[{after}]::bigint[]) AS u;
     argus_clock_new := greatest(argus_clock_old, argus_claimed_time);
     argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;
     UPDATE argus_catalog.clock SET previous = now, now = argus_clock_new;

@@ -30,6 +30,8 @@ DECLARE
     argus_unread_limit bigint := (SELECT unread_inbox_bytes FROM argus_catalog.settings);
     argus_take_waiting boolean := current_setting('argus.claim_waiting', true) = 'on';
     argus_take boolean[];
+    argus_size bigint[];
+    argus_size_last bigint[];
     argus_locked boolean := false;
     argus_at bigint;
     argus_isolate boolean := true;  -- false: a failing node fails the program
