@@ -151,6 +151,49 @@ def _unique(nodes: list[Node]) -> list[Node]:
     return out
 
 
+def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozenset[str],
+                       unread: frozenset[str]) -> tuple[sql.Composed, sql.Composed]:
+    """The program's claim block and its release block (see `frame`)."""
+    inboxes = [stream_inbox(name) for name, _, _ in streams]
+    sizes = sql.SQL(", ").join(sql.SQL("pg_relation_size({}::regclass)").format(
+        sql.Literal(inbox.as_string(None))) for inbox in inboxes)
+
+    def size(i: int) -> sql.Composed:
+        return sql.SQL("argus_size[{}]").format(sql.Literal(i + 1))
+
+    # an unread stream's inbox waits until it is taken (argus_take): it makes the claim
+    # locked (and is truncated) only then
+    large = sql.SQL(" OR ").join(
+        render("program/inbox_large", i=sql.Literal(i + 1)) if name not in unread else
+        sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(i))
+        for i, (name, _, _) in enumerate(streams))
+    takes = sql.SQL(", ").join(
+        sql.SQL("argus_take_waiting OR argus_unread_limit IS NULL "
+                "OR {} > argus_unread_limit").format(size(i))
+        if name in unread else sql.SQL("true") for i, (name, _, _) in enumerate(streams))
+    after = sql.SQL(", ").join(  # truncated, or as large as before the claim
+        sql.SQL("CASE WHEN argus_locked AND {} THEN 0 ELSE {} END").format(
+            take_var(i), size(i)) for i in range(len(streams)))
+    read = [inbox for inbox, (name, _, _) in zip(inboxes, streams) if name not in unread]
+    truncate = ([sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(read))]
+                if read else []) + [
+        render("program/release_unread", take=take_var(i), inbox=inbox)
+        for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)) if name in unread]
+    claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
+                        claim_locked=claim(streams, locked=True, left=left, unread=unread),
+                        inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
+                        sizes=sizes, after=after,
+                        vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
+                        analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
+                                                    if name not in unread),
+                        ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
+                        names=sql.SQL(", ").join(sql.Literal(name) for name, _, _ in streams),
+                        count=sql.Literal(len(streams)))
+    release_code = render("program/release_block",
+                          truncate=sql.SQL("\n").join(truncate or [sql.SQL("        NULL;")]))
+    return claim_code, release_code
+
+
 # The program's frame is rendered here, with PostgreSQL format() placeholders where the
 # nodes' code goes (literal % doubled): argus.assemble_program() fills it in the
 # database (catalog/004), `fill` in Python for the code a change must validate.
@@ -164,47 +207,10 @@ def frame(streams: list[tuple[str, Node, str | None]],
     the inboxes. `left`: the streams whose rows a locked claim leaves in the inbox (see
     `claim`); every other stream's are copied to its delta table, which outlives the
     cycle (a query's changes view reads it). `unread`: the streams no node reads, whose
-    rows an unlocked claim appends to their histories directly."""
-    claim_code = release_code = sql.SQL("")
-    if streams:
-        inboxes = [stream_inbox(name) for name, _, _ in streams]
-
-        sizes = sql.SQL(", ").join(sql.SQL("pg_relation_size({}::regclass)").format(
-            sql.Literal(inbox.as_string(None))) for inbox in inboxes)
-
-        def size(i: int) -> sql.Composed:
-            return sql.SQL("argus_size[{}]").format(sql.Literal(i + 1))
-
-        # an unread stream's inbox waits until it is taken: it makes the claim locked
-        # (and is truncated) only then
-        large = sql.SQL(" OR ").join(
-            render("program/inbox_large", i=sql.Literal(i + 1)) if name not in unread else
-            sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(i))
-            for i, (name, _, _) in enumerate(streams))
-        takes = sql.SQL(", ").join(
-            sql.SQL("argus_take_waiting OR argus_unread_limit IS NULL "
-                    "OR {} > argus_unread_limit").format(size(i))
-            if name in unread else sql.SQL("true") for i, (name, _, _) in enumerate(streams))
-        after = sql.SQL(", ").join(  # truncated, or as large as before the claim
-            sql.SQL("CASE WHEN argus_locked AND {} THEN 0 ELSE {} END").format(
-                take_var(i), size(i)) for i in range(len(streams)))
-        read = [inbox for inbox, (name, _, _) in zip(inboxes, streams) if name not in unread]
-        truncate = ([sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(read))]
-                    if read else []) + [
-            render("program/release_unread", take=take_var(i), inbox=inbox)
-            for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)) if name in unread]
-        claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
-                            claim_locked=claim(streams, locked=True, left=left, unread=unread),
-                            inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
-                            sizes=sizes, after=after,
-                            vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
-                            analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
-                                                        if name not in unread),
-                            ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
-                            names=sql.SQL(", ").join(sql.Literal(name) for name, _, _ in streams),
-                            count=sql.Literal(len(streams)))
-        release_code = render("program/release_block",
-                              truncate=sql.SQL("\n").join(truncate or [sql.SQL("        NULL;")]))
+    rows wait in their inboxes until these grow past settings.unread_inbox_bytes, then
+    go to their histories directly."""
+    claim_code, release_code = (_claim_and_release(streams, left, unread) if streams
+                                else (sql.SQL(""), sql.SQL("")))
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
