@@ -426,10 +426,12 @@ END $$;
 
 -- Whether run `p_run` ends a period of settings.reoptimize_every (argus.adapt), for
 -- whoever may run cycles.
+-- (PL/pgSQL: it keeps its plan, where an SQL function would be planned at every cycle.)
 CREATE OR REPLACE FUNCTION argus.reoptimize_due(p_run bigint) RETURNS boolean
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(p_run % reoptimize_every = 0, false) FROM argus_catalog.settings
-$$;
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN coalesce((SELECT p_run % reoptimize_every = 0 FROM argus_catalog.settings), false);
+END $$;
 
 -- One cycle and its report in one statement: a round trip less per cycle than
 -- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.

@@ -44,6 +44,11 @@ def test_cli_walkthrough(fresh_dsn, tmp_path):
     assert "numeric(14,2)" in out.output
     assert invoke(fresh_dsn, "drop", "big").exit_code == 0
     assert invoke(fresh_dsn, "drop", "small").exit_code == 0
+    with argus.connect(fresh_dsn) as db:  # no query reads it now: its rows wait
+        db.insert("transfers", [(4, "d", 7)])
+    assert invoke(fresh_dsn, "run").exit_code == 0
+    out = invoke(fresh_dsn, "status")
+    assert "1 (no query reads it: see unread_inbox_bytes)" in out.output, out.output
     assert invoke(fresh_dsn, "stream", "drop", "transfers").exit_code == 0
 
 
