@@ -10,7 +10,7 @@ import psycopg
 from psycopg import sql
 
 from . import (alchemy, catalog, cycle, network, quarantine, registry, requests, roles,
-               settings, streams)
+               settings, streams, tables)
 from . import loads as load_ops
 from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
@@ -106,6 +106,29 @@ class Argus:
                             {"columns": dict(columns), "time_column": time_column})
             return streams.stream_schemas(self.conn)[check_name(name, "stream")]
         return streams.create_stream(self.conn, name, columns, time_column)
+
+    def create_table(self, name: str, columns: Mapping[str, str],
+                     primary_key: str | Iterable[str]) -> StreamSchema:
+        """A table `name` of `columns`: an input whose rows are inserted (`insert`),
+        replaced (`update`) and deleted (`delete`) by `primary_key`; the queries over it
+        retract what its changes retract."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role creates tables")
+        return streams.create_stream(self.conn, name, columns, primary_key=primary_key)
+
+    def update(self, table: str, rows: Iterable[object]) -> int:
+        """Replace rows of a table by their key (tuples in column order, or dicts), all
+        or none: a key the table does not have fails the load, naming it."""
+        tables.primary_key(self.conn, table)
+        return tables.load_changes(self.conn, table, "update",
+                                   list(self.inboxes.columns(check_name(table, "table"))),
+                                   rows)
+
+    def delete(self, table: str, keys: Iterable[object]) -> int:
+        """Delete rows of a table by key (a value for a one-column key, else tuples);
+        a key the table does not have is ignored."""
+        key = tables.primary_key(self.conn, table)
+        return tables.load_changes(self.conn, table, "delete", key, keys)
 
     def drop_stream(self, name: str) -> None:
         if not self.owner:

@@ -104,6 +104,12 @@ def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
                   dsn: str | None) -> None:
     """Create stream NAME, e.g. `argus stream create transfers tran_id:bigint
     tran_date:date 'amount:numeric(14,2)'`."""
+    with _connect(dsn) as db:
+        db.create_stream(name, _column_spec(columns), time_column=time_column)
+        console.print(f"stream {name} created; load rows into argus_inbox.{name.lower()}")
+
+
+def _column_spec(columns: tuple[str, ...]) -> dict[str, str]:
     spec = {}
     for column in columns:
         col, sep, typ = column.partition(":")
@@ -111,9 +117,28 @@ def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
             raise click.BadParameter(f"{column!r}: write columns as name:type",
                                      param_hint="COLUMNS")
         spec[col] = typ
+    return spec
+
+
+@main.group()
+def table() -> None:
+    """Create tables: inputs whose rows are inserted, updated and deleted by a key."""
+
+
+@table.command("create")
+@click.argument("name")
+@click.argument("columns", nargs=-1, required=True, metavar="COLUMN:TYPE...")
+@click.option("--key", "key", required=True, help="The primary key's columns, e.g. id or a,b.")
+@dsn_option
+@handle_errors
+def table_create(name: str, columns: tuple[str, ...], key: str, dsn: str | None) -> None:
+    """Create table NAME, e.g. `argus table create accounts id:bigint customer:text
+    'balance:numeric(12,2)' --key id`. Its changes go into argus_inbox.NAME: a row per
+    change, argus_op 'i' (insert, the default), 'u' (update by key) or 'd' (delete)."""
     with _connect(dsn) as db:
-        db.create_stream(name, spec, time_column=time_column)
-        console.print(f"stream {name} created; load rows into argus_inbox.{name.lower()}")
+        db.create_table(name, _column_spec(columns), primary_key=key.split(","))
+        console.print(f"table {name} created; load changes into argus_inbox.{name.lower()} "
+                      "(argus_op: i, u or d)")
 
 
 @stream.command("list")
@@ -122,10 +147,12 @@ def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
 def stream_list(dsn: str | None) -> None:
     """List streams and their columns."""
     with _connect(dsn) as db:
-        table = Table("stream", "columns", "time column")
+        listed = Table("stream", "columns", "time column", "key")
         for s in db.streams():
-            table.add_row(s.name, ", ".join(f"{c} {t}" for c, t in s.columns), s.time_column or "")
-        console.print(table)
+            listed.add_row(s.name, ", ".join(f"{c} {t}" for c, t in s.columns),
+                           s.time_column or "",
+                           ", ".join(s.primary_key) if s.primary_key else "(insert-only)")
+        console.print(listed)
 
 
 @stream.command("drop")

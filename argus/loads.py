@@ -54,6 +54,7 @@ class Inboxes:
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self._columns: dict[str, tuple[str, ...]] = {}
+        self._tables: set[str] = set()  # whose rows are inserts into a table (named)
 
     def columns(self, name: str, fresh: bool = False) -> tuple[str, ...]:
         if fresh or name not in self._columns:
@@ -62,6 +63,7 @@ class Inboxes:
                 self._columns.pop(name, None)
                 raise UnknownStreamError(f"unknown stream {name!r}")
             self._columns[name] = schema.column_names
+            (self._tables.add if schema.primary_key else self._tables.discard)(name)
         return self._columns[name]
 
     def load(self, stream: str, rows: Iterable[object], load_id: str | None = None
@@ -73,7 +75,7 @@ class Inboxes:
             columns = self.columns(name, fresh=True)
             plain = plain_rows(rows, len(columns))
         try:
-            return _load(self.conn, name, columns, rows, load_id, plain)
+            return _load(self.conn, name, columns, rows, load_id, plain, name in self._tables)
         except LoadError:  # the columns read before may be stale: read them again
             if self.columns(name, fresh=True) == columns:
                 raise
@@ -81,23 +83,25 @@ class Inboxes:
                 raise LoadError(f"stream {name!r} was changed by another session (now: "
                                 f"{', '.join(self.columns(name))}); nothing was loaded, "
                                 "load again") from None
-            return _load(self.conn, name, self.columns(name), rows, load_id)
+            return _load(self.conn, name, self.columns(name), rows, load_id,
+                         named=name in self._tables)
 
 
 def _load(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
-          rows: Iterable[object], load_id: str | None, plain: bool | None = None
-          ) -> LoadResult:
+          rows: Iterable[object], load_id: str | None, plain: bool | None = None,
+          named: bool = False) -> LoadResult:
     if load_id is None:
         # On an idle autocommit connection the COPY is its own transaction (nothing
         # around it: a bare COPY's cost); within the caller's transaction, a savepoint
         # keeps a failed load from aborting it.
         alone = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
         with contextlib.nullcontext() if alone else conn.transaction():
-            return LoadResult(None, name, copy_rows(conn, name, columns, rows, plain))
+            return LoadResult(None, name, copy_rows(conn, name, columns, rows, plain,
+                                                    named))
     with conn.transaction():
         if not _claim_id(conn, load_id, name, "copy"):
             return LoadResult(load_id, name, 0, duplicate=True)
-        count = copy_rows(conn, name, columns, rows, plain)
+        count = copy_rows(conn, name, columns, rows, plain, named)
         conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
     return LoadResult(load_id, name, count)
 

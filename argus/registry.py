@@ -123,7 +123,7 @@ def _claim_waiting(conn: psycopg.Connection, name: str, streams) -> None:
     transaction, so that its answer covers every row loaded before it."""
     waiting = [stream for (stream,) in conn.execute(
         """SELECT s.name FROM argus_catalog.streams s
-            WHERE s.name = ANY(%s)
+            WHERE s.name = ANY(%s) AND s.primary_key IS NULL
               AND NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
               AND NOT EXISTS (SELECT FROM argus_catalog.queries q
                                WHERE q.output_node = s.node_id)

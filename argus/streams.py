@@ -14,7 +14,7 @@ from psycopg import sql
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from . import roles
+from . import roles, tables
 from .frontend.analyze import StreamSchema
 from .nodes import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
@@ -53,7 +53,9 @@ def parse_column_type(column: str, spec: object) -> ColumnType:
 
 
 def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str],
-                  time_column: str | None = None) -> StreamSchema:
+                  time_column: str | None = None,
+                  primary_key: Iterable[str] | None = None) -> StreamSchema:
+    """`primary_key`: a table (argus.tables), whose rows change by that key."""
     name = check_name(name, "stream")
     if not isinstance(columns, Mapping) or not columns:
         raise InvalidNameError(f"stream {name!r}: columns must be a non-empty dict of "
@@ -69,6 +71,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
         if time_column not in types:
             raise InvalidNameError(f"stream {name!r}: time column {time_column!r} is not "
                                    f"one of its columns ({', '.join(types)})")
+    key = tables.check_key(name, primary_key, types, time_column)
 
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
@@ -88,18 +91,22 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                                 column_defs=column_defs))
         except psycopg.errors.UndefinedObject as exc:
             raise InvalidNameError(f"stream {name!r}: {exc.diag.message_primary}") from None
-        conn.execute(render("stream/create_inbox", inbox=stream_inbox(name),
-                            history=stream_history(name)))
+        if key is None:
+            conn.execute(render("stream/create_inbox", inbox=stream_inbox(name),
+                                history=stream_history(name)))
+        else:
+            tables.create_inbox(conn, name, key, [c for c, t in types.items() if t.not_null])
         (node_id,) = conn.execute(
             """INSERT INTO argus_catalog.nodes (kind, join_level, sequence_id, signature,
-                                                definition, hist_schema, hist_name)
-               VALUES ('stream', 0, 0, %s, %s, %s, %s) RETURNING node_id""",
-            (json.dumps(["stream", name]), json.dumps({"stream": name}), STREAMS_SCHEMA,
-             name)).fetchone()
+                                                definition, hist_schema, hist_name, insert_only)
+               VALUES ('stream', 0, 0, %s, %s, %s, %s, %s) RETURNING node_id""",
+            (json.dumps(["stream", name]),
+             json.dumps({"stream": name} if key is None else {"stream": name, "key": key}),
+             STREAMS_SCHEMA, name, key is None)).fetchone()
         (stream_id,) = conn.execute(
-            """INSERT INTO argus_catalog.streams (name, node_id, time_column)
-               VALUES (%s, %s, %s) RETURNING stream_id""",
-            (name, node_id, time_column)).fetchone()
+            """INSERT INTO argus_catalog.streams (name, node_id, time_column, primary_key)
+               VALUES (%s, %s, %s, %s) RETURNING stream_id""",
+            (name, node_id, time_column, key)).fetchone()
         # record the types as PostgreSQL spells them
         conn.execute(
             """INSERT INTO argus_catalog.stream_columns
@@ -148,6 +155,7 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         node = load_node(conn, node_id)
         conn.execute(sql.SQL("DROP TABLE {}, {}, {}").format(
             stream_inbox(name), stream_history(name), node.delta_table))
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(stream_inbox(name)))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))
         conn.execute("DELETE FROM argus_catalog.grants WHERE stream = %s", (name,))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
@@ -157,8 +165,9 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
 def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
     """The streams this session's role may load or read (all, for the owner)."""
     rows = conn.execute("SELECT * FROM argus.stream_schemas()").fetchall()
-    return {name: StreamSchema(name, tuple(zip(cols, types)), time_column, frozenset(not_null))
-            for name, time_column, cols, types, not_null in rows}
+    return {name: StreamSchema(name, tuple(zip(cols, types)), time_column, frozenset(not_null),
+                               tuple(key) if key else None)
+            for name, time_column, cols, types, not_null, key in rows}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -179,19 +188,21 @@ def plain_rows(rows: Iterable[object], width: int) -> bool:
 
 
 def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
-              rows: Iterable[object], plain: bool | None = None) -> int:
+              rows: Iterable[object], plain: bool | None = None, named: bool = False) -> int:
     """COPY rows into the stream's inbox: all of them or none (the caller chooses the
     transaction: see argus.loads). Plain tuples go in the inbox's column order as it is
     (no column list: a session's `columns` may predate a re-declared stream); any other
-    rows are made tuples of `columns`, named in the COPY. `plain`: whether the rows are
-    plain tuples of that width, if the caller already knows."""
+    rows are made tuples of `columns`, named in the COPY (as are a table's, whose inbox
+    has columns of its own: argus.tables). `plain`: whether the rows are plain tuples of
+    that width, if the caller already knows."""
     width = len(columns)
     if plain is None:
         plain = plain_rows(rows, width)
     count = 0
     try:
         with conn.cursor() as cur, \
-                cur.copy(_copy_statement(name, None if plain else columns)) as copy:
+                cur.copy(_copy_statement(name, None if plain and not named else columns)) \
+                as copy:
             write = copy.write_row
             if plain:
                 for row in rows:

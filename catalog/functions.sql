@@ -476,11 +476,13 @@ $$;
 -- The streams and their columns, for whoever may load or read one.
 DROP FUNCTION IF EXISTS argus.stream_schemas();  -- its columns changed once
 CREATE FUNCTION argus.stream_schemas()
-RETURNS TABLE (name text, time_column text, columns text[], types text[], not_null text[])
+RETURNS TABLE (name text, time_column text, columns text[], types text[], not_null text[],
+               primary_key text[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT s.name, s.time_column, array_agg(c.name ORDER BY c.position),
            array_agg(c.type ORDER BY c.position),
-           coalesce(array_agg(c.name ORDER BY c.position) FILTER (WHERE c.not_null), '{}')
+           coalesce(array_agg(c.name ORDER BY c.position) FILTER (WHERE c.not_null), '{}'),
+           s.primary_key
       FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
      WHERE pg_has_role(session_user, (SELECT role_prefix || '_owner' FROM argus_catalog.settings), 'USAGE')
         IS NOT FALSE

@@ -103,6 +103,42 @@ class Oracle:
         self.pending.append((stream, rows))
         return count
 
+    def create_table(self, name, columns, primary_key):
+        schema = self.db.create_table(name, columns, primary_key)
+        self.conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
+            sql.Identifier(MIRROR, schema.name), stream_history(schema.name)))
+        return schema
+
+    def update(self, table: str, rows: list) -> int:
+        rows = list(rows)
+        count = self.db.update(table, rows)
+        self.pending.append((table, ("update", rows)))
+        return count
+
+    def delete(self, table: str, keys: list) -> int:
+        keys = list(keys)
+        count = self.db.delete(table, keys)
+        self.pending.append((table, ("delete", keys)))
+        return count
+
+    def _change(self, table: str, op: str, rows: list) -> None:
+        """A table's update or delete, by key, on its mirror."""
+        key = next(s.primary_key for s in self.db.streams() if s.name == table)
+        columns = next(s.column_names for s in self.db.streams() if s.name == table)
+        mirror = sql.Identifier(MIRROR, table)
+        where = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in key)
+        for row in rows:
+            values = tuple(row) if isinstance(row, (tuple, list)) else (row,)
+            if op == "delete":
+                self.conn.execute(sql.SQL("DELETE FROM {} WHERE {}").format(mirror, where),
+                                  values)
+            else:
+                by_name = dict(zip(columns, values))
+                self.conn.execute(sql.SQL("UPDATE {} SET ({}) = ROW({}) WHERE {}").format(
+                    mirror, sql.SQL(", ").join(map(sql.Identifier, columns)),
+                    sql.SQL(", ").join(sql.Placeholder() * len(columns)), where),
+                    (*values, *(by_name[k] for k in key)))
+
     def _mirror_pending(self) -> None:
         """The rows a cycle claimed: all that were loaded, but those of a stream no query
         reads that wait in its inbox (settings.unread_inbox_bytes)."""
@@ -112,6 +148,9 @@ class Oracle:
         claimed = [(stream, rows) for stream, rows in self.pending if stream not in waiting]
         self.pending = [(stream, rows) for stream, rows in self.pending if stream in waiting]
         for stream, rows in claimed:
+            if isinstance(rows, tuple):  # a table's update or delete
+                self._change(stream, *rows)
+                continue
             with self.conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                     sql.Identifier(MIRROR, stream),
                     sql.SQL(", ").join(map(sql.Identifier, columns[stream])))) as copy:

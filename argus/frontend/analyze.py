@@ -40,6 +40,7 @@ class StreamSchema:
     columns: tuple[tuple[str, str], ...]  # (name, PostgreSQL type), in declared order
     time_column: str | None = None
     not_null: frozenset[str] = frozenset()
+    primary_key: tuple[str, ...] | None = None  # a table's (argus.tables); None: a stream
 
     @property
     def column_names(self) -> tuple[str, ...]:

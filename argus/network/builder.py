@@ -208,6 +208,11 @@ class Builder(Reads):
                 "EXCEPT, a window, an outer join, the clock…)",
                 "its non-recursive branches must be selections and joins of streams")
         streams = [self._stream_node(s) for s in sorted(set(plan.streams))]
+        if not all(s.insert_only for s in streams):
+            raise UnsupportedQueryError(
+                "WITH RECURSIVE whose recursive step reads a table (its rows change: what "
+                "a changed row derived would have to be retracted)",
+                "the recursive step must read insert-only streams")
         for parent in [base, *streams]:
             self.check_horizon(parent, None)
         columns = tuple(Col(c, f"argus_recursive_{i}") for i, c in enumerate(plan.columns))

@@ -58,7 +58,8 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     read = copied | {r[0] for r in conn.execute("SELECT parent_id FROM argus_catalog.edges")}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
                                              if node.id not in copied),
-                          frozenset(name for name, node, _ in streams if node.id not in read))
+                          frozenset(name for name, node, _ in streams
+                                    if node.id not in read and node.insert_only))
     purges = _store_purges(conn)
     if check:
         run_once(conn, list(check), purges)

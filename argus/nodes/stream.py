@@ -39,6 +39,14 @@ class StreamCompiler:
                                source=source),
                         sql.SQL(when).format(var(node.id)), dynamic=False)
 
+        if is_table(node):  # its delta always: its claim never leaves rows in the inbox
+            return [Step(render("stream/flush_table", hist=node.hist, delta=node.delta_table,
+                                sign=SIGN_ID, join=_key_join(node, "h", "d")),
+                         sql.SQL("{} > 0").format(var(node.id)), dynamic=False),
+                    Step(render("stream/flush", hist=node.hist, columns=node.column_list,
+                                source=sql.SQL("{} WHERE {} > 0").format(node.delta_table,
+                                                                          SIGN_ID)),
+                         sql.SQL("{} > 0").format(var(node.id)), dynamic=False)]
         return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
                 append(node.delta_table, "NOT argus_locked AND {} > 0")]
 
@@ -46,7 +54,8 @@ class StreamCompiler:
 def in_inbox(node: Node) -> Node:
     """A stream node as its children see it when the cycle's claim was locked: its
     claimed rows are the inbox's (sql_templates/program/claim_block.sql)."""
-    return dataclasses.replace(node, claimed_in_inbox=True) if node.kind == "stream" else node
+    return (dataclasses.replace(node, claimed_in_inbox=True)
+            if node.kind == "stream" and not is_table(node) else node)
 
 
 def take_var(i: int) -> sql.Composable:
@@ -68,9 +77,17 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     rows of the streams in `unread` (no node reads them) go straight to their histories
     (their flush then finds their delta tables empty). Locked or not, an unread stream
     is claimed only when `take(i)` (its inbox grew past settings.unread_inbox_bytes)."""
-    parts, counts, times, late, held = [], [], [], [], []
+    parts, counts, times, late, held, retracted = [], [], [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
+        if is_table(node):  # its changes, netted per key into a signed delta
+            parts.extend(_claim_table(node, i, claimed, stats))
+            counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
+            retracted.append(sql.SQL("(SELECT retracted FROM {})").format(stats))
+            late.append(sql.SQL("0"))
+            held.append(sql.SQL("0"))
+            continue
+        retracted.append(sql.SQL("0"))
         t = sql.Identifier(time_column) if time_column else None
         admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
         refused = sql.SQL("NOT {}").format(admitted)
@@ -107,9 +124,37 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
         late.append(sql.SQL("(SELECT late FROM {})").format(stats))
         held.append(sql.SQL("(SELECT held FROM {})").format(stats))
     return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[], "
-                   "ARRAY[{}]::bigint[]").format(
-        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts), sql.SQL(", ").join(times),
-        sql.SQL(", ").join(late), sql.SQL(", ").join(held))
+                   "ARRAY[{}]::bigint[], ARRAY[{}]::bigint[]").format(
+        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts),
+        sql.SQL(", ").join(times or [sql.SQL("NULL::timestamptz")]),
+        sql.SQL(", ").join(late), sql.SQL(", ").join(held), sql.SQL(", ").join(retracted))
+
+
+def is_table(node: Node) -> bool:
+    """A table (argus.tables): a stream whose rows change by key, so not insert-only."""
+    return node.kind == "stream" and not node.insert_only
+
+
+def _key_join(node: Node, left: str, right: str) -> sql.Composed:
+    return sql.SQL(" AND ").join(
+        sql.SQL("{}.{} = {}.{}").format(sql.Identifier(left), sql.Identifier(k),
+                                        sql.Identifier(right), sql.Identifier(k))
+        for k in node.definition["key"])
+
+
+def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identifier
+                 ) -> list[sql.Composed]:
+    last, moved = sql.Identifier(f"last_{i}"), sql.Identifier(f"moved_{i}")
+    name = node.definition["stream"]
+    return [render("stream/claim_table", claimed=claimed, last=last, moved=moved,
+                   inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
+                   columns=node.column_list, sign=SIGN_ID,
+                   key=sql.SQL(", ").join(map(sql.Identifier, node.definition["key"])),
+                   h_columns=sql.SQL(", ").join(sql.SQL("h.{}").format(sql.Identifier(c))
+                                                for c in node.columns),
+                   l_join=_key_join(node, "h", "l")),
+            sql.SQL("{} AS (SELECT count(*) AS n, count(*) FILTER (WHERE {} < 0) AS retracted "
+                    "FROM {})").format(stats, SIGN_ID, moved)]
 
 
 KIND = register(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),

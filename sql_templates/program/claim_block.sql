@@ -27,9 +27,9 @@
         END;
     END IF;
     IF argus_locked THEN
-        {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held;
+        {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted;
     ELSE
-        {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held;
+        {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted;
 {analyze}
     END IF;
     INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined, inbox_bytes)
@@ -39,7 +39,8 @@
     argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;
     UPDATE argus_catalog.clock SET previous = now, now = argus_clock_new;
     argus_ids := argus_ids || ARRAY[{ids}]::bigint[];
-    argus_ins := argus_ins || ARRAY[{vars}]::bigint[];
-    argus_ret := argus_ret || array_fill(0::bigint, ARRAY[{count}]);
+    argus_ins := argus_ins || ARRAY(SELECT c - r FROM unnest(ARRAY[{vars}]::bigint[],
+                                                        argus_retracted) AS u(c, r));
+    argus_ret := argus_ret || argus_retracted;  -- a table's rows that changed or went
     argus_ms := argus_ms || array_fill(extract(epoch FROM clock_timestamp() - argus_t)
                                        * 1000 / {count}, ARRAY[{count}]);

@@ -20,6 +20,7 @@ DECLARE
     argus_claimed_time timestamptz;
     argus_late bigint[];
     argus_held bigint[];
+    argus_retracted bigint[];
     argus_clock_old timestamptz;
     argus_clock_new timestamptz;
     argus_clock_moved boolean := false;

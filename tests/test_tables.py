@@ -1,0 +1,205 @@
+"""Tables (argus.tables): inputs whose rows are inserted, updated and deleted by a key.
+Their changes reach every kind of node as retractions; each cycle's answers equal the
+queries run from scratch over the tables as the application changed them (the oracle's
+mirror takes the same changes)."""
+
+from __future__ import annotations
+
+import random
+
+import psycopg
+import pytest
+
+from argus.errors import ArgusError, InvalidNameError, LoadError, UnsupportedQueryError
+
+QUERIES = {
+    "whole": "SELECT * FROM accounts",
+    "rich": "SELECT id, balance FROM accounts WHERE balance > 500",
+    "per_customer": "SELECT customer, count(*) AS n, sum(balance) AS total, min(balance) AS lo, "
+                    "max(balance) AS hi FROM accounts GROUP BY customer",
+    "customers": "SELECT DISTINCT customer FROM accounts",
+    "paid": "SELECT p.pid, a.customer, p.amount FROM payments p JOIN accounts a "
+            "ON a.id = p.account",
+    "unpaid": "SELECT a.id, p.pid FROM accounts a LEFT JOIN payments p ON p.account = a.id",
+    "no_payment": "SELECT id FROM accounts EXCEPT SELECT account FROM payments",
+    "top": "SELECT id, balance FROM accounts ORDER BY balance DESC, id LIMIT 3",
+    "ranked": "SELECT id, rank() OVER (PARTITION BY customer ORDER BY balance, id) AS r "
+              "FROM accounts",
+    "spend": "SELECT a.customer, sum(p.amount) AS spent FROM accounts a JOIN payments p "
+             "ON p.account = a.id GROUP BY a.customer HAVING count(*) > 1",
+}
+
+
+@pytest.fixture
+def accounts(oracle):
+    oracle.create_table("accounts", {"id": "bigint", "customer": "text NOT NULL",
+                                     "balance": "numeric(12,2) NOT NULL"}, primary_key="id")
+    oracle.create_stream("payments", {"pid": "bigint", "account": "bigint",
+                                      "amount": "numeric(12,2)"})
+    return oracle
+
+
+@pytest.mark.parametrize("seed, settings", [
+    (1, {}), (2, {"truncate_inbox_bytes": 1, "maintenance": "rebuild"}),
+    (3, {"maintenance": "apply"})], ids=["auto", "locked-rebuild", "apply"])
+def test_inserts_updates_and_deletes_reach_every_kind_of_node(accounts, seed, settings):
+    """Random changes — new keys, updates that move a row to another group or past a
+    filter, deletes of rows joined or ranked, deletes of keys never inserted, a key
+    deleted and inserted again, updated twice in one cycle — checked by the oracle
+    after every cycle, for each query registered before and after the changes began;
+    claims taken row by row or whole, signed nodes applying or rebuilding."""
+    accounts.db.configure(**settings)
+    rng = random.Random(seed)
+    for name in list(QUERIES)[:6]:
+        accounts.register(name, QUERIES[name])
+    present: dict[int, tuple] = {}
+    next_id, pid = 0, 0
+    for cycle in range(15):
+        if cycle == 4:
+            for name in list(QUERIES)[6:]:
+                accounts.register(name, QUERIES[name])
+        for _ in range(rng.randint(1, 4)):
+            kind = rng.choice(["insert", "insert", "update", "delete", "absent"])
+            if kind == "insert" or not present:
+                rows = []
+                for _ in range(rng.randint(1, 5)):
+                    row = (next_id, rng.choice("abc"), rng.randint(0, 1000))
+                    rows.append(row)
+                    present[next_id] = row
+                    next_id += 1
+                accounts.insert("accounts", rows)
+            elif kind == "update":
+                keys = rng.sample(sorted(present), min(len(present), rng.randint(1, 3)))
+                rows = [(k, rng.choice("abc"), rng.randint(0, 1000)) for k in keys]
+                present.update((r[0], r) for r in rows)
+                accounts.update("accounts", rows)
+            elif kind == "delete":
+                keys = rng.sample(sorted(present), min(len(present), rng.randint(1, 2)))
+                for k in keys:
+                    del present[k]
+                accounts.delete("accounts", keys)
+            else:
+                accounts.delete("accounts", [10_000 + cycle])
+        if present and rng.random() < 0.5:  # deleted and inserted again in one cycle
+            k = rng.choice(sorted(present))
+            accounts.delete("accounts", [k])
+            present[k] = (k, "c", rng.randint(0, 1000))
+            accounts.insert("accounts", [present[k]])
+        payments = [(pid + i, rng.choice(sorted(present) or [0]), rng.randint(1, 50))
+                    for i in range(rng.randint(0, 4))]
+        pid += len(payments)
+        accounts.insert("payments", payments)
+        accounts.run()
+    assert accounts.cycles_checked == 15
+    assert accounts.db.conn.execute("SELECT count(*) FROM argus_streams.accounts"
+                                    ).fetchone()[0] == len(present)
+
+
+def test_a_table_evaluated_by_re_running(accounts):
+    accounts.insert("accounts", [(1, "a", 10), (2, "b", 20)])
+    accounts.run()
+    accounts.register("again", QUERIES["per_customer"], evaluate="rerun")
+    accounts.update("accounts", [(1, "b", 15)])
+    accounts.delete("accounts", [2])
+    accounts.insert("accounts", [(3, "a", 7)])
+    accounts.run()
+
+
+def test_a_load_that_breaks_the_key_fails_naming_it_and_loads_nothing(accounts):
+    db = accounts.db
+    accounts.insert("accounts", [(1, "a", 10), (2, "b", 20)])
+    accounts.run()
+    accounts.insert("accounts", [(3, "a", 5)])  # waiting, not yet claimed
+    before = db.conn.execute("SELECT count(*) FROM argus_inbox.accounts").fetchone()[0]
+    cases = [
+        (lambda: db.insert("accounts", [(4, "a", 1), (1, "c", 2)]),
+         r"an insert of the key \(1\), which the table has already"),
+        (lambda: db.insert("accounts", [(3, "c", 2)]),  # a key inserted, not yet claimed
+         r"an insert of the key \(3\), which the table has already"),
+        (lambda: db.update("accounts", [(9, "c", 2)]),
+         r"an update of the key \(9\), which the table does not have"),
+        (lambda: db.insert("accounts", [(5, "a", 1), (5, "b", 2)]),
+         r"2 changes to the key \(5\) in one load"),
+        (lambda: db.update("accounts", [(1, "a", None)]), r"balance"),
+        (lambda: db.update("accounts", [(1, "a")]), r"names id, customer, balance"),
+    ]
+    for load, message in cases:
+        with pytest.raises(LoadError, match=message):
+            load()
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.accounts").fetchone()[0] == before
+    accounts.delete("accounts", [3])  # a key only waiting can go too; an absent one is ignored
+    accounts.delete("accounts", [77])
+    accounts.register("whole", QUERIES["whole"])
+    accounts.run()
+    assert sorted(db.results("whole")) == [(1, "a", 10), (2, "b", 20)]
+
+
+def test_what_a_table_cannot_be(db, accounts):
+    with pytest.raises(InvalidNameError, match="key column 'nope'"):
+        db.create_table("t", {"a": "int"}, primary_key="nope")
+    with pytest.raises(ArgusError, match="is a stream, not a table"):
+        db.delete("payments", [1])
+    with pytest.raises(UnsupportedQueryError,
+                       match="recursive step reads a table"):
+        db.register_query("reach", """
+            WITH RECURSIVE r(a, b) AS (SELECT pid, account FROM payments
+              UNION SELECT r.a, x.id FROM r JOIN accounts x ON x.id = r.b)
+            SELECT * FROM r""")
+
+
+def test_a_window_over_a_table_column_follows_its_changes(oracle):
+    """A table has no event time of its own, but a query may compare its columns with
+    the stream clock (moved by a stream): rows enter and leave the window as the clock
+    moves and as they are updated or deleted; nothing of a table is ever purged."""
+    import datetime as dt
+
+    oracle.create_table("tasks", {"id": "int", "due": "timestamptz NOT NULL",
+                                  "owner": "text"}, primary_key=["id"])
+    oracle.create_stream("ticks", {"t": "timestamptz"}, time_column="t")
+    oracle.register("soon", "SELECT id, owner FROM tasks WHERE due <= argus_now() + "
+                            "interval '1 hour'")
+    oracle.register("per_owner", "SELECT owner, count(*) FROM tasks WHERE due > argus_now() "
+                                 "GROUP BY owner")
+    noon = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc)
+    oracle.insert("tasks", [(i, noon + dt.timedelta(minutes=30 * i), f"o{i % 3}")
+                            for i in range(10)])
+    oracle.insert("ticks", [(noon,)])
+    oracle.run()
+    for step in range(1, 6):
+        oracle.update("tasks", [(step, noon + dt.timedelta(minutes=45 * step), "o9")])
+        oracle.delete("tasks", [step + 5])
+        oracle.insert("ticks", [(noon + dt.timedelta(minutes=40 * step),)])
+        oracle.run()
+
+
+def test_a_table_from_the_command_line_and_psql(fresh_dsn):
+    """`argus table create`, then changes written in SQL as Spark or psql would: a row
+    per change in the inbox, argus_op i (the default), u or d."""
+    from click.testing import CliRunner
+
+    import argus
+    from argus.cli import main
+
+    def invoke(*args):
+        return CliRunner().invoke(main, [*args, "--dsn", fresh_dsn], catch_exceptions=False)
+
+    out = invoke("table", "create", "stock", "sku:text", "shop:int", "qty:int",
+                 "--key", "sku,shop")
+    assert out.exit_code == 0, out.output
+    assert "sku, shop" in invoke("stream", "list").output
+    assert invoke("register", "low", "--sql",
+                  "SELECT sku, sum(qty) FROM stock GROUP BY sku HAVING sum(qty) < 5"
+                  ).exit_code == 0
+    with argus.connect(fresh_dsn) as db:
+        db.conn.execute("INSERT INTO argus_inbox.stock (sku, shop, qty) VALUES "
+                        "('a', 1, 3), ('a', 2, 4), ('b', 1, 1)")
+        db.run()
+        assert sorted(db.results("low")) == [("b", 1)]
+        db.conn.execute("INSERT INTO argus_inbox.stock (sku, shop, qty, argus_op) VALUES "
+                        "('a', 2, NULL, 'd'), ('b', 1, 9, 'u')")
+        db.run()
+        assert sorted(db.results("low")) == [("a", 3)]
+        with pytest.raises(psycopg.errors.UniqueViolation, match=r"an update of the key \(c,1\)"):
+            db.conn.execute("INSERT INTO argus_inbox.stock VALUES ('c', 1, 1, 'u')")
+    out = invoke("table", "create", "bad", "a:int")
+    assert out.exit_code != 0 and "--key" in out.output
