@@ -73,8 +73,8 @@ def create_inbox(conn: psycopg.Connection, name: str, key: list[str],
 
 def primary_key(conn: psycopg.Connection, name: str) -> list[str]:
     """A table's key; UnknownStreamError if `name` is no table."""
-    row = conn.execute("SELECT primary_key FROM argus_catalog.streams WHERE name = %s",
-                       (check_name(name, "table"),)).fetchone()
+    row = conn.execute("SELECT primary_key FROM argus.stream_schemas() WHERE name = %s",
+                       (check_name(name, "table"),)).fetchone()  # (those the role may use)
     if row is None:
         raise UnknownStreamError(f"unknown table {name!r}")
     if row[0] is None:

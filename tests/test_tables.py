@@ -203,3 +203,23 @@ def test_a_table_from_the_command_line_and_psql(fresh_dsn):
             db.conn.execute("INSERT INTO argus_inbox.stock VALUES ('c', 1, 1, 'u')")
     out = invoke("table", "create", "bad", "a:int")
     assert out.exit_code != 0 and "--key" in out.output
+
+
+def test_a_writer_changes_the_table_it_may_load(oracle, login):
+    """A writer granted a table loads, updates and deletes its rows: the key's check
+    reads the table's history for it (it may not read it itself)."""
+    import argus
+
+    oracle.create_table("kv", {"k": "int", "v": "text"}, primary_key="k")
+    oracle.register("all_kv", "SELECT * FROM kv")
+    role, dsn = login("table_writer")
+    oracle.db.grant("writer", role, stream="kv")
+    with argus.connect(dsn) as writer:
+        assert writer.insert("kv", [(1, "a"), (2, "b")]) == 2
+        writer.run()
+        assert writer.update("kv", [(1, "c")]) == 1
+        assert writer.delete("kv", [2]) == 1
+        with pytest.raises(LoadError, match=r"insert of the key \(1\)"):
+            writer.insert("kv", [(1, "again")])
+        writer.run()
+    assert oracle.db.results("all_kv") == [(1, "c")]
