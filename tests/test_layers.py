@@ -19,7 +19,7 @@ LAYERS = [
     ("multi-query optimizer", {"mqo"}),
     ("node kinds and the cycle program", {"nodes", "program"}),
     ("the network in PostgreSQL", {"roles", "catalog", "network"}),
-    ("operations", {"streams", "loads", "registry", "requests", "cycle", "quarantine",
+    ("operations", {"streams", "tables", "loads", "registry", "requests", "cycle", "quarantine",
                     "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
                     "optimize", "adapt", "picture"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
