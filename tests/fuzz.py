@@ -14,7 +14,8 @@ After every cycle it checks, against an independent mirror of every row loaded
 - the stream clock never runs further ahead of the server's than max_clock_lead, and
   an infinite event time is refused at load;
 - every row loaded is in its stream's history, or held in the quarantine, or older than
-  the horizon its stream was purged to;
+  the horizon its stream was purged to; on even seeds the stream c is a table whose
+  rows are inserted, updated and deleted by id, and its history is exactly the table;
 - in a session time zone with daylight saving time, across its changes;
 - ternary logic partitioning: the answer of `q` is the bag sum of the answers of
   `q AND p`, `q AND NOT p` and `q AND (p) IS NULL`.
@@ -383,8 +384,16 @@ class Fuzzer:
         self.names = itertools.count(1)
         self.tlp: list[list[str]] = []
         self.log: list[str] = [f"time zone {self.zone}, clock from {self.gen.clock}"]
+        # on even seeds c is a table (argus.tables): its rows inserted, updated and
+        # deleted by id, the changes reaching every shape that reads it
+        self.table = seed % 2 == 0
+        self.keys: set[int] = set()  # the table's ids, after every load so far
+        self.log.append("c is a table" if self.table else "c is a stream")
         for name, columns in STREAMS.items():
-            self.oracle.create_stream(name, columns, time_column=TIME)
+            if name == "c" and self.table:
+                self.oracle.create_table(name, columns, primary_key="id")
+            else:
+                self.oracle.create_stream(name, columns, time_column=TIME)
 
     def close(self) -> None:
         for handle in self.handles.values():
@@ -398,6 +407,8 @@ class Fuzzer:
     def load(self) -> None:
         self.gen.clock += dt.timedelta(minutes=self.rng.randint(0, 20))
         stream = self.rng.choice(sorted(STREAMS))
+        if stream == "c" and self.table:
+            return self.change()
         if self.rng.random() < 0.03:  # an infinite event time: refused, nothing loaded
             row = tuple("infinity" if c == TIME else None for c in STREAMS[stream])
             try:
@@ -409,6 +420,30 @@ class Fuzzer:
         rows = self.gen.rows(stream)
         self.log.append(f"load {stream} {rows!r}")
         self.oracle.insert(stream, rows)
+
+    def change(self) -> None:
+        """Inserts of new ids, updates of present ones (to any values but the id),
+        deletes of present and absent ones: one kind per load, each id once."""
+        op = self.rng.choice(["insert", "insert", "update", "delete"] if self.keys
+                             else ["insert"])
+        rows = list({row[0]: row for row in self.gen.rows("c")}.values())
+        if op == "insert":
+            fresh = iter(sorted(set(range(1, 200)) - self.keys))
+            rows = [(next(fresh), *row[1:]) for row in rows]
+            self.keys |= {row[0] for row in rows}
+            self.log.append(f"insert c {rows!r}")
+            self.oracle.insert("c", rows)
+        elif op == "update":
+            keys = self.rng.sample(sorted(self.keys), min(len(self.keys), len(rows)))
+            rows = [(key, *row[1:]) for key, row in zip(keys, rows)]
+            self.log.append(f"update c {rows!r}")
+            self.oracle.update("c", rows)
+        else:
+            keys = self.rng.sample(sorted(self.keys), min(len(self.keys), self.rng.randint(1, 4)))
+            keys += [self.rng.randint(500, 510)] if self.rng.random() < 0.3 else []
+            self.keys -= set(keys)
+            self.log.append(f"delete c {keys!r}")
+            self.oracle.delete("c", keys)
 
     def register(self) -> None:
         family = self.gen.family()
