@@ -77,7 +77,8 @@ class Inboxes:
         try:
             return _load(self.conn, name, columns, rows, load_id, plain, name in self._tables)
         except LoadError:  # the columns read before may be stale: read them again
-            if self.columns(name, fresh=True) == columns:
+            table = name in self._tables
+            if self.columns(name, fresh=True) == columns and (name in self._tables) == table:
                 raise
             if not isinstance(rows, Sequence):
                 raise LoadError(f"stream {name!r} was changed by another session (now: "

@@ -213,8 +213,8 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
                     write(row if type(row) is tuple and len(row) == width
                           else _as_tuple(row, columns, count))
     except psycopg.Error as exc:
-        raise LoadError(f"loading into stream {name!r} failed, nothing was loaded: "
-                        f"{_copy_error(exc)}") from None
+        raise LoadError(f"loading into {'table' if named else 'stream'} {name!r} failed, "
+                        f"nothing was loaded: {_copy_error(exc)}") from None
     return count
 
 
@@ -241,6 +241,7 @@ def _copy_error(exc: psycopg.Error) -> str:
     if diag.constraint_name == "argus_finite_time":
         text = ("an event time is infinite ('infinity' or '-infinity'), which would move the "
                 "stream clock past every window; give the row its real time, or NULL")
-    if diag.context:  # e.g. 'COPY transfers, line 3, column amount: "abc"'
-        text += f" ({diag.context.strip().splitlines()[0]})"
+    if diag.context and not diag.context.startswith("PL/pgSQL"):  # not the key's check
+        text += f" ({diag.context.strip().splitlines()[0]})"  # 'COPY transfers, line 3, …'
+
     return text

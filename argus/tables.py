@@ -84,23 +84,37 @@ def primary_key(conn: psycopg.Connection, name: str) -> list[str]:
     return row[0]
 
 
+def _values(row: object, columns: list[str], name: str, what: str) -> tuple:
+    """A change's values: a tuple of `columns`, a dict of exactly them, or (for a key
+    of one column) the value alone."""
+    if isinstance(row, Mapping):
+        if set(map(str, row)) != set(columns):
+            raise LoadError(f"table {name!r}: {what} names {', '.join(columns)}; got "
+                            f"{', '.join(map(str, row))}; nothing loaded")
+        return tuple(row[c] for c in columns)
+    values = tuple(row) if isinstance(row, (tuple, list)) else (row,)
+    if len(values) != len(columns):
+        raise LoadError(f"table {name!r}: {what} names {', '.join(columns)}; got {row!r}; "
+                        "nothing loaded")
+    return values
+
+
 def load_changes(conn: psycopg.Connection, name: str, op: str, columns: list[str],
                  rows: Iterable[object]) -> int:
     """COPY changes of one kind into a table's inbox, all or none (a savepoint when
     the caller's transaction is open); a row breaking the key fails the load, named."""
-    rows = [tuple(r.get(c) for c in columns) if isinstance(r, Mapping)
-            else tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
-    bad = next((r for r in rows if len(r) != len(columns)), None)
-    if bad is not None:
-        raise LoadError(f"table {name!r}: a {op} names {', '.join(columns)}; got {bad!r}")
+    what = {"insert": "an insert", "update": "an update", "delete": "a delete"}[op]
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        raise LoadError(f"table {name!r}: {op} takes a list of "
+                        f"{'keys' if op == 'delete' else 'rows'}, got {type(rows).__name__} "
+                        f"{rows!r:.60}; nothing loaded")
+    rows = [_values(r, columns, name, what) for r in rows]
     statement = sql.SQL("COPY {} ({}, argus_op) FROM STDIN").format(
         stream_inbox(name), sql.SQL(", ").join(map(sql.Identifier, columns)))
     try:
         with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
             for row in rows:
                 copy.write_row((*row, OPS[op]))
-    except psycopg.errors.UniqueViolation as exc:
-        raise LoadError(f"nothing loaded: {exc.diag.message_primary}") from None
     except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as exc:
         raise LoadError(f"table {name!r}: nothing loaded: {exc.diag.message_primary}"
                         ) from None

@@ -113,15 +113,21 @@ def test_a_load_that_breaks_the_key_fails_naming_it_and_loads_nothing(accounts):
     before = db.conn.execute("SELECT count(*) FROM argus_inbox.accounts").fetchone()[0]
     cases = [
         (lambda: db.insert("accounts", [(4, "a", 1), (1, "c", 2)]),
-         r"an insert of the key \(1\), which the table has already"),
+         r"^loading into table 'accounts' failed, nothing was loaded: an insert of the key "
+         r"\(1\), which table accounts has already \(update it instead\)$"),
         (lambda: db.insert("accounts", [(3, "c", 2)]),  # a key inserted, not yet claimed
-         r"an insert of the key \(3\), which the table has already"),
+         r"an insert of the key \(3\), which table accounts has already"),
         (lambda: db.update("accounts", [(9, "c", 2)]),
-         r"an update of the key \(9\), which the table does not have"),
+         r"an update of the key \(9\), which table accounts does not have"),
         (lambda: db.insert("accounts", [(5, "a", 1), (5, "b", 2)]),
          r"2 changes to the key \(5\) in one load"),
-        (lambda: db.update("accounts", [(1, "a", None)]), r"balance"),
-        (lambda: db.update("accounts", [(1, "a")]), r"names id, customer, balance"),
+        (lambda: db.update("accounts", [(1, "a", None)]), r"balance is not null"),
+        (lambda: db.update("accounts", [(1, "a")]), r"an update names id, customer, balance"),
+        (lambda: db.update("accounts", [{"id": 1, "customer": "a", "balanse": 3}]),
+         r"an update names id, customer, balance; got id, customer, balanse"),
+        (lambda: db.update("accounts", {"id": 1, "customer": "a", "balance": 3}),
+         r"update takes a list of rows, got dict"),
+        (lambda: db.delete("accounts", "12"), r"delete takes a list of keys, got str"),
     ]
     for load, message in cases:
         with pytest.raises(LoadError, match=message):
@@ -223,3 +229,18 @@ def test_a_writer_changes_the_table_it_may_load(oracle, login):
             writer.insert("kv", [(1, "again")])
         writer.run()
     assert oracle.db.results("all_kv") == [(1, "c")]
+
+
+def test_a_change_is_a_change_of_text_whatever_the_type_calls_equal(oracle):
+    """An update to a value its type calls equal (1.0 and 1.00, '1 day' and '24 hours',
+    0 and -0, jsonb's 1.0 and 1) is a change; and a column without equality (json)
+    neither stops the cycle nor hides a change."""
+    oracle.create_table("t", {"id": "int", "n": "numeric", "i": "interval", "j": "jsonb",
+                              "f": "float8", "doc": "json"}, primary_key="id")
+    oracle.register("shown", "SELECT id, n::text AS n, i::text AS i, j::text AS j, "
+                             "f::text AS f, doc::text AS doc FROM t")
+    oracle.insert("t", [(1, "1.0", "24 hours", '{"a": 1.0}', 0.0, '{"x": 1}')])
+    oracle.run()
+    oracle.update("t", [(1, "1.00", "1 day", '{"a": 1}', -0.0, '{"x":  1}')])
+    oracle.run()
+    assert oracle.db.results("shown") == [(1, "1.00", "1 day", '{"a": 1}', "-0", '{"x":  1}')]

@@ -142,6 +142,11 @@ def _key_join(node: Node, left: str, right: str) -> sql.Composed:
         for k in node.definition["key"])
 
 
+def _qualified(alias: str, columns) -> sql.Composed:
+    return sql.SQL(", ").join(sql.SQL("{}.{}").format(sql.Identifier(alias), sql.Identifier(c))
+                              for c in columns)
+
+
 def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identifier
                  ) -> list[sql.Composed]:
     last, moved = sql.Identifier(f"last_{i}"), sql.Identifier(f"moved_{i}")
@@ -150,8 +155,9 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
                    inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
                    columns=node.column_list, sign=SIGN_ID,
                    key=sql.SQL(", ").join(map(sql.Identifier, node.definition["key"])),
-                   h_columns=sql.SQL(", ").join(sql.SQL("h.{}").format(sql.Identifier(c))
-                                                for c in node.columns),
+                   h_columns=_qualified("h", node.columns),
+                   l_columns=_qualified("l", node.columns),
+                   first=sql.Identifier(node.definition["key"][0]),
                    l_join=_key_join(node, "h", "l")),
             sql.SQL("{} AS (SELECT count(*) AS n, count(*) FILTER (WHERE {} < 0) AS retracted "
                     "FROM {})").format(stats, SIGN_ID, moved)]

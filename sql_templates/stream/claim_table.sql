@@ -1,17 +1,16 @@
 -- A table's part of the claim: its changes leave the inbox, each key's last change
 -- (argus_seq) counts, and the source node's delta gets, per key that changed, the row
--- the table had (-1) and the row it has now (+1); a row that did not change cancels
--- out. The history is the table before this cycle (the flush applies the delta).
+-- the table had (-1) and the row it has now (+1). A row whose text is the same before
+-- and after cancels out: text, not the type's equality, which json lacks and which
+-- calls 1.0 and 1.00, or '1 day' and '24 hours', the same. The history is the table
+-- before this cycle (the flush applies the delta).
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
 {moved} AS (INSERT INTO {delta} ({columns}, {sign})
-            SELECT {columns}, -1 FROM (SELECT {h_columns} FROM {history} h JOIN {last} l
-                                         ON {l_join}
-                                       EXCEPT ALL
-                                       SELECT {columns} FROM {last} WHERE argus_op <> 'd') old
+            SELECT {h_columns}, -1 FROM {history} h JOIN {last} l ON {l_join}
+             WHERE l.argus_op = 'd' OR ROW({h_columns})::text <> ROW({l_columns})::text
             UNION ALL
-            SELECT {columns}, 1 FROM (SELECT {columns} FROM {last} WHERE argus_op <> 'd'
-                                      EXCEPT ALL
-                                      SELECT {h_columns} FROM {history} h JOIN {last} l
-                                          ON {l_join}) new
+            SELECT {l_columns}, 1 FROM {last} l LEFT JOIN {history} h ON {l_join}
+             WHERE l.argus_op <> 'd'
+               AND (h.{first} IS NULL OR ROW({h_columns})::text <> ROW({l_columns})::text)
             RETURNING {sign})

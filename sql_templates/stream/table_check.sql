@@ -12,7 +12,7 @@ BEGIN
     SELECT {key}, count(*) AS n INTO argus_bad FROM argus_new GROUP BY {key}
     HAVING count(*) > 1 LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'table %: % changes to the key % in one load', {name}, argus_bad.n,
+        RAISE EXCEPTION '% changes to the key % in one load', argus_bad.n,
               row({bad_key})::text USING ERRCODE = 'unique_violation';
     END IF;
     WITH argus_pending AS (
@@ -27,9 +27,9 @@ BEGIN
        AND (n.argus_op = 'i') = coalesce(p.argus_op <> 'd', h.{first} IS NOT NULL)
      LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'table %: % of the key %, which the table %', {name},
+        RAISE EXCEPTION '% of the key %, which table % %',
               CASE argus_bad.argus_op WHEN 'i' THEN 'an insert' ELSE 'an update' END,
-              row({bad_key})::text,
+              row({bad_key})::text, {name},
               CASE argus_bad.argus_op WHEN 'i' THEN 'has already (update it instead)'
                    ELSE 'does not have (insert it instead)' END
               USING ERRCODE = 'unique_violation';
