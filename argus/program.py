@@ -168,7 +168,8 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
         sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(i))
         for i, (name, _, _) in enumerate(streams))
     takes = sql.SQL(", ").join(
-        sql.SQL("argus_unread_limit IS NULL OR {} > argus_unread_limit").format(size(i))
+        sql.SQL("argus_take_waiting OR argus_unread_limit IS NULL "
+                "OR {} > argus_unread_limit").format(size(i))
         if name in unread else sql.SQL("true") for i, (name, _, _) in enumerate(streams))
     after = sql.SQL(", ").join(  # truncated, or as large as before the claim
         sql.SQL("CASE WHEN argus_locked AND {} THEN 0 ELSE {} END").format(

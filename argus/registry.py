@@ -24,7 +24,7 @@ from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError, UnsupportedQueryError)
 from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view,
-                    check_name, results_view, std_alias, stream_history)
+                    check_name, results_view, std_alias, stream_history, stream_inbox)
 from .network import Builder, assemble, drop_unused, execute_all, lazy
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
@@ -91,6 +91,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
+        _claim_waiting(conn, name, analyzed.streams)
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
             analyzed = read(sql_text, stream_schemas(conn), functions_of)
         # everything from here resolves names as a cycle does: no search_path of the
@@ -114,6 +115,30 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         except RecursionError:
             raise QueryError(f"query {name!r} nests too deeply to be maintained; "
                              "split it") from None
+
+
+def _claim_waiting(conn: psycopg.Connection, name: str, streams) -> None:
+    """Rows wait in the inbox of a stream no query reads (settings.unread_inbox_bytes):
+    a query that reads it first has a cycle claim them, in the registration's
+    transaction, so that its answer covers every row loaded before it."""
+    waiting = [stream for (stream,) in conn.execute(
+        """SELECT s.name FROM argus_catalog.streams s
+            WHERE s.name = ANY(%s) AND s.primary_key IS NULL
+              AND NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
+              AND NOT EXISTS (SELECT FROM argus_catalog.queries q
+                               WHERE q.output_node = s.node_id)
+            ORDER BY s.name""", (sorted(set(streams)),))
+        if conn.execute(sql.SQL("SELECT EXISTS (SELECT FROM {})").format(
+            stream_inbox(stream))).fetchone()[0]]
+    if not waiting:
+        return
+    conn.execute("SET LOCAL argus.claim_waiting = on")
+    status, error = conn.execute("SELECT status, error FROM argus.cycle(true)").fetchone()
+    conn.execute("SET LOCAL argus.claim_waiting = off")
+    if status == "failed":
+        raise QueryError(f"query {name!r} cannot be registered: the rows waiting in "
+                         f"{', '.join(waiting)} must be claimed first, and that cycle "
+                         f"failed: {error}")
 
 
 def _check_readable(conn: psycopg.Connection, streams, registrant: str) -> None:

@@ -184,7 +184,11 @@ class Oracle:
         return moved
 
     def register(self, name: str, query: str, **how):
+        (last,) = self.conn.execute("SELECT max(run_id) FROM argus_catalog.runs").fetchone()
         info = self.db.register_query(name, query, **how)
+        if self.conn.execute("SELECT max(run_id) IS DISTINCT FROM %s FROM argus_catalog.runs",
+                             (last,)).fetchone()[0]:
+            self._cycled()  # it claimed rows waiting for a reader first
         self.accumulated[info.name] = bag(self.db.results(info.name))
         self.check_query(info.name)
         return info

@@ -29,6 +29,7 @@ DECLARE
     argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
     argus_horizon timestamptz := now() + argus_lead;
     argus_unread_limit bigint := (SELECT unread_inbox_bytes FROM argus_catalog.settings);
+    argus_take_waiting boolean := current_setting('argus.claim_waiting', true) = 'on';
     argus_take boolean[];
     argus_size bigint[];
     argus_size_last bigint[];
