@@ -52,9 +52,12 @@ def query(node: Node, sources: list[sql.Composable]) -> sql.Composed:
 
 
 def _now(parent: Node) -> sql.Composed:
-    return render("rerun/source_table" if not parent.insert_only else "rerun/source",
-                  columns=parent.column_list, hist=parent.hist, delta=parent.delta,
-                  sign=SIGN_ID)
+    if parent.insert_only:
+        return render("rerun/source", columns=parent.column_list, hist=parent.hist,
+                      delta=parent.delta)
+    return render("rerun/source_table", columns=parent.column_list, hist=parent.hist,
+                  delta=parent.delta, sign=SIGN_ID,
+                  key=sql.SQL(", ").join(map(sql.Identifier, parent.definition["key"])))
 
 
 class RerunCompiler:
