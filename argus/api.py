@@ -119,16 +119,16 @@ class Argus:
     def update(self, table: str, rows: Iterable[object]) -> int:
         """Replace rows of a table by their key (tuples in column order, or dicts), all
         or none: a key the table does not have fails the load, naming it."""
-        tables.primary_key(self.conn, table)
-        return tables.load_changes(self.conn, table, "update",
-                                   list(self.inboxes.columns(check_name(table, "table"))),
-                                   rows)
+        schema = self.inboxes.schema(check_name(table, "table"), what="table")
+        tables.key_of(schema)
+        return tables.load_changes(self.conn, schema.name, "update",
+                                   list(schema.column_names), rows)
 
     def delete(self, table: str, keys: Iterable[object]) -> int:
         """Delete rows of a table by key (a value for a one-column key, else tuples);
         a key the table does not have is ignored."""
-        key = tables.primary_key(self.conn, table)
-        return tables.load_changes(self.conn, table, "delete", key, keys)
+        schema = self.inboxes.schema(check_name(table, "table"), what="table")
+        return tables.load_changes(self.conn, schema.name, "delete", tables.key_of(schema), keys)
 
     def drop_stream(self, name: str) -> None:
         if not self.owner:

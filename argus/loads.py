@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from .errors import LoadError, UnknownStreamError
+from .frontend.analyze import StreamSchema
 from .names import STAGING_SCHEMA, check_name
 from .streams import copy_rows, plain_rows, stream_schemas
 
@@ -53,18 +54,19 @@ class Inboxes:
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
-        self._columns: dict[str, tuple[str, ...]] = {}
-        self._tables: set[str] = set()  # whose rows are inserts into a table (named)
+        self._schemas: dict[str, StreamSchema] = {}
 
-    def columns(self, name: str, fresh: bool = False) -> tuple[str, ...]:
-        if fresh or name not in self._columns:
+    def schema(self, name: str, fresh: bool = False, what: str = "stream") -> StreamSchema:
+        if fresh or name not in self._schemas:
             schema = stream_schemas(self.conn).get(name)
             if schema is None:
-                self._columns.pop(name, None)
-                raise UnknownStreamError(f"unknown stream {name!r}")
-            self._columns[name] = schema.column_names
-            (self._tables.add if schema.primary_key else self._tables.discard)(name)
-        return self._columns[name]
+                self._schemas.pop(name, None)
+                raise UnknownStreamError(f"unknown {what} {name!r}")
+            self._schemas[name] = schema
+        return self._schemas[name]
+
+    def columns(self, name: str, fresh: bool = False) -> tuple[str, ...]:
+        return self.schema(name, fresh).column_names
 
     def load(self, stream: str, rows: Iterable[object], load_id: str | None = None
              ) -> LoadResult:
@@ -74,18 +76,19 @@ class Inboxes:
         if not plain:  # (read the columns; tuples may fit them as they are now)
             columns = self.columns(name, fresh=True)
             plain = plain_rows(rows, len(columns))
+        schema = self.schema(name)  # a table's rows are named: its inbox has more columns
         try:
-            return _load(self.conn, name, columns, rows, load_id, plain, name in self._tables)
-        except LoadError:  # the columns read before may be stale: read them again
-            table = name in self._tables
-            if self.columns(name, fresh=True) == columns and (name in self._tables) == table:
+            return _load(self.conn, name, columns, rows, load_id, plain,
+                         schema.primary_key is not None)
+        except LoadError:  # the schema read before may be stale: read it again
+            if self.schema(name, fresh=True) == schema:
                 raise
             if not isinstance(rows, Sequence):
                 raise LoadError(f"stream {name!r} was changed by another session (now: "
                                 f"{', '.join(self.columns(name))}); nothing was loaded, "
                                 "load again") from None
             return _load(self.conn, name, self.columns(name), rows, load_id,
-                         named=name in self._tables)
+                         named=self.schema(name).primary_key is not None)
 
 
 def _load(conn: psycopg.Connection, name: str, columns: tuple[str, ...],

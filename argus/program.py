@@ -13,7 +13,7 @@ from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .nodes import COMPILERS, KINDS, lazy
-from .nodes.stream import claim, in_inbox, take_var
+from .nodes.stream import claim, in_inbox, is_table, take_var
 
 
 def _step_code(step: Step, conn, counted: bool = False) -> sql.Composable:
@@ -179,11 +179,15 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
                 if read else []) + [
         render("program/release_unread", take=take_var(i), inbox=inbox)
         for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)) if name in unread]
+    variables = sql.SQL(", ").join(var(n.id) for _, n, _ in streams)
+    counted = render("program/claimed_signed" if any(is_table(n) for _, n, _ in streams)
+                     else "program/claimed_inserted", vars=variables,
+                     count=sql.Literal(len(streams)))
     claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
                         claim_locked=claim(streams, locked=True, left=left, unread=unread),
                         inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
                         sizes=sizes, after=after,
-                        vars=sql.SQL(", ").join(var(n.id) for _, n, _ in streams),
+                        vars=variables, counted=counted,
                         analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
                                                     if name not in unread),
                         ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),

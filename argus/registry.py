@@ -121,15 +121,13 @@ def _claim_waiting(conn: psycopg.Connection, name: str, streams) -> None:
     """Rows wait in the inbox of a stream no query reads (settings.unread_inbox_bytes):
     a query that reads it first has a cycle claim them, in the registration's
     transaction, so that its answer covers every row loaded before it."""
-    waiting = [stream for (stream,) in conn.execute(
-        """SELECT s.name FROM argus_catalog.streams s
-            WHERE s.name = ANY(%s) AND s.primary_key IS NULL
-              AND NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
-              AND NOT EXISTS (SELECT FROM argus_catalog.queries q
-                               WHERE q.output_node = s.node_id)
-            ORDER BY s.name""", (sorted(set(streams)),))
-        if conn.execute(sql.SQL("SELECT EXISTS (SELECT FROM {})").format(
-            stream_inbox(stream))).fetchone()[0]]
+    idle = sorted(network.idle_streams(conn) & set(streams))
+    if not idle:
+        return
+    waiting = [stream for (stream,) in conn.execute(sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT {} WHERE EXISTS (SELECT FROM {})").format(sql.Literal(s),
+                                                                   stream_inbox(s))
+        for s in idle))]
     if not waiting:
         return
     conn.execute("SET LOCAL argus.claim_waiting = on")

@@ -9,6 +9,7 @@ from psycopg import sql
 
 from .catalog import installed_version
 from . import roles
+from .network import idle_streams
 from .names import MIGRATING, stream_inbox
 
 INBOX_COUNT_LIMIT = 1_000_000  # count waiting rows exactly up to here
@@ -22,22 +23,21 @@ def status_tables(conn: psycopg.Connection) -> list:
     header += f"; stream clock {clock if clock is not None else '(no event time yet)'}"
     streams = Table("stream", "history rows", "rows kept", "waiting in inbox", "quarantined",
                     title="streams", title_justify="left")
-    for name, history, horizon, held, idle in conn.execute(
+    (lazy,) = conn.execute("SELECT unread_inbox_bytes IS NOT NULL "
+                           "FROM argus_catalog.settings").fetchone()
+    idle = idle_streams(conn) if lazy else set()
+    for name, history, horizon, held in conn.execute(
             """SELECT s.name, n.hist_rows, n.horizon_column || ' > ' || n.horizon,
-                      (SELECT count(*) FROM argus_catalog.quarantine q WHERE q.stream = s.name),
-                      NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
-                      AND NOT EXISTS (SELECT FROM argus_catalog.queries q
-                                       WHERE q.output_node = s.node_id)
-                      AND t.unread_inbox_bytes IS NOT NULL
-                 FROM argus_catalog.streams s, argus_catalog.settings t, argus_catalog.node_stats n
-                WHERE n.node_id = s.node_id ORDER BY s.name""").fetchall():
+                      (SELECT count(*) FROM argus_catalog.quarantine q WHERE q.stream = s.name)
+                 FROM argus_catalog.streams s
+                 JOIN argus_catalog.node_stats n USING (node_id) ORDER BY s.name""").fetchall():
         (waiting,) = conn.execute(sql.SQL("SELECT count(*) FROM (SELECT FROM {} LIMIT %s) w")
                                   .format(stream_inbox(name)), (INBOX_COUNT_LIMIT + 1,)).fetchone()
         streams.add_row(name, f"{history:,}", horizon or "all",
                         (f"{waiting:,}" if waiting <= INBOX_COUNT_LIMIT
                          else f"over {INBOX_COUNT_LIMIT:,}")
-                        + (" (no query reads it: see unread_inbox_bytes)" if idle and waiting
-                           else ""), f"{held:,}")
+                        + (" (no query reads it: see unread_inbox_bytes)"
+                           if name in idle and waiting else ""), f"{held:,}")
 
     (state,) = conn.execute(
         "SELECT coalesce(sum(hist_rows), 0) FROM argus_catalog.node_stats "

@@ -243,5 +243,4 @@ def _copy_error(exc: psycopg.Error) -> str:
                 "stream clock past every window; give the row its real time, or NULL")
     if diag.context and not diag.context.startswith("PL/pgSQL"):  # not the key's check
         text += f" ({diag.context.strip().splitlines()[0]})"  # 'COPY transfers, line 3, …'
-
     return text

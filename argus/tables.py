@@ -15,7 +15,10 @@ import psycopg
 from psycopg import sql
 
 from .errors import InvalidNameError, LoadError, UnknownStreamError
+from .frontend.analyze import StreamSchema
 from .names import check_name, stream_history, stream_inbox
+from .nodes.base import cols
+from .nodes.stream import key_join
 from .templates import render
 
 OPS = {"insert": "i", "update": "u", "delete": "d"}
@@ -45,43 +48,27 @@ def create_inbox(conn: psycopg.Connection, name: str, key: list[str],
                  not_null: list[str]) -> None:
     """The table's history keyed, its inbox of changes, and the check of each load."""
     history, inbox = stream_history(name), stream_inbox(name)
-    ident = sql.SQL(", ").join(map(sql.Identifier, key))
-    conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(history, ident))
+    conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(history, cols(key)))
+    # (LIKE copies the key's NOT NULL from the history)
     conn.execute(render("stream/create_table_inbox", inbox=inbox, history=history))
     for column in not_null:
         if column not in key:
             conn.execute(render("stream/table_not_null", inbox=inbox,
                                 column=sql.Identifier(column),
                                 constraint=sql.Identifier(f"{column} is not null"[:63])))
-    for column in key:
-        conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(
-            inbox, sql.Identifier(column)))
-
-    def joined(alias: str) -> sql.Composed:
-        return sql.SQL(" AND ").join(
-            sql.SQL("{}.{} = n.{}").format(sql.Identifier(alias), sql.Identifier(k),
-                                           sql.Identifier(k)) for k in key)
-
     conn.execute(render(
-        "stream/table_check", function=inbox, inbox=inbox, history=history, key=ident,
-        name=sql.Literal(name), first=sql.Identifier(key[0]), p_join=joined("p"),
-        h_join=joined("h"),
-        n_key=sql.SQL(", ").join(sql.SQL("n.{}").format(sql.Identifier(k)) for k in key),
-        bad_key=sql.SQL(", ").join(sql.SQL("argus_bad.{}").format(sql.Identifier(k))
-                                   for k in key)))
+        "stream/table_check", function=inbox, inbox=inbox, history=history, key=cols(key),
+        name=sql.Literal(name), first=sql.Identifier(key[0]), p_join=key_join(key, "p", "n"),
+        h_join=key_join(key, "h", "n"), n_key=cols(key, "n"), bad_key=cols(key, "argus_bad")))
 
 
-def primary_key(conn: psycopg.Connection, name: str) -> list[str]:
-    """A table's key; UnknownStreamError if `name` is no table."""
-    row = conn.execute("SELECT primary_key FROM argus.stream_schemas() WHERE name = %s",
-                       (check_name(name, "table"),)).fetchone()  # (those the role may use)
-    if row is None:
-        raise UnknownStreamError(f"unknown table {name!r}")
-    if row[0] is None:
-        raise UnknownStreamError(f"{name!r} is a stream, not a table: its rows are only "
+def key_of(schema: StreamSchema) -> list[str]:
+    """A table's key; UnknownStreamError if `schema` is an insert-only stream's."""
+    if schema.primary_key is None:
+        raise UnknownStreamError(f"{schema.name!r} is a stream, not a table: its rows are only "
                                  "inserted (create a table with a primary key to update or "
                                  "delete rows)")
-    return row[0]
+    return list(schema.primary_key)
 
 
 def _values(row: object, columns: list[str], name: str, what: str) -> tuple:
@@ -110,7 +97,7 @@ def load_changes(conn: psycopg.Connection, name: str, op: str, columns: list[str
                         f"{rows!r:.60}; nothing loaded")
     rows = [_values(r, columns, name, what) for r in rows]
     statement = sql.SQL("COPY {} ({}, argus_op) FROM STDIN").format(
-        stream_inbox(name), sql.SQL(", ").join(map(sql.Identifier, columns)))
+        stream_inbox(name), cols(columns))
     try:
         with conn.transaction(), conn.cursor() as cur, cur.copy(statement) as copy:
             for row in rows:

@@ -91,7 +91,12 @@ class Oracle:
 
     def create_stream(self, name, columns: dict[str, str] | None = None, **kwargs):
         """(`name` may be an SQLAlchemy Table, as for db.create_stream.)"""
-        schema = self.db.create_stream(name, columns, **kwargs)
+        return self._mirrored(self.db.create_stream(name, columns, **kwargs))
+
+    def create_table(self, name, columns, primary_key):
+        return self._mirrored(self.db.create_table(name, columns, primary_key))
+
+    def _mirrored(self, schema):
         self.conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
             sql.Identifier(MIRROR, schema.name), stream_history(schema.name)))
         return schema
@@ -103,28 +108,22 @@ class Oracle:
         self.pending.append((stream, rows))
         return count
 
-    def create_table(self, name, columns, primary_key):
-        schema = self.db.create_table(name, columns, primary_key)
-        self.conn.execute(sql.SQL("CREATE TABLE {} (LIKE {})").format(
-            sql.Identifier(MIRROR, schema.name), stream_history(schema.name)))
-        return schema
-
     def update(self, table: str, rows: list) -> int:
-        rows = list(rows)
-        count = self.db.update(table, rows)
-        self.pending.append((table, ("update", rows)))
-        return count
+        return self._changed(table, "update", list(rows))
 
     def delete(self, table: str, keys: list) -> int:
-        keys = list(keys)
-        count = self.db.delete(table, keys)
-        self.pending.append((table, ("delete", keys)))
+        return self._changed(table, "delete", list(keys))
+
+    def _changed(self, table: str, op: str, rows: list) -> int:
+        """A table's update or delete in argus; its mirror's when a cycle claims it."""
+        count = getattr(self.db, op)(table, rows)
+        self.pending.append((table, (op, rows)))
         return count
 
     def _change(self, table: str, op: str, rows: list) -> None:
         """A table's update or delete, by key, on its mirror."""
-        key = next(s.primary_key for s in self.db.streams() if s.name == table)
-        columns = next(s.column_names for s in self.db.streams() if s.name == table)
+        schema = next(s for s in self.db.streams() if s.name == table)
+        key, columns = schema.primary_key, schema.column_names
         mirror = sql.Identifier(MIRROR, table)
         where = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in key)
         for row in rows:

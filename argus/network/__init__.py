@@ -6,9 +6,10 @@ blocks, index candidates, PostgreSQL's estimates and types, cached), how it grow
 from ..nodes import CODE_VERSION
 from .builder import Builder
 from .groups import CatalogGroups
-from .reads import Network, load, load_node, network_bytes
+from .reads import Network, idle_streams, load, load_node, network_bytes
 from .stored import assemble, drop_unused, execute_all, recompile_stale, store_blocks
 
 __all__ = ["CODE_VERSION", "Builder", "CatalogGroups", "Network", "assemble", "drop_unused",
+           "idle_streams",
            "execute_all", "load", "load_node", "network_bytes", "recompile_stale",
            "store_blocks"]

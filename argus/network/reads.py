@@ -82,6 +82,17 @@ def load_node(conn: psycopg.Connection, node_id: int) -> Node:
     return _node(row)
 
 
+def idle_streams(conn: psycopg.Connection) -> set[str]:
+    """The streams no node reads (no child, no query's output), tables aside: their
+    rows wait in their inboxes until these pass settings.unread_inbox_bytes."""
+    return {name for (name,) in conn.execute(
+        """SELECT s.name FROM argus_catalog.streams s
+            WHERE s.primary_key IS NULL
+              AND NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
+              AND NOT EXISTS (SELECT FROM argus_catalog.queries q
+                               WHERE q.output_node = s.node_id)""")}
+
+
 def network_bytes(conn: psycopg.Connection) -> int:
     """What the network's tables hold (argus_net: histories, deltas, their indexes):
     what settings.state_budget bounds. Stream histories are the data, not state."""

@@ -21,7 +21,7 @@ from ..nodes import lazy
 from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import fill, flush_block, frame, node_block, probe_block
-from .reads import load, load_node
+from .reads import idle_streams, load, load_node
 
 
 def execute_all(conn: psycopg.Connection, statements) -> None:
@@ -55,11 +55,9 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
                    JOIN argus_catalog.nodes n ON n.node_id = e.child_id
                   WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean
                      OR (n.definition->>'deferred')::boolean""")}
-    read = copied | {r[0] for r in conn.execute("SELECT parent_id FROM argus_catalog.edges")}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
                                              if node.id not in copied),
-                          frozenset(name for name, node, _ in streams
-                                    if node.id not in read and node.insert_only))
+                          frozenset(idle_streams(conn)))
     purges = _store_purges(conn)
     if check:
         run_once(conn, list(check), purges)

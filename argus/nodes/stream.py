@@ -11,7 +11,7 @@ from psycopg import sql
 
 from ..names import stream_inbox
 from ..templates import render
-from .base import Kind, register, Node, SIGN_ID, Step, create_delta, var
+from .base import Kind, register, Node, SIGN_ID, Step, cols, create_delta, var
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class StreamCompiler:
 
         if is_table(node):  # its delta always: its claim never leaves rows in the inbox
             return [Step(render("stream/flush_table", hist=node.hist, delta=node.delta_table,
-                                sign=SIGN_ID, join=_key_join(node, "h", "d")),
+                                sign=SIGN_ID, join=key_join(node.definition["key"], "h", "d")),
                          sql.SQL("{} > 0").format(var(node.id)), dynamic=False),
                     Step(render("stream/flush", hist=node.hist, columns=node.column_list,
                                 source=sql.SQL("{} WHERE {} > 0").format(node.delta_table,
@@ -110,10 +110,11 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
             parts.append(render("stream/hold", **hold))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
         # claimed rows in a tuple store for both the move and the statistics
-        scanned = sql.SQL("(SELECT {}, {} AS argus_admitted FROM {} WHERE {}) AS {}").format(
-            t or sql.SQL("1"), admitted, stream_inbox(name), take or sql.SQL("TRUE"), claimed)
-        parts.append(render("stream/claim_stats", stats=stats,
-                            claimed=scanned if locked else claimed,
+        if locked:
+            claimed = sql.SQL("(SELECT {}, {} AS argus_admitted FROM {} WHERE {}) AS {}").format(
+                t or sql.SQL("1"), admitted, stream_inbox(name), take or sql.SQL("TRUE"),
+                claimed)
+        parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
                             latest=sql.SQL("(max({}) FILTER (WHERE argus_admitted))::timestamptz"
                                            ).format(t) if t else sql.SQL("NULL::timestamptz"),
                             late=sql.SQL("count(*) FILTER (WHERE argus_admitted AND "
@@ -135,16 +136,11 @@ def is_table(node: Node) -> bool:
     return node.kind == "stream" and not node.insert_only
 
 
-def _key_join(node: Node, left: str, right: str) -> sql.Composed:
-    return sql.SQL(" AND ").join(
-        sql.SQL("{}.{} = {}.{}").format(sql.Identifier(left), sql.Identifier(k),
-                                        sql.Identifier(right), sql.Identifier(k))
-        for k in node.definition["key"])
-
-
-def _qualified(alias: str, columns) -> sql.Composed:
-    return sql.SQL(", ").join(sql.SQL("{}.{}").format(sql.Identifier(alias), sql.Identifier(c))
-                              for c in columns)
+def key_join(key, left: str, right: str) -> sql.Composed:
+    """A table's rows in `left` and `right` with the same key."""
+    return sql.SQL(" AND ").join(sql.SQL("{} = {}").format(sql.Identifier(left, k),
+                                                           sql.Identifier(right, k))
+                                 for k in key)
 
 
 def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identifier
@@ -154,11 +150,10 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
     return [render("stream/claim_table", claimed=claimed, last=last, moved=moved,
                    inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
                    columns=node.column_list, sign=SIGN_ID,
-                   key=sql.SQL(", ").join(map(sql.Identifier, node.definition["key"])),
-                   h_columns=_qualified("h", node.columns),
-                   l_columns=_qualified("l", node.columns),
+                   key=cols(node.definition["key"]),
+                   h_columns=cols(node.columns, "h"), l_columns=cols(node.columns, "l"),
                    first=sql.Identifier(node.definition["key"][0]),
-                   l_join=_key_join(node, "h", "l")),
+                   l_join=key_join(node.definition["key"], "h", "l")),
             sql.SQL("{} AS (SELECT count(*) AS n, count(*) FILTER (WHERE {} < 0) AS retracted "
                     "FROM {})").format(stats, SIGN_ID, moved)]
 

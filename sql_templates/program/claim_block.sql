@@ -39,8 +39,6 @@
     argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;
     UPDATE argus_catalog.clock SET previous = now, now = argus_clock_new;
     argus_ids := argus_ids || ARRAY[{ids}]::bigint[];
-    argus_ins := argus_ins || ARRAY(SELECT c - r FROM unnest(ARRAY[{vars}]::bigint[],
-                                                        argus_retracted) AS u(c, r));
-    argus_ret := argus_ret || argus_retracted;  -- a table's rows that changed or went
+{counted}
     argus_ms := argus_ms || array_fill(extract(epoch FROM clock_timestamp() - argus_t)
                                        * 1000 / {count}, ARRAY[{count}]);
