@@ -397,3 +397,13 @@ def test_numeric_aggregates_take_the_scale_of_the_rows_they_hold(oracle):
         oracle.conn.execute("SET LOCAL search_path TO oracle_mirror, public")
         expected = sorted(tuple(map(str, r)) for r in oracle.conn.execute(query))
     assert sorted(tuple(map(str, r)) for r in oracle.db.results("q")) == expected
+
+
+def test_a_query_with_a_nul_character_is_refused_naming_it(transfers):
+    """PostgreSQL text cannot hold \\x00 (found by the hostile registrations' hypothesis
+    run, as a function named '\\x00count': a driver error, not a refusal)."""
+    from argus.errors import QuerySyntaxError
+
+    with pytest.raises(QuerySyntaxError, match="NUL character"):
+        transfers.db.register_query("nul", "SELECT \x00count(*) FROM transfers")
+    assert transfers.db.queries() == []

@@ -187,6 +187,9 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     and qualified by sqlglot; and the output names the user gave: AS aliases, the
     column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
     turns into AS aliases, and USING columns (`COALESCE(a.k, b.k) AS k`)."""
+    if "\x00" in sql_text:  # PostgreSQL's text cannot hold it: no name or literal may
+        raise QuerySyntaxError("the query's text contains a NUL character (\\x00), which "
+                               "PostgreSQL text cannot hold; remove it")
     tree = parse(sql_text)
     _check_tables(tree, streams)
     if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT, LATERAL as is)
