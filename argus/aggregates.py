@@ -183,7 +183,10 @@ def books_needed(func: str, category: str | None) -> list[tuple[str, str, str]]:
 class Book:
     column: str
     change: str  # SQL over {x} and {s}
-    combine: str  # add | min | max | distinct
+    # add | min | max | distinct | count: how many rows hold the min or max book before
+    # it (a "counted" node's, NULL when unknown), so that losing a row at the extreme
+    # re-reads the group only when it was the last one there
+    combine: str
     value: str | None = None  # min/max: what the extreme is of, over a parent row (t1)
 
     def over(self, arg: str, sign: str) -> str:
@@ -248,6 +251,7 @@ class Model:
 
     @classmethod
     def of(cls, definition: dict) -> Model:
+        counted = bool(definition.get("counted"))
         specs = []
         for i, entry in enumerate(entries(definition)):
             name, func, arg, distinct, category, merge = (
@@ -260,11 +264,14 @@ class Model:
                 books, final = [], "{n}"
             else:
                 books, final = _spec(func, category, distinct)
-            specs.append(Spec(i, name, func, arg, distinct,
-                              tuple(Book(f"argus_{name}_{suffix}", change, combine,
-                                         _extreme_of(suffix, arg, merge)
-                                         if combine in ("min", "max") else None)
-                                    for suffix, change, combine in books), final))
+            kept = []
+            for suffix, change, combine in books:
+                extreme = combine in ("min", "max")
+                kept.append(Book(f"argus_{name}_{suffix}", change, combine,
+                                 _extreme_of(suffix, arg, merge) if extreme else None))
+                if extreme and counted:
+                    kept.append(Book(f"argus_{name}_{suffix}count", "NULL::bigint", "count"))
+            specs.append(Spec(i, name, func, arg, distinct, tuple(kept), final))
         return cls(tuple((g, e) for g, e in definition["groups"]), tuple(specs))
 
     @property
@@ -292,6 +299,10 @@ class Model:
     @property
     def distinct_specs(self) -> list[Spec]:
         return [s for s in self.specs if s.distinct]
+
+    @property
+    def counted(self) -> bool:
+        return any(b.combine == "count" for _, b in self.books)
 
     @property
     def has_extremes(self) -> bool:

@@ -1048,12 +1048,17 @@ def may_be_view(definition: dict, exprs) -> bool:
 def growing(definition: dict, parent: Node) -> dict:
     """An aggregate's definition marked "grows" when its input only grows
     (nodes.aggregate.grows): an insert-only parent, or — computed from its books (a regroup,
-    every aggregate "from" the parent's) — an aggregate over such an input."""
+    every aggregate "from" the parent's) — an aggregate over such an input; else
+    "counted" when it keeps MIN/MAX books (argus.aggregates.Book)."""
     regroup = all(entry.regrouped for entry in entries(definition))
     grows = parent.insert_only or (parent.kind == "aggregate" and regroup
                                    and bool(parent.definition.get("grows")))
-    return {**{k: v for k, v in definition.items() if k != "grows"},
-            **({"grows": True} if grows else {})}
+    out = {k: v for k, v in definition.items() if k not in ("grows", "counted")}
+    if grows:
+        out["grows"] = True
+    elif Model.of(out).has_extremes:
+        out["counted"] = True  # its MIN/MAX books keep how many rows are at the extreme
+    return out
 
 
 def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[str]]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from ..aggregates import Book, Model, Spec, entries
+from ..names import std_alias
 from ..templates import render
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta,
                    expr_hash, named, row_hash, same_row, unqualified, var, virtual)
@@ -134,9 +135,13 @@ class AggregateCompiler:
                            values=self._values(model, spec, parent.delta, "t1.argus_sign"),
                            a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
                            x_group_by=self._group_by(model, "x")))
+        if book.combine == "count":  # merged with its extreme's book
+            return sql.SQL(""), None
         extreme = sql.SQL("least" if book.combine == "min" else "greatest")
         if grows(node, parent):  # extremes only move outward: old vs inserted
             return sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(f=extreme, b=b), None
+        if model.counted:
+            return self._counted(model, spec, book, parent, extreme)
         cte = sql.Identifier(f"mm{k}")
         affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)") if model.is_global
                     else sql.SQL("{} IN (SELECT dh.argus_hash FROM dh WHERE dh.argus_r > 0)")
@@ -153,13 +158,85 @@ class AggregateCompiler:
                        group_named=named(model.group_exprs, model.group_names),
                        t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))
 
+    def _counted(self, model: Model, spec: Spec, book: Book, parent: Node, extreme):
+        """A MIN/MAX book kept with how many rows are at the extreme (its count book):
+        the new extreme L is the old one's or the inserted rows' (least/greatest), its
+        count the old count at L, plus the inserted rows at L, less the retracted rows
+        at L (retracted rows are never beyond L). The group is re-read only when rows
+        at L left and none is known to remain (the count unknown after a refill)."""
+        k, b = spec.index, sql.Identifier(book.column)
+        c = sql.Identifier(book.column + "count")
+        out, outc = sql.Identifier(f"argus_x{k}_out"), sql.Identifier(f"argus_x{k}_outc")
+        at = sql.SQL("{f}(o.{b}, dh.{b})").format(f=extreme, b=b)
+        count = sql.SQL("(CASE WHEN o.{b} = {at} THEN o.{c} ELSE 0 END"
+                        " + CASE WHEN dh.{b} = {at} THEN dh.{c} ELSE 0 END"
+                        " - CASE WHEN dh.{out} = {at} THEN dh.{outc} ELSE 0 END)").format(
+            b=b, c=c, at=at, out=out, outc=outc)
+        need = sql.SQL("(dh.{out} = {at} AND NOT coalesce({count} > 0, false))").format(
+            out=out, at=at, count=count)
+        cte = sql.Identifier(f"mm{k}")
+        merge = sql.SQL(", CASE WHEN {need} THEN {cte}.v ELSE {at} END AS {b}"
+                        ", CASE WHEN {need} THEN {cte}.c ELSE {count} END AS {c}").format(
+            need=need, cte=cte, at=at, b=b, c=c, count=count)
+        groups = sql.SQL("dh LEFT JOIN o ON {}").format(
+            sql.SQL("TRUE") if model.is_global else same_row(model.group_names, "o", "dh"))
+        affected = (sql.SQL("EXISTS (SELECT 1 FROM {} WHERE {})").format(groups, need)
+                    if model.is_global else
+                    sql.SQL("{} IN (SELECT dh.argus_hash FROM {} WHERE {})").format(
+                        expr_hash(model.group_exprs), groups, need))
+        gnames = model.group_names
+        return merge, render(
+            "aggregate/minmax_counted", k=sql.SQL(str(k)),
+            comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+            w_groups=cols(gnames, "w"), w_hash=row_hash(gnames, "w"), u_groups=cols(gnames, "u"),
+            partition=sql.SQL("") if model.is_global else sql.SQL("PARTITION BY {} ").format(
+                cols(gnames, "x")),
+            order=sql.SQL("ASC" if book.combine == "min" else "DESC"),
+            x=sql.SQL(book.value), parent=parent.hist, parent_delta=parent.delta,
+            affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID)
+
+    @staticmethod
+    def _counted_delta(model: Model, parent: Node):
+        """(the parent's delta with, per group, the extreme of each MIN/MAX book's
+        inserted and retracted rows; the delta's columns that count the rows at them)."""
+        windows, deltas = [], []
+        for spec, book in model.books:
+            if book.combine not in ("min", "max"):
+                continue
+            k, value = spec.index, sql.SQL(book.value)
+            for side, op in (("in", ">"), ("out", "<")):
+                windows.append(sql.SQL(", {f}({v}) FILTER (WHERE {t1}.{s} {op} 0) OVER argus_w "
+                                       "AS {w}").format(
+                    f=sql.SQL(book.combine), v=value, t1=T1, s=SIGN_ID, op=sql.SQL(op),
+                    w=sql.Identifier(f"argus_w{k}_{side}")))
+            win_in, win_out = (sql.Identifier(std_alias(1), f"argus_w{k}_{side}")
+                               for side in ("in", "out"))
+            deltas += [
+                sql.SQL(", coalesce(sum({t1}.{s}) FILTER (WHERE {t1}.{s} > 0 AND ({v}) = {w}), 0)"
+                        " AS {c}").format(t1=T1, s=SIGN_ID, v=value, w=win_in,
+                                          c=sql.Identifier(book.column + "count")),
+                sql.SQL(", min({w}) AS {out}").format(
+                    w=win_out, out=sql.Identifier(f"argus_x{k}_out")),
+                sql.SQL(", coalesce(-sum({t1}.{s}) FILTER (WHERE {t1}.{s} < 0 AND ({v}) = {w}), 0)"
+                        " AS {c}").format(t1=T1, s=SIGN_ID, v=value, w=win_out,
+                                          c=sql.Identifier(f"argus_x{k}_outc"))]
+        source = sql.SQL("(SELECT {t1}.*{windows} FROM {delta} AS {t1} WINDOW argus_w AS ({by}))"
+                         ).format(t1=T1, windows=sql.SQL("").join(windows), delta=parent.delta,
+                                  by=sql.SQL("") if model.is_global else sql.SQL(
+                                      "PARTITION BY {}").format(
+                                      sql.SQL(", ").join(map(sql.SQL, model.group_exprs))))
+        return source, deltas
+
     def evaluate(self, node, parents):
         model, parent = node.spec, parents[0]
         deltas, merges, ctes, joins = [], [], [], []
+        source = parent.delta
+        if model.counted and not grows(node, parent):
+            source, deltas = self._counted_delta(model, parent)
         for spec, book in model.books:
             merge, cte = self._combine(node, model, spec, book, parent)
             merges.append(merge)
-            if book.combine != "distinct":
+            if book.combine not in ("distinct", "count"):
                 deltas.append(sql.SQL(", {} AS {}").format(
                     sql.SQL(book.over(spec.arg, '"t1"."argus_sign"')), sql.Identifier(book.column)))
             if cte is not None:
@@ -179,7 +256,7 @@ class AggregateCompiler:
 
         statement = render(
             "aggregate/delta", delta=node.delta, stored=cols(stored), hist=node.hist,
-            book_delta=sql.SQL("").join(deltas), parent_delta=parent.delta,
+            book_delta=sql.SQL("").join(deltas), parent_delta=source,
             d_hash=row_hash(gnames, "d"), dh_groups=cols(gnames, "dh"),
             match_h=sql.SQL("TRUE") if model.is_global else same_row(gnames, "h", "dh"),
             match_o=sql.SQL("TRUE") if model.is_global else same_row(gnames, "o", "dh"),

@@ -32,7 +32,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 23
+CODE_VERSION = 24
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,6 @@ def bag_flush(node: Node, names=None) -> list[Step]:
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
     definition = {k: v for k, v in definition.items()
-                  if k not in ("indexes", "virtual", "grows", "deferred")}  # derived
+                  if k not in ("indexes", "virtual", "grows", "counted", "deferred")}  # derived
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
