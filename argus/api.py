@@ -10,7 +10,7 @@ import psycopg
 from psycopg import sql
 
 from . import (alchemy, catalog, cycle, network, quarantine, registry, requests, roles,
-               settings, streams, tables)
+               settings, streams, tables, track)
 from . import loads as load_ops
 from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
@@ -121,6 +121,7 @@ class Argus:
         or none: a key the table does not have fails the load, naming it."""
         schema = self.inboxes.schema(check_name(table, "table"), what="table")
         tables.key_of(schema)
+        tables.refuse_tracked(schema)
         return tables.load_changes(self.conn, schema.name, "update",
                                    list(schema.column_names), rows)
 
@@ -128,7 +129,30 @@ class Argus:
         """Delete rows of a table by key (a value for a one-column key, else tuples);
         a key the table does not have is ignored."""
         schema = self.inboxes.schema(check_name(table, "table"), what="table")
-        return tables.load_changes(self.conn, schema.name, "delete", tables.key_of(schema), keys)
+        key = tables.key_of(schema)
+        tables.refuse_tracked(schema)
+        return tables.load_changes(self.conn, schema.name, "delete", key, keys)
+
+    def track(self, source: str, name: str | None = None) -> StreamSchema:
+        """Make the ordinary table `source` (e.g. "public.orders") an argus table `name`
+        (default: its own name) that follows its inserts, updates and deletes, captured
+        by triggers in the writers' transactions (argus.track)."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role tracks tables")
+        return track.track(self.conn, source, name)
+
+    def untrack(self, name: str) -> str:
+        """Stop following the table's source (its triggers go; the table and its queries
+        stay, loadable directly). Returns the source's name."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role untracks tables")
+        source = track.untrack(self.conn, name)
+        self.inboxes.schema(check_name(name, "table"), fresh=True)  # loadable again
+        return source
+
+    def tracked(self) -> dict[str, str]:
+        """Each table that follows a source, and that source."""
+        return tables.tracked(self.conn)
 
     def drop_stream(self, name: str) -> None:
         if not self.owner:

@@ -141,6 +141,35 @@ def table_create(name: str, columns: tuple[str, ...], key: str, dsn: str | None)
                       "(argus_op: i, u or d)")
 
 
+@main.command("track")
+@click.argument("source")
+@click.option("--as", "name", default=None,
+              help="The argus table's name (default: the source's own name).")
+@dsn_option
+@handle_errors
+def track_command(source: str, name: str | None, dsn: str | None) -> None:
+    """Follow the ordinary table SOURCE (e.g. public.orders): an argus table of its
+    columns and key, filled with its rows now and changed by every INSERT, UPDATE,
+    DELETE and TRUNCATE on it from then on (statement triggers, in the writer's
+    transaction). Needs a primary key and the table owner's rights."""
+    with _connect(dsn) as db:
+        schema = db.track(source, name)
+        console.print(f"table {schema.name} follows {db.tracked()[schema.name]} "
+                      f"(key: {', '.join(schema.primary_key)}); its rows reach the queries "
+                      "at the next cycle")
+
+
+@main.command("untrack")
+@click.argument("name")
+@dsn_option
+@handle_errors
+def untrack_command(name: str, dsn: str | None) -> None:
+    """Stop following NAME's source: its triggers go; the table and its queries stay."""
+    with _connect(dsn) as db:
+        source = db.untrack(name)
+        console.print(f"table {name} no longer follows {source}; its rows and queries stay")
+
+
 @stream.command("list")
 @dsn_option
 @handle_errors
@@ -148,10 +177,12 @@ def stream_list(dsn: str | None) -> None:
     """List streams and their columns."""
     with _connect(dsn) as db:
         listed = Table("stream", "columns", "time column", "key")
+        tracked = db.tracked()
         for s in db.streams():
+            key = ", ".join(s.primary_key) if s.primary_key else "(insert-only)"
             listed.add_row(s.name, ", ".join(f"{c} {t}" for c, t in s.columns),
                            s.time_column or "",
-                           ", ".join(s.primary_key) if s.primary_key else "(insert-only)")
+                           key + (f" (follows {tracked[s.name]})" if s.name in tracked else ""))
         console.print(listed)
 
 

@@ -25,6 +25,7 @@ from psycopg.pq import TransactionStatus
 from .errors import LoadError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from .names import STAGING_SCHEMA, check_name
+from . import tables
 from .streams import copy_rows, plain_rows, stream_schemas
 
 
@@ -77,6 +78,7 @@ class Inboxes:
             columns = self.columns(name, fresh=True)
             plain = plain_rows(rows, len(columns))
         schema = self.schema(name)  # a table's rows are named: its inbox has more columns
+        tables.refuse_tracked(schema)
         try:
             return _load(self.conn, name, columns, rows, load_id, plain,
                          schema.primary_key is not None)

@@ -152,6 +152,10 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         if users:
             raise ArgusError(f"stream {name!r} is used by queries {', '.join(users)}: "
                              "drop them first")
+        if conn.execute("SELECT 1 FROM argus_catalog.tracked WHERE stream_id = %s",
+                        (stream_id,)).fetchone():
+            from .track import untrack  # (argus.track creates tables through this module)
+            untrack(conn, name)
         node = load_node(conn, node_id)
         conn.execute(sql.SQL("DROP TABLE {}, {}, {}").format(
             stream_inbox(name), stream_history(name), node.delta_table))
@@ -166,8 +170,8 @@ def stream_schemas(conn: psycopg.Connection) -> dict[str, StreamSchema]:
     """The streams this session's role may load or read (all, for the owner)."""
     rows = conn.execute("SELECT * FROM argus.stream_schemas()").fetchall()
     return {name: StreamSchema(name, tuple(zip(cols, types)), time_column, frozenset(not_null),
-                               tuple(key) if key else None)
-            for name, time_column, cols, types, not_null, key in rows}
+                               tuple(key) if key else None, source)
+            for name, time_column, cols, types, not_null, key, source in rows}
 
 
 @functools.lru_cache(maxsize=1024)

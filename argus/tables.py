@@ -86,6 +86,25 @@ def _values(row: object, columns: list[str], name: str, what: str) -> tuple:
     return values
 
 
+def tracked(conn: psycopg.Connection, name: str | None = None) -> dict[str, str]:
+    """Each table that follows a source (argus.track), or only `name`: its source."""
+    return dict(conn.execute(
+        """SELECT s.name, coalesce(format('%%I.%%I', n.nspname, c.relname),
+                                   format('(a dropped table, oid %%s)', t.source))
+             FROM argus_catalog.tracked t JOIN argus_catalog.streams s USING (stream_id)
+             LEFT JOIN pg_class c ON c.oid = t.source
+             LEFT JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE s.name = coalesce(%s, s.name) ORDER BY 1""", (name,)))
+
+
+def refuse_tracked(schema: StreamSchema) -> None:
+    """A tracked table changes only through its source: a direct load could contradict
+    the source and then fail the application's own statements."""
+    if schema.source is not None:
+        raise LoadError(f"table {schema.name!r} follows {schema.source} (argus track): change "
+                        f"{schema.source} instead, or `argus untrack` it first; nothing loaded")
+
+
 def load_changes(conn: psycopg.Connection, name: str, op: str, columns: list[str],
                  rows: Iterable[object]) -> int:
     """COPY changes of one kind into a table's inbox, all or none (a savepoint when

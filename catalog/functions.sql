@@ -473,16 +473,22 @@ RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
        AND has_table_privilege(session_user, format('argus_inbox.%I', stream), 'INSERT')
 $$;
 
--- The streams and their columns, for whoever may load or read one.
-DROP FUNCTION IF EXISTS argus.stream_schemas();  -- its columns changed once
+-- The streams and their columns, for whoever may load or read one; a table that
+-- follows an ordinary table (argus track) names it (source).
+DROP FUNCTION IF EXISTS argus.stream_schemas();  -- its columns changed twice
 CREATE FUNCTION argus.stream_schemas()
 RETURNS TABLE (name text, time_column text, columns text[], types text[], not_null text[],
-               primary_key text[])
+               primary_key text[], source text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT s.name, s.time_column, array_agg(c.name ORDER BY c.position),
            array_agg(c.type ORDER BY c.position),
            coalesce(array_agg(c.name ORDER BY c.position) FILTER (WHERE c.not_null), '{}'),
-           s.primary_key
+           s.primary_key,
+           (SELECT coalesce(format('%I.%I', n.nspname, r.relname),
+                            format('(a dropped table, oid %s)', t.source))
+              FROM argus_catalog.tracked t LEFT JOIN pg_class r ON r.oid = t.source
+              LEFT JOIN pg_namespace n ON n.oid = r.relnamespace
+             WHERE t.stream_id = s.stream_id)
       FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
      WHERE pg_has_role(session_user, (SELECT role_prefix || '_owner' FROM argus_catalog.settings), 'USAGE')
         IS NOT FALSE

@@ -41,6 +41,7 @@ class StreamSchema:
     time_column: str | None = None
     not_null: frozenset[str] = frozenset()
     primary_key: tuple[str, ...] | None = None  # a table's (argus.tables); None: a stream
+    source: str | None = None  # the ordinary table a table follows (argus.track)
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -1,0 +1,154 @@
+"""Change capture: an ordinary table that applications already write becomes an argus
+table (argus.tables), without changing the applications.
+
+`track` creates the table with the source's columns and key, copies the source's rows
+into its inbox as inserts and puts statement-level triggers with transition tables on
+the source (sql_templates/stream/track.sql), in one transaction holding a lock that
+keeps writers out meanwhile: no change is missed or counted twice. From then on each
+statement on the source writes its changes into the inbox in the writer's transaction.
+`untrack` removes the triggers; the table and its queries stay.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from . import roles, streams, tables
+from .errors import ArgusError, InvalidNameError, UnknownStreamError
+from .frontend.analyze import StreamSchema
+from .names import INBOX_SCHEMA, check_name, stream_history, stream_inbox
+from .nodes.base import cols
+from .nodes.stream import key_join
+from .templates import render
+
+TRIGGERS = ("argus_track_insert", "argus_track_update", "argus_track_delete",
+            "argus_track_truncate")
+
+
+def _function(name: str) -> sql.Identifier:
+    """The capture function, beside the table's inbox (a name no table's check takes)."""
+    return sql.Identifier(INBOX_SCHEMA, f"track {name}")
+
+
+def _source(conn: psycopg.Connection, source: str) -> tuple[int, sql.Identifier, str]:
+    """(oid, qualified identifier, display name) of the table to track."""
+    row = conn.execute(
+        """SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.oid = to_regclass(%s)""", (source,)).fetchone()
+    if row is None:
+        raise UnknownStreamError(f"no table {source!r} to track (name an existing table, "
+                                 "e.g. public.orders)")
+    oid, schema, table, kind, persistence = row
+    shown = f"{schema}.{table}"
+    if kind not in ("r", "p"):
+        raise InvalidNameError(f"{shown} is not a table (only a table's changes can be tracked)")
+    if persistence == "t":
+        raise InvalidNameError(f"{shown} is a temporary table: other sessions never see it")
+    if schema.startswith("argus_"):
+        raise InvalidNameError(f"{shown} is argus's own table; track an application's table")
+    return oid, sql.Identifier(schema, table), shown
+
+
+def _key(conn: psycopg.Connection, oid: int, shown: str) -> list[str]:
+    """The source's primary key, else its replica identity index; refused without."""
+    row = conn.execute(
+        """SELECT i.indimmediate, array_agg(a.attname ORDER BY k.ord)
+             FROM pg_index i
+             CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+            WHERE i.indrelid = %s AND (i.indisprimary OR i.indisreplident)
+            GROUP BY i.indexrelid, i.indisprimary, i.indimmediate
+            ORDER BY i.indisprimary DESC LIMIT 1""", (oid,)).fetchone()
+    if row is None:
+        raise InvalidNameError(
+            f"{shown} has no primary key, which argus needs to follow its updates and "
+            f"deletes: add one (ALTER TABLE {shown} ADD PRIMARY KEY (...)), or name a unique "
+            f"index over NOT NULL columns (ALTER TABLE {shown} REPLICA IDENTITY USING INDEX "
+            "...)")
+    immediate, key = row
+    if not immediate:
+        raise InvalidNameError(f"{shown}: its primary key is DEFERRABLE, so a statement may "
+                               "leave two rows with one key for a while; argus needs an "
+                               "immediate key")
+    return list(key)
+
+
+def _columns(conn: psycopg.Connection, oid: int, shown: str) -> dict[str, str]:
+    columns = {}
+    for name, pg_type, not_null in conn.execute(
+            """SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute
+                WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum""",
+            (oid,)):
+        try:
+            same = check_name(name, "column") == name
+        except InvalidNameError:
+            same = False
+        if not same:
+            raise InvalidNameError(f"{shown}: column {name!r} is not a plain lower-case name, "
+                                   "which argus's queries could not name unquoted")
+        columns[name] = pg_type + (" NOT NULL" if not_null else "")
+    return columns
+
+
+def track(conn: psycopg.Connection, source: str, name: str | None = None) -> StreamSchema:
+    """Make the table `source` an argus table `name` (default: the source's name)."""
+    with conn.transaction():
+        session_role = conn.execute("SELECT current_user").fetchone()[0]
+        oid, source_id, shown = _source(conn, source)
+        name = check_name(name or shown.split(".")[-1], "table")
+        taken = conn.execute("SELECT s.name FROM argus_catalog.tracked t JOIN "
+                             "argus_catalog.streams s USING (stream_id) WHERE t.source = %s",
+                             (oid,)).fetchone()
+        if taken:
+            raise ArgusError(f"{shown} is already tracked by table {taken[0]}")
+        try:
+            conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(source_id))
+        except psycopg.errors.InsufficientPrivilege:
+            raise ArgusError(f"tracking {shown} needs its owner's rights (its triggers)") from None
+        key = _key(conn, oid, shown)
+        columns = list(streams.create_stream(conn, name, _columns(conn, oid, shown),
+                                             primary_key=key).column_names)
+        inbox = stream_inbox(name)
+        roles.become_owner(conn)  # the capture function runs with the owner's rights
+        conn.execute(render(
+            "stream/track", function=_function(name), inbox=inbox, history=stream_history(name),
+            columns=cols(columns), n_columns=cols(columns, "n"), o_columns=cols(columns, "o"),
+            first=sql.Identifier(key[0]), o_join=key_join(key, "o", "n"), key=cols(key),
+            o_key_only=sql.SQL(", ").join(sql.Identifier("o", c) if c in key else sql.SQL("NULL")
+                                          for c in columns)))
+        conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
+        conn.execute(render("stream/track_triggers", source=source_id, function=_function(name)))
+        conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
+            inbox, cols(columns), cols(columns), source_id))
+        conn.execute("""INSERT INTO argus_catalog.tracked (stream_id, source)
+                        SELECT stream_id, %s FROM argus_catalog.streams WHERE name = %s""",
+                     (oid, name))
+    return streams.stream_schemas(conn)[name]
+
+
+def untrack(conn: psycopg.Connection, name: str) -> str:
+    """Stop following the source: its triggers and the capture function go; the table,
+    its rows and its queries stay. Returns the source's name."""
+    name = check_name(name, "table")
+    with conn.transaction():
+        row = conn.execute(
+            """SELECT t.source, n.nspname, c.relname FROM argus_catalog.tracked t
+                 JOIN argus_catalog.streams s USING (stream_id)
+                 LEFT JOIN pg_class c ON c.oid = t.source
+                 LEFT JOIN pg_namespace n ON n.oid = c.relnamespace WHERE s.name = %s""",
+            (name,)).fetchone()
+        if row is None:
+            raise UnknownStreamError(f"{name!r} tracks no table")
+        oid, schema, table = row
+        shown = tables.tracked(conn, name)[name]
+        if table is not None:
+            source_id = sql.Identifier(schema, table)
+            for trigger in TRIGGERS:
+                conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
+                    sql.Identifier(trigger), source_id))
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(_function(name)))
+        conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
+    return shown
+

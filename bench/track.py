@@ -1,0 +1,116 @@
+"""Change capture by triggers (argus track): what it costs the application's writers,
+and the cycle that follows, against the same statements on an untracked copy of the
+table and against re-running the queries, on the same data.
+
+`accounts` rows of `customers` customers in public.accounts, tracked by argus, and an
+identical untracked plain.accounts. Each kind of statement runs on both, alternately
+(median ms of `repeat`): a one-row INSERT, a one-row UPDATE, an UPDATE of 100 / 1,000 /
+10,000 rows, a DELETE of 100 rows. Then the cycle that takes a batch of UPDATEs against
+re-running the two queries of bench/tables.py over plain.accounts.
+
+Usage: python bench/track.py [--dsn DSN] [--accounts 100000] [--customers 1000] [--repeat 9]
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+import argus
+from common import arguments, fresh_database  # bench/common.py
+from tables import QUERIES  # bench/tables.py
+
+
+def timed(conn, statement: str, params=()) -> float:
+    started = time.perf_counter()
+    conn.execute(statement, params)  # our constant SQL, values as parameters
+    return (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    args = arguments(__doc__, accounts=100_000, customers=1_000, repeat=9)
+    rng = random.Random(3)
+    with argus.connect(fresh_database(args.dsn)) as db:
+        conn = db.conn  # autocommit: each statement is the writer's transaction
+        conn.execute("CREATE SCHEMA plain")
+        for schema in ("public", "plain"):
+            conn.execute(f"CREATE TABLE {schema}.accounts (id bigint PRIMARY KEY, customer int "
+                         "NOT NULL, balance numeric(12,2) NOT NULL)")
+            conn.execute(f"INSERT INTO {schema}.accounts SELECT g, g %% %s, (g * 7919) %% 10000 "
+                         "FROM generate_series(1, %s) g", (args.customers, args.accounts))
+            conn.execute(f"CREATE TABLE {schema}.customers (id int PRIMARY KEY, region text)")
+            conn.execute(f"INSERT INTO {schema}.customers SELECT g, 'r' || g %% 17 "
+                         "FROM generate_series(0, %s) g", (args.customers - 1,))
+        started = time.perf_counter()
+        db.track("public.accounts")
+        db.track("public.customers")
+        track_ms = (time.perf_counter() - started) * 1000
+        db.run()
+        for name, query in QUERIES.items():
+            db.register_query(name, query)
+        conn.execute("VACUUM ANALYZE")
+        print(f"{args.accounts:,} accounts of {args.customers:,} customers; `argus track` of "
+              f"both tables: {track_ms:.0f} ms")
+        print("| writer's statement | untracked | tracked | overhead |")
+        print("|---|---:|---:|---:|")
+        next_id = args.accounts + 1
+        cases = [("INSERT of 1 row", "INSERT INTO {t} VALUES (%s, 1, 5)", lambda: (next_id,)),
+                 ("UPDATE of 1 row", "UPDATE {t} SET balance = balance + 1 WHERE id = %s",
+                  lambda: (rng.randrange(1, args.accounts),))]
+        for size in (100, 1_000, 10_000):
+            cases.append((f"UPDATE of {size:,} rows",
+                          "UPDATE {t} SET balance = balance + 1 WHERE id BETWEEN %s AND %s",
+                          lambda size=size: (lambda a: (a, a + size - 1))(
+                              rng.randrange(1, args.accounts - size))))
+        cases.append(("DELETE of 100 rows", "DELETE FROM {t} WHERE id BETWEEN %s AND %s",
+                      lambda: (lambda a: (a, a + 99))(rng.randrange(1, args.accounts - 100))))
+        for label, statement, params in cases:
+            times = {"plain.accounts": [], "public.accounts": []}
+            for _ in range(args.repeat):
+                values = params()
+                for table in times:
+                    times[table].append(timed(conn, statement.format(t=table), values))
+                next_id += 1
+            plain, tracked = (statistics.median(v) for v in times.values())
+            print(f"| {label} | {plain:.2f} | {tracked:.2f} | {tracked - plain:+.2f} ms "
+                  f"({tracked / plain:.1f}×) |")
+            db.run()
+        print()
+        print("| updates per batch | writer: tracked UPDATE | writer: untracked | argus cycle "
+              "| re-run | argus (update + cycle) vs (update + re-run) |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for size in (100, 1_000, 10_000):
+            t = {k: [] for k in ("tracked", "plain", "cycle", "rerun")}
+            for _ in range(3):
+                ids = rng.sample(range(1, args.accounts), size)
+                balances = [rng.randrange(10_000) for _ in ids]
+                for table, key in (("public.accounts", "tracked"), ("plain.accounts", "plain")):
+                    t[key].append(timed(conn, f"UPDATE {table} a SET balance = b.balance FROM "
+                                              "unnest(%s::bigint[], %s::numeric[]) AS b(id, "
+                                              "balance) WHERE a.id = b.id", (ids, balances)))
+                started = time.perf_counter()
+                db.run()
+                t["cycle"].append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                with conn.transaction():
+                    for name, query in QUERIES.items():
+                        conn.execute(f"DROP TABLE IF EXISTS plain.rerun_{name}")
+                        conn.execute(f"CREATE TABLE plain.rerun_{name} AS "
+                                     + query.replace(" accounts", " plain.accounts")
+                                            .replace(" customers", " plain.customers"))
+                t["rerun"].append((time.perf_counter() - started) * 1000)
+            m = {k: statistics.median(v) for k, v in t.items()}
+            print(f"| {size:,} | {m['tracked']:.1f} | {m['plain']:.1f} | {m['cycle']:.1f} | "
+                  f"{m['rerun']:.1f} | "
+                  f"{(m['plain'] + m['rerun']) / (m['tracked'] + m['cycle']):.1f}× |")
+        for name in QUERIES:
+            same = conn.execute(
+                f"SELECT count(*) FROM ((SELECT * FROM argus_results.{name} EXCEPT ALL "
+                f"SELECT * FROM plain.rerun_{name}) UNION ALL (SELECT * FROM plain.rerun_{name} "
+                f"EXCEPT ALL SELECT * FROM argus_results.{name})) d").fetchone()[0] == 0
+            print(f"{name}: argus's answer equals the re-run's: {'yes' if same else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
