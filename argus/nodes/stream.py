@@ -40,12 +40,14 @@ class StreamCompiler:
                         sql.SQL(when).format(var(node.id)), dynamic=False)
 
         if is_table(node):  # its delta always: its claim never leaves rows in the inbox
+            key = node.definition["key"]
+            rest = [c for c in node.columns if c not in key]
+            update = sql.SQL("\n WHEN MATCHED THEN UPDATE SET ({}) = ROW({})").format(
+                cols(rest), cols(rest, "d")) if rest else sql.SQL("")
             return [Step(render("stream/flush_table", hist=node.hist, delta=node.delta_table,
-                                sign=SIGN_ID, join=key_join(node.definition["key"], "h", "d")),
-                         sql.SQL("{} > 0").format(var(node.id)), dynamic=False),
-                    Step(render("stream/flush", hist=node.hist, columns=node.column_list,
-                                source=sql.SQL("{} WHERE {} > 0").format(node.delta_table,
-                                                                          SIGN_ID)),
+                                sign=SIGN_ID, join=key_join(key, "h", "d"), key=cols(key),
+                                columns=node.column_list, d_columns=cols(node.columns, "d"),
+                                update=update),
                          sql.SQL("{} > 0").format(var(node.id)), dynamic=False)]
         return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
                 append(node.delta_table, "NOT argus_locked AND {} > 0")]

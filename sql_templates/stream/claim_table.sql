@@ -3,14 +3,18 @@
 -- the table had (-1) and the row it has now (+1). A row whose text is the same before
 -- and after cancels out: text, not the type's equality, which json lacks and which
 -- calls 1.0 and 1.00, or '1 day' and '24 hours', the same. The history is the table
--- before this cycle (the flush applies the delta).
+-- before this cycle (the flush applies the delta); it is probed once per key.
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
 {moved} AS (INSERT INTO {delta} ({columns}, {sign})
-            SELECT {h_columns}, -1 FROM {history} h JOIN {last} l ON {l_join}
-             WHERE l.argus_op = 'd' OR ROW({h_columns})::text <> ROW({l_columns})::text
-            UNION ALL
-            SELECT {l_columns}, 1 FROM {last} l LEFT JOIN {history} h ON {l_join}
-             WHERE l.argus_op <> 'd'
-               AND (h.{first} IS NULL OR ROW({h_columns})::text <> ROW({l_columns})::text)
+            SELECT x.* FROM {last} l LEFT JOIN {history} h ON {l_join}
+             CROSS JOIN LATERAL (
+                 SELECT h.{first} IS NOT NULL AS had, l.argus_op <> 'd' AS has,
+                        ROW({h_columns})::text IS DISTINCT FROM ROW({l_columns})::text AS differs
+             ) AS c
+             CROSS JOIN LATERAL (
+                 SELECT {h_columns}, -1 WHERE c.had AND (NOT c.has OR c.differs)
+                 UNION ALL
+                 SELECT {l_columns}, 1 WHERE c.has AND (NOT c.had OR c.differs)
+             ) AS x
             RETURNING {sign})

@@ -1,3 +1,9 @@
--- A table's history takes the cycle's changes by key: the rows it had go (this
--- statement), then the rows it has now come in (stream/flush from the delta table).
-DELETE FROM {hist} h USING {delta} d WHERE d.{sign} < 0 AND {join}
+-- A table's history takes the cycle's changes by key, in one pass: per key, its new row
+-- (+1) if it has one, else the row it had (-1). A key with a new row that the history
+-- has is updated in place (only its other columns: HOT when no index covers them), one
+-- without is inserted, and one that only lost its row is deleted.
+MERGE INTO {hist} AS h
+USING (SELECT DISTINCT ON ({key}) {columns}, {sign} FROM {delta} ORDER BY {key}, {sign} DESC) AS d
+   ON {join}
+ WHEN MATCHED AND d.{sign} < 0 THEN DELETE{update}
+ WHEN NOT MATCHED AND d.{sign} > 0 THEN INSERT ({columns}) VALUES ({d_columns})
