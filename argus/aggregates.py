@@ -40,15 +40,21 @@ _SCALE = ("d", "max(CASE WHEN {s} > 0 THEN scale({x}) END)", "max")
 _SPECIALS = [(suffix, f"coalesce(sum({{s}}) FILTER (WHERE ({{x}}) = '{value}'), 0)", "add")
              for suffix, value in (("nan", "NaN"), ("pinf", "Infinity"), ("ninf", "-Infinity"))]
 COUNTS = ("c", "f", "t", "nan", "pinf", "ninf")  # books that count rows
+# "numeric:<scale>": a column of a numeric type with a declared scale (numeric(12,2)):
+# every value has that scale, so does every sum, and no largest scale is kept.
+
+
+def _base(category: str | None) -> str | None:
+    return category.split(":")[0] if category else category
 _FLOAT = {"float4": "real", "float8": "double precision"}
 
 
 def _sums(category: str, squares: bool) -> list[tuple[str, str, str]]:
-    value = _VALUE.get(category, _VALUE["other"])
+    value = _VALUE.get(_base(category), _VALUE["other"])
     books = [("s", f"sum({{s}} * {value})", "add")]
     if squares:
         books.append(("q", f"sum({{s}} * {value} * {value})", "add"))
-    return (books + [_COUNT] + (_SPECIALS if category in SPECIAL else [])
+    return (books + [_COUNT] + (_SPECIALS if _base(category) in SPECIAL else [])
             + ([_SCALE] if category == "numeric" else []))
 
 
@@ -56,10 +62,11 @@ def _special(value: str, category: str, sums: bool = True) -> str:
     """`value` over the finite rows, or what PostgreSQL answers when NaN or ±Infinity
     are among the rows: for sums and averages NaN, or the one infinity present; for
     variances NaN."""
-    if category == "numeric":  # at the scale of the current rows
-        value = (value.replace("{s}", "round({s}, {d})")
-                 .replace("{q}", "round({q}, 2 * {d})"))
-    if category not in SPECIAL:
+    if _base(category) == "numeric":  # at the scale of the current rows (or the declared one)
+        scale = "{d}" if category == "numeric" else category.split(":")[1]
+        value = (value.replace("{s}", f"round({{s}}, {scale})")
+                 .replace("{q}", f"round({{q}}, 2 * {scale})"))
+    if _base(category) not in SPECIAL:
         return value
     if not sums:
         return f"CASE WHEN {{nan}} + {{pinf}} + {{ninf}} > 0 THEN 'NaN' ELSE {value} END"
@@ -303,6 +310,12 @@ class Model:
     @property
     def counted(self) -> bool:
         return any(b.combine == "count" for _, b in self.books)
+
+    @property
+    def counted_extremes(self) -> list[tuple[Spec, Book, Book]]:
+        """(spec, MIN/MAX book, the book counting the rows at its extreme)."""
+        return [(spec, book, after) for spec in self.specs
+                for book, after in zip(spec.books, spec.books[1:]) if after.combine == "count"]
 
     @property
     def has_extremes(self) -> bool:

@@ -6,3 +6,6 @@ CREATE TABLE argus_catalog.tracked (
     method     text NOT NULL DEFAULT 'trigger',
     tracked_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- A cycle's deletes of keys a table did not have (ignored), per table.
+ALTER TABLE argus_catalog.run_streams ADD COLUMN ignored_deletes bigint NOT NULL DEFAULT 0;

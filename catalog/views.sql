@@ -88,7 +88,9 @@ SELECT r.run_id,
        r.isolated AS failed_queries,  -- queries this cycle isolated: see argus.queries
        r.nodes_run,
        r.clock,
-       r.error
+       r.error,
+       (SELECT jsonb_object_agg(s.stream, s.ignored_deletes) FROM argus_catalog.run_streams s
+         WHERE s.run_id = r.run_id AND s.ignored_deletes > 0) AS ignored_deletes
   FROM argus_catalog.runs r;
 
 CREATE VIEW argus.index AS

@@ -298,3 +298,52 @@ def test_min_max_under_retraction_keep_the_rows_at_the_extreme(oracle, maintenan
         ).format(psycopg.sql.Identifier(*node))).fetchall()
         assert wrong == [], f"cycle {cycle}: wrong counts at the extreme for groups {wrong}"
     assert oracle.cycles_checked == 25
+
+
+def test_deletes_of_keys_the_table_does_not_have_are_counted_and_ignored(accounts):
+    accounts.insert("accounts", [(1, "a", 10), (2, "b", 20)])
+    accounts.run()
+    accounts.delete("accounts", [7, 1])  # 7: never inserted
+    accounts.insert("accounts", [(3, "c", 5)])
+    accounts.delete("accounts", [3, 8])  # 3: inserted in this cycle; 8: never
+    accounts.run()
+    ignored = accounts.conn.execute("SELECT ignored_deletes FROM argus.runs "
+                                    "ORDER BY run_id DESC LIMIT 1").fetchone()[0]
+    assert ignored == {"accounts": 2}
+    accounts.run()
+    assert accounts.conn.execute("SELECT ignored_deletes FROM argus.runs "
+                                 "ORDER BY run_id DESC LIMIT 1").fetchone()[0] is None
+
+
+def test_sums_over_a_declared_scale_print_as_postgresql_prints_them(oracle):
+    """A numeric(12,2) column's sums, averages and variances keep no largest scale
+    (every value has two decimals); an undeclared numeric's and an expression's do.
+    The oracle compares numbers by value, so the answers are compared here as text,
+    after inserts, updates and deletes."""
+    db = oracle.db
+    oracle.create_table("prices", {"id": "int", "g": "text", "p": "numeric(12,2)",
+                                   "q": "numeric"}, primary_key="id")
+    query = ("SELECT g, sum(p) AS sp, avg(p) AS ap, var_samp(p) AS vp, sum(q) AS sq, "
+             "avg(q) AS aq, sum(p * q) AS spq FROM prices GROUP BY g")
+    oracle.register("sums", query)
+    definition = db.conn.execute("SELECT definition FROM argus_catalog.nodes "
+                                 "WHERE kind = 'aggregate'").fetchone()[0]
+    assert {e[2]: e[4] for e in definition["aggregates"]}['"t1"."p"'] == "numeric:2"
+    rng = random.Random(4)
+    present = set()
+    for _ in range(12):
+        rows = [(i, rng.choice("xy"), rng.choice(["1.5", "2", "0.125", "-3.25"]),
+                 rng.choice(["1", "1.0", "0.5", "2.250"])) for i in rng.sample(range(30), 5)]
+        oracle.insert("prices", [r for r in rows if r[0] not in present])
+        oracle.update("prices", [r for r in rows if r[0] in present])
+        present |= {r[0] for r in rows}
+        gone = rng.sample(sorted(present), 2)
+        oracle.delete("prices", gone)
+        present -= set(gone)
+        oracle.run()
+        actual = {r[0] for r in db.conn.execute(
+            "SELECT ROW(g, sp, ap, vp, sq, aq, spq)::text FROM argus_results.sums")}
+        scratch = query.replace("prices", "argus_streams.prices")
+        expected = {r[0] for r in db.conn.execute(
+            f"SELECT ROW(g, sp, ap, vp, sq, aq, spq)::text FROM ({scratch}) s")}
+        assert actual == expected

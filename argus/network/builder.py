@@ -174,6 +174,8 @@ class Builder(Reads):
                          if a.arg is not None else a for a in plan.aggregates)
             args = sorted({a.arg for a in aggs if a.arg is not None})
             categories = {a: _category(t) for a, t in zip(args, self.probe_types(parent, args))}
+            categories.update(self._declared_scales(parent, [a for a in args
+                                                             if categories[a] == "numeric"]))
             node, self.names[plan] = regroup.aggregate(self, parent,
                                                        regroup.Want(groups, aggs, categories))
             return node
@@ -196,6 +198,24 @@ class Builder(Reads):
             self.names[plan] = dict(zip(plan.names, columns))
             return node
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
+
+    def _declared_scales(self, parent: Node, args: list[str]) -> dict[str, str]:
+        """"numeric:<scale>" for the arguments that are a column of the parent declared
+        with a scale (numeric(12,2)): its sums need no largest scale kept
+        (argus.aggregates)."""
+        columns = {}
+        for arg in args:
+            tree = sqlglot.parse_one(arg, read=DIALECT)
+            if isinstance(tree, exp.Column) and tree.table == "t1":
+                columns[tree.name] = arg
+        if not columns:
+            return {}
+        rows = self.conn.execute(
+            """SELECT attname, (atttypmod - 4) & 65535 FROM pg_attribute
+                WHERE attrelid = to_regclass(%s) AND attname = ANY(%s) AND atttypmod >= 4
+                  AND atttypid = 'numeric'::regtype""",
+            (parent.hist.as_string(self.conn), list(columns))).fetchall()
+        return {columns[name]: f"numeric:{scale}" for name, scale in rows}
 
     def _recursive(self, plan: Recursive) -> Node:
         """A WITH RECURSIVE relation (argus.nodes.recursive): its non-recursive branches'

@@ -60,11 +60,32 @@ class AggregateCompiler:
         return same_row(model.group_names, other, "dh")
 
     def from_scratch(self, model: Model, parent: Node) -> sql.Composed:
-        books = [sql.SQL(", {} AS {}").format(sql.SQL(b.over(s.arg, "1::smallint")),
-                                              sql.Identifier(b.column)) for s, b in model.books]
+        """Every group from the parent's rows; a counted node's rows at each extreme
+        counted beside it, the extreme found first by a window over each group."""
+        counts, windows = {}, []
+        for spec, book, count in model.counted_extremes:
+            name = f"argus_e{spec.index}"
+            counts[count.column] = sql.SQL("count(*) FILTER (WHERE ({}) = {})").format(
+                sql.SQL(book.value), sql.Identifier(std_alias(1), name))
+            windows.append(sql.SQL(", {}({}) OVER argus_w AS {}").format(
+                sql.SQL(book.combine), sql.SQL(book.value), sql.Identifier(name)))
+        books = [sql.SQL(", {} AS {}").format(
+                     counts.get(b.column) or sql.SQL(b.over(s.arg, "1::smallint")),
+                     sql.Identifier(b.column)) for s, b in model.books]
         return render("aggregate/select", n_hash=row_hash(model.group_names, "n"),
-                      book_backfill=sql.SQL("").join(books), parent=parent.hist,
-                      **self._slots(model))
+                      book_backfill=sql.SQL("").join(books),
+                      parent=self._windowed(model, parent.hist, windows), **self._slots(model))
+
+    @staticmethod
+    def _windowed(model: Model, source: sql.Composable, windows: list) -> sql.Composable:
+        """`source` with `windows` (window aggregates OVER argus_w, each group's rows)."""
+        if not windows:
+            return source
+        return sql.SQL("(SELECT {t1}.*{windows} FROM {source} AS {t1} WINDOW argus_w AS ({by}))"
+                       ).format(t1=T1, windows=sql.SQL("").join(windows), source=source,
+                                by=sql.SQL("") if model.is_global else sql.SQL(
+                                    "PARTITION BY {}").format(
+                                    sql.SQL(", ").join(map(sql.SQL, model.group_exprs))))
 
     def _values(self, model: Model, spec: Spec, source: sql.Identifier,
                 count: str) -> sql.Composed:
@@ -180,10 +201,12 @@ class AggregateCompiler:
             need=need, cte=cte, at=at, b=b, c=c, count=count)
         groups = sql.SQL("dh LEFT JOIN o ON {}").format(
             sql.SQL("TRUE") if model.is_global else same_row(model.group_names, "o", "dh"))
-        affected = (sql.SQL("EXISTS (SELECT 1 FROM {} WHERE {})").format(groups, need)
-                    if model.is_global else
-                    sql.SQL("{} IN (SELECT dh.argus_hash FROM {} WHERE {})").format(
-                        expr_hash(model.group_exprs), groups, need))
+        # (EXISTS first: computed once, it skips the parent's scan when no group needs it)
+        needy = sql.SQL("SELECT dh.argus_hash FROM {} WHERE {}").format(groups, need)
+        affected = sql.SQL("EXISTS ({})").format(needy)
+        if not model.is_global:
+            affected = sql.SQL("{} AND {} IN ({})").format(
+                affected, expr_hash(model.group_exprs), needy)
         gnames = model.group_names
         return merge, render(
             "aggregate/minmax_counted", k=sql.SQL(str(k)),
@@ -220,12 +243,7 @@ class AggregateCompiler:
                 sql.SQL(", coalesce(-sum({t1}.{s}) FILTER (WHERE {t1}.{s} < 0 AND ({v}) = {w}), 0)"
                         " AS {c}").format(t1=T1, s=SIGN_ID, v=value, w=win_out,
                                           c=sql.Identifier(f"argus_x{k}_outc"))]
-        source = sql.SQL("(SELECT {t1}.*{windows} FROM {delta} AS {t1} WINDOW argus_w AS ({by}))"
-                         ).format(t1=T1, windows=sql.SQL("").join(windows), delta=parent.delta,
-                                  by=sql.SQL("") if model.is_global else sql.SQL(
-                                      "PARTITION BY {}").format(
-                                      sql.SQL(", ").join(map(sql.SQL, model.group_exprs))))
-        return source, deltas
+        return AggregateCompiler._windowed(model, parent.delta, windows), deltas
 
     def evaluate(self, node, parents):
         model, parent = node.spec, parents[0]

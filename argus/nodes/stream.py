@@ -79,17 +79,19 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     rows of the streams in `unread` (no node reads them) go straight to their histories
     (their flush then finds their delta tables empty). Locked or not, an unread stream
     is claimed only when `take(i)` (its inbox grew past settings.unread_inbox_bytes)."""
-    parts, counts, times, late, held, retracted = [], [], [], [], [], []
+    parts, counts, times, late, held, retracted, ignored = [], [], [], [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
         if is_table(node):  # its changes, netted per key into a signed delta
             parts.extend(_claim_table(node, i, claimed, stats))
             counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
             retracted.append(sql.SQL("(SELECT retracted FROM {})").format(stats))
+            ignored.append(sql.SQL("(SELECT ignored FROM {})").format(stats))
             late.append(sql.SQL("0"))
             held.append(sql.SQL("0"))
             continue
         retracted.append(sql.SQL("0"))
+        ignored.append(sql.SQL("0"))
         t = sql.Identifier(time_column) if time_column else None
         admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
         refused = sql.SQL("NOT {}").format(admitted)
@@ -127,10 +129,11 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
         late.append(sql.SQL("(SELECT late FROM {})").format(stats))
         held.append(sql.SQL("(SELECT held FROM {})").format(stats))
     return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[], "
-                   "ARRAY[{}]::bigint[], ARRAY[{}]::bigint[]").format(
+                   "ARRAY[{}]::bigint[], ARRAY[{}]::bigint[], ARRAY[{}]::bigint[]").format(
         sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts),
         sql.SQL(", ").join(times or [sql.SQL("NULL::timestamptz")]),
-        sql.SQL(", ").join(late), sql.SQL(", ").join(held), sql.SQL(", ").join(retracted))
+        sql.SQL(", ").join(late), sql.SQL(", ").join(held), sql.SQL(", ").join(retracted),
+        sql.SQL(", ").join(ignored))
 
 
 def is_table(node: Node) -> bool:
@@ -156,8 +159,10 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
                    h_columns=cols(node.columns, "h"), l_columns=cols(node.columns, "l"),
                    first=sql.Identifier(node.definition["key"][0]),
                    l_join=key_join(node.definition["key"], "h", "l")),
-            sql.SQL("{} AS (SELECT count(*) AS n, count(*) FILTER (WHERE {} < 0) AS retracted "
-                    "FROM {})").format(stats, SIGN_ID, moved)]
+            render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved, last=last,
+                   claimed=claimed, history=node.hist,
+                   l_join=key_join(node.definition["key"], "h", "l"),
+                   c_join=key_join(node.definition["key"], "c", "l"))]
 
 
 KIND = register(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),

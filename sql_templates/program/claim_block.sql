@@ -27,14 +27,18 @@
         END;
     END IF;
     IF argus_locked THEN
-        {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted;
+        {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
+                             argus_ignored;
     ELSE
-        {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted;
+        {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
+                      argus_ignored;
 {analyze}
     END IF;
-    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined, inbox_bytes)
+    INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined, inbox_bytes,
+                                           ignored_deletes)
     SELECT argus_run, u.* FROM unnest(ARRAY[{names}]::text[], ARRAY[{vars}]::bigint[],
-                                      argus_late, argus_held, ARRAY[{after}]::bigint[]) AS u;
+                                      argus_late, argus_held, ARRAY[{after}]::bigint[],
+                                      argus_ignored) AS u;
     argus_clock_new := greatest(argus_clock_old, argus_claimed_time);
     argus_clock_moved := argus_clock_new IS DISTINCT FROM argus_clock_old;
     UPDATE argus_catalog.clock SET previous = now, now = argus_clock_new;

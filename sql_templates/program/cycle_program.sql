@@ -21,6 +21,7 @@ DECLARE
     argus_late bigint[];
     argus_held bigint[];
     argus_retracted bigint[];
+    argus_ignored bigint[];  -- per stream: deletes of keys a table did not have
     argus_clock_old timestamptz;
     argus_clock_new timestamptz;
     argus_clock_moved boolean := false;
