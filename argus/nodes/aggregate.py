@@ -223,9 +223,7 @@ class AggregateCompiler:
         """(the parent's delta with, per group, the extreme of each MIN/MAX book's
         inserted and retracted rows; the delta's columns that count the rows at them)."""
         windows, deltas = [], []
-        for spec, book in model.books:
-            if book.combine not in ("min", "max"):
-                continue
+        for spec, book, count in model.counted_extremes:
             k, value = spec.index, sql.SQL(book.value)
             for side, op in (("in", ">"), ("out", "<")):
                 windows.append(sql.SQL(", {f}({v}) FILTER (WHERE {t1}.{s} {op} 0) OVER argus_w "
@@ -237,7 +235,7 @@ class AggregateCompiler:
             deltas += [
                 sql.SQL(", coalesce(sum({t1}.{s}) FILTER (WHERE {t1}.{s} > 0 AND ({v}) = {w}), 0)"
                         " AS {c}").format(t1=T1, s=SIGN_ID, v=value, w=win_in,
-                                          c=sql.Identifier(book.column + "count")),
+                                          c=sql.Identifier(count.column)),
                 sql.SQL(", min({w}) AS {out}").format(
                     w=win_out, out=sql.Identifier(f"argus_x{k}_out")),
                 sql.SQL(", coalesce(-sum({t1}.{s}) FILTER (WHERE {t1}.{s} < 0 AND ({v}) = {w}), 0)"
