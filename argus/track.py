@@ -15,7 +15,7 @@ import psycopg
 from psycopg import sql
 
 from . import roles, streams, tables
-from .errors import ArgusError, InvalidNameError, UnknownStreamError
+from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from .names import INBOX_SCHEMA, check_name, stream_history, stream_inbox
 from .nodes.base import cols
@@ -34,15 +34,23 @@ def _function(name: str) -> sql.Identifier:
 def _source(conn: psycopg.Connection, source: str) -> tuple[int, sql.Identifier, str]:
     """(oid, qualified identifier, display name) of the table to track."""
     row = conn.execute(
-        """SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence
+        """SELECT c.oid, n.nspname, c.relname, c.relkind, c.relpersistence,
+                  c.relispartition OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.oid),
+                  EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid)
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE c.oid = to_regclass(%s)""", (source,)).fetchone()
     if row is None:
         raise UnknownStreamError(f"no table {source!r} to track (name an existing table, "
                                  "e.g. public.orders)")
-    oid, schema, table, kind, persistence = row
+    oid, schema, table, kind, persistence, child, parent = row
     shown = f"{schema}.{table}"
-    if kind not in ("r", "p"):
+    if kind == "p" or parent or child:
+        what = ("partitioned" if kind == "p" else "a partition or an inheritance child"
+                if child else "an inheritance parent")
+        raise InvalidNameError(f"{shown} is {what}: a statement on a partition (or a child) "
+                               "fires no trigger of its parent, nor the parent's of its "
+                               "partitions, so argus would miss changes; track a plain table")
+    if kind != "r":
         raise InvalidNameError(f"{shown} is not a table (only a table's changes can be tracked)")
     if persistence == "t":
         raise InvalidNameError(f"{shown} is a temporary table: other sessions never see it")
@@ -59,6 +67,7 @@ def _key(conn: psycopg.Connection, oid: int, shown: str) -> list[str]:
              CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
             WHERE i.indrelid = %s AND (i.indisprimary OR i.indisreplident)
+              AND k.ord <= i.indnkeyatts  -- not the INCLUDE columns
             GROUP BY i.indexrelid, i.indisprimary, i.indimmediate
             ORDER BY i.indisprimary DESC LIMIT 1""", (oid,)).fetchone()
     if row is None:
@@ -77,17 +86,24 @@ def _key(conn: psycopg.Connection, oid: int, shown: str) -> list[str]:
 
 def _columns(conn: psycopg.Connection, oid: int, shown: str) -> dict[str, str]:
     columns = {}
-    for name, pg_type, not_null in conn.execute(
-            """SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute
-                WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum""",
-            (oid,)):
+    for name, pg_type, not_null, collation in conn.execute(
+            """SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                      CASE WHEN a.attcollation <> t.typcollation THEN c.collname END
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+                 LEFT JOIN pg_collation c ON c.oid = a.attcollation
+                WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
+                ORDER BY a.attnum""", (oid,)):
         try:
-            same = check_name(name, "column") == name
-        except InvalidNameError:
-            same = False
-        if not same:
+            check_name(name, "column")
+        except InvalidNameError as exc:
+            raise InvalidNameError(f"{shown}: {exc}") from None
+        if check_name(name, "column") != name:
             raise InvalidNameError(f"{shown}: column {name!r} is not a plain lower-case name, "
                                    "which argus's queries could not name unquoted")
+        if collation is not None:
+            raise InvalidNameError(
+                f"{shown}: column {name!r} has the collation {collation!r}; argus's copy would "
+                "compare and sort it by the type's default, and give other answers")
         columns[name] = pg_type + (" NOT NULL" if not_null else "")
     return columns
 
@@ -108,8 +124,14 @@ def track(conn: psycopg.Connection, source: str, name: str | None = None) -> Str
         except psycopg.errors.InsufficientPrivilege:
             raise ArgusError(f"tracking {shown} needs its owner's rights (its triggers)") from None
         key = _key(conn, oid, shown)
-        columns = list(streams.create_stream(conn, name, _columns(conn, oid, shown),
-                                             primary_key=key).column_names)
+        spec = _columns(conn, oid, shown)
+        try:
+            columns = list(streams.create_stream(conn, name, spec, primary_key=key).column_names)
+        except DuplicateNameError:
+            raise DuplicateNameError(f"argus has a stream or table {name!r} already: track "
+                                     f"{shown} under another name (--as NAME)") from None
+        except InvalidNameError as exc:
+            raise InvalidNameError(f"{shown}: {exc}") from None
         inbox = stream_inbox(name)
         roles.become_owner(conn)  # the capture function runs with the owner's rights
         conn.execute(render(
@@ -120,6 +142,9 @@ def track(conn: psycopg.Connection, source: str, name: str | None = None) -> Str
                                           for c in columns)))
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
         conn.execute(render("stream/track_triggers", source=source_id, function=_function(name)))
+        for trigger in TRIGGERS:  # fired under session_replication_role = replica as well
+            conn.execute(sql.SQL("ALTER TABLE {} ENABLE ALWAYS TRIGGER {}").format(
+                source_id, sql.Identifier(trigger)))
         conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
             inbox, cols(columns), cols(columns), source_id))
         conn.execute("""INSERT INTO argus_catalog.tracked (stream_id, source)

@@ -484,8 +484,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
            array_agg(c.type ORDER BY c.position),
            coalesce(array_agg(c.name ORDER BY c.position) FILTER (WHERE c.not_null), '{}'),
            s.primary_key,
-           (SELECT coalesce(format('%I.%I', n.nspname, r.relname),
-                            format('(a dropped table, oid %s)', t.source))
+           (SELECT CASE WHEN r.oid IS NULL THEN format('(a dropped table, oid %s)', t.source)
+                        ELSE format('%I.%I', n.nspname, r.relname) END
               FROM argus_catalog.tracked t LEFT JOIN pg_class r ON r.oid = t.source
               LEFT JOIN pg_namespace n ON n.oid = r.relnamespace
              WHERE t.stream_id = s.stream_id)

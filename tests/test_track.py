@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from argus.cli import main
-from argus.errors import ArgusError, InvalidNameError, LoadError, UnknownStreamError
+from argus.errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
+                          UnknownStreamError)
 
 QUERIES = {
     "per_customer": "SELECT customer, count(*) AS n, sum(amount) AS total, min(amount) AS lo, "
@@ -127,6 +128,12 @@ def test_what_cannot_be_tracked_is_refused_naming_the_fix(db):
     conn.execute("CREATE UNIQUE INDEX identity_a ON identity (a)")
     conn.execute("ALTER TABLE identity REPLICA IDENTITY USING INDEX identity_a")
     conn.execute("CREATE VIEW a_view AS SELECT 1 AS a")
+    conn.execute("CREATE TABLE parted (a int PRIMARY KEY) PARTITION BY RANGE (a)")
+    conn.execute("CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10)")
+    conn.execute('CREATE TABLE collated (a text COLLATE "C" PRIMARY KEY)')
+    conn.execute('CREATE TABLE reserved (a int PRIMARY KEY, "user" text)')
+    conn.execute("CREATE TABLE taken (a int PRIMARY KEY)")
+    db.create_stream("taken", {"x": "int"})
     cases = [
         ("nokey", InvalidNameError, r"public\.nokey has no primary key, which argus needs to "
                                     r"follow its updates and deletes: add one \(ALTER TABLE "
@@ -136,12 +143,22 @@ def test_what_cannot_be_tracked_is_refused_naming_the_fix(db):
         ("a_view", InvalidNameError, r"public\.a_view is not a table"),
         ("nowhere.t", UnknownStreamError, r"no table 'nowhere\.t' to track"),
         ("argus_catalog.streams", InvalidNameError, "argus's own table"),
+        ("parted", InvalidNameError, r"public\.parted is partitioned: a statement on a partition"),
+        ("parted_1", InvalidNameError, "is a partition or an inheritance child"),
+        ("collated", InvalidNameError, r"public\.collated: column 'a' has the collation 'C'"),
+        ("reserved", InvalidNameError, r"public\.reserved: invalid column name 'user': a reserved"),
+        ("taken", DuplicateNameError, r"argus has a stream or table 'taken' already: track "
+                                      r"public\.taken under another name \(--as NAME\)"),
     ]
     for source, error, message in cases:
         with pytest.raises(error, match=message):
             db.track(source)
-    assert db.streams() == [] and db.tracked() == {}
+    assert [s.name for s in db.streams()] == ["taken"] and db.tracked() == {}
+    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'argus_track%'"
+                        ).fetchone()[0] == 0
     assert db.track("identity").primary_key == ("a",)  # its replica identity's index
+    conn.execute("CREATE TABLE included (a int, b int, PRIMARY KEY (a) INCLUDE (b))")
+    assert db.track("included").primary_key == ("a",)  # not the INCLUDE column
 
 
 def test_a_writer_without_argus_rights_still_writes_its_table(orders, login):
@@ -183,3 +200,31 @@ def test_dropping_a_tracked_table_removes_its_triggers(orders):
     orders.conn.execute("INSERT INTO orders VALUES (500, 'c1', 1)")
     assert orders.conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = "
                                "'public.orders'::regclass").fetchone()[0] == 0
+
+
+def test_a_dropped_source_leaves_a_table_that_can_be_untracked_and_dropped(orders):
+    """(Once, format('%I.%I', NULL, NULL) failed every catalog read of the streams.)"""
+    db = orders.db
+    db.track("public.orders")
+    db.run()
+    orders.conn.execute("DROP TABLE public.orders")
+    (source,) = db.tracked().values()
+    assert source.startswith("(a dropped table, oid ")
+    db.create_stream("other", {"x": "int"})  # the catalog still reads
+    assert db.untrack("orders") == source
+    db.drop_stream("orders")
+    assert [s.name for s in db.streams()] == ["other"]
+
+
+def test_changes_made_as_a_replica_are_captured(orders):
+    """pg_restore --disable-triggers aside, a session replaying changes
+    (session_replication_role = replica) still fires the capture: ENABLE ALWAYS."""
+    oracle, conn = orders, orders.conn
+    oracle.db.track("public.orders")
+    oracle.run()
+    oracle.register("per_customer", QUERIES["per_customer"])
+    with conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute("INSERT INTO orders VALUES (100, 'c1', 1)")
+        conn.execute("DELETE FROM orders WHERE id = 1")
+    oracle.run()
