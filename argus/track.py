@@ -94,10 +94,10 @@ def _columns(conn: psycopg.Connection, oid: int, shown: str) -> dict[str, str]:
                 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
                 ORDER BY a.attnum""", (oid,)):
         try:
-            check_name(name, "column")
+            plain = check_name(name, "column") == name
         except InvalidNameError as exc:
             raise InvalidNameError(f"{shown}: {exc}") from None
-        if check_name(name, "column") != name:
+        if not plain:
             raise InvalidNameError(f"{shown}: column {name!r} is not a plain lower-case name, "
                                    "which argus's queries could not name unquoted")
         if collation is not None:
@@ -142,9 +142,6 @@ def track(conn: psycopg.Connection, source: str, name: str | None = None) -> Str
                                           for c in columns)))
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
         conn.execute(render("stream/track_triggers", source=source_id, function=_function(name)))
-        for trigger in TRIGGERS:  # fired under session_replication_role = replica as well
-            conn.execute(sql.SQL("ALTER TABLE {} ENABLE ALWAYS TRIGGER {}").format(
-                source_id, sql.Identifier(trigger)))
         conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
             inbox, cols(columns), cols(columns), source_id))
         conn.execute("""INSERT INTO argus_catalog.tracked (stream_id, source)
