@@ -152,7 +152,7 @@ class Argus:
 
     def tracked(self) -> dict[str, str]:
         """Each table that follows a source, and that source."""
-        return tables.tracked(self.conn)
+        return track.tracked(self.conn)
 
     def drop_stream(self, name: str) -> None:
         if not self.owner:

@@ -89,18 +89,6 @@ def _values(row: object, columns: list[str], name: str, what: str) -> tuple:
     return values
 
 
-def tracked(conn: psycopg.Connection, name: str | None = None) -> dict[str, str]:
-    """Each table that follows a source (argus.track), or only `name`: its source."""
-    return dict(conn.execute(
-        """SELECT s.name, CASE WHEN c.oid IS NULL
-                                THEN format('(a dropped table, oid %%s)', t.source)
-                                ELSE format('%%I.%%I', n.nspname, c.relname) END
-             FROM argus_catalog.tracked t JOIN argus_catalog.streams s USING (stream_id)
-             LEFT JOIN pg_class c ON c.oid = t.source
-             LEFT JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE s.name = coalesce(%s, s.name) ORDER BY 1""", (name,)))
-
-
 def refuse_tracked(schema: StreamSchema) -> None:
     """A tracked table changes only through its source: a direct load could contradict
     the source and then fail the application's own statements."""

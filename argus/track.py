@@ -14,7 +14,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from . import roles, streams, tables
+from . import roles, streams
 from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from .names import INBOX_SCHEMA, check_name, stream_history, stream_inbox
@@ -150,6 +150,11 @@ def track(conn: psycopg.Connection, source: str, name: str | None = None) -> Str
     return streams.stream_schemas(conn)[name]
 
 
+def tracked(conn: psycopg.Connection) -> dict[str, str]:
+    """Each table that follows a source, and that source (or a dropped table's oid)."""
+    return {name: s.source for name, s in streams.stream_schemas(conn).items() if s.source}
+
+
 def untrack(conn: psycopg.Connection, name: str) -> str:
     """Stop following the source: its triggers and the capture function go; the table,
     its rows and its queries stay. Returns the source's name."""
@@ -164,7 +169,7 @@ def untrack(conn: psycopg.Connection, name: str) -> str:
         if row is None:
             raise UnknownStreamError(f"{name!r} tracks no table")
         oid, schema, table = row
-        shown = tables.tracked(conn, name)[name]
+        shown = tracked(conn)[name]
         if table is not None:
             source_id = sql.Identifier(schema, table)
             for trigger in TRIGGERS:
