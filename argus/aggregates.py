@@ -40,13 +40,14 @@ _SCALE = ("d", "max(CASE WHEN {s} > 0 THEN scale({x}) END)", "max")
 _SPECIALS = [(suffix, f"coalesce(sum({{s}}) FILTER (WHERE ({{x}}) = '{value}'), 0)", "add")
              for suffix, value in (("nan", "NaN"), ("pinf", "Infinity"), ("ninf", "-Infinity"))]
 COUNTS = ("c", "f", "t", "nan", "pinf", "ninf")  # books that count rows
-# "numeric:<scale>": a column of a numeric type with a declared scale (numeric(12,2)):
-# every value has that scale, so does every sum, and no largest scale is kept.
+_FLOAT = {"float4": "real", "float8": "double precision"}
 
 
 def _base(category: str | None) -> str | None:
+    """The family of "numeric:<scale>", a numeric column declared with a scale
+    (numeric(12,2)): every value has that scale, so does every sum, and no largest
+    scale is kept."""
     return category.split(":")[0] if category else category
-_FLOAT = {"float4": "real", "float8": "double precision"}
 
 
 def _sums(category: str, squares: bool) -> list[tuple[str, str, str]]:
@@ -309,7 +310,7 @@ class Model:
 
     @property
     def counted(self) -> bool:
-        return any(b.combine == "count" for _, b in self.books)
+        return bool(self.counted_extremes)
 
     @property
     def counted_extremes(self) -> list[tuple[Spec, Book, Book]]:
