@@ -154,7 +154,7 @@ def track_command(source: str, name: str | None, dsn: str | None) -> None:
     transaction). Needs a primary key and the table owner's rights."""
     with _connect(dsn) as db:
         schema = db.track(source, name)
-        console.print(f"table {schema.name} follows {db.tracked()[schema.name]} "
+        console.print(f"table {schema.name} follows {schema.source} "
                       f"(key: {', '.join(schema.primary_key)}); its rows reach the queries "
                       "at the next cycle")
 

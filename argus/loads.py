@@ -24,8 +24,8 @@ from psycopg.pq import TransactionStatus
 
 from .errors import LoadError, UnknownStreamError
 from .frontend.analyze import StreamSchema
-from .names import STAGING_SCHEMA, check_name
 from . import tables
+from .names import STAGING_SCHEMA, check_name
 from .streams import copy_rows, plain_rows, stream_schemas
 
 

@@ -33,6 +33,32 @@ def ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def over_plain(query: str) -> str:
+    """The query over the plain (untracked, unmaintained) copies of the tables."""
+    return query.replace(" accounts", " plain.accounts").replace(" customers", " plain.customers")
+
+
+def rerun(conn) -> float:
+    """Every query re-run into a new table plain.rerun_<name>: ms."""
+    started = time.perf_counter()
+    with conn.transaction():
+        for name, query in QUERIES.items():
+            conn.execute(f"DROP TABLE IF EXISTS plain.rerun_{name}")
+            conn.execute(f"CREATE TABLE plain.rerun_{name} AS " + over_plain(query))
+    return ms(started)
+
+
+def agree(conn, table: str) -> None:
+    """Print whether each query's answer equals plain.<table>_<name>'s rows."""
+    for name in QUERIES:
+        other = f"plain.{table}_{name}"
+        same = conn.execute(f"SELECT count(*) FROM ((SELECT * FROM argus_results.{name} "
+                            f"EXCEPT ALL SELECT * FROM {other}) UNION ALL (SELECT * FROM "
+                            f"{other} EXCEPT ALL SELECT * FROM argus_results.{name})) d"
+                            ).fetchone()[0] == 0
+        print(f"{name}: argus's answer equals {other}'s: {'yes' if same else 'NO'}")
+
+
 def main() -> None:
     args = arguments(__doc__, accounts=100_000, customers=1_000)
     rng = random.Random(11)
@@ -57,8 +83,7 @@ def main() -> None:
         for name, query in QUERIES.items():
             db.register_query(name, query)
             conn.execute(f"CREATE MATERIALIZED VIEW plain.mv_{name} AS "  # our constant SQL
-                         + query.replace(" accounts", " plain.accounts")
-                                .replace(" customers", " plain.customers"))
+                         + over_plain(query))
         conn.execute("VACUUM ANALYZE")
         print(f"{args.accounts:,} accounts, {args.customers:,} customers; queries: "
               + ", ".join(QUERIES))
@@ -87,14 +112,7 @@ def main() -> None:
                         cur.execute("UPDATE plain.accounts a SET customer = b.customer, "
                                     "balance = b.balance FROM batch b WHERE a.id = b.id")
                     t["plain"].append(ms(started))
-                started = time.perf_counter()
-                with conn.transaction():
-                    for name, query in QUERIES.items():
-                        conn.execute(f"DROP TABLE IF EXISTS plain.rerun_{name}")
-                        conn.execute(f"CREATE TABLE plain.rerun_{name} AS "
-                                     + query.replace(" accounts", " plain.accounts")
-                                            .replace(" customers", " plain.customers"))
-                t["rerun"].append(ms(started))
+                t["rerun"].append(rerun(conn))
                 started = time.perf_counter()
                 with conn.transaction():
                     for name in QUERIES:
@@ -106,12 +124,7 @@ def main() -> None:
                   f"{m['rerun']:.1f} | {m['refresh']:.1f} | "
                   f"{(m['plain'] + m['rerun']) / argus_ms:.1f}× | "
                   f"{(m['plain'] + m['refresh']) / argus_ms:.1f}× |")
-        for name in QUERIES:  # the answers agree
-            same = conn.execute(f"SELECT count(*) FROM ((SELECT * FROM argus_results.{name} "
-                                f"EXCEPT ALL SELECT * FROM plain.mv_{name}) UNION ALL "
-                                f"(SELECT * FROM plain.mv_{name} EXCEPT ALL "
-                                f"SELECT * FROM argus_results.{name})) d").fetchone()[0] == 0
-            print(f"{name}: argus's answer equals the refreshed view's: {'yes' if same else 'NO'}")
+        agree(conn, "mv")
 
 
 if __name__ == "__main__":

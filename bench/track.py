@@ -19,7 +19,7 @@ import time
 
 import argus
 from common import arguments, fresh_database  # bench/common.py
-from tables import QUERIES  # bench/tables.py
+from tables import QUERIES, agree, rerun  # bench/tables.py
 
 
 def timed(conn, statement: str, params=()) -> float:
@@ -92,24 +92,12 @@ def main() -> None:
                 started = time.perf_counter()
                 db.run()
                 t["cycle"].append((time.perf_counter() - started) * 1000)
-                started = time.perf_counter()
-                with conn.transaction():
-                    for name, query in QUERIES.items():
-                        conn.execute(f"DROP TABLE IF EXISTS plain.rerun_{name}")
-                        conn.execute(f"CREATE TABLE plain.rerun_{name} AS "
-                                     + query.replace(" accounts", " plain.accounts")
-                                            .replace(" customers", " plain.customers"))
-                t["rerun"].append((time.perf_counter() - started) * 1000)
+                t["rerun"].append(rerun(conn))
             m = {k: statistics.median(v) for k, v in t.items()}
             print(f"| {size:,} | {m['tracked']:.1f} | {m['plain']:.1f} | {m['cycle']:.1f} | "
                   f"{m['rerun']:.1f} | "
                   f"{(m['plain'] + m['rerun']) / (m['tracked'] + m['cycle']):.1f}× |")
-        for name in QUERIES:
-            same = conn.execute(
-                f"SELECT count(*) FROM ((SELECT * FROM argus_results.{name} EXCEPT ALL "
-                f"SELECT * FROM plain.rerun_{name}) UNION ALL (SELECT * FROM plain.rerun_{name} "
-                f"EXCEPT ALL SELECT * FROM argus_results.{name})) d").fetchone()[0] == 0
-            print(f"{name}: argus's answer equals the re-run's: {'yes' if same else 'NO'}")
+        agree(conn, "rerun")
 
 
 if __name__ == "__main__":
