@@ -151,18 +151,17 @@ def key_join(key, left: str, right: str) -> sql.Composed:
 def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identifier
                  ) -> list[sql.Composed]:
     last, moved = sql.Identifier(f"last_{i}"), sql.Identifier(f"moved_{i}")
-    name = node.definition["stream"]
-    return [render("stream/claim_table", claimed=claimed, last=last, moved=moved,
+    probed = sql.Identifier(f"probed_{i}")
+    name, key = node.definition["stream"], node.definition["key"]
+    old = sql.SQL(", ").join(sql.SQL("(p.argus_old).{}").format(sql.Identifier(c))
+                             for c in node.columns)
+    return [render("stream/claim_table", claimed=claimed, last=last, probed=probed, moved=moved,
                    inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
-                   columns=node.column_list, sign=SIGN_ID,
-                   key=cols(node.definition["key"]),
-                   h_columns=cols(node.columns, "h"), l_columns=cols(node.columns, "l"),
-                   first=sql.Identifier(node.definition["key"][0]),
-                   l_join=key_join(node.definition["key"], "h", "l")),
-            render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved, last=last,
-                   claimed=claimed, history=node.hist,
-                   l_join=key_join(node.definition["key"], "h", "l"),
-                   c_join=key_join(node.definition["key"], "c", "l"))]
+                   columns=node.column_list, sign=SIGN_ID, key=cols(key),
+                   o_columns=old, p_columns=cols(node.columns, "p"),
+                   first=sql.Identifier(key[0]), l_join=key_join(key, "h", "l")),
+            render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved,
+                   probed=probed, claimed=claimed, c_join=key_join(key, "c", "l"))]
 
 
 KIND = register(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),

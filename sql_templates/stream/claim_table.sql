@@ -3,18 +3,21 @@
 -- the table had (-1) and the row it has now (+1). A row whose text is the same before
 -- and after cancels out: text, not the type's equality, which json lacks and which
 -- calls 1.0 and 1.00, or '1 day' and '24 hours', the same. The history is the table
--- before this cycle (the flush applies the delta); it is probed once per key.
+-- before this cycle (the flush applies the delta); it is probed once per key, and
+-- the claim's statistics read the same probe.
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
+{probed} AS (SELECT l.*, h AS argus_old, h.{first} IS NOT NULL AS argus_had
+               FROM {last} l LEFT JOIN {history} h ON {l_join}),
 {moved} AS (INSERT INTO {delta} ({columns}, {sign})
-            SELECT x.* FROM {last} l LEFT JOIN {history} h ON {l_join}
+            SELECT x.* FROM {probed} p
              CROSS JOIN LATERAL (
-                 SELECT h.{first} IS NOT NULL AS had, l.argus_op <> 'd' AS has,
-                        ROW({h_columns})::text IS DISTINCT FROM ROW({l_columns})::text AS differs
+                 SELECT p.argus_op <> 'd' AS has,
+                        ROW({o_columns})::text IS DISTINCT FROM ROW({p_columns})::text AS differs
              ) AS c
              CROSS JOIN LATERAL (
-                 SELECT {h_columns}, -1 WHERE c.had AND (NOT c.has OR c.differs)
+                 SELECT {o_columns}, -1 WHERE p.argus_had AND (NOT c.has OR c.differs)
                  UNION ALL
-                 SELECT {l_columns}, 1 WHERE c.has AND (NOT c.had OR c.differs)
+                 SELECT {p_columns}, 1 WHERE c.has AND (NOT p.argus_had OR c.differs)
              ) AS x
             RETURNING {sign})

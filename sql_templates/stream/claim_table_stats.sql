@@ -3,8 +3,7 @@
 -- cycle gave it: logged in argus.runs).
 {stats} AS (
     SELECT count(*) AS n, count(*) FILTER (WHERE {sign} < 0) AS retracted,
-           (SELECT count(*) FROM {last} l WHERE l.argus_op = 'd'
-               AND NOT EXISTS (SELECT FROM {history} h WHERE {l_join})
+           (SELECT count(*) FROM {probed} l WHERE l.argus_op = 'd' AND NOT l.argus_had
                AND NOT EXISTS (SELECT FROM {claimed} c WHERE {c_join} AND c.argus_op <> 'd')
            ) AS ignored
       FROM {moved})
