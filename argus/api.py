@@ -133,13 +133,15 @@ class Argus:
         tables.refuse_tracked(schema)
         return tables.load_changes(self.conn, schema.name, "delete", key, keys)
 
-    def track(self, source: str, name: str | None = None) -> StreamSchema:
+    def track(self, source: str, name: str | None = None, method: str = "trigger"
+              ) -> StreamSchema:
         """Make the ordinary table `source` (e.g. "public.orders") an argus table `name`
         (default: its own name) that follows its inserts, updates and deletes, captured
-        by triggers in the writers' transactions (argus.track)."""
+        by triggers in the writers' transactions, or read from a logical replication
+        slot by each cycle (method "slot", wal_level = logical) (argus.track)."""
         if not self.owner:
             raise PermissionDeniedError("only a member of argus's owner role tracks tables")
-        return track.track(self.conn, source, name)
+        return track.track(self.conn, source, name, method)
 
     def untrack(self, name: str) -> str:
         """Stop following the table's source (its triggers go; the table and its queries
@@ -158,6 +160,7 @@ class Argus:
         if not self.owner:
             return requests.submit(self.conn, "drop_stream", name, {})
         streams.drop_stream(self.conn, name)
+        track.drop_unused_slot(self.conn)  # when it was the last table a slot followed
 
     def streams(self) -> list[StreamSchema]:
         return list(streams.stream_schemas(self.conn).values())

@@ -145,15 +145,20 @@ def table_create(name: str, columns: tuple[str, ...], key: str, dsn: str | None)
 @click.argument("source")
 @click.option("--as", "name", default=None,
               help="The argus table's name (default: the source's own name).")
+@click.option("--method", type=click.Choice(["trigger", "slot"]), default="trigger",
+              show_default=True,
+              help="trigger: statement triggers write each change in the writer's "
+                   "transaction; slot: each cycle reads a logical replication slot (needs "
+                   "wal_level = logical and a REPLICATION role; the writers pay only WAL).")
 @dsn_option
 @handle_errors
-def track_command(source: str, name: str | None, dsn: str | None) -> None:
+def track_command(source: str, name: str | None, method: str, dsn: str | None) -> None:
     """Follow the ordinary table SOURCE (e.g. public.orders): an argus table of its
     columns and key, filled with its rows now and changed by every INSERT, UPDATE,
-    DELETE and TRUNCATE on it from then on (statement triggers, in the writer's
-    transaction). Needs a primary key and the table owner's rights."""
+    DELETE and TRUNCATE on it from then on. Needs a primary key and the table owner's
+    rights."""
     with _connect(dsn) as db:
-        schema = db.track(source, name)
+        schema = db.track(source, name, method)
         console.print(f"table {schema.name} follows {schema.source} "
                       f"(key: {', '.join(schema.primary_key)}); its rows reach the queries "
                       "at the next cycle")
@@ -164,7 +169,8 @@ def track_command(source: str, name: str | None, dsn: str | None) -> None:
 @dsn_option
 @handle_errors
 def untrack_command(name: str, dsn: str | None) -> None:
-    """Stop following NAME's source: its triggers go; the table and its queries stay."""
+    """Stop following NAME's source: its triggers (or its place in the replication slot)
+    go; the table and its queries stay."""
     with _connect(dsn) as db:
         source = db.untrack(name)
         console.print(f"table {name} no longer follows {source}; its rows and queries stay")

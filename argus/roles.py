@@ -161,6 +161,9 @@ def drop_database(admin_dsn: str, name: str) -> None:
     except psycopg.Error:
         pass  # no such database, no argus in it, or one from before roles
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        # a logical slot (argus track --method slot) keeps its database from being dropped
+        admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                      "WHERE database = %s", (name,))
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
         for kind in (*GROUPS, "owner") if prefix else ():

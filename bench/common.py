@@ -11,13 +11,13 @@ from argus.bench.runner import fresh_database
 __all__ = ["arguments", "cycles", "fresh_database"]
 
 
-def arguments(doc: str, **options: int) -> argparse.Namespace:
-    """--dsn plus integer options with their defaults, e.g. history=100_000."""
+def arguments(doc: str, **options: int | str) -> argparse.Namespace:
+    """--dsn plus options of their default's type, e.g. history=100_000."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--dsn", default=None,
                         help="server to run on (default: $ARGUS_DSN, else the embedded one)")
     for name, default in options.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     return parser.parse_args()
 
 

@@ -33,9 +33,10 @@ def ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def over_plain(query: str) -> str:
-    """The query over the plain (untracked, unmaintained) copies of the tables."""
-    return query.replace(" accounts", " plain.accounts").replace(" customers", " plain.customers")
+def over_plain(query: str, schema: str = "plain") -> str:
+    """The query over copies of the tables (plain: untracked and unmaintained)."""
+    return query.replace(" accounts", f" {schema}.accounts").replace(" customers",
+                                                                     f" {schema}.customers")
 
 
 def rerun(conn) -> float:
@@ -49,9 +50,10 @@ def rerun(conn) -> float:
 
 
 def agree(conn, table: str) -> None:
-    """Print whether each query's answer equals plain.<table>_<name>'s rows."""
+    """Print whether each query's answer equals <table>_<name>'s rows (default schema:
+    plain)."""
     for name in QUERIES:
-        other = f"plain.{table}_{name}"
+        other = f"{table}_{name}" if "." in table else f"plain.{table}_{name}"
         same = conn.execute(f"SELECT count(*) FROM ((SELECT * FROM argus_results.{name} "
                             f"EXCEPT ALL SELECT * FROM {other}) UNION ALL (SELECT * FROM "
                             f"{other} EXCEPT ALL SELECT * FROM argus_results.{name})) d"

@@ -296,6 +296,9 @@ BEGIN
                 END;
             END LOOP;
             PERFORM set_config('lock_timeout', v_timeout, true);
+            IF EXISTS (SELECT FROM argus_catalog.capture_slot) THEN
+                PERFORM argus.read_capture();
+            END IF;
             SELECT * INTO v_program FROM argus_net.cycle_program(v_run);
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_context = PG_EXCEPTION_CONTEXT;
@@ -357,6 +360,66 @@ BEGIN
     DELETE FROM argus_catalog.run_maintenance WHERE run_id < v_run - 500;
     PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
     RETURN v_run;
+END $$;
+
+-- The changes the capture slot holds for the tracked tables (argus track --method slot),
+-- written into their inboxes in the cycle's transaction, up to the WAL's position now,
+-- which is recorded: the next cycle moves the slot there first (its reader), so a
+-- committed cycle's changes are never read twice and a failed cycle's are read again.
+-- A TRUNCATE cuts a table's changes in two: the keys it deletes are those before it.
+CREATE OR REPLACE FUNCTION argus.read_capture() RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_slot argus_catalog.capture_slot;
+    v_upto pg_lsn := pg_current_wal_lsn();
+    v_status text;
+    v_table record;
+    v_from bigint;
+    v_cut bigint;
+    v_rows bigint;
+BEGIN
+    SELECT * INTO v_slot FROM argus_catalog.capture_slot;
+    SELECT wal_status INTO v_status FROM pg_replication_slots WHERE slot_name = v_slot.slot;
+    IF v_status IS NULL OR v_status = 'lost' THEN
+        RAISE EXCEPTION 'argus: the capture slot % %', v_slot.slot,
+              CASE WHEN v_status IS NULL THEN 'is gone'
+                   ELSE 'lost WAL it had not read (max_slot_wal_keep_size)' END
+              USING HINT = 'changes of the tracked tables were lost: untrack and track them '
+                           'again (argus untrack NAME; argus track SOURCE --method slot)';
+    END IF;
+    EXECUTE format('INSERT INTO argus_catalog.captured SELECT * FROM %s($1, $2)', v_slot.reader)
+      USING v_slot.applied, v_upto;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    SELECT s.name, c.missing[1] INTO v_table FROM argus_catalog.captured c
+      JOIN argus_catalog.tracked t ON t.source = c.relid AND c.lsn >= t.start_lsn
+      JOIN argus_catalog.streams s USING (stream_id)
+     WHERE c.missing IS NOT NULL LIMIT 1;
+    IF FOUND THEN  -- REPLICA IDENTITY FULL was taken away from the source after `track`
+        RAISE EXCEPTION 'argus: the capture slot does not have the value of column % of '
+              'table %''s source, which an update left unchanged', v_table.missing, v_table.name
+              USING HINT = format('untrack the table (argus untrack %s: the changes not yet '
+                                  'read are lost), give its source REPLICA IDENTITY FULL, and '
+                                  'track it again', v_table.name);
+    END IF;
+    IF v_rows > 0 THEN
+        PERFORM set_config('argus.capture', 'on', true);  -- the source's key holds: no check
+        FOR v_table IN SELECT t.source, t.start_lsn, t.apply_sql FROM argus_catalog.tracked t
+                        WHERE t.method = 'slot' LOOP
+            v_from := 0;
+            FOR v_cut IN SELECT c.ord FROM argus_catalog.captured c
+                          WHERE c.relid = v_table.source AND c.op = 'T'
+                            AND c.lsn >= v_table.start_lsn ORDER BY c.ord LOOP
+                EXECUTE v_table.apply_sql[1] USING v_table.source, v_table.start_lsn, v_from, v_cut;
+                EXECUTE v_table.apply_sql[2];
+                v_from := v_cut;
+            END LOOP;
+            EXECUTE v_table.apply_sql[1]
+              USING v_table.source, v_table.start_lsn, v_from, 9223372036854775807;
+        END LOOP;
+        PERFORM set_config('argus.capture', 'off', true);
+        TRUNCATE argus_catalog.captured;
+    END IF;
+    UPDATE argus_catalog.capture_slot SET applied = v_upto;
 END $$;
 
 -- The cycle log (argus.runs and what hangs off it) keeps the last `keep` cycles and

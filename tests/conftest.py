@@ -51,6 +51,34 @@ def admin_dsn():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def logical_admin_dsn(admin_dsn):
+    """A server with wal_level = logical (capture by a replication slot): the tests'
+    server if it has it, else a private embedded one set so for the session."""
+    with psycopg.connect(admin_dsn) as conn:
+        if conn.execute("SHOW wal_level").fetchone()[0] == "logical":
+            yield admin_dsn
+            return
+    server = EmbeddedServer(Path(tempfile.mkdtemp(prefix="argus-test-logical-")))
+    server.ensure_running()
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET wal_level = logical")
+    server.stop()
+    server.ensure_running()
+    yield server.dsn("postgres")
+    server.stop()
+
+
+@pytest.fixture
+def logical_oracle(logical_admin_dsn):
+    """An oracle on a fresh database of the logical server."""
+    name = f"argus_t{os.getpid()}_logical_{next(_counter)}"
+    _drop_database(logical_admin_dsn, name)
+    with argus.connect(_create_database(logical_admin_dsn, name)) as handle:
+        yield Oracle(handle)
+    _drop_database(logical_admin_dsn, name)
+
+
 def _create_database(admin: str, name: str, template: str | None = None) -> str:
     with psycopg.connect(admin, autocommit=True) as conn:
         statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))

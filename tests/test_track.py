@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from argus.cli import main
-from argus.errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
-                          UnknownStreamError)
+from argus.errors import (ArgusError, CycleError, DuplicateNameError, InvalidNameError,
+                          LoadError, UnknownStreamError)
 
 QUERIES = {
     "per_customer": "SELECT customer, count(*) AS n, sum(amount) AS total, min(amount) AS lo, "
@@ -27,8 +27,7 @@ QUERIES = {
 }
 
 
-@pytest.fixture
-def orders(oracle):
+def _orders(oracle):
     oracle.conn.execute("CREATE TABLE public.orders (id int PRIMARY KEY, customer text NOT NULL, "
                         "amount numeric(10,2))")
     oracle.conn.execute("INSERT INTO public.orders SELECT g, 'c' || g % 4, g * 3 "
@@ -37,13 +36,30 @@ def orders(oracle):
     return oracle
 
 
-def test_a_tracked_table_follows_every_kind_of_statement(orders):
+@pytest.fixture
+def orders(oracle):
+    return _orders(oracle)
+
+
+@pytest.fixture(params=["trigger", "slot"])
+def captured(request):
+    """(oracle over public.orders, capture method); a slot's on a wal_level = logical
+    server. The slot needs the whole old row: customer is text (TOASTable)."""
+    oracle = _orders(request.getfixturevalue(
+        "oracle" if request.param == "trigger" else "logical_oracle"))
+    if request.param == "slot":
+        oracle.conn.execute("ALTER TABLE public.orders REPLICA IDENTITY FULL")
+    return oracle, request.param
+
+
+def test_a_tracked_table_follows_every_kind_of_statement(captured):
     """Multi-row inserts, updates (of the key too, of several rows at once), no-op updates,
     deletes, upserts, COPY, TRUNCATE, rolled-back transactions and savepoints, several
     statements on one key between cycles: after each cycle the answers equal the
-    queries over public.orders."""
-    oracle, conn = orders, orders.conn
-    schema = oracle.db.track("public.orders")
+    queries over public.orders, with either capture."""
+    oracle, method = captured
+    conn = oracle.conn
+    schema = oracle.db.track("public.orders", method=method)
     assert schema.primary_key == ("id",) and "customer" in schema.not_null
     oracle.create_stream("shipments", {"order_id": "int", "carrier": "text"})
     oracle.run()  # the rows copied at `track` wait in the inbox until a cycle
@@ -228,3 +244,119 @@ def test_changes_made_as_a_replica_are_captured(orders):
         conn.execute("INSERT INTO orders VALUES (100, 'c1', 1)")
         conn.execute("DELETE FROM orders WHERE id = 1")
     oracle.run()
+
+
+# -- capture by a replication slot -----------------------------------------------------
+
+def test_a_cycle_that_fails_reads_the_slot_again_and_one_that_commits_never(logical_oracle):
+    """A slot's position moves outside transactions: a cycle reads up to a position it
+    records, and only the next cycle moves the slot there. Reads rolled back leave the
+    changes to the next cycle; reads committed (untrack's, a cycle's) are not read twice,
+    even while the slot has not moved yet."""
+    oracle = _orders(logical_oracle)
+    conn, db = oracle.conn, oracle.db
+    conn.execute("ALTER TABLE orders REPLICA IDENTITY FULL")
+    db.track("public.orders", method="slot")
+    oracle.run()
+    oracle.register("per_customer", QUERIES["per_customer"])
+    oracle.register("big", QUERIES["big"])
+    for attempt in range(3):
+        conn.execute("UPDATE orders SET amount = amount + 1 WHERE id %% 3 = %s", (attempt,))
+        conn.execute("DELETE FROM orders WHERE id = %s", (attempt + 1,))
+        with pytest.raises(ZeroDivisionError), conn.transaction():
+            conn.execute("SELECT argus.read_capture()")  # into the inbox, then rolled back
+            assert conn.execute("SELECT count(*) FROM argus_inbox.orders").fetchone()[0] > 0
+            raise ZeroDivisionError
+        assert conn.execute("SELECT count(*) FROM argus_inbox.orders").fetchone()[0] == 0
+        oracle.run()
+        slot, applied = conn.execute(
+            "SELECT s.confirmed_flush_lsn, c.applied FROM argus_catalog.capture_slot c "
+            "JOIN pg_replication_slots s ON s.slot_name = c.slot").fetchone()
+        assert slot < applied  # not moved until the next cycle
+        oracle.run()  # nothing new: nothing read twice
+    conn.execute("INSERT INTO orders VALUES (900, 'c1', 90)")
+    conn.execute("SELECT argus.read_capture()")  # committed, as untrack does
+    oracle.run()
+    assert oracle.cycles_checked == 8
+
+
+def test_slot_capture_of_several_tables_in_one_transaction(logical_oracle):
+    """Two tables, written by the same transactions, one truncated between writes; an
+    update that leaves a TOASTed value alone (the old row of REPLICA IDENTITY FULL has
+    it); a table added to the slot later; untrack reads what waits, and the last one
+    drops the slot."""
+    oracle = _orders(logical_oracle)
+    conn, db = oracle.conn, oracle.db
+    conn.execute("CREATE TABLE notes (id int PRIMARY KEY, body text, tags int[], doc jsonb)")
+    conn.execute("ALTER TABLE orders REPLICA IDENTITY FULL")
+    conn.execute("ALTER TABLE notes REPLICA IDENTITY FULL")
+    long_body = "SELECT string_agg(md5(g::text || %s), '') FROM generate_series(1, 400) g"
+    conn.execute(f"INSERT INTO notes VALUES (1, ({long_body}), '{{1,2}}', '{{\"a\": 1}}')",
+                 ("x",))
+    db.track("public.orders", method="slot")
+    # the slot's reader runs with the tracking role's rights (REPLICATION): argus's owner
+    # role alone may call it, and it names nothing outside pg_catalog
+    acl, config = conn.execute("SELECT proacl::text[], proconfig FROM pg_proc WHERE oid = "
+                               "'argus_inbox.\"capture slot\"'::regproc").fetchone()
+    assert not any(a.startswith("=") for a in acl) and len(acl) == 2
+    assert config == ["search_path=pg_catalog, pg_temp"]
+    oracle.run()
+    oracle.register("per_customer", QUERIES["per_customer"])
+    db.track("public.notes", method="slot")
+    oracle.run()
+    oracle.register("notes", "SELECT id, md5(body) AS body, tags, doc FROM notes")
+    oracle.register("noted", "SELECT n.id, o.customer FROM notes n JOIN orders o ON o.id = n.id")
+    for step in range(4):
+        with conn.transaction():
+            conn.execute("INSERT INTO notes VALUES (%s, 'short', '{3}', '[1, \"b\"]')",
+                         (10 + step,))
+            conn.execute("UPDATE notes SET tags = tags || %s WHERE id = 1", (step,))
+            conn.execute("UPDATE orders SET amount = amount * 2 WHERE id = %s", (step + 1,))
+            if step == 2:
+                conn.execute("TRUNCATE orders")
+                conn.execute("INSERT INTO orders VALUES (1, 'c1', 1), (11, 'c2', 2)")
+            conn.execute("UPDATE orders SET customer = 'c9' WHERE id = 11")
+        oracle.run()
+    conn.execute("ALTER TABLE notes REPLICA IDENTITY DEFAULT")  # the old row is no more
+    conn.execute("UPDATE notes SET tags = '{}' WHERE id = 1")
+    conn.execute("UPDATE orders SET amount = 0 WHERE id = 1")
+    for _ in range(2):  # the change waits, and so does every other
+        with pytest.raises(CycleError, match=r"the capture slot does not have the value of "
+                                             r"column body of table notes's source"):
+            db.run()
+    assert db.untrack("notes") == "public.notes"  # without its changes that cannot be read
+    oracle.unregister("notes")
+    oracle.unregister("noted")
+    db.drop_stream("notes")
+    oracle.run()  # the other table's changes
+    conn.execute("INSERT INTO orders VALUES (70, 'c3', 7)")
+    assert db.untrack("orders") == "public.orders"  # reads what waits first
+    assert conn.execute("SELECT count(*) FROM argus_inbox.orders").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM pg_replication_slots WHERE database = "
+                        "current_database()").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM pg_publication").fetchone()[0] == 0
+
+
+def test_what_a_slot_cannot_follow_is_refused_naming_the_fix(logical_oracle, db):
+    conn = logical_oracle.conn
+    conn.execute("CREATE TABLE plain (a int PRIMARY KEY, b text)")
+    conn.execute("CREATE TABLE narrow (a int PRIMARY KEY, b int NOT NULL)")
+    conn.execute("CREATE UNIQUE INDEX narrow_b ON narrow (b)")
+    conn.execute("ALTER TABLE narrow REPLICA IDENTITY USING INDEX narrow_b")
+    with pytest.raises(InvalidNameError, match=r"public\.plain: capture by a replication slot "
+                       r"needs the whole old row of each update, as it has columns whose values "
+                       r"may be kept out of line \(TOAST\).*REPLICA IDENTITY FULL"):
+        logical_oracle.db.track("plain", method="slot")
+    with pytest.raises(InvalidNameError, match=r"its replica identity is not its key \(a\)"):
+        logical_oracle.db.track("narrow", method="slot")
+    with pytest.raises(ArgusError, match="no capture method 'wal'"):
+        logical_oracle.db.track("plain", method="wal")
+    assert conn.execute("SELECT count(*) FROM pg_replication_slots WHERE database = "
+                        "current_database()").fetchone()[0] == 0
+    conn.execute("ALTER TABLE narrow REPLICA IDENTITY DEFAULT")  # its key: the primary key
+    logical_oracle.db.track("narrow", method="slot")
+    if db.conn.execute("SHOW wal_level").fetchone()[0] != "logical":
+        db.conn.execute("CREATE TABLE elsewhere (a int PRIMARY KEY)")
+        with pytest.raises(ArgusError, match=r"needs wal_level = logical \(this server has "
+                                             r"replica\): ALTER SYSTEM SET wal_level"):
+            db.track("elsewhere", method="slot")

@@ -24,8 +24,7 @@ BEGIN
     ELSIF TG_OP = 'DELETE' THEN
         INSERT INTO {inbox} ({key}, argus_op) SELECT {key}, 'd' FROM argus_old;
     ELSE
-        INSERT INTO {inbox} ({key}, argus_op)
-        SELECT {key}, 'd' FROM (SELECT {key} FROM {history} UNION SELECT {key} FROM {inbox}) AS k;
+        {truncate};
     END IF;
     PERFORM set_config('argus.capture', 'off', true);
     RETURN NULL;
