@@ -6,11 +6,13 @@ same statements, and the baselines read those copies.
 
 Per refresh pair, on the same data: the writers' RF1 + RF2 statements on the tracked
 tables and on the copies; argus's cycle; re-running every query (CREATE TABLE AS);
-REFRESH MATERIALIZED VIEW of every query. At the end every answer is compared with the
-re-run's. ms.
+REFRESH MATERIALIZED VIEW of every query; where the server has pg_ivm, the same
+statements on a third copy carrying one IMMV per query pg_ivm accepts (maintained inside
+the statements). At the end every answer is compared with the re-run's. ms.
 
 Usage: python bench/tpch_refresh.py [--dsn DSN] [--scale-milli 100] [--pairs 3]
-       [--skip 17,20]   (queries left out: Q17 and Q20 re-run for minutes at scale 0.1)
+       [--method trigger|slot] [--skip 17,20]
+       (--skip: queries left out; Q17 and Q20 re-run for minutes at scale 0.1)
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+import psycopg
 import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 import argus
 from argus import tpch
+from argus.bench.methods import PgIvm
 from argus.bench.workloads import TPCH_QUERIES, continuous
 from common import arguments, fresh_database  # bench/common.py
 
@@ -42,13 +46,13 @@ def ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def over_copies(query: str) -> str:
-    """The query over the untracked copies (schema plain)."""
+def over_copies(query: str, schema: str = "plain") -> str:
+    """The query over copies of the tables (plain: untracked and unmaintained)."""
     tree = sqlglot.parse_one(query, read="postgres")
     ctes = {c.alias for c in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
         if table.name in KEYS and table.name not in ctes:
-            table.set("db", exp.to_identifier("plain"))
+            table.set("db", exp.to_identifier(schema))
     return tree.sql(dialect="postgres")
 
 
@@ -68,7 +72,7 @@ def main() -> None:
         at = sys.argv.index("--skip")
         skip = sys.argv[at + 1]
         del sys.argv[at:at + 2]
-    args = arguments(__doc__, scale_milli=100, pairs=3)
+    args = arguments(__doc__, scale_milli=100, pairs=3, method="trigger")
     scale = args.scale_milli / 1000
     numbers = [n for n in TPCH_QUERIES if str(n) not in skip.split(",")]
     started = time.perf_counter()
@@ -80,9 +84,13 @@ def main() -> None:
     with argus.connect(fresh_database(args.dsn)) as db:
         conn = db.conn
         conn.execute("CREATE SCHEMA plain")
+        why_not_ivm = PgIvm.available(conn)
+        schemas = ("public", "plain") + (("ivm",) if why_not_ivm is None else ())
+        if why_not_ivm is None:
+            conn.execute("CREATE SCHEMA ivm")
         started = time.perf_counter()
         for table, columns in data.columns.items():
-            for schema in ("public", "plain"):
+            for schema in schemas:
                 conn.execute(sql.SQL("CREATE TABLE {} ({}, PRIMARY KEY ({}))").format(
                     sql.Identifier(schema, table),
                     sql.SQL(", ").join(sql.SQL("{} {} NOT NULL").format(
@@ -94,15 +102,20 @@ def main() -> None:
                 while chunk := rows.fetchmany(50_000):
                     for row in chunk:
                         copy.write_row(row)
-            conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
-                sql.Identifier("plain", table), sql.Identifier("public", table)))
+            for schema in schemas[1:]:
+                conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM {}").format(
+                    sql.Identifier(schema, table), sql.Identifier("public", table)))
         conn.execute("VACUUM ANALYZE")
         print(f"loaded in {ms(started) / 1000:.1f} s", flush=True)
         started = time.perf_counter()
         for table in data.columns:
-            db.track(f"public.{table}")
+            if args.method == "slot":  # text columns: the whole old row in the WAL
+                conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(
+                    sql.Identifier("public", table)))
+            db.track(f"public.{table}", method=args.method)
         db.run()
-        print(f"argus track of the 8 tables and the first cycle: {ms(started) / 1000:.1f} s",
+        print(f"argus track --method {args.method} of the 8 tables and the first cycle: "
+              f"{ms(started) / 1000:.1f} s",
               flush=True)
         queries = {f"q{n:02d}": continuous(texts[n]) for n in numbers}
         started = time.perf_counter()
@@ -117,14 +130,28 @@ def main() -> None:
         for name in refused:
             del queries[name]
             print(f"{name}: refused: {refused[name]}")
+        immvs, ivm_refused = [], {}
+        for name, query in queries.items() if why_not_ivm is None else ():
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pgivm.create_immv(%s, %s)",
+                                 (f"ivm.immv_{name}", over_copies(query, "ivm")))
+                immvs.append(name)
+            except psycopg.Error as exc:
+                ivm_refused[name] = exc.diag.message_primary
+        print(f"pg_ivm: {why_not_ivm}" if why_not_ivm else
+              f"pg_ivm accepts {len(immvs)} of {len(queries)} queries ({', '.join(immvs)}); "
+              "refused: " + "; ".join(f"{n}: {m}" for n, m in ivm_refused.items()))
         conn.execute("VACUUM ANALYZE")
         print(f"{len(queries)} queries registered in {ms(started) / 1000:.1f} s", flush=True)
         print()
+        ivm = bool(immvs)
         print("| pair | RF1 + RF2 rows | writer: tracked | writer: untracked | argus cycle | "
-              "re-run | REFRESH MV | argus (writer + cycle) vs re-run | vs REFRESH |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "re-run | REFRESH MV | argus (writer + cycle) vs re-run | vs REFRESH |"
+              + (f" writer: pg_ivm ({len(immvs)} IMMVs) | vs pg_ivm |" if ivm else ""))
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if ivm else ""))
         per_query = {name: [] for name in queries}
-        totals = {k: [] for k in ("tracked", "plain", "cycle", "rerun", "refresh")}
+        totals = {k: [] for k in ("tracked", "plain", "cycle", "rerun", "refresh", "ivm")}
         for i, files in enumerate(data.refresh):
             new = {t: con.execute("SELECT * FROM read_parquet(?)", [str(files[t])]).fetchall()
                    for t in ("orders", "lineitem")}
@@ -132,7 +159,8 @@ def main() -> None:
                                   "public.orders ORDER BY o_orderkey LIMIT %s) o",
                                   (len(new["orders"]),)).fetchone()
             t = {}
-            for schema, key in (("public", "tracked"), ("plain", "plain")):
+            for schema, key in (("public", "tracked"), ("plain", "plain"),
+                                ("ivm", "ivm"))[:3 if ivm else 2]:
                 started = time.perf_counter()
                 with conn.transaction():  # RF1: its orders and line items, one transaction
                     for table in ("orders", "lineitem"):
@@ -147,7 +175,7 @@ def main() -> None:
                         sql.Identifier(schema, "orders")), (old,))
                 t[key] = ms(started)
             started = time.perf_counter()
-            db.run()
+            report = db.run()
             t["cycle"] = ms(started)
             t["rerun"] = 0.0
             for name, query in queries.items():
@@ -168,24 +196,43 @@ def main() -> None:
             for k, v in t.items():
                 totals[k].append(v)
             rows = len(new["orders"]) + len(new["lineitem"]) + 2 * len(old)
-            argus_ms = t["tracked"] + t["cycle"]
-            print(f"| {i + 1} | ~{rows:,} | {t['tracked']:.0f} | {t['plain']:.0f} | "
-                  f"{t['cycle']:.0f} | {t['rerun']:.0f} | {t['refresh']:.0f} | "
-                  f"{(t['plain'] + t['rerun']) / argus_ms:.1f}× | "
-                  f"{(t['plain'] + t['refresh']) / argus_ms:.1f}× |", flush=True)
-        m = {k: statistics.median(v) for k, v in totals.items()}
-        print(f"| median | | {m['tracked']:.0f} | {m['plain']:.0f} | {m['cycle']:.0f} | "
-              f"{m['rerun']:.0f} | {m['refresh']:.0f} | "
-              f"{(m['plain'] + m['rerun']) / (m['tracked'] + m['cycle']):.1f}× | "
-              f"{(m['plain'] + m['refresh']) / (m['tracked'] + m['cycle']):.1f}× |")
+            print(f"| {i + 1} | ~{rows:,} |" + _row(t), flush=True)
+        print("| median | |" + _row({k: statistics.median(v) for k, v in totals.items() if v}))
+        heavy = sorted(report.node_ms.items(), key=lambda n: -n[1])[:8]
+        kinds = dict(conn.execute("SELECT node_id, kind || coalesce(' ' || hist_name, '') FROM "
+                                  "argus_catalog.nodes WHERE node_id = ANY(%s)",
+                                  ([n for n, _ in heavy],)).fetchall())
+        print(f"the last cycle's heaviest nodes ({sum(report.node_ms.values()):.0f} ms of "
+              f"{report.seconds * 1000:.0f} in nodes): "
+              + ", ".join(f"{kinds[n]} {t:.1f}" for n, t in heavy))
         print()
         print("re-run per query (median ms): " + ", ".join(
             f"{name} {statistics.median(v):.0f}" for name, v in per_query.items()))
-        wrong = [name for name in queries
-                 if bag(db.results(name)) != bag(conn.execute(sql.SQL("SELECT * FROM {}").format(
-                     sql.Identifier("plain", f"rerun_{name}"))).fetchall())]
+        wrong = [name for name in queries if bag(db.results(name)) != _rerun(conn, name)]
         print(f"answers equal to the re-run's: {len(queries) - len(wrong)} of {len(queries)}"
               + (f"; DIFFERENT: {', '.join(wrong)}" if wrong else ""))
+        if immvs:
+            wrong = [name for name in immvs if _rerun(conn, name, "ivm.immv") != _rerun(conn, name)]
+            print(f"pg_ivm's answers equal to the re-run's: {len(immvs) - len(wrong)} of "
+                  f"{len(immvs)}" + (f"; DIFFERENT: {', '.join(wrong)}" if wrong else ""))
+
+
+def _rerun(conn, name: str, prefix: str = "plain.rerun") -> Counter:
+    """The rows of <prefix>_<name>, in the re-run's columns (pg_ivm adds its own)."""
+    schema, table = f"{prefix}_{name}".split(".")
+    columns = [c.name for c in conn.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(
+        sql.Identifier("plain", f"rerun_{name}"))).description]
+    return bag(conn.execute(sql.SQL("SELECT {} FROM {}").format(
+        sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(schema, table))))
+
+
+def _row(t: dict[str, float]) -> str:
+    """A pair's (or the median's) cells after its number and size."""
+    argus_ms = t["tracked"] + t["cycle"]
+    return (f" {t['tracked']:.0f} | {t['plain']:.0f} | {t['cycle']:.0f} | {t['rerun']:.0f} | "
+            f"{t['refresh']:.0f} | {(t['plain'] + t['rerun']) / argus_ms:.1f}× | "
+            f"{(t['plain'] + t['refresh']) / argus_ms:.1f}× |"
+            + (f" {t['ivm']:.0f} | {t['ivm'] / argus_ms:.1f}× |" if "ivm" in t else ""))
 
 
 if __name__ == "__main__":
