@@ -298,7 +298,7 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
         except InvalidNameError as exc:
             raise InvalidNameError(f"{shown}: {exc}") from None
         columns, inbox = list(schema.column_names), stream_inbox(name)
-        start, apply_sql = None, None
+        start, apply_sql, types = None, None, None
         if method == "trigger":
             roles.become_owner(conn)  # the capture function runs with the owner's rights
             conn.execute(render(
@@ -314,13 +314,17 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
         else:  # as the session's role (create_stream acted as the owner): it reads the slot
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
             apply_sql = _slot_capture(conn, name, source_id, schema)
-            start = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+            start, types = conn.execute(
+                """SELECT pg_current_wal_lsn(), jsonb_object_agg(attname,
+                          atttypid::bigint || '/' || atttypmod)::text
+                     FROM pg_attribute WHERE attrelid = %s AND attnum > 0
+                      AND NOT attisdropped""", (oid,)).fetchone()
         conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
             inbox, cols(columns), cols(columns), source_id))
         conn.execute("""INSERT INTO argus_catalog.tracked
-                               (stream_id, source, method, start_lsn, apply_sql)
-                        SELECT stream_id, %s, %s, %s, %s FROM argus_catalog.streams
-                         WHERE name = %s""", (oid, method, start, apply_sql, name))
+                               (stream_id, source, method, start_lsn, apply_sql, columns)
+                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb FROM argus_catalog.streams
+                         WHERE name = %s""", (oid, method, start, apply_sql, types, name))
     return streams.stream_schemas(conn)[name]
 
 
@@ -364,17 +368,19 @@ def _untrack_slot(conn: psycopg.Connection, oid: int, source_id: sql.Identifier 
                   ) -> None:
     """The changes the slot holds go into the inboxes first (as a cycle would read them,
     under the cycle's lock), with the source locked so that none comes after; unless
-    they cannot be read (a source that lost REPLICA IDENTITY FULL): then without the
-    table's."""
+    they cannot be read (the slot is another database's or lost WAL, the source's
+    columns changed, a value fails its type): then the table's are left, and the
+    others' read if they can be."""
     if source_id is not None:
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(source_id))
     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-    try:
-        with conn.transaction():
-            conn.execute("SELECT argus.read_capture()")
-    except psycopg.errors.RaiseException:
-        conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
-        conn.execute("SELECT argus.read_capture()")
+    for _ in range(2):
+        try:
+            with conn.transaction():
+                conn.execute("SELECT argus.read_capture()")
+            break
+        except psycopg.Error:
+            conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
     if source_id is not None:
         conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}").format(
             sql.Identifier(PUBLICATION), source_id))

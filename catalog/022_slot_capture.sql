@@ -9,7 +9,8 @@ CREATE TABLE argus_catalog.capture_slot (
 
 ALTER TABLE argus_catalog.tracked
     ADD COLUMN start_lsn pg_lsn,     -- slot: the source's changes before it are in the backfill
-    ADD COLUMN apply_sql text[];     -- slot: stream/capture_slot_apply, stream/capture_truncate
+    ADD COLUMN apply_sql text[],     -- slot: stream/capture_slot_apply, stream/capture_truncate
+    ADD COLUMN columns jsonb;        -- slot: the source's columns tracked, "type oid/typmod"
 
 -- The changes one cycle read from the slot, until they are in the inboxes.
 CREATE UNLOGGED TABLE argus_catalog.captured (

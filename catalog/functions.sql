@@ -363,43 +363,65 @@ BEGIN
 END $$;
 
 -- The changes the capture slot holds for the tracked tables (argus track --method slot),
--- written into their inboxes in the cycle's transaction, up to the WAL's position now,
+-- written into their inboxes in the cycle's transaction, up to the WAL flushed now (a
+-- slot decodes no further: an asynchronous commit may be written and not yet flushed),
 -- which is recorded: the next cycle moves the slot there first (its reader), so a
 -- committed cycle's changes are never read twice and a failed cycle's are read again.
 -- A TRUNCATE cuts a table's changes in two: the keys it deletes are those before it.
+-- Nothing is applied when a tracked table's changes cannot be: its source's columns
+-- changed, or an update's TOASTed value is missing. It runs as the owner (a session
+-- that tracks with higher rights calls it too, and the SQL it runs is the catalog's),
+-- reading values in the styles the reader wrote them in.
 CREATE OR REPLACE FUNCTION argus.read_capture() RETURNS void
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET extra_float_digits = 3 AS $$
 DECLARE
     v_slot argus_catalog.capture_slot;
-    v_upto pg_lsn := pg_current_wal_lsn();
-    v_status text;
+    v_upto pg_lsn := pg_current_wal_flush_lsn();
+    v_found record;
     v_table record;
     v_from bigint;
     v_cut bigint;
     v_rows bigint;
 BEGIN
     SELECT * INTO v_slot FROM argus_catalog.capture_slot;
-    SELECT wal_status INTO v_status FROM pg_replication_slots WHERE slot_name = v_slot.slot;
-    IF v_status IS NULL OR v_status = 'lost' THEN
+    IF NOT EXISTS (SELECT FROM argus_catalog.tracked WHERE method = 'slot') THEN
+        RETURN;
+    END IF;
+    SELECT s.wal_status, s.database INTO v_found FROM pg_replication_slots s
+     WHERE s.slot_name = v_slot.slot;
+    IF v_found.database IS DISTINCT FROM current_database() OR v_found.wal_status = 'lost' THEN
         RAISE EXCEPTION 'argus: the capture slot % %', v_slot.slot,
-              CASE WHEN v_status IS NULL THEN 'is gone'
+              CASE WHEN v_found.database IS NULL THEN 'is gone'
+                   WHEN v_found.database <> current_database()
+                   THEN format('is database %s''s: this database was copied from it', v_found.database)
                    ELSE 'lost WAL it had not read (max_slot_wal_keep_size)' END
-              USING HINT = 'changes of the tracked tables were lost: untrack and track them '
-                           'again (argus untrack NAME; argus track SOURCE --method slot)';
+              USING HINT = 'the changes of the tracked tables cannot be read: untrack them and '
+                           'track them again (argus untrack NAME; argus track SOURCE --method slot)';
     END IF;
     EXECUTE format('INSERT INTO argus_catalog.captured SELECT * FROM %s($1, $2)', v_slot.reader)
       USING v_slot.applied, v_upto;
     GET DIAGNOSTICS v_rows = ROW_COUNT;
-    SELECT s.name, c.missing[1] INTO v_table FROM argus_catalog.captured c
+    SELECT s.name, x.problem INTO v_found
+      FROM argus_catalog.captured c
       JOIN argus_catalog.tracked t ON t.source = c.relid AND c.lsn >= t.start_lsn
-      JOIN argus_catalog.streams s USING (stream_id)
-     WHERE c.missing IS NOT NULL LIMIT 1;
-    IF FOUND THEN  -- REPLICA IDENTITY FULL was taken away from the source after `track`
-        RAISE EXCEPTION 'argus: the capture slot does not have the value of column % of '
-              'table %''s source, which an update left unchanged', v_table.missing, v_table.name
-              USING HINT = format('untrack the table (argus untrack %s: the changes not yet '
-                                  'read are lost), give its source REPLICA IDENTITY FULL, and '
-                                  'track it again', v_table.name);
+      JOIN argus_catalog.streams s USING (stream_id),
+           LATERAL (SELECT CASE WHEN c.op = 'R' THEN
+                               (SELECT format('its source''s column %s was dropped, renamed or '
+                                              'changed type', e.key)
+                                  FROM jsonb_each_text(t.columns) AS e
+                                 WHERE c.new ->> e.key IS DISTINCT FROM e.value LIMIT 1)
+                           WHEN c.missing IS NOT NULL THEN
+                               format('the capture slot does not have the value of its '
+                                      'source''s column %s, which an update left unchanged '
+                                      '(REPLICA IDENTITY FULL was taken away)', c.missing[1])
+                           END) AS x(problem)
+     WHERE x.problem IS NOT NULL
+     ORDER BY c.ord LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'argus: table %: %', v_found.name, v_found.problem
+              USING HINT = format('untrack it (argus untrack %s: its changes not read yet are '
+                                  'lost) and track its source again', v_found.name);
     END IF;
     IF v_rows > 0 THEN
         PERFORM set_config('argus.capture', 'on', true);  -- the source's key holds: no check

@@ -63,6 +63,9 @@ def logical_admin_dsn(admin_dsn):
     server.ensure_running()
     with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET wal_level = logical")
+        # an asynchronous commit stays unflushed for seconds (a slot decodes flushed WAL)
+        conn.execute("ALTER SYSTEM SET wal_writer_delay = '10s'")
+        conn.execute("ALTER SYSTEM SET wal_writer_flush_after = '1GB'")
     server.stop()
     server.ensure_running()
     yield server.dsn("postgres")

@@ -12,5 +12,5 @@ SELECT {values}, x.op
  WHERE c.relid = $1 AND c.lsn >= $2 AND c.ord > $3 AND c.ord < $4
    AND CASE x.k WHEN 1 THEN c.op = 'D' OR (c.op = 'U' AND c.old IS NOT NULL
                                            AND ({old_key}) IS DISTINCT FROM ({new_key}))
-                ELSE c.op <> 'D' END
+                ELSE c.op IN ('I', 'U') END
  ORDER BY c.ord, x.k

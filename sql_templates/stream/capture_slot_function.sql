@@ -2,9 +2,13 @@
 -- the database's tracked tables that committed before p_upto and after the slot's
 -- position, decoded from pgoutput's messages (protocol 1: every value as text) into one
 -- row per insert, update, delete or truncated table, its tuples as jsonb of text by
--- column name. First the slot moves up to p_applied, the position the last committed
--- cycle recorded: a slot's moves are not transactional, so it moves only past changes
--- already in the inboxes, and a cycle that fails reads the same changes again.
+-- column name, and one per description of a table (op 'R': each column's type oid and
+-- modifier, "oid/typmod", which argus.read_capture checks against the tracked ones).
+-- The values are written in the styles argus.read_capture reads them in (a session's
+-- DateStyle could write an ambiguous zone abbreviation, its extra_float_digits round).
+-- First the slot moves up to p_applied, the position the last committed cycle
+-- recorded: a slot's moves are not transactional, so it moves only past changes already
+-- in the inboxes, and a cycle that fails reads the same changes again.
 --
 -- Reading a slot needs the REPLICATION attribute, which argus's owner role lacks: the
 -- function runs with the rights of the role that tracked the table, and only the owner
@@ -17,7 +21,9 @@
 CREATE FUNCTION {function}(p_applied pg_lsn, p_upto pg_lsn)
 RETURNS TABLE (ord bigint, lsn pg_lsn, relid oid, op "char", new jsonb, old jsonb,
                missing text[])
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET extra_float_digits = 3
+SET bytea_output = 'hex' AS $argus$
 DECLARE
     m       record;
     d       bytea;
@@ -30,6 +36,7 @@ DECLARE
     v_names jsonb := jsonb_build_object();  -- relation oid -> its columns' names
     v_rel   oid;
     v_cols  text[];
+    v_types text[];
     v_vals  text[];
     v_old   text[];
     v_tag   "char";
@@ -48,6 +55,13 @@ BEGIN
         CONTINUE WHEN k NOT IN ('R', 'I', 'U', 'D', 'T');
         v_rel := ((get_byte(d, 1)::bigint << 24) | (get_byte(d, 2) << 16)
                   | (get_byte(d, 3) << 8) | get_byte(d, 4))::oid;
+        ord := ord + 1;
+        lsn := m.lsn;
+        relid := v_rel;
+        op := k;
+        new := NULL;
+        old := NULL;
+        missing := NULL;
         IF k = 'R' THEN  -- a relation: oid, schema, name, identity, columns
             p := 5;
             p := p + position('\x00'::bytea IN substring(d FROM p + 1));
@@ -56,21 +70,25 @@ BEGIN
             n := (get_byte(d, p) << 8) | get_byte(d, p + 1);
             p := p + 2;
             v_cols := ARRAY[]::text[];
+            v_types := ARRAY[]::text[];
             FOR i IN 1..n LOOP  -- flags, name, type oid, type modifier
                 j := position('\x00'::bytea IN substring(d FROM p + 2));
                 v_cols := v_cols || convert_from(substring(d FROM p + 2 FOR j - 1), v_enc);
+                v_types := v_types || (((get_byte(d, p + j + 1)::bigint << 24)
+                                        | (get_byte(d, p + j + 2) << 16)
+                                        | (get_byte(d, p + j + 3) << 8) | get_byte(d, p + j + 4)
+                                       )::text || '/' ||
+                                       ((get_byte(d, p + j + 5) << 24)
+                                        | (get_byte(d, p + j + 6) << 16)
+                                        | (get_byte(d, p + j + 7) << 8) | get_byte(d, p + j + 8)
+                                       )::text);
                 p := p + 1 + j + 8;
             END LOOP;
             v_names := jsonb_set(v_names, ARRAY[v_rel::text], to_jsonb(v_cols));
+            new := jsonb_object(v_cols, v_types);
+            RETURN NEXT;
             CONTINUE;
         END IF;
-        ord := ord + 1;
-        lsn := m.lsn;
-        relid := v_rel;
-        op := k;
-        new := NULL;
-        old := NULL;
-        missing := NULL;
         IF k = 'T' THEN  -- int32 count, int8 options, then the relations' oids
             n := (get_byte(d, 3) << 8) | get_byte(d, 4);
             FOR i IN 0..n - 1 LOOP
