@@ -205,6 +205,33 @@ def test_a_regroup_of_a_growing_aggregate_takes_its_extremes_without_rereading(t
         transfers.run()  # the oracle checks both answers
 
 
+def test_aggregates_moved_onto_a_finer_one_keep_their_query_s_salt(transfers, fresh_dsn):
+    """A query registered without sharing has its own aggregate, beside an equal shared
+    one. A finer aggregate registered later takes both over (computed from it): they
+    stay two nodes. (Found by the differential fuzzer, seed 1008: the moved aggregate
+    lost its query's salt, took its twin's signature, and the registration failed.)"""
+    transfers.insert("transfers", transfer_rows(random.Random(7), 0, 300))
+    transfers.run()
+    coarse = "SELECT sender, max(amount) AS hi, count(*) AS n FROM transfers GROUP BY sender"
+    transfers.register("coarse", coarse)
+    own = transfers.db
+    with argus.connect(fresh_dsn, sharing="none") as alone:
+        transfers.db = alone
+        transfers.register("coarse_alone", coarse)
+    transfers.db = own
+    transfers.register("fine", "SELECT sender, receiver, max(amount) AS hi, count(*) AS n "
+                               "FROM transfers GROUP BY sender, receiver")
+    parents = transfers.conn.execute(
+        "SELECT p.kind FROM argus_catalog.nodes n JOIN argus_catalog.edges e "
+        "ON e.child_id = n.node_id JOIN argus_catalog.nodes p ON p.node_id = e.parent_id "
+        "WHERE n.kind = 'aggregate' ORDER BY n.node_id").fetchall()
+    assert parents == [("aggregate",), ("aggregate",), ("stream",)]
+    for day in (1, 2):
+        transfers.insert("transfers", transfer_rows(random.Random(day), 300 + 100 * day, 100,
+                                                    day=day))
+        transfers.run()
+
+
 def test_implied_bounds_filter_every_instance_before_the_joins(transfers):
     """ARGUS's transitivity inference: the second and third transfers of the chain are
     bounded too (amount > 5000), so their selection (one node, shared by both) keeps only

@@ -436,8 +436,7 @@ class Builder(Reads):
         self.forget()
         node = self.load(node.id)
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
-                          (signature(node.kind, parents, node.columns, node.exprs,
-                                     node.definition, self._salt()), node.id))
+                          (self._resigned(node, parents, node.definition), node.id))
         if virtual(node):  # the views gain the columns at their end
             execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
         else:
@@ -843,6 +842,25 @@ class Builder(Reads):
                 WHERE n.node_id = %s""").format(counted),
             (node.insert_only, backfill_ms, node.id))
 
+    def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
+        """The signature of a node changed in place (enriched, restructured). Its own
+        salt stays: a node of a query registered without sharing stays that query's. And
+        it stays apart from an equal node made before: a twin computing the same rows.
+        (Once an aggregate of a query without sharing, moved onto a finer one, took the
+        signature of the shared twin it now equalled, and the registration failed.)"""
+        (stored,) = self.conn.execute("SELECT signature FROM argus_catalog.nodes "
+                                      "WHERE node_id = %s", (node.id,)).fetchone()
+        parts = json.loads(stored)
+        salt = parts[4] if len(parts) > 4 else None
+        text = signature(node.kind, parents, node.columns, node.exprs, definition, salt)
+        twin = self.conn.execute("SELECT node_id FROM argus_catalog.nodes WHERE "
+                                 "md5(signature) = md5(%s) AND node_id <> %s",
+                                 (text, node.id)).fetchone()
+        if twin:
+            text = signature(node.kind, parents, node.columns, node.exprs, definition,
+                             f"{salt} beside its twin {twin[0]}")
+        return text
+
     def _salt(self, salted: bool = False) -> str | None:
         """What makes a node's signature unique to this query: nodes that must not be
         shared (sharing "none", or joins when join sharing is off)."""
@@ -892,8 +910,7 @@ class Builder(Reads):
         node = dataclasses.replace(node, types=self._record_types(node))
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = %s, signature = %s WHERE node_id = %s",
-            (json.dumps(definition), signature("aggregate", [parent], node.columns, node.exprs,
-                                               definition, self._salt()), node.id))
+            (json.dumps(definition), self._resigned(node, [parent], definition), node.id))
         if new_parent is not None:
             old_parent = self.load(self.conn.execute(
                 "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",
