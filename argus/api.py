@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 import psycopg
 from psycopg import sql
 
-from . import (alchemy, catalog, cycle, network, quarantine, registry, requests, roles,
+from . import (alchemy, catalog, citus, cycle, network, quarantine, registry, requests, roles,
                settings, streams, tables, track)
 from . import loads as load_ops
 from .frontend.analyze import StreamSchema
@@ -155,6 +155,18 @@ class Argus:
     def tracked(self) -> dict[str, str]:
         """Each table that follows a source, and that source."""
         return track.tracked(self.conn)
+
+    def distribute(self, stream: str, column: str) -> None:
+        """On a Citus coordinator: shard the stream's history over the workers by
+        `column` (argus.citus)."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role distributes "
+                                        "streams")
+        citus.distribute(self.conn, stream, column)
+
+    def distributed(self) -> dict[str, str]:
+        """Each stream whose history is distributed (on Citus), and by which column."""
+        return citus.distributed(self.conn)
 
     def drop_stream(self, name: str) -> None:
         if not self.owner:

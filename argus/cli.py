@@ -183,13 +183,27 @@ def stream_list(dsn: str | None) -> None:
     """List streams and their columns."""
     with _connect(dsn) as db:
         listed = Table("stream", "columns", "time column", "key")
-        tracked = db.tracked()
+        tracked, sharded = db.tracked(), db.distributed()
         for s in db.streams():
             key = ", ".join(s.primary_key) if s.primary_key else "(insert-only)"
             listed.add_row(s.name, ", ".join(f"{c} {t}" for c, t in s.columns),
                            s.time_column or "",
-                           key + (f" (follows {tracked[s.name]})" if s.name in tracked else ""))
+                           key + (f" (follows {tracked[s.name]})" if s.name in tracked else "")
+                           + (f" (distributed by {sharded[s.name]})" if s.name in sharded
+                              else ""))
         console.print(listed)
+
+
+@stream.command("distribute")
+@click.argument("name")
+@click.argument("column")
+@dsn_option
+@handle_errors
+def stream_distribute(name: str, column: str, dsn: str | None) -> None:
+    """On a Citus coordinator: shard stream NAME's history over the workers by COLUMN."""
+    with _connect(dsn) as db:
+        db.distribute(name, column)
+        console.print(f"stream {name}'s history is distributed by {column}")
 
 
 @stream.command("drop")

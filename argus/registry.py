@@ -16,7 +16,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from .frontend import functions
-from . import network, roles
+from . import citus, network, roles
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
@@ -85,6 +85,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         raise
     if registrant is not None:
         _check_readable(conn, analyzed.streams, registrant)
+    citus.check_query(conn, analyzed)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         roles.become_owner(conn)

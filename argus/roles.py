@@ -104,9 +104,14 @@ def setup(conn: psycopg.Connection) -> str | None:
                                   "WHERE datname = current_database()").fetchone()
             prefix = f"argus_d{oid}_{secrets.token_hex(3)}"
             owner = sql.Identifier(f"{prefix}_owner")
+            # on Citus the owner logs in: Citus reaches the workers as the role running
+            # the statement (argus.citus)
+            citus = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'"
+                                 ).fetchone() is not None
             for kind in ("owner", *GROUPS):
-                conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(
-                    sql.Identifier(f"{prefix}_{kind}")))
+                conn.execute(sql.SQL("CREATE ROLE {} {}").format(
+                    sql.Identifier(f"{prefix}_{kind}"),
+                    sql.SQL("LOGIN" if citus and kind == "owner" else "NOLOGIN")))
             conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(owner))
             _give_everything(conn, f"{prefix}_owner")
             for schema, privilege, kind in (("argus_results", "SELECT", "reader"),

@@ -1,0 +1,92 @@
+"""argus on a Citus coordinator (issue 24, its first slice): the network runs on the
+coordinator as on one server, and a stream's history can be a distributed table,
+sharded over the workers by one of its columns (`distribute`), so that the nodes
+reading it (an aggregate grouped by that column, a selection, a join on it) run on the
+shards. Joins on another column repartition (citus.enable_repartition_joins, set for
+the database here).
+
+Citus opens its connections to the workers as the role running the statement, and
+argus runs cycles and registrations as its owner role, so on Citus that role can log
+in (argus.roles.setup): give it a way to authenticate between the nodes
+(pg_dist_authinfo or a .pgpass) and none from elsewhere (pg_hba.conf).
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from . import roles
+from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
+from .frontend.analyze import Analyzed
+from .names import CYCLE_LOCK, check_name, stream_history
+
+
+def installed(conn: psycopg.Connection) -> bool:
+    """Is this database a Citus coordinator's (the extension created in it)?"""
+    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'"
+                        ).fetchone() is not None
+
+
+def distributed(conn: psycopg.Connection) -> dict[str, str]:
+    """Each stream whose history is distributed, and its distribution column."""
+    if not installed(conn):
+        return {}
+    return dict(conn.execute(
+        """SELECT s.name, column_to_column_name(p.logicalrelid, p.partkey)
+             FROM argus_catalog.streams s
+             JOIN pg_dist_partition p ON p.logicalrelid = format('%I.%I', 'argus_streams',
+                                                                  s.name)::regclass
+            WHERE p.partmethod = 'h' ORDER BY 1""").fetchall())
+
+
+def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
+    """Shard the stream's history over the workers by `column` (its rows move there)."""
+    stream = check_name(stream, "stream")
+    if not installed(conn):
+        raise ArgusError("this database is not a Citus coordinator's (no citus extension): "
+                         "a stream's history can be distributed only there")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        row = conn.execute("SELECT primary_key FROM argus_catalog.streams WHERE name = %s",
+                           (stream,)).fetchone()
+        if row is None:
+            raise UnknownStreamError(f"unknown stream {stream!r}")
+        columns = [c for (c,) in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+            "AND NOT attisdropped", (stream_history(stream).as_string(conn),))]
+        if column not in columns:
+            raise UnknownColumnError(f"stream {stream!r} has no column {column!r} "
+                                     f"(it has: {', '.join(columns)})")
+        if row[0] is not None:  # (its flush MERGEs into the history by key)
+            raise ArgusError(f"{stream!r} is a table: its history takes each cycle's changes "
+                             "by MERGE, which Citus 13 cannot run from the coordinator into a "
+                             "distributed table; only streams' histories are distributed")
+        if stream in distributed(conn):
+            raise ArgusError(f"stream {stream!r} is distributed already, by "
+                             f"{distributed(conn)[stream]}")
+        conn.execute(sql.SQL("ALTER DATABASE {} SET citus.enable_repartition_joins = on")
+                     .format(sql.Identifier(conn.info.dbname)))
+        # a node kept as a view (a wide selection, a large join) over a distributed
+        # history is read through set operations Citus 13 cannot plan (a changes view's
+        # UNION ALL of EXCEPT ALL): every node keeps a table
+        conn.execute("UPDATE argus_catalog.settings SET virtual_selectivity = NULL, "
+                     "virtual_join_growth = NULL")
+        roles.become_owner(conn)
+        conn.execute("SELECT create_distributed_table(%s, %s)",
+                     (stream_history(stream).as_string(conn), column))
+
+        conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+    conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
+
+
+def check_query(conn: psycopg.Connection, analyzed: Analyzed) -> None:
+    """Refuse what a distributed history cannot do yet: a window against the stream
+    clock (argus_now()), which Citus would evaluate on the workers, where the clock is
+    not (a copy of it as a reference table cannot be read from a shard's query)."""
+    sharded = set(analyzed.streams) & set(distributed(conn))
+    if sharded and {"argus_now", "argus.clock_now"} & analyzed.functions:
+        raise UnsupportedQueryError(
+            f"argus_now() over stream {sorted(sharded)[0]!r}, whose history is distributed "
+            "(Citus): a window against the stream clock over a distributed history is not "
+            "supported yet")

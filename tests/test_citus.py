@@ -1,0 +1,164 @@
+"""argus on a Citus cluster (a coordinator and two workers on loopback ports, started
+for the session from the machine's PostgreSQL with citus installed): the same answers
+as from scratch with streams' histories sharded over the workers, co-located or not,
+and a cycle that cannot reach a worker rolls back whole and loses nothing."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import argus
+from argus import citus_local
+from argus.cli import main
+from argus.errors import (ArgusError, CycleError, QueryError, UnknownColumnError,
+                          UnknownStreamError, UnsupportedQueryError)
+
+from .oracle import Oracle
+
+_names = itertools.count()
+TRANSFERS = {"tran_id": "bigint", "tran_date": "date", "sender": "text", "receiver": "text",
+             "amount": "numeric(14,2)"}
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    why = citus_local.unavailable()
+    if why:
+        pytest.skip(f"no local Citus cluster: {why}")
+    started = citus_local.start(Path(tempfile.mkdtemp(prefix="argus-citus-")))
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def citus_oracle(cluster):
+    name = f"argus_citus_{next(_names)}"
+    with argus.connect(cluster.create_database(name)) as db:
+        yield Oracle(db)
+    cluster.drop_database(name)
+
+
+def transfers(rng: random.Random, start: int, n: int, day: int) -> list[tuple]:
+    return [(i, f"2024-01-{day:02d}", f"a{rng.randint(0, 9)}", f"a{rng.randint(0, 9)}",
+             rng.randint(1, 10_000)) for i in range(start, start + n)]
+
+
+QUERIES = {
+    "by_sender": "SELECT sender, count(*) AS n, sum(amount) AS total, max(amount) AS hi "
+                 "FROM transfers GROUP BY sender",
+    "by_receiver": "SELECT receiver, count(*) AS n, min(amount) AS lo "
+                   "FROM transfers GROUP BY receiver",
+    "big": "SELECT tran_id, sender, amount FROM transfers WHERE amount > 9000",
+    "chain": "SELECT a.tran_id, b.tran_id AS next FROM transfers a JOIN transfers b "
+             "ON a.receiver = b.sender WHERE a.amount > 9500 AND b.amount > 9500",
+    "pairs": "SELECT DISTINCT sender, receiver FROM transfers WHERE amount < 500",
+    "balances": "SELECT a.owner, a.balance, count(*) AS sent FROM accounts a "
+                "JOIN transfers t ON t.sender = a.owner GROUP BY a.owner, a.balance",
+}
+
+
+def test_distributed_histories_give_the_answers_from_scratch(citus_oracle):
+    """Transfers sharded by sender: an aggregate by sender runs on the shards, one by
+    receiver and the receiver-to-sender chain repartition; a table kept on the
+    coordinator takes updates and deletes and joins them. After every cycle each answer
+    equals its query from scratch."""
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(24)
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    oracle.create_table("accounts", {"owner": "text", "balance": "int"}, primary_key="owner")
+    oracle.insert("transfers", transfers(rng, 0, 300, 1))
+    oracle.insert("accounts", [(f"a{i}", i * 10) for i in range(8)])
+    db.distribute("transfers", "sender")
+    assert db.distributed() == {"transfers": "sender"}
+    oracle.run()
+    for name, query in QUERIES.items():
+        oracle.register(name, query)
+    for day in range(2, 7):
+        oracle.insert("transfers", transfers(rng, day * 1000, 150, day))
+        owners = [o for (o,) in db.conn.execute("SELECT owner FROM argus_streams.accounts")]
+        oracle.update("accounts", [(rng.choice(owners), rng.randint(0, 99))])
+        oracle.delete("accounts", [f"a{rng.randint(0, 9)}"])  # (or a key it has not)
+        oracle.run()
+    shards = db.conn.execute(
+        "SELECT count(DISTINCT nodeport) FROM citus_shards "
+        "WHERE table_name = 'argus_streams.transfers'::regclass").fetchone()[0]
+    assert shards == 2  # the rows are on the workers
+
+
+def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
+        citus_oracle, cluster):
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(7)
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    db.distribute("transfers", "sender")
+    oracle.register("by_sender", QUERIES["by_sender"])
+    oracle.insert("transfers", transfers(rng, 0, 200, 1))
+    oracle.run()
+    oracle.insert("transfers", transfers(rng, 1000, 200, 2))
+    worker = cluster.root / "node2"
+    pg_ctl = str(citus_local._pg_config().parent / "pg_ctl")
+    citus_local._run(cluster.root, pg_ctl, "-D", str(worker), "-m", "immediate", "stop")
+    try:
+        with pytest.raises(CycleError):
+            db.run()
+        waiting = db.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone()[0]
+        assert waiting == 200  # the rows wait in the inbox
+    finally:
+        citus_local._run(cluster.root, pg_ctl, "-D", str(worker), "-l",
+                         str(worker / "log"), "-w", "start")
+    oracle.run()  # everything the failed cycle had, exactly once
+
+
+def test_distribute_from_the_command_line(citus_oracle):
+    db = citus_oracle.db
+    db.create_stream("transfers", TRANSFERS)
+    runner = CliRunner()
+    done = runner.invoke(main, ["stream", "distribute", "transfers", "sender", "--dsn",
+                                db.dsn])
+    assert done.exit_code == 0, done.output
+    assert "stream transfers's history is distributed by sender" in done.output
+    listed = runner.invoke(main, ["stream", "list", "--dsn", db.dsn])
+    assert "(distributed by sender)" in listed.output
+
+
+def test_what_cannot_be_distributed_is_refused(citus_oracle, db):
+    cdb = citus_oracle.db
+    cdb.create_stream("transfers", TRANSFERS)
+    cdb.create_table("accounts", {"owner": "text", "balance": "int"}, primary_key="owner")
+    with pytest.raises(UnknownStreamError, match="unknown stream 'nothing'"):
+        cdb.distribute("nothing", "x")
+    with pytest.raises(UnknownColumnError, match=r"stream 'transfers' has no column 'who' "
+                                                 r"\(it has: tran_id, tran_date"):
+        cdb.distribute("transfers", "who")
+    with pytest.raises(ArgusError, match=r"'accounts' is a table: its history takes each "
+                                         r"cycle's changes by MERGE"):
+        cdb.distribute("accounts", "owner")
+    cdb.distribute("transfers", "sender")
+    with pytest.raises(ArgusError, match="distributed already, by sender"):
+        cdb.distribute("transfers", "receiver")
+    with pytest.raises(UnsupportedQueryError, match=r"argus_now\(\) over stream 'transfers', "
+                                                    r"whose history is distributed"):
+        cdb.register_query("recent", "SELECT sender FROM transfers "
+                                     "WHERE tran_date > argus_now() - interval '2 days'")
+    with pytest.raises(QueryError, match="direct joins between distributed and local tables "
+                                         "are not supported"):  # (Citus's words)
+        cdb.register_query("balances", "SELECT a.owner, count(t.tran_id) AS n FROM accounts a "
+                                       "LEFT JOIN transfers t ON t.sender = a.owner "
+                                       "GROUP BY a.owner")
+
+    db.create_stream("transfers", TRANSFERS)
+    with pytest.raises(ArgusError, match="not a Citus coordinator's"):
+        db.distribute("transfers", "sender")
+
+
+def test_the_cluster_helper_says_why_it_cannot_start(monkeypatch):
+    monkeypatch.setattr(citus_local, "_pg_config", lambda: None)
+    assert citus_local.unavailable() == "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin)"
+    assert subprocess  # (the helper runs server programs through subprocess)
