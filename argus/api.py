@@ -10,7 +10,7 @@ import psycopg
 from psycopg import sql
 
 from . import (alchemy, catalog, citus, cycle, network, quarantine, registry, requests, roles,
-               settings, streams, tables, track)
+               settings, slot, streams, tables, track)
 from . import loads as load_ops
 from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
@@ -172,7 +172,7 @@ class Argus:
         if not self.owner:
             return requests.submit(self.conn, "drop_stream", name, {})
         streams.drop_stream(self.conn, name)
-        track.drop_unused_slot(self.conn)  # when it was the last table a slot followed
+        slot.drop_unused(self.conn)  # when it was the last table a slot followed
 
     def streams(self) -> list[StreamSchema]:
         return list(streams.stream_schemas(self.conn).values())

@@ -117,3 +117,10 @@ def load_changes(conn: psycopg.Connection, name: str, op: str, columns: list[str
         raise LoadError(f"table {name!r}: nothing loaded: {exc.diag.message_primary}"
                         ) from None
     return len(rows)
+
+
+def truncate_changes(name: str, key) -> sql.Composed:
+    """A TRUNCATE of a tracked table's source, as changes: a 'd' of every key the table
+    holds or has waiting (stream/capture_truncate; argus.track, argus.slot)."""
+    return render("stream/capture_truncate", inbox=stream_inbox(name),
+                  history=stream_history(name), key=cols(key))
