@@ -154,16 +154,18 @@ def capture(conn: psycopg.Connection, name: str, source_id: sql.Identifier,
 
 
 
-def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None
-                  ) -> None:
+def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None) -> None:
     """The changes the slot holds go into the inboxes first (as a cycle would read them,
-    under the cycle's lock), with the source locked so that none comes after; unless
-    they cannot be read (the slot is another database's or lost WAL, the source's
-    columns changed, a value fails its type): then the table's are left, and the
-    others' read if they can be."""
+    under the cycle's lock, as the owner: the session may be a superuser's, and the
+    owner role's members can change argus.read_capture), with the source locked so that
+    none comes after; unless they cannot be read (the slot is another database's or lost
+    WAL, the source's columns changed, a value fails its type): then the table's are
+    left, and the others' read if they can be."""
     if source_id is not None:
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(source_id))
     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+    (session_role,) = conn.execute("SELECT current_user").fetchone()
+    roles.become_owner(conn)
     for _ in range(2):
         try:
             with conn.transaction():
@@ -171,6 +173,7 @@ def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None
             break
         except psycopg.Error:
             conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
     if source_id is not None:
         conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}").format(
             sql.Identifier(PUBLICATION), source_id))

@@ -476,16 +476,26 @@ def test_slot_values_round_trip_whatever_the_session_styles(logical_oracle):
     assert conn.execute("SELECT x = 1 / 3.0::float8 FROM argus_streams.readings").fetchone()[0]
 
 
-def test_the_owner_s_catalog_runs_as_the_owner_even_when_a_superuser_untracks(
+def test_the_owner_s_code_runs_as_the_owner_even_when_a_superuser_untracks(
         logical_oracle):
-    """The SQL a slot's changes are applied with sits in the catalog, which argus's owner
-    role writes: a superuser's untrack (which reads what waits) must not run it with
-    the superuser's rights."""
+    """The SQL a slot's changes are applied with sits in the catalog, and the function
+    that applies them is the owner's: argus's owner role's members can change either, so
+    a superuser's untrack (which reads what waits) must run them as the owner."""
     oracle = _slot_orders(logical_oracle)
-    conn = oracle.conn
+    conn, owner = oracle.conn, roles.owner_role(oracle.conn)
     conn.execute("INSERT INTO orders VALUES (800, 'c1', 8)")
     conn.execute("""UPDATE argus_catalog.tracked SET apply_sql[1] =
                     'CREATE TABLE argus_catalog.who AS SELECT current_user::text AS who'""")
     oracle.db.untrack("orders")
-    (who,) = conn.execute("SELECT who FROM argus_catalog.who").fetchone()
-    assert who == roles.owner_role(conn)
+    assert conn.execute("SELECT who FROM argus_catalog.who").fetchall() == [(owner,)]
+    oracle.unregister("per_customer")
+    oracle.db.drop_stream("orders")
+    oracle.db.track("public.orders", method="slot")
+    conn.execute("INSERT INTO orders VALUES (801, 'c1', 8)")
+    with conn.transaction():  # a member replaces the function, SECURITY INVOKER
+        conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(owner)))
+        conn.execute("""CREATE OR REPLACE FUNCTION argus.read_capture() RETURNS void
+                        LANGUAGE sql SECURITY INVOKER AS
+                        'INSERT INTO argus_catalog.who SELECT current_user'""")
+    oracle.db.untrack("orders")
+    assert conn.execute("SELECT who FROM argus_catalog.who").fetchall() == [(owner,)] * 2
