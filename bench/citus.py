@@ -1,12 +1,15 @@
 """argus on one server against argus on a local Citus cluster (a coordinator and two
 workers on this machine), on the same data: the transfers workload's queries over a
 history of `history` transfers, the stream's history distributed by sender on the
-cluster. Per batch size, the median cycle (ms) on the coordinator alone (nothing
-distributed: the same server, so the difference is Citus's) and with the history
-distributed; then whether every answer agrees. On a 2-core machine the cluster cannot be
-faster: this measures what distributing costs.
+cluster; or TPC-H (--tpch-milli: its scale in thousandths) with orders and lineitem
+distributed by order key (co-located; the other tables stay on the coordinator), its
+refresh batches of 0.1% of the orders. Per batch size, the median cycle (ms) on the
+coordinator alone (nothing distributed: the same server, so the difference is Citus's)
+and with the histories distributed; then whether every answer agrees. On a 2-core machine the
+cluster cannot be faster: this measures what distributing costs.
 
 Usage: python bench/citus.py [--history 100000] [--queries 10] [--cycles 5]
+                             [--tpch-milli 100]
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ from pathlib import Path
 import argus
 from argus import citus_local
 from argus.bench.runner import load
-from argus.bench.workloads import transfers
+from argus.bench.workloads import BENCH_TPCH, tpch, transfers
 from argus.errors import ArgusError
 from common import arguments  # bench/common.py
 
 
 def main() -> None:
-    args = arguments(__doc__, history=100_000, queries=10, cycles=5)
+    args = arguments(__doc__, history=100_000, queries=10, cycles=5, tpch_milli=0)
+    keys = ({"orders": "o_orderkey", "lineitem": "l_orderkey"}
+            if args.tpch_milli else {"transfers": "sender"})
     why = citus_local.unavailable()
     if why:
         raise SystemExit(f"no local Citus cluster: {why}")
@@ -35,10 +40,13 @@ def main() -> None:
         dbs = {}
         for name in ("single", "sharded"):
             db = dbs[name] = argus.connect(cluster.create_database(name))
-            workload = transfers(args.history, args.queries)
+            workload = (tpch(args.tpch_milli / 1000, args.cycles, only=BENCH_TPCH)
+                        if args.tpch_milli else transfers(args.history, args.queries))
+            started = time.perf_counter()
             load(db, workload)
             if name == "sharded":
-                db.distribute("transfers", "sender")
+                for stream, column in keys.items():
+                    db.distribute(stream, column)
             refused = []
             for query, text in workload.queries:
                 try:
@@ -46,23 +54,26 @@ def main() -> None:
                 except ArgusError as exc:
                     refused.append(f"{query}: {exc}")
             db.conn.execute("VACUUM ANALYZE")
-            print(f"{name}: {len(workload.queries) - len(refused)} queries"
-                  + ("".join(f"\n  refused {r}" for r in refused)), flush=True)
+            print(f"{name}: {len(workload.queries) - len(refused)} queries, loaded and "
+                  f"registered in {time.perf_counter() - started:.0f} s"
+                  + ("".join(f"\n  refused {r[:300]}" for r in refused)), flush=True)
             dbs[name] = (db, workload)
         registered = set.intersection(*({q.name for q in db.queries()} for db, _ in dbs.values()))
         print("| batch | one server (coordinator alone) | sharded over 2 workers | ratio |")
         print("|---:|---:|---:|---:|")
-        for size in (100, 1_000, 10_000):
+        for size in (0,) if args.tpch_milli else (100, 1_000, 10_000):
             ms = {}
             for name, (db, workload) in dbs.items():
                 times = []
                 for _ in range(args.cycles):
-                    db.insert("transfers", workload.batch(size)["transfers"])
+                    for stream, rows in workload.batch(size).items():
+                        db.insert(stream, rows)
                     started = time.perf_counter()
                     db.run()
                     times.append((time.perf_counter() - started) * 1000)
                 ms[name] = statistics.median(times)
-            print(f"| {size:,} | {ms['single']:.1f} | {ms['sharded']:.1f} | "
+            print(f"| {f'{size:,}' if size else 'a refresh batch'} | {ms['single']:.1f} | "
+                  f"{ms['sharded']:.1f} | "
                   f"{ms['sharded'] / ms['single']:.2f}× |", flush=True)
         single, sharded = dbs["single"][0], dbs["sharded"][0]
         differ = [q for q in sorted(registered)
@@ -71,10 +82,9 @@ def main() -> None:
               + (f"; DIFFERENT: {', '.join(differ)}" if differ else ""))
         shards = sharded.conn.execute(
             "SELECT nodeport, count(*), pg_size_pretty(sum(shard_size)) FROM citus_shards "
-            "WHERE table_name = 'argus_streams.transfers'::regclass GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-        print("the history's shards: " + ", ".join(f"port {p}: {n} shards, {s}"
-                                                for p, n, s in shards))
+            "WHERE table_name::text LIKE 'argus_streams.%' GROUP BY 1 ORDER BY 1").fetchall()
+        print("the histories' shards: " + ", ".join(f"port {p}: {n} shards, {s}"
+                                                  for p, n, s in shards))
     finally:
         for db, _ in dbs.values():
             db.close()
