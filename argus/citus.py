@@ -62,9 +62,9 @@ def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
             raise ArgusError(f"{stream!r} is a table: its history takes each cycle's changes "
                              "by MERGE, which Citus 13 cannot run from the coordinator into a "
                              "distributed table; only streams' histories are distributed")
-        if stream in distributed(conn):
-            raise ArgusError(f"stream {stream!r} is distributed already, by "
-                             f"{distributed(conn)[stream]}")
+        already = distributed(conn).get(stream)
+        if already:
+            raise ArgusError(f"stream {stream!r} is distributed already, by {already}")
         conn.execute(sql.SQL("ALTER DATABASE {} SET citus.enable_repartition_joins = on")
                      .format(sql.Identifier(conn.info.dbname)))
         # a node kept as a view (a wide selection, a large join) over a distributed
@@ -75,7 +75,6 @@ def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
         roles.become_owner(conn)
         conn.execute("SELECT create_distributed_table(%s, %s)",
                      (stream_history(stream).as_string(conn), column))
-
         conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
     conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
 

@@ -81,11 +81,20 @@ class Cluster:
             for port in self.ports[1:]:
                 conn.execute("SELECT citus_add_node(%s, %s)", (HOST, port))
 
+    def stop_node(self, node: int, mode: str = "fast") -> None:
+        data = self.root / f"node{node}"
+        _run(self.root, str(_pg_config().parent / "pg_ctl"), "-D", str(data), "-m", mode,
+             "stop")
+
+    def start_node(self, node: int) -> None:
+        data = self.root / f"node{node}"
+        _run(self.root, str(_pg_config().parent / "pg_ctl"), "-D", str(data), "-l",
+             str(data / "log"), "-w", "start")
+
     def stop(self) -> None:
-        bindir = _pg_config().parent
-        for data in sorted(self.root.glob("node*")):
+        for node in range(len(self.ports)):
             try:
-                _run(self.root, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop")
+                self.stop_node(node)
             except subprocess.CalledProcessError:
                 pass  # not running
 
@@ -109,9 +118,9 @@ def start(root: Path, workers: int = 2) -> Cluster:
                        f"unix_socket_directories = '{data}'\n"
                        "shared_preload_libraries = 'citus'\nfsync = off\n"
                        "max_connections = 200\nmax_prepared_transactions = 200\n")
-        _run(root, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-w",
-             "start")
         ports.append(port)
     cluster = Cluster(root, tuple(ports))
+    for node in range(len(ports)):
+        cluster.start_node(node)
     cluster._register("postgres")
     return cluster

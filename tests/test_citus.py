@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -102,17 +101,14 @@ def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
     oracle.insert("transfers", transfers(rng, 0, 200, 1))
     oracle.run()
     oracle.insert("transfers", transfers(rng, 1000, 200, 2))
-    worker = cluster.root / "node2"
-    pg_ctl = str(citus_local._pg_config().parent / "pg_ctl")
-    citus_local._run(cluster.root, pg_ctl, "-D", str(worker), "-m", "immediate", "stop")
+    cluster.stop_node(2, "immediate")
     try:
         with pytest.raises(CycleError):
             db.run()
         waiting = db.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone()[0]
         assert waiting == 200  # the rows wait in the inbox
     finally:
-        citus_local._run(cluster.root, pg_ctl, "-D", str(worker), "-l",
-                         str(worker / "log"), "-w", "start")
+        cluster.start_node(2)
     oracle.run()  # everything the failed cycle had, exactly once
 
 
@@ -161,4 +157,3 @@ def test_what_cannot_be_distributed_is_refused(citus_oracle, db):
 def test_the_cluster_helper_says_why_it_cannot_start(monkeypatch):
     monkeypatch.setattr(citus_local, "_pg_config", lambda: None)
     assert citus_local.unavailable() == "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin)"
-    assert subprocess  # (the helper runs server programs through subprocess)
