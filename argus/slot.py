@@ -34,7 +34,6 @@ def name_of(conn: psycopg.Connection) -> str:
     return f"argus_capture_{oid.fetchone()[0]}"
 
 
-
 def check_server(conn: psycopg.Connection) -> None:
     level, replication = conn.execute(
         """SELECT current_setting('wal_level'), rolreplication OR rolsuper
@@ -151,7 +150,6 @@ def capture(conn: psycopg.Connection, name: str, source_id: sql.Identifier,
                    columns=cols(schema.column_names), values=values, old_key=key_of("old"),
                    new_key=key_of("new"))
     return [apply.as_string(conn), tables.truncate_changes(name, key).as_string(conn)]
-
 
 
 def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None) -> None:
