@@ -20,6 +20,7 @@ from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
 from .frontend.analyze import Analyzed
 from .names import CYCLE_LOCK, check_name, stream_history
+from .streams import stream_schemas
 
 
 def installed(conn: psycopg.Connection) -> bool:
@@ -48,17 +49,13 @@ def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
                          "a stream's history can be distributed only there")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        row = conn.execute("SELECT primary_key FROM argus_catalog.streams WHERE name = %s",
-                           (stream,)).fetchone()
-        if row is None:
+        schema = stream_schemas(conn).get(stream)
+        if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")
-        columns = [c for (c,) in conn.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
-            "AND NOT attisdropped", (stream_history(stream).as_string(conn),))]
-        if column not in columns:
+        if column not in schema.column_names:
             raise UnknownColumnError(f"stream {stream!r} has no column {column!r} "
-                                     f"(it has: {', '.join(columns)})")
-        if row[0] is not None:  # (its flush MERGEs into the history by key)
+                                     f"(it has: {', '.join(schema.column_names)})")
+        if schema.primary_key is not None:  # (its flush MERGEs into the history by key)
             raise ArgusError(f"{stream!r} is a table: its history takes each cycle's changes "
                              "by MERGE, which Citus 13 cannot run from the coordinator into a "
                              "distributed table; only streams' histories are distributed")

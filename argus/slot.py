@@ -113,10 +113,13 @@ def drop_unused(conn: psycopg.Connection) -> None:
                      "WHERE slot_name = %s", (name_of(conn),))
 
 
-def capture(conn: psycopg.Connection, name: str, source_id: sql.Identifier,
-                  schema: StreamSchema) -> list[str]:
+def capture(conn: psycopg.Connection, oid: int, source_id: sql.Identifier,
+            schema: StreamSchema) -> tuple[str, list[str], str]:
     """Put the source in the slot's publication (the first one creates the slot's
-    reader); the SQL that moves its changes into the inbox (argus.read_capture)."""
+    reader), under the source's lock. Returns what argus_catalog.tracked keeps: the WAL
+    position from which the slot's changes are the source's (the rows before it are the
+    backfill's), the SQL that moves its changes into the inbox, and its columns' types
+    as the slot describes them (argus.read_capture checks them)."""
     if not exists(conn):
         slot = name_of(conn)
         conn.execute(render("stream/capture_slot_function", function=READER,
@@ -146,10 +149,17 @@ def capture(conn: psycopg.Connection, name: str, source_id: sql.Identifier,
         return sql.SQL(", ").join(sql.SQL("{} ->> {}").format(sql.Identifier("c", tuple_),
                                                               sql.Literal(k)) for k in key)
 
+    name = schema.name
     apply = render("stream/capture_slot_apply", inbox=stream_inbox(name),
                    columns=cols(schema.column_names), values=values, old_key=key_of("old"),
                    new_key=key_of("new"))
-    return [apply.as_string(conn), tables.truncate_changes(name, key).as_string(conn)]
+    start, types = conn.execute(
+        """SELECT pg_current_wal_lsn(), jsonb_object_agg(attname,
+                  atttypid::bigint || '/' || atttypmod)::text
+             FROM pg_attribute WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped""",
+        (oid,)).fetchone()
+    truncate = tables.truncate_changes(name, key)
+    return start, [apply.as_string(conn), truncate.as_string(conn)], types
 
 
 def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None) -> None:
@@ -175,3 +185,12 @@ def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None
     if source_id is not None:
         conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}").format(
             sql.Identifier(PUBLICATION), source_id))
+
+
+def forget_if_unused(conn: psycopg.Connection) -> None:
+    """Once no table is tracked by the slot: its reader and its catalog row go (the slot
+    and the publication after the commit, drop_unused)."""
+    if conn.execute("SELECT 1 FROM argus_catalog.tracked WHERE method = 'slot'"
+                    ).fetchone() is None:
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}(pg_lsn, pg_lsn)").format(READER))
+        conn.execute("DELETE FROM argus_catalog.capture_slot")

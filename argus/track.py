@@ -173,12 +173,7 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
                                 function=_function(name)))
         else:  # as the session's role (create_stream acted as the owner): it reads the slot
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
-            apply_sql = slot.capture(conn, name, source_id, schema)
-            start, types = conn.execute(
-                """SELECT pg_current_wal_lsn(), jsonb_object_agg(attname,
-                          atttypid::bigint || '/' || atttypmod)::text
-                     FROM pg_attribute WHERE attrelid = %s AND attnum > 0
-                      AND NOT attisdropped""", (oid,)).fetchone()
+            start, apply_sql, types = slot.capture(conn, oid, source_id, schema)
         conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
             inbox, cols(columns), cols(columns), source_id))
         conn.execute("""INSERT INTO argus_catalog.tracked
@@ -216,9 +211,7 @@ def untrack(conn: psycopg.Connection, name: str) -> str:
                 sql.Identifier(trigger), source_id))
         conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(_function(name)))
         conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
-        if method == "slot" and conn.execute(
-                "SELECT 1 FROM argus_catalog.tracked WHERE method = 'slot'").fetchone() is None:
-            conn.execute(sql.SQL("DROP FUNCTION {}(pg_lsn, pg_lsn)").format(slot.READER))
-            conn.execute("DELETE FROM argus_catalog.capture_slot")
+        if method == "slot":
+            slot.forget_if_unused(conn)
     slot.drop_unused(conn)
     return shown
