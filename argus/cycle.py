@@ -29,7 +29,6 @@ class CycleReport:
     retracted: Counter[str]  # query -> rows retracted from its answer (0 if not there)
     nodes_run: int
     seconds: float
-    node_ms: dict[int, float] = field(default_factory=dict, repr=False)
     failed: dict[str, str] = field(default_factory=dict)  # query isolated -> its error
     quarantined: dict[str, int] = field(default_factory=dict)  # stream -> rows held back
     # the queries planned again after it (argus.adapt.Decision), when it ended a period
@@ -69,12 +68,11 @@ def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> Cycle
 
 
 def _report(run_id: int, row: tuple, seconds: float) -> CycleReport:
-    status, error, nodes_run, rows_in, held, failed, queries, node_ms = row
+    status, error, nodes_run, rows_in, held, failed, queries = row
     if status == "failed":
         raise CycleError(f"cycle {run_id} failed and was rolled back, its rows wait in the "
                          f"inboxes: {error}")
     return CycleReport(run_id, dict(sorted(rows_in.items())),
                        Counter({q: i for q, (i, _) in sorted(queries.items())}),
                        Counter({q: r for q, (_, r) in sorted(queries.items())}), nodes_run, seconds,
-                       {int(n): float(ms) for n, ms in node_ms.items()},
                        dict(sorted(failed.items())), dict(sorted(held.items())))

@@ -201,7 +201,7 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
 # The program's frame is rendered here, with PostgreSQL format() placeholders where the
 # nodes' code goes (literal % doubled): argus.assemble_program() fills it in the
 # database (catalog/004), `fill` in Python for the code a change must validate.
-_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge")
+_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge", "clear")
 
 
 def frame(streams: list[tuple[str, Node, str | None]],
@@ -217,6 +217,7 @@ def frame(streams: list[tuple[str, Node, str | None]],
                                 else (sql.SQL(""), sql.SQL("")))
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
+                  streams=sql.Literal(len(streams)),
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
     text = text.replace("%", "%%")
     for position, slot in enumerate(_SLOTS, 1):
@@ -226,9 +227,10 @@ def frame(streams: list[tuple[str, Node, str | None]],
 
 def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
          flushes: list[str], purges: list[str], initial: int = 0) -> str:
-    """The frame filled as argus.assemble_program() fills it (PostgreSQL's format())."""
+    """The frame filled as argus.assemble_program() fills it (PostgreSQL's format()),
+    without the clearing of the last cycle's deltas."""
     values = ["\n".join(f"    {var(i).as_string(None)} bigint := {initial};" for i in node_ids),
               "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
-              "\n".join(purges)]
+              "\n".join(purges), ""]
     return re.sub(r"%(?:%|(\d)\$s)",
                   lambda m: values[int(m[1]) - 1] if m[1] else "%", frame_text)

@@ -198,11 +198,14 @@ def main() -> None:
             rows = len(new["orders"]) + len(new["lineitem"]) + 2 * len(old)
             print(f"| {i + 1} | ~{rows:,} |" + _row(t), flush=True)
         print("| median | |" + _row({k: statistics.median(v) for k, v in totals.items() if v}))
-        heavy = sorted(report.node_ms.items(), key=lambda n: -n[1])[:8]
+        node_ms = dict(conn.execute("SELECT node_id, ms + coalesce(flush_ms, 0) FROM "
+                                    "argus_catalog.run_nodes WHERE run_id = %s",
+                                    (report.run_id,)).fetchall())
+        heavy = sorted(node_ms.items(), key=lambda n: -n[1])[:8]
         kinds = dict(conn.execute("SELECT node_id, kind || coalesce(' ' || hist_name, '') FROM "
                                   "argus_catalog.nodes WHERE node_id = ANY(%s)",
                                   ([n for n, _ in heavy],)).fetchall())
-        print(f"the last cycle's heaviest nodes ({sum(report.node_ms.values()):.0f} ms of "
+        print(f"the last cycle's heaviest nodes ({sum(node_ms.values()):.0f} ms of "
               f"{report.seconds * 1000:.0f} in nodes): "
               + ", ".join(f"{kinds[n]} {t:.1f}" for n, t in heavy))
         print()

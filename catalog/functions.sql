@@ -87,21 +87,20 @@ DECLARE
 BEGIN
     WITH d AS (
         SELECT * FROM unnest(ids, ins, ret) AS u(node_id, ins, ret)
+    ), p AS (  -- per node that ran, its parents' changes and new history sizes
+        SELECT e.child_id AS node_id, sum(coalesce(pd.ins + pd.ret, 0)) AS changes,
+               sum(greatest(ps.hist_rows + coalesce(pd.ins - pd.ret, 0), 0)) AS rows
+          FROM d JOIN argus_catalog.edges e ON e.child_id = d.node_id
+          JOIN argus_catalog.node_stats ps ON ps.node_id = e.parent_id
+          LEFT JOIN d AS pd ON pd.node_id = e.parent_id
+         GROUP BY e.child_id
     ), c AS (
-        SELECT n.node_id,
-               d.ins + d.ret + coalesce((
-                   SELECT sum(pd.ins + pd.ret) FROM argus_catalog.edges e
-                     JOIN d AS pd ON pd.node_id = e.parent_id
-                    WHERE e.child_id = n.node_id), 0) AS changes,
-               greatest(st.hist_rows + d.ins - d.ret, 0) + coalesce((
-                   SELECT sum(greatest(p.hist_rows + coalesce(pd.ins - pd.ret, 0), 0))
-                     FROM argus_catalog.edges e
-                     JOIN argus_catalog.node_stats p ON p.node_id = e.parent_id
-                     LEFT JOIN d AS pd ON pd.node_id = e.parent_id
-                    WHERE e.child_id = n.node_id), 0) AS rebuild_rows,
+        SELECT n.node_id, d.ins + d.ret + coalesce(p.changes, 0) AS changes,
+               greatest(st.hist_rows + d.ins - d.ret, 0) + coalesce(p.rows, 0) AS rebuild_rows,
                st.apply_ms_row, st.rebuild_ms_row
           FROM d JOIN argus_catalog.nodes n USING (node_id)
           JOIN argus_catalog.node_stats st USING (node_id)
+          LEFT JOIN p USING (node_id)
          WHERE n.kind <> 'stream' AND NOT n.insert_only
            AND NOT (n.kind = 'select' AND n.definition ? 'virtual')
     ), chosen AS (
@@ -122,23 +121,7 @@ BEGIN
     RETURN v_rebuild;
 END $$;
 
--- After a cycle: learn from what maintaining each node cost (moving averages).
-CREATE OR REPLACE FUNCTION argus.learn_maintenance(run bigint) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE argus_catalog.node_stats n SET
-           apply_ms_row = CASE WHEN m.rebuilt THEN n.apply_ms_row
-                               ELSE coalesce(0.7 * n.apply_ms_row, 0)
-                                    + CASE WHEN n.apply_ms_row IS NULL THEN 1 ELSE 0.3 END
-                                      * r.flush_ms / (m.changes + 10) END,
-           rebuild_ms_row = CASE WHEN NOT m.rebuilt THEN n.rebuild_ms_row
-                                 ELSE coalesce(0.7 * n.rebuild_ms_row, 0)
-                                      + CASE WHEN n.rebuild_ms_row IS NULL THEN 1 ELSE 0.3 END
-                                        * r.flush_ms / (m.rebuild_rows + 10) END
-      FROM argus_catalog.run_maintenance m
-      JOIN argus_catalog.run_nodes r USING (run_id, node_id)
-     WHERE m.run_id = run AND r.flush_ms IS NOT NULL AND n.node_id = m.node_id;
-END $$;
+DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
 
 -- The cycle program is assembled in the database, by the first cycle after the network
 -- changed, from the code each node stored when it was compiled (argus.program): a
@@ -153,7 +136,7 @@ DECLARE
     v_frame text := (SELECT program_frame FROM argus_catalog.settings);
     v_body  text;
 BEGIN
-    IF v_frame IS NULL THEN
+    IF v_frame IS NULL OR strpos(v_frame, '%6$s') = 0 THEN
         RAISE EXCEPTION 'argus: this network''s code was compiled by an older argus'
               USING HINT = 'run any argus command (e.g. argus status): it recompiles on connect';
     END IF;
@@ -174,13 +157,22 @@ BEGIN
                            FILTER (WHERE NOT excluded), ''),
                   coalesce(string_agg(purge_block, E'\n'
                                       ORDER BY join_level, sequence_id, node_id)
-                           FILTER (WHERE NOT excluded), ''))
+                           FILTER (WHERE NOT excluded), ''),
+                  -- every node's delta the last cycle filled, emptied (a virtual
+                  -- selection's is a view)
+                  coalesce(string_agg(format('        IF argus_dirty ? %L THEN DELETE FROM '
+                                             'argus_net.%I; END IF;', node_id,
+                                             'n' || node_id || '_delta'), E'\n'
+                                      ORDER BY node_id)
+                           FILTER (WHERE NOT (kind = 'select' AND definition ? 'virtual')),
+                           ''))
       INTO v_body FROM n;
     -- replaced in place: a new function each time would leave each old one's compiled
     -- code and plans in the sessions that ran it
     EXECUTE format('CREATE OR REPLACE FUNCTION argus_net.cycle_program(argus_run bigint, '
+                   'argus_dirty jsonb, argus_settings argus_catalog.settings, '
                    'OUT failed_node bigint, OUT failed_state text, OUT failed_error text, '
-                   'OUT culprit text) LANGUAGE plpgsql AS %L', v_body);
+                   'OUT culprit text, OUT nodes_run bigint) LANGUAGE plpgsql AS %L', v_body);
     UPDATE argus_catalog.settings SET program_stale = diagnose IS NOT NULL;
 END $$;
 
@@ -225,11 +217,10 @@ LANGUAGE plpgsql SECURITY DEFINER SET jit = off SET extra_float_digits = 1
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run      bigint;
-    v_last     bigint;
     v_error    text;
     v_context  text;
     v_delta    text;
-    v_deletes  text;
+    v_dirty    jsonb;
     v_truncates text[];
     v_moved    boolean;
     v_timeout  text;
@@ -255,51 +246,59 @@ BEGIN
         RAISE NOTICE 'argus: another cycle is running on this database; skipped';
         RETURN NULL;
     END IF;
-    IF (SELECT program_stale FROM argus_catalog.settings) THEN
+    SELECT * INTO v_settings FROM argus_catalog.settings;
+    IF v_settings.program_stale THEN
         PERFORM argus.assemble_program();
     END IF;
-    PERFORM argus.sweep_staging();
-    SELECT * INTO v_settings FROM argus_catalog.settings;
+    IF EXISTS (SELECT FROM argus_catalog.staging) THEN
+        PERFORM argus.sweep_staging();
+    END IF;
     IF v_settings.random_page_cost IS NOT NULL THEN
         PERFORM set_config('random_page_cost', v_settings.random_page_cost::text, true);
     END IF;
-    SELECT max(run_id) INTO v_last FROM argus_catalog.runs WHERE status = 'ok';
     INSERT INTO argus_catalog.runs (started_at, status)
     VALUES (clock_timestamp(), 'running') RETURNING run_id INTO v_run;
     LOOP
         v_attempts := v_attempts + 1;
         BEGIN
-            -- Clear the last cycle's deltas: TRUNCATE those whose file has grown, unless
-            -- a reader of a changes view holds them (then DELETE); DELETE the others, all
-            -- in one statement string (a loop of them cost a millisecond at 10 queries).
-            v_timeout := current_setting('lock_timeout');
-            PERFORM set_config('lock_timeout', '50ms', true);
-            SELECT string_agg('DELETE FROM ' || d.delta, '; ')
-                       FILTER (WHERE d.bytes <= v_settings.truncate_delta_bytes),
-                   array_agg(d.delta) FILTER (WHERE d.bytes > v_settings.truncate_delta_bytes)
-              INTO v_deletes, v_truncates
-              FROM (SELECT x.delta, pg_relation_size(x.delta::regclass) AS bytes
+            -- The last cycle's deltas to clear: TRUNCATE those whose file has grown (a
+            -- DELETE leaves it as large), unless a reader of a changes view holds them
+            -- (then DELETE); the program DELETEs the others (argus_dirty), each by a
+            -- statement of its own with its plan kept (a string of them, parsed and
+            -- planned at every cycle, cost ~10 us a delta). Sizes are looked up at every
+            -- 8th cycle, and after a large one (each lookup opens and locks the delta).
+            SELECT coalesce(jsonb_object_agg(d.node_id, true) FILTER (WHERE NOT d.large), '{}'),
+                   array_agg(d.delta) FILTER (WHERE d.large)
+              INTO v_dirty, v_truncates
+              FROM (SELECT r.node_id, x.delta,
+                           CASE WHEN v_run % 8 = 0 OR r.inserted + r.retracted > 1000
+                                THEN pg_relation_size(x.delta::regclass)
+                                     > v_settings.truncate_delta_bytes
+                                ELSE false END AS large
                       FROM argus_catalog.run_nodes r
                       JOIN argus_catalog.nodes n USING (node_id),
                            LATERAL (SELECT format('argus_net.%I', 'n' || r.node_id || '_delta')
                                     ) AS x(delta)
-                     WHERE r.run_id = v_last AND r.inserted + r.retracted > 0
+                     WHERE r.run_id = (SELECT max(run_id) FROM argus_catalog.runs
+                                        WHERE status = 'ok')
+                       AND r.inserted + r.retracted > 0
                        AND NOT (n.kind = 'select' AND n.definition ? 'virtual')) AS d;
-            IF v_deletes IS NOT NULL THEN
-                EXECUTE v_deletes;
+            IF v_truncates IS NOT NULL THEN
+                v_timeout := current_setting('lock_timeout');
+                PERFORM set_config('lock_timeout', '50ms', true);
+                FOREACH v_delta IN ARRAY v_truncates LOOP
+                    BEGIN
+                        EXECUTE 'TRUNCATE ' || v_delta;
+                    EXCEPTION WHEN lock_not_available THEN
+                        EXECUTE 'DELETE FROM ' || v_delta;
+                    END;
+                END LOOP;
+                PERFORM set_config('lock_timeout', v_timeout, true);
             END IF;
-            FOREACH v_delta IN ARRAY coalesce(v_truncates, '{}') LOOP
-                BEGIN
-                    EXECUTE 'TRUNCATE ' || v_delta;
-                EXCEPTION WHEN lock_not_available THEN
-                    EXECUTE 'DELETE FROM ' || v_delta;
-                END;
-            END LOOP;
-            PERFORM set_config('lock_timeout', v_timeout, true);
             IF EXISTS (SELECT FROM argus_catalog.capture_slot) THEN
                 PERFORM argus.read_capture();
             END IF;
-            SELECT * INTO v_program FROM argus_net.cycle_program(v_run);
+            SELECT * INTO v_program FROM argus_net.cycle_program(v_run, v_dirty, v_settings);
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_context = PG_EXCEPTION_CONTEXT;
             UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),
@@ -327,37 +326,56 @@ BEGIN
         PERFORM argus.assemble_program(v_diagnose);
     END LOOP;
 
-    -- the queries whose answer changed (a row per query and cycle was 3 ms at 1,000):
-    -- their output node's changes, or, for an output reading the clock when it moved,
-    -- what their changes view counts (every row of the answer at the new clock, every
-    -- row of the old one at the previous clock, and the node's changes)
+    -- What the cycle did, in one statement (a statement each cost ~50 us): the queries
+    -- whose answer changed (a row per query and cycle was 3 ms at 1,000): their output
+    -- node's changes, or, for an output reading the clock when it moved, what their
+    -- changes view counts (every row of the answer at the new clock, every row of the
+    -- old one at the previous clock, and the node's changes); each node's history size,
+    -- and what maintaining it cost (moving averages, for argus.choose_maintenance).
     SELECT now IS DISTINCT FROM previous INTO v_moved FROM argus_catalog.clock;
-    INSERT INTO argus_catalog.run_queries (run_id, query, inserted, retracted)
-    SELECT v_run, q.name, coalesce(r.inserted, 0) + a.rows, coalesce(r.retracted, 0) + a.rows
-      FROM argus_catalog.queries q
-      LEFT JOIN argus_catalog.run_nodes r ON r.run_id = v_run AND r.node_id = q.output_node
-      JOIN argus_catalog.node_stats s ON s.node_id = q.output_node,
-           LATERAL (SELECT CASE WHEN q.clock_output AND v_moved  -- the answer's rows now
-                                THEN s.hist_rows + coalesce(r.inserted - r.retracted, 0)
-                                ELSE 0 END) AS a(rows)
-     WHERE q.status = 'ok' AND (r.inserted + r.retracted > 0 OR a.rows > 0);
-    PERFORM argus.learn_maintenance(v_run);
-    UPDATE argus_catalog.node_stats n SET hist_rows = n.hist_rows + r.inserted - r.retracted
-      FROM argus_catalog.run_nodes r
-     WHERE r.run_id = v_run AND r.node_id = n.node_id AND r.inserted + r.retracted > 0;
+    WITH r AS (
+        SELECT r.*, m.node_id IS NOT NULL AND r.flush_ms IS NOT NULL AS timed, m.rebuilt,
+               m.changes, m.rebuild_rows
+          FROM argus_catalog.run_nodes r
+          LEFT JOIN argus_catalog.run_maintenance m USING (run_id, node_id)
+         WHERE r.run_id = v_run
+    ), changed AS (
+        SELECT q.name, r.inserted, r.retracted
+          FROM r JOIN argus_catalog.queries q ON q.output_node = r.node_id
+         WHERE q.status = 'ok' AND r.inserted + r.retracted > 0
+           AND NOT (q.clock_output AND v_moved)
+        UNION ALL
+        SELECT q.name, coalesce(r.inserted, 0) + a.rows, coalesce(r.retracted, 0) + a.rows
+          FROM argus_catalog.queries q
+          JOIN argus_catalog.node_stats s ON s.node_id = q.output_node
+          LEFT JOIN r ON r.node_id = q.output_node,
+               LATERAL (SELECT s.hist_rows + coalesce(r.inserted - r.retracted, 0)) AS a(rows)
+         WHERE v_moved AND q.clock_output AND q.status = 'ok'
+           AND (r.inserted + r.retracted > 0 OR a.rows > 0)
+    ), stats AS (
+        UPDATE argus_catalog.node_stats n SET
+               hist_rows = n.hist_rows + r.inserted - r.retracted,
+               apply_ms_row = CASE WHEN NOT r.timed OR r.rebuilt THEN n.apply_ms_row
+                                   ELSE coalesce(0.7 * n.apply_ms_row, 0)
+                                        + CASE WHEN n.apply_ms_row IS NULL THEN 1 ELSE 0.3 END
+                                          * r.flush_ms / (r.changes + 10) END,
+               rebuild_ms_row = CASE WHEN NOT r.timed OR NOT r.rebuilt THEN n.rebuild_ms_row
+                                     ELSE coalesce(0.7 * n.rebuild_ms_row, 0)
+                                          + CASE WHEN n.rebuild_ms_row IS NULL THEN 1 ELSE 0.3 END
+                                            * r.flush_ms / (r.rebuild_rows + 10) END
+          FROM r
+         WHERE n.node_id = r.node_id AND (r.inserted + r.retracted > 0 OR r.timed)
+    )
     UPDATE argus_catalog.runs SET
            status = 'ok', finished_at = clock_timestamp(), clock = argus.clock_now(),
            rows_in = (SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams
                        WHERE run_id = v_run),
-           nodes_run = (SELECT count(*) FROM argus_catalog.run_nodes r
-                          JOIN argus_catalog.nodes n USING (node_id)
-                         WHERE r.run_id = v_run AND n.kind <> 'stream'),
+           nodes_run = v_program.nodes_run,
+           queries = (SELECT coalesce(jsonb_object_agg(name, jsonb_build_array(inserted,
+                                                                                retracted)),
+                                      '{}') FROM changed),
            isolated = nullif(v_failed, '{}')
      WHERE run_id = v_run;
-    -- per-node statistics for the last 500 cycles; the cycle log for as long as the
-    -- settings say
-    DELETE FROM argus_catalog.run_nodes WHERE run_id < v_run - 500;
-    DELETE FROM argus_catalog.run_maintenance WHERE run_id < v_run - 500;
     PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
     RETURN v_run;
 END $$;
@@ -457,9 +475,12 @@ BEGIN
     SELECT greatest(run - keep, (SELECT max(run_id) FROM argus_catalog.runs
                                   WHERE started_at < now() - keep_for))
       INTO v_before;
+    -- per-node statistics for the last 500 cycles or more; the cycle log for as long
+    -- as the settings say
+    DELETE FROM argus_catalog.run_nodes WHERE run_id < run - 500;
+    DELETE FROM argus_catalog.run_maintenance WHERE run_id < run - 500;
     IF v_before IS NOT NULL THEN
         DELETE FROM argus_catalog.run_streams WHERE run_id <= v_before;
-        DELETE FROM argus_catalog.run_queries WHERE run_id <= v_before;
         DELETE FROM argus_catalog.runs WHERE run_id <= v_before;
     END IF;
 END $$;
@@ -487,9 +508,10 @@ END $$;
 
 -- What a cycle did, in one row (argus.cycle.report), for whoever may run cycles.
 -- PL/pgSQL, not SQL, so that a session plans its statement once, not at every cycle.
-CREATE OR REPLACE FUNCTION argus.cycle_report(p_run bigint)
+DROP FUNCTION IF EXISTS argus.cycle_report(bigint);  -- its columns changed once
+CREATE FUNCTION argus.cycle_report(p_run bigint)
 RETURNS TABLE (status text, error text, nodes_run bigint, rows_in jsonb, held jsonb,
-               failed jsonb, queries jsonb, node_ms jsonb)
+               failed jsonb, queries jsonb)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     RETURN QUERY
@@ -498,14 +520,11 @@ BEGIN
               FROM argus_catalog.run_streams s WHERE s.run_id = r.run_id),
            (SELECT coalesce(jsonb_object_agg(s.stream, s.quarantined), '{}')
               FROM argus_catalog.run_streams s WHERE s.run_id = r.run_id AND s.quarantined > 0),
+           CASE WHEN r.isolated IS NULL THEN '{}' ELSE
            (SELECT coalesce(jsonb_object_agg(q.name, concat_ws('; row: ', q.error, q.culprit)),
                             '{}')
-              FROM argus_catalog.queries q WHERE q.failed_run = r.run_id),
-           (SELECT coalesce(jsonb_object_agg(q.query, jsonb_build_array(q.inserted, q.retracted)),
-                            '{}')
-              FROM argus_catalog.run_queries q WHERE q.run_id = r.run_id),
-           (SELECT coalesce(jsonb_object_agg(n.node_id, n.ms), '{}')
-              FROM argus_catalog.run_nodes n WHERE n.run_id = r.run_id)
+              FROM argus_catalog.queries q WHERE q.failed_run = r.run_id) END,
+           coalesce(r.queries, '{}')
       FROM argus_catalog.runs r WHERE r.run_id = p_run;
 END $$;
 
@@ -523,7 +542,7 @@ END $$;
 DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
 CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,
-               held jsonb, failed jsonb, queries jsonb, node_ms jsonb, reoptimize boolean)
+               held jsonb, failed jsonb, queries jsonb, reoptimize boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run bigint := argus.run_cycle(wait);

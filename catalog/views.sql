@@ -81,10 +81,10 @@ SELECT r.run_id,
          WHERE s.run_id = r.run_id AND s.late > 0) AS late_rows,
        (SELECT jsonb_object_agg(s.stream, s.quarantined) FROM argus_catalog.run_streams s
          WHERE s.run_id = r.run_id AND s.quarantined > 0) AS quarantined_rows,
-       (SELECT jsonb_object_agg(q.query, q.inserted) FROM argus_catalog.run_queries q
-         WHERE q.run_id = r.run_id AND (q.inserted > 0 OR q.retracted > 0)) AS new_rows,
-       (SELECT jsonb_object_agg(q.query, q.retracted) FROM argus_catalog.run_queries q
-         WHERE q.run_id = r.run_id AND q.retracted > 0) AS retracted_rows,
+       (SELECT jsonb_object_agg(q.key, q.value->0) FROM jsonb_each(r.queries) q)
+           AS new_rows,
+       (SELECT jsonb_object_agg(q.key, q.value->1) FROM jsonb_each(r.queries) q
+         WHERE (q.value->>1)::bigint > 0) AS retracted_rows,
        r.isolated AS failed_queries,  -- queries this cycle isolated: see argus.queries
        r.nodes_run,
        r.clock,

@@ -80,7 +80,8 @@ def test_a_network_change_leaves_the_program_to_the_next_cycle(transfers):
     def program() -> tuple[bool, str]:
         return conn.execute(
             "SELECT s.program_stale, p.prosrc FROM argus_catalog.settings s, pg_proc p "
-            "WHERE p.oid = 'argus_net.cycle_program(bigint)'::regprocedure").fetchone()
+            "WHERE p.oid = 'argus_net.cycle_program(bigint, jsonb, argus_catalog.settings)'"
+            "::regprocedure").fetchone()
 
     transfers.register("small", "SELECT tran_id FROM transfers WHERE amount < 100")
     transfers.run()

@@ -92,7 +92,10 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
     # plans after it ran (a dropped function's stayed in the session, and every later
     # DDL statement walked them: drops went 3x slower after 100 registrations)
     body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
-                        "\n    failed_state text;\n    failed_error text;\n    culprit text;", 1)
+                        "\n    failed_state text;\n    failed_error text;\n    culprit text;"
+                        "\n    nodes_run bigint;"
+                        "\n    argus_settings argus_catalog.settings := (SELECT s FROM "
+                        "argus_catalog.settings s);", 1)
     with conn.transaction():
         conn.execute("SET LOCAL jit = off")
         for table in tables:

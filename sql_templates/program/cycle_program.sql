@@ -10,6 +10,10 @@
 -- argus.run_cycle isolates the queries that use it and runs again without them. Any
 -- failure that is not a node's (no node was running, or the server: a lock, memory, a
 -- cancelled statement) fails the cycle whole.
+--
+-- argus_dirty names the nodes whose delta the last cycle filled, for the clearing
+-- block to empty (argus.run_cycle truncates the large ones itself); argus_settings
+-- is argus_catalog.settings, read once by argus.run_cycle.
 DECLARE
     argus_t timestamptz;
     argus_rc bigint;
@@ -25,11 +29,11 @@ DECLARE
     argus_clock_old timestamptz;
     argus_clock_new timestamptz;
     argus_clock_moved boolean := false;
-    argus_purge boolean := (SELECT purge FROM argus_catalog.settings);
-    argus_inbox_limit bigint := (SELECT truncate_inbox_bytes FROM argus_catalog.settings);
-    argus_lead interval := (SELECT max_clock_lead FROM argus_catalog.settings);
+    argus_purge boolean := argus_settings.purge;
+    argus_inbox_limit bigint := argus_settings.truncate_inbox_bytes;
+    argus_lead interval := argus_settings.max_clock_lead;
     argus_horizon timestamptz := now() + argus_lead;
-    argus_unread_limit bigint := (SELECT unread_inbox_bytes FROM argus_catalog.settings);
+    argus_unread_limit bigint := argus_settings.unread_inbox_bytes;
     argus_take_waiting boolean := current_setting('argus.claim_waiting', true) = 'on';
     argus_take boolean[];
     argus_size bigint[];
@@ -48,6 +52,7 @@ DECLARE
 {declarations}
 BEGIN
     BEGIN
+{clear}
 {claim}
 {evaluate}
         argus_at := NULL;
@@ -74,4 +79,5 @@ BEGIN
         RETURN;
     END;
     culprit := argus_culprit;
+    nodes_run := cardinality(argus_ids) - {streams};
 END
