@@ -295,26 +295,79 @@ def drop(name: str, dsn: str | None) -> None:
               help="Wait for a running cycle instead of skipping (default: skip).")
 @click.option("--log", type=click.Path(path_type=Path), default=None,
               help="Also append one timestamped line to this file (rotated at 1 MB).")
+@click.option("--every", default=None, metavar="DURATION",
+              help="Go on running a cycle every 10s, 5m, ... in this one session, until "
+                   "interrupted (a session keeps the compiled network: each cycle after the "
+                   "first costs less than a new `argus run`'s).")
+@click.option("--cycles", type=click.IntRange(min=1), default=None,
+              help="With --every: stop after this many cycles.")
 @dsn_option
 @handle_errors
-def run(wait: bool, log: Path | None, dsn: str | None) -> None:
+def run(wait: bool, log: Path | None, every: str | None, cycles: int | None,
+        dsn: str | None) -> None:
     """Run one cycle: claim new rows, update every query, report."""
+    from .schedule import interval
+
+    if every is None:
+        if cycles is not None:
+            raise ArgusError("--cycles goes with --every")
+        with _connect(dsn) as db:
+            _run_once(db, wait, log)
+        return
+    _run_every(dsn, interval(every), cycles, wait, log)
+
+
+def _run_every(dsn: str | None, seconds: float, cycles: int | None, wait: bool,
+               log: Path | None) -> None:
+    """Cycles one `seconds` after the start of the last, in one session (reopened when the
+    server goes away). Ctrl-C or SIGTERM stop it between cycles; one cut short rolls back
+    like any failed cycle."""
+    import signal
+    import time
+
+    import psycopg
+
+    stop = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    done, db = 0, None
+    try:
+        while not stop and (cycles is None or done < cycles):
+            started = time.monotonic()
+            try:
+                db = db or _connect(dsn)
+                _run_once(db, wait, log)
+            except (ArgusError, psycopg.OperationalError) as exc:
+                err_console.print(f"[red]error:[/] {exc}", highlight=False)
+                if db is not None and db.conn.closed:
+                    db = None  # reconnect at the next cycle
+            done += 1
+            if not stop and (cycles is None or done < cycles):
+                time.sleep(max(0.0, seconds - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if db is not None:
+            db.close()
+
+
+def _run_once(db, wait: bool, log: Path | None) -> None:
+    """One cycle and its report."""
     from .schedule import log_cycle, tag
 
-    with _connect(dsn) as db:
-        if db.owner:
-            _report_requests(db.process_requests())
-        try:
-            report = db.run(wait=wait)
-        except CycleInProgressError as exc:
-            err_console.print(f"skipped: {exc}")
-            if log:
-                log_cycle(log, tag(db.dsn), "skipped: another cycle was running")
-            return
-        except ArgusError as exc:
-            if log:
-                log_cycle(log, tag(db.dsn), f"failed: {exc}")
-            raise
+    if db.owner:
+        _report_requests(db.process_requests())
+    try:
+        report = db.run(wait=wait)
+    except CycleInProgressError as exc:
+        err_console.print(f"skipped: {exc}")
+        if log:
+            log_cycle(log, tag(db.dsn), "skipped: another cycle was running")
+        return
+    except ArgusError as exc:
+        if log:
+            log_cycle(log, tag(db.dsn), f"failed: {exc}")
+        raise
     rows_in = ", ".join(f"{s} {n}" for s, n in report.rows_in.items()) or "no streams"
     changed = {q: n for q, n in report.new_rows.items() if n or report.retracted[q]}
     summary = (f"run {report.run_id}: {report.total_in} rows in ({rows_in}); "

@@ -59,6 +59,19 @@ def cron_expression(every: str | None, cron: str | None, seconds_ok: bool = Fals
     return "0 0 * * *" if n == 1 else f"0 0 */{n} * *"
 
 
+def interval(every: str) -> float:
+    """`--every 30s` as seconds, for a loop of cycles in one session.
+
+    >>> interval("30s"), interval("2m"), interval("1h")
+    (30, 120, 3600)
+    """
+    match = _EVERY.match(every.strip().lower())
+    if not match or int(match.group(1)) <= 0:
+        raise ArgusError(f"--every {every!r}: write a positive number and a unit, like 10s, 5m, "
+                         "1h")
+    return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)[0]]
+
+
 def tag(dsn: str) -> str:
     parts = conninfo_to_dict(dsn)
     return f"{parts.get('host') or 'local'}:{parts.get('port') or 5432}/{parts.get('dbname')}"

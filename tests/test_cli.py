@@ -148,3 +148,73 @@ def test_explain_draws_the_query_s_nodes(fresh_dsn, tmp_path):
     assert any("query joined" in "".join(g.itertext()) for g in root.iterfind("s:g", ns))
     out = invoke(fresh_dsn, "explain", "nope", "--svg", str(tmp_path / "n.svg"))
     assert out.exit_code == 1 and "unknown query 'nope'" in out.output
+
+
+def test_run_every_runs_cycles_in_one_session(fresh_dsn):
+    """`argus run --every` keeps one session (one backend for every cycle, so the
+    compiled network is reused), and takes rows loaded while it waits."""
+    import threading
+
+    import argus
+
+    invoke(fresh_dsn, "init")
+    invoke(fresh_dsn, "stream", "create", "t", "k:int", "v:int")
+    invoke(fresh_dsn, "register", "total", "--sql", "SELECT k, sum(v) AS s FROM t GROUP BY k")
+    with argus.connect(fresh_dsn) as db:
+        db.insert("t", [(1, 2), (2, 3)])
+        first = db.conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
+                                ).fetchone()[0]
+        def load_while_it_waits() -> None:
+            with argus.connect(fresh_dsn) as other:
+                other.insert("t", [(1, 5)])
+
+        loader = threading.Timer(1.2, load_while_it_waits)
+        loader.start()
+        out = invoke(fresh_dsn, "run", "--every", "1s", "--cycles", "3")
+        loader.join()
+        assert out.exit_code == 0, out.output
+        assert out.output.count("run ") == 3 and "total: +2 -0" in out.output
+        runs = db.conn.execute("SELECT count(*) FROM argus_catalog.runs WHERE run_id > %s "
+                               "AND status = 'ok'", (first,)).fetchone()[0]
+        assert runs == 3
+        assert sorted(db.results("total")) == [(1, 7), (2, 3)]
+    for bad in (["--every", "0s"], ["--every", "soon"], ["--cycles", "2"]):
+        out = invoke(fresh_dsn, "run", *bad)
+        assert out.exit_code != 0 and ("--every" in out.output or "--cycles" in out.output)
+
+
+def test_run_every_goes_on_after_the_server_drops_its_session(fresh_dsn):
+    """A cycle whose session is terminated fails and rolls back; the loop reconnects and
+    the next cycle claims the rows."""
+    import threading
+
+    import psycopg
+
+    import argus
+    from argus.names import CYCLE_LOCK
+
+    invoke(fresh_dsn, "init")
+    invoke(fresh_dsn, "stream", "create", "t", "k:int")
+    invoke(fresh_dsn, "register", "all_k", "--sql", "SELECT k FROM t")
+    with argus.connect(fresh_dsn) as db:
+        db.insert("t", [(1,), (2,)])
+    with psycopg.connect(fresh_dsn, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)
+
+        def kill_the_waiting_cycle() -> None:  # then let the next one through
+            pid = None
+            while pid is None:
+                pid = holder.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE '%argus.cycle%'").fetchone()
+            holder.execute("SELECT pg_terminate_backend(%s)", pid)
+            holder.execute("SELECT pg_advisory_unlock(%s, %s)", CYCLE_LOCK)
+
+        killer = threading.Thread(target=kill_the_waiting_cycle)
+        killer.start()
+        out = invoke(fresh_dsn, "run", "--wait", "--every", "1s", "--cycles", "2")
+        killer.join()
+    assert out.exit_code == 0, out.output
+    assert "error:" in out.output and "all_k: +2" in out.output
+    with argus.connect(fresh_dsn) as db:
+        assert sorted(db.results("all_k")) == [(1,), (2,)]

@@ -134,30 +134,33 @@ def _per_query(per_query) -> list[str]:
     return out
 
 
-KINDS = ("stream", "select", "join", "aggregate", "distinct", "setop")
+KINDS = ("stream", "select", "join", "aggregate", "distinct", "setop")  # first, in this order
 
 
 def _breakdown(measures) -> list[str]:
     """Where an argus cycle's time goes, at each workload's largest query count."""
+    shown = [m for w in sorted({m.workload for m in measures})
+             for m in measures if m.workload == w and m.breakdown
+             and m.queries == max(x.queries for x in measures if x.workload == w)]
+    found = {kind for m in shown for kind in m.breakdown if kind != "cycle"}
+    kinds = [k for k in KINDS if k in found] + sorted(found - set(KINDS))
     out = ["", "## Where an argus cycle's time goes",
            "", "Milliseconds per cycle on the server, summed over the nodes of each kind: "
            "evaluating (filling the deltas) / maintaining the histories (stream: claiming "
            "the inboxes / appending to the stream histories); the rest is the cycle's own "
            "bookkeeping (clearing the last deltas, choosing, logging). From the per-node "
            "timings every cycle records (`argus_catalog.run_nodes`).", "",
-           "| workload | queries | batch | cycle | " + " | ".join(KINDS) + " | rest |",
-           "|---|---:|---:|---:|" + "---:|" * (len(KINDS) + 1)]
-    for w in sorted({m.workload for m in measures}):
-        top = max(m.queries for m in measures if m.workload == w)
-        for m in (m for m in measures if m.workload == w and m.queries == top and m.breakdown):
-            cycle = m.breakdown.get("cycle", (0.0, 0.0))[0]
-            cells, spent = [], 0.0
-            for kind in KINDS:
-                ev, mt = m.breakdown.get(kind, (0.0, 0.0))
-                spent += ev + mt
-                cells.append(f"{ev:,.1f} / {mt:,.1f}" if ev or mt else "—")
-            out.append(f"| {w} | {m.queries:,} | {m.batch:,} | {cycle:,.1f} | "
-                       + " | ".join(cells) + f" | {max(cycle - spent, 0):,.1f} |")
+           "| workload | queries | batch | cycle | " + " | ".join(kinds) + " | rest |",
+           "|---|---:|---:|---:|" + "---:|" * (len(kinds) + 1)]
+    for m in shown:
+        cycle = m.breakdown.get("cycle", (0.0, 0.0))[0]
+        cells, spent = [], 0.0
+        for kind in kinds:
+            ev, mt = m.breakdown.get(kind, (0.0, 0.0))
+            spent += ev + mt
+            cells.append(f"{ev:,.1f} / {mt:,.1f}" if ev or mt else "—")
+        out.append(f"| {m.workload} | {m.queries:,} | {m.batch:,} | {cycle:,.1f} | "
+                   + " | ".join(cells) + f" | {max(cycle - spent, 0):,.1f} |")
     return out
 
 
