@@ -323,15 +323,16 @@ def _run_every(dsn: str | None, seconds: float, cycles: int | None, wait: bool,
     server goes away). Ctrl-C or SIGTERM stop it between cycles; one cut short rolls back
     like any failed cycle."""
     import signal
+    import threading
     import time
 
     import psycopg
 
-    stop = []
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     done, db = 0, None
     try:
-        while not stop and (cycles is None or done < cycles):
+        while not stop.is_set() and (cycles is None or done < cycles):
             started = time.monotonic()
             try:
                 db = db or _connect(dsn)
@@ -341,8 +342,8 @@ def _run_every(dsn: str | None, seconds: float, cycles: int | None, wait: bool,
                 if db is not None and db.conn.closed:
                     db = None  # reconnect at the next cycle
             done += 1
-            if not stop and (cycles is None or done < cycles):
-                time.sleep(max(0.0, seconds - (time.monotonic() - started)))
+            if cycles is None or done < cycles:
+                stop.wait(max(0.0, seconds - (time.monotonic() - started)))
     except KeyboardInterrupt:
         err_console.print("interrupted")
     finally:
