@@ -300,7 +300,7 @@ def drop(name: str, dsn: str | None) -> None:
                    "interrupted (a session keeps the compiled network: each cycle after the "
                    "first costs less than a new `argus run`'s).")
 @click.option("--cycles", type=click.IntRange(min=1), default=None,
-              help="With --every: stop after this many cycles.")
+              help="With --every: stop after this many cycles (failed ones count).")
 @dsn_option
 @handle_errors
 def run(wait: bool, log: Path | None, every: str | None, cycles: int | None,
@@ -346,6 +346,7 @@ def _run_every(dsn: str | None, seconds: float, cycles: int | None, wait: bool,
                 stop.wait(max(0.0, seconds - (time.monotonic() - started)))
     except KeyboardInterrupt:
         err_console.print("interrupted")
+        sys.exit(130)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if db is not None:

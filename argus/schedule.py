@@ -23,7 +23,7 @@ from .embedded import default_home
 from .errors import ArgusError
 
 MARKER = "# argus-cycle:"
-_EVERY = re.compile(r"^(\d+)\s*(s|sec|m|min|h|hour|d|day)s?$")
+_EVERY = re.compile(r"^(\d+)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hours?|d|days?)$")
 
 
 def cron_expression(every: str | None, cron: str | None, seconds_ok: bool = False) -> str:
@@ -69,7 +69,11 @@ def interval(every: str) -> float:
     if not match or int(match.group(1)) <= 0:
         raise ArgusError(f"--every {every!r}: write a positive number and a unit, like 10s, 5m, "
                          "1h")
-    return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)[0]]
+    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)[0]]
+    if seconds > 86400:
+        raise ArgusError(f"--every {every!r}: at most a day between cycles in one session; "
+                         "for longer, argus schedule (cron)")
+    return seconds
 
 
 def tag(dsn: str) -> str:

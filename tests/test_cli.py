@@ -178,7 +178,8 @@ def test_run_every_runs_cycles_in_one_session(fresh_dsn):
                                "AND status = 'ok'", (first,)).fetchone()[0]
         assert runs == 3
         assert sorted(db.results("total")) == [(1, 7), (2, 3)]
-    for bad in (["--every", "0s"], ["--every", "soon"], ["--cycles", "2"]):
+    for bad in (["--every", "0s"], ["--every", "soon"], ["--every", "5ms"],
+                ["--every", "2d"], ["--cycles", "2"]):
         out = invoke(fresh_dsn, "run", *bad)
         assert out.exit_code != 0 and ("--every" in out.output or "--cycles" in out.output)
 
