@@ -317,7 +317,7 @@ def run(wait: bool, log: Path | None, every: str | None, cycles: int | None,
     _run_every(dsn, interval(every), cycles, wait, log)
 
 
-def _run_every(dsn: str | None, seconds: float, cycles: int | None, wait: bool,
+def _run_every(dsn: str | None, seconds: int, cycles: int | None, wait: bool,
                log: Path | None) -> None:
     """Cycles one `seconds` after the start of the last, in one session (reopened when the
     server goes away). Ctrl-C or SIGTERM stop it between cycles; one cut short rolls back

@@ -59,7 +59,7 @@ def cron_expression(every: str | None, cron: str | None, seconds_ok: bool = Fals
     return "0 0 * * *" if n == 1 else f"0 0 */{n} * *"
 
 
-def interval(every: str) -> float:
+def interval(every: str) -> int:
     """`--every 30s` as seconds, for a loop of cycles in one session.
 
     >>> interval("30s"), interval("2m"), interval("1h")
