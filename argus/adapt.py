@@ -29,7 +29,8 @@ from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_n
                     results_view)
 from .network import Builder, assemble, drop_unused, lazy
 from .nodes import T1
-from .registry import EVALUATIONS, build_top, changes_view_sql, drop_kept, over_histories
+from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept,
+                       output_check_sql, over_histories)
 from .streams import stream_schemas
 from .templates import render
 
@@ -350,7 +351,8 @@ def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder
     drop_kept(conn, query_id, but=kept)
     orders = json.dumps(builder.join_orders) if builder.join_orders else None
     conn.execute("UPDATE argus_catalog.queries SET output_node = %s, join_orders = %s, "
-                 "evaluate = %s WHERE query_id = %s", (top.id, orders, evaluate, query_id))
+                 "evaluate = %s, output_check = %s WHERE query_id = %s",
+                 (top.id, orders, evaluate, output_check_sql(output, top), query_id))
     for position, expr in enumerate(output, 1):
         conn.execute("UPDATE argus_catalog.query_columns SET expr = %s "
                      "WHERE query_id = %s AND position = %s", (expr, query_id, position))

@@ -8,6 +8,7 @@ covers all data like the SQL itself.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import psycopg
@@ -246,12 +247,13 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     conn.execute(changes_view_sql(name, output, top, last_run))
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders,
-                                              clock_output, sharing, join_sharing, evaluate)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
+                                              clock_output, sharing, join_sharing, evaluate,
+                                              output_check)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
         (name, sql_text, analyzed.canonical, top.id,
          json.dumps(builder.join_orders) if builder.join_orders else None,
          any(reads_clock(e) for e in output), sharing.strategy,
-         sharing.join_sharing, evaluate)).fetchone()
+         sharing.join_sharing, evaluate, output_check_sql(output, top))).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)
@@ -283,6 +285,20 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
     top = builder.defer(builder.node_for(analyzed.plan.input))
     builder.check_horizon(top, None)  # the views read the top node's whole history
     return top, [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
+
+
+_COLUMN = re.compile(r'^"t1"\."(?:[^"]|"")+" AS "(?:[^"]|"")+"$')
+
+
+def output_check_sql(output: list[str], top) -> str | None:
+    """The statement a cycle runs to evaluate the query's own output expressions over
+    the rows its top node gained (query/check_output.sql); None when they are columns
+    only, or read the clock (they change with it, whatever the rows)."""
+    if all(_COLUMN.match(e) for e in output) or any(reads_clock(e) for e in output):
+        return None
+    return render("query/check_output", exprs=sql.SQL(", ").join(map(sql.SQL, output)),
+                  delta=changes(top) if top.kind == "join" else top.delta, t1=T1,
+                  sign=SIGN_ID).as_string(None)
 
 
 def changes_view_sql(name: str, output: list[str], top, last_run: int,
@@ -399,6 +415,9 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
                             "UPDATE argus_catalog.node_stats SET hist_rows = "
                             "(SELECT count(*) FROM {}) WHERE node_id = %s").format(node.hist),
                             (node.id,))
+                # its own output expressions, over its whole answer (run_cycle checks
+                # each cycle's new rows)
+                conn.execute(sql.SQL("SELECT count(r) FROM {} AS r").format(results_view(name)))
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} still fails, and stays isolated: "
                              f"{exc.diag.message_primary or exc}") from None

@@ -230,6 +230,8 @@ DECLARE
     v_attempts int := 0;
     v_failed   text[] := '{}';
     v_diagnose bigint;
+    v_check    record;
+    v_state    text;
 BEGIN
     -- Under REPEATABLE READ the snapshot predates the wait for the cycle lock: a load
     -- committed meanwhile would be unseen by the claim, then truncated with the inbox.
@@ -324,6 +326,31 @@ BEGIN
                                               v_program.failed_state, v_program.failed_error);
         v_diagnose := v_program.failed_node;
         PERFORM argus.assemble_program(v_diagnose);
+    END LOOP;
+
+    -- A query's own output expressions are computed in its views, over a node other
+    -- queries may share: evaluated over the rows the node gained, so that a row they
+    -- fail on isolates that query alone, as a node's failure isolates its queries.
+    FOR v_check IN SELECT q.name, q.output_node, q.output_check
+                     FROM argus_catalog.queries q
+                     JOIN argus_catalog.run_nodes r ON r.run_id = v_run
+                                                   AND r.node_id = q.output_node
+                    WHERE q.status = 'ok' AND q.output_check IS NOT NULL AND r.inserted > 0
+    LOOP
+        BEGIN
+            EXECUTE v_check.output_check;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_state = RETURNED_SQLSTATE;
+            IF left(v_state, 2) IN ('08', '25', '40', '53', '55', '57', '58', 'F0', 'XX') THEN
+                RAISE;  -- not the rows': the server, a lock, a cancel
+            END IF;
+            UPDATE argus_catalog.queries
+               SET status = 'failed', failed_run = v_run, failed_node = v_check.output_node,
+                   failed_at = now(), culprit = NULL,
+                   error = format('%s (SQLSTATE %s, in its output columns)', v_error, v_state)
+             WHERE name = v_check.name;
+            v_failed := v_failed || v_check.name;
+        END;
     END LOOP;
 
     -- What the cycle did, in one statement (a statement each cost ~50 us): the queries

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from psycopg import sql
 
-from argus import InvalidNameError, QueryError
+from argus import InvalidNameError, QueryError, QueryFailedError
 
 SHARED_LITERALS = [
     # (column type, a query's condition, a second one sharing its node, the row)
@@ -407,3 +407,33 @@ def test_a_query_with_a_nul_character_is_refused_naming_it(transfers):
     with pytest.raises(QuerySyntaxError, match="NUL character"):
         transfers.db.register_query("nul", "SELECT \x00count(*) FROM transfers")
     assert transfers.db.queries() == []
+
+
+def test_a_row_a_querys_own_output_fails_on_isolates_that_query_alone(oracle):
+    """A query's last projection is computed in its views, over a node another query
+    shares: the cycle evaluates it over the node's new rows and isolates that query alone
+    when a row fails it; retry refuses while the row is there, and takes it back once the
+    row is gone."""
+    oracle.create_table("s", {"id": "int", "v": "int"}, primary_key="id")
+    oracle.register("sel", "SELECT id, v FROM s WHERE v < 60")
+    oracle.register("inverse", "SELECT id, 100 / v AS inv FROM s WHERE v < 60")  # shares sel's
+    oracle.register("plain", "SELECT id, v + 1 AS w FROM s")
+    oracle.insert("s", [(1, 5), (2, 70)])
+    oracle.run()
+    oracle.insert("s", [(3, 0), (4, 80)])
+    report = oracle.run()  # the oracle checks every query that is not isolated
+    assert set(report.failed) == {"inverse"}
+    assert "division by zero" in report.failed["inverse"]
+    assert "in its output columns" in oracle.conn.execute(
+        "SELECT error FROM argus.queries WHERE name = 'inverse'").fetchone()[0]
+    with pytest.raises(QueryFailedError, match="division by zero"):
+        oracle.db.results("inverse")
+    oracle.insert("s", [(5, 10)])
+    oracle.run()  # the others go on
+    with pytest.raises(QueryError, match="still fails"):
+        oracle.db.retry("inverse")
+    oracle.delete("s", [3])
+    oracle.run()
+    oracle.retry("inverse")  # rebuilt, and checked against the query from scratch
+    oracle.insert("s", [(6, 20), (7, 0)])  # and again, after the retry
+    assert set(oracle.run().failed) == {"inverse"}

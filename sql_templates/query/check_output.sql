@@ -1,0 +1,5 @@
+-- A query's own output expressions (computed in its views, over a node other queries
+-- may share), evaluated over the rows its top node gained this cycle, so that a row
+-- they fail on isolates this query in the cycle (argus.run_cycle), not its readers.
+-- The whole-row count makes PostgreSQL compute every expression.
+SELECT count(c) FROM (SELECT {exprs} FROM {delta} AS {t1} WHERE {t1}.{sign} > 0) AS c
