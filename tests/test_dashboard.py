@@ -109,7 +109,8 @@ def test_answers_that_cannot_be_shown_as_they_are_still_read(db):
     rows = {r[0]: r for r in odd["answer"]["rows"]}
     assert rows["1"][1:5] == ["NaN", "infinity", '{"a": null}', "\\x00"]
     assert len(rows["1"][5]) < 600 and rows["7"][1] == "Infinity"
-    assert client.get("/query/ratio").get_json()["answer"]["error"] == "division by zero"
+    ratio = client.get("/query/ratio").get_json()  # the cycle isolated it
+    assert ratio["status"] == "failed" and "division by zero" in ratio["error"]
     for name in ("%3Cscript%3E", "%00", "x" * 80, "nope"):
         assert client.get(f"/query/{name}").status_code == 404
     assert client.get("/").status_code == 200
