@@ -297,8 +297,12 @@ def output_check_sql(output: list[str], top) -> str | None:
     if all(_COLUMN.match(e) for e in output) or any(reads_clock(e) for e in output):
         return None
     return render("query/check_output", exprs=sql.SQL(", ").join(map(sql.SQL, output)),
-                  delta=changes(top) if top.kind == "join" else top.delta, t1=T1,
-                  sign=SIGN_ID).as_string(None)
+                  delta=_changes_of(top), t1=T1, sign=SIGN_ID).as_string(None)
+
+
+def _changes_of(top: Node) -> sql.Identifier:
+    """Where the top node's changes of a cycle are."""
+    return changes(top) if top.kind == "join" else top.delta
 
 
 def changes_view_sql(name: str, output: list[str], top, last_run: int,
@@ -308,7 +312,7 @@ def changes_view_sql(name: str, output: list[str], top, last_run: int,
     until a cycle after `last_run` (the last before registration). `kept`: a table of
     the last cycle's changes, shown until the next cycle (a migration's, argus.adapt)."""
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
-             "delta": changes(top) if top.kind == "join" else top.delta, "t1": T1,
+             "delta": _changes_of(top), "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
     if not any(reads_clock(e) for e in output):
         body = render("query/changes", **slots)
