@@ -39,12 +39,7 @@ def cron_expression(every: str | None, cron: str | None, seconds_ok: bool = Fals
             raise ArgusError(f"{cron!r} is not a cron expression (five fields: minute hour "
                              "day-of-month month day-of-week)")
         return cron
-    match = _EVERY.match(every.strip().lower())
-    if not match:
-        raise ArgusError(f"--every {every!r}: write a number and a unit, like 30s, 5m, 1h, 1d")
-    n, unit = int(match.group(1)), match.group(2)[0]
-    if n <= 0:
-        raise ArgusError("--every must be positive")
+    n, unit = _every(every)
     if unit == "s":
         if not seconds_ok:
             raise ArgusError("cron runs at most once a minute: use --every 1m or more "
@@ -65,15 +60,21 @@ def interval(every: str) -> int:
     >>> interval("30s"), interval("2m"), interval("1h")
     (30, 120, 3600)
     """
-    match = _EVERY.match(every.strip().lower())
-    if not match or int(match.group(1)) <= 0:
-        raise ArgusError(f"--every {every!r}: write a positive number and a unit, like 10s, 5m, "
-                         "1h")
-    seconds = int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)[0]]
+    n, unit = _every(every)
+    seconds = n * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
     if seconds > 86400:
         raise ArgusError(f"--every {every!r}: at most a day between cycles in one session; "
                          "for longer, argus schedule (cron)")
     return seconds
+
+
+def _every(every: str) -> tuple[int, str]:
+    """`--every`'s number and unit (s, m, h or d)."""
+    match = _EVERY.match(every.strip().lower())
+    if not match or int(match.group(1)) <= 0:
+        raise ArgusError(f"--every {every!r}: write a positive number and a unit, like 30s, "
+                         "5m, 1h, 1d")
+    return int(match.group(1)), match.group(2)[0]
 
 
 def tag(dsn: str) -> str:

@@ -40,6 +40,14 @@ $$;
 -- `value` when a scalar subquery returned `n` rows (argus.frontend.scalar: one without
 -- an aggregate, its rows counted per outer row), PostgreSQL's error when several, as
 -- running the query again would raise it.
+-- Whether an error is the server's (a connection, a transaction's state, a lock or a
+-- deadlock, resources, a cancel, the system, PL/pgSQL's internals) rather than the rows':
+-- such an error fails the cycle whole instead of isolating a query.
+CREATE OR REPLACE FUNCTION argus.server_error(state text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT left(state, 2) IN ('08', '25', '40', '53', '55', '57', '58', 'F0', 'XX')
+$$;
+
 CREATE OR REPLACE FUNCTION argus.one_row(n bigint, value anyelement) RETURNS anyelement
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
@@ -341,8 +349,8 @@ BEGIN
             EXECUTE v_check.output_check;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_state = RETURNED_SQLSTATE;
-            IF left(v_state, 2) IN ('08', '25', '40', '53', '55', '57', '58', 'F0', 'XX') THEN
-                RAISE;  -- not the rows': the server, a lock, a cancel
+            IF argus.server_error(v_state) THEN
+                RAISE;
             END IF;
             UPDATE argus_catalog.queries
                SET status = 'failed', failed_run = v_run, failed_node = v_check.output_node,

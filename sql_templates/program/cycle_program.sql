@@ -71,8 +71,7 @@ BEGIN
           LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id;
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_error = MESSAGE_TEXT;
-        IF NOT argus_isolate OR argus_at IS NULL OR left(failed_state, 2) IN ('08', '25', '40', '53', '55', '57',
-                                                           '58', 'F0', 'XX') THEN
+        IF NOT argus_isolate OR argus_at IS NULL OR argus.server_error(failed_state) THEN
             RAISE;
         END IF;
         failed_node := argus_at;
