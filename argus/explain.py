@@ -23,13 +23,11 @@ def describe(node) -> list[str]:
 
 _LAST_RUN = """
 SELECT n.node_id, n.apply_ms_row, n.rebuild_ms_row, r.ms, r.flush_ms, r.inserted + r.retracted,
-       m.changes, m.apply_ms, m.rebuild_ms, m.rebuilt
+       r.changes, r.apply_ms, r.rebuild_ms, r.rebuilt
   FROM argus_catalog.node_stats n
   LEFT JOIN argus_catalog.run_nodes r
          ON r.node_id = n.node_id
         AND r.run_id = (SELECT max(run_id) FROM argus_catalog.runs WHERE status = 'ok')
-  LEFT JOIN argus_catalog.run_maintenance m
-         ON m.run_id = r.run_id AND m.node_id = n.node_id
 """
 
 

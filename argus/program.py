@@ -201,7 +201,8 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
 # The program's frame is rendered here, with PostgreSQL format() placeholders where the
 # nodes' code goes (literal % doubled): argus.assemble_program() fills it in the
 # database (catalog/004), `fill` in Python for the code a change must validate.
-_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge", "clear")
+_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge", "clear", "outputs",
+          "clock_outputs")
 
 
 def frame(streams: list[tuple[str, Node, str | None]],
@@ -228,9 +229,9 @@ def frame(streams: list[tuple[str, Node, str | None]],
 def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
          flushes: list[str], purges: list[str], initial: int = 0) -> str:
     """The frame filled as argus.assemble_program() fills it (PostgreSQL's format()),
-    without the clearing of the last cycle's deltas."""
+    without the clearing of the last cycle's deltas and with no queries to report."""
     values = ["\n".join(f"    {var(i).as_string(None)} bigint := {initial};" for i in node_ids),
               "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
-              "\n".join(purges), ""]
+              "\n".join(purges), "", "'{}'", "'{}'"]
     return re.sub(r"%(?:%|(\d)\$s)",
                   lambda m: values[int(m[1]) - 1] if m[1] else "%", frame_text)

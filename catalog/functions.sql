@@ -85,48 +85,45 @@ $$;
 -- rows each node wrote to its delta this cycle. A rebuild must be predicted at least
 -- 20% cheaper, so that noise does not flip a node back and forth; ten rows of fixed
 -- cost per statement keep tiny cycles from looking expensive per row. Virtual nodes
--- (views) have nothing to maintain. PL/pgSQL, so that a session plans it once (as SQL
--- it was planned at every cycle: 2 ms of a cycle that did nothing).
-CREATE OR REPLACE FUNCTION argus.choose_maintenance(run bigint, ids bigint[], ins bigint[],
-                                                    ret bigint[])
-RETURNS bigint[] LANGUAGE plpgsql AS $$
-DECLARE
-    v_rebuild bigint[];
+-- (views) have nothing to maintain. The program records the choice with the node's
+-- run_nodes row. PL/pgSQL, so that a session plans it once (as SQL it was planned at
+-- every cycle: 2 ms of a cycle that did nothing).
+CREATE OR REPLACE FUNCTION argus.choose_maintenance(p_mode text, p_ids bigint[],
+                                                    p_ins bigint[], p_ret bigint[])
+RETURNS TABLE (node_id bigint, changes bigint, rebuild_rows bigint, apply_ms float8,
+               rebuild_ms float8, rebuilt boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
-    WITH d AS (
-        SELECT * FROM unnest(ids, ins, ret) AS u(node_id, ins, ret)
-    ), p AS (  -- per node that ran, its parents' changes and new history sizes
-        SELECT e.child_id AS node_id, sum(coalesce(pd.ins + pd.ret, 0)) AS changes,
-               sum(greatest(ps.hist_rows + coalesce(pd.ins - pd.ret, 0), 0)) AS rows
-          FROM d JOIN argus_catalog.edges e ON e.child_id = d.node_id
-          JOIN argus_catalog.node_stats ps ON ps.node_id = e.parent_id
-          LEFT JOIN d AS pd ON pd.node_id = e.parent_id
-         GROUP BY e.child_id
-    ), c AS (
-        SELECT n.node_id, d.ins + d.ret + coalesce(p.changes, 0) AS changes,
-               greatest(st.hist_rows + d.ins - d.ret, 0) + coalesce(p.rows, 0) AS rebuild_rows,
-               st.apply_ms_row, st.rebuild_ms_row
-          FROM d JOIN argus_catalog.nodes n USING (node_id)
+    RETURN QUERY
+    WITH s AS (  -- the signed nodes that ran (a parent's counts: by its place in p_ids)
+        SELECT d.*, st.hist_rows, st.apply_ms_row, st.rebuild_ms_row
+          FROM unnest(p_ids, p_ins, p_ret) AS d(node_id, ins, ret)
+          JOIN argus_catalog.nodes n USING (node_id)
           JOIN argus_catalog.node_stats st USING (node_id)
-          LEFT JOIN p USING (node_id)
          WHERE n.kind <> 'stream' AND NOT n.insert_only
            AND NOT (n.kind = 'select' AND n.definition ? 'virtual')
-    ), chosen AS (
-        INSERT INTO argus_catalog.run_maintenance
-        SELECT run, c.node_id, c.changes, c.rebuild_rows,
-               c.apply_ms_row * (c.changes + 10), c.rebuild_ms_row * (c.rebuild_rows + 10),
-               CASE s.maintenance
-                   WHEN 'rebuild' THEN true
-                   WHEN 'apply' THEN false
-                   ELSE coalesce(c.rebuild_ms_row * (c.rebuild_rows + 10)
-                                 < 0.8 * c.apply_ms_row * (c.changes + 10), false)
-               END
-          FROM c, argus_catalog.settings s
-         WHERE c.changes > 0
-        RETURNING node_id, rebuilt
+    ), c AS (  -- the rows applying handles, and those rebuilding reads and writes
+        SELECT s.node_id, s.apply_ms_row, s.rebuild_ms_row,
+               s.ins + s.ret + sum(coalesce(p_ins[x.i] + p_ret[x.i], 0))::bigint AS changes,
+               greatest(s.hist_rows + s.ins - s.ret, 0)
+               + sum(greatest(ps.hist_rows + coalesce(p_ins[x.i] - p_ret[x.i], 0), 0))::bigint
+                   AS rebuild_rows
+          FROM s JOIN argus_catalog.edges e ON e.child_id = s.node_id
+          JOIN argus_catalog.node_stats ps ON ps.node_id = e.parent_id
+         CROSS JOIN LATERAL (SELECT array_position(p_ids, e.parent_id)) AS x(i)
+         GROUP BY s.node_id, s.ins, s.ret, s.hist_rows, s.apply_ms_row, s.rebuild_ms_row
     )
-    SELECT coalesce(array_agg(node_id), '{}') INTO v_rebuild FROM chosen WHERE rebuilt;
-    RETURN v_rebuild;
+    SELECT c.node_id, c.changes, c.rebuild_rows,
+           c.apply_ms_row * (c.changes + 10), c.rebuild_ms_row * (c.rebuild_rows + 10),
+           CASE p_mode
+               WHEN 'rebuild' THEN true
+               WHEN 'apply' THEN false
+               ELSE coalesce(c.rebuild_ms_row * (c.rebuild_rows + 10)
+                             < 0.8 * c.apply_ms_row * (c.changes + 10), false)
+           END
+      FROM c
+     WHERE c.changes > 0;
 END $$;
 
 DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
@@ -143,11 +140,21 @@ LANGUAGE plpgsql SET check_function_bodies = off SET search_path = pg_catalog, p
 DECLARE
     v_frame text := (SELECT program_frame FROM argus_catalog.settings);
     v_body  text;
+    v_outputs jsonb;
+    v_clock_outputs jsonb;
 BEGIN
-    IF v_frame IS NULL OR strpos(v_frame, '%6$s') = 0 THEN
+    IF v_frame IS NULL OR strpos(v_frame, '%8$s') = 0 THEN
         RAISE EXCEPTION 'argus: this network''s code was compiled by an older argus'
               USING HINT = 'run any argus command (e.g. argus status): it recompiles on connect';
     END IF;
+    -- which working queries each output node answers, for the cycle's report (a
+    -- trigger on argus_catalog.queries has the program assembled again when it changes)
+    SELECT coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE NOT clock_output), '{}'),
+           coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE clock_output), '{}')
+      INTO v_outputs, v_clock_outputs
+      FROM (SELECT output_node, clock_output, jsonb_agg(name ORDER BY name) AS names
+              FROM argus_catalog.queries WHERE status = 'ok'
+             GROUP BY output_node, clock_output) AS q;
     WITH n AS (
         SELECT n.*, n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS excluded
           FROM argus_catalog.nodes n
@@ -173,16 +180,29 @@ BEGIN
                                              'n' || node_id || '_delta'), E'\n'
                                       ORDER BY node_id)
                            FILTER (WHERE NOT (kind = 'select' AND definition ? 'virtual')),
-                           ''))
+                           ''),
+                  quote_literal(v_outputs), quote_literal(v_clock_outputs))
       INTO v_body FROM n;
     -- replaced in place: a new function each time would leave each old one's compiled
     -- code and plans in the sessions that ran it
     EXECUTE format('CREATE OR REPLACE FUNCTION argus_net.cycle_program(argus_run bigint, '
                    'argus_dirty jsonb, argus_settings argus_catalog.settings, '
                    'OUT failed_node bigint, OUT failed_state text, OUT failed_error text, '
-                   'OUT culprit text, OUT nodes_run bigint) LANGUAGE plpgsql AS %L', v_body);
+                   'OUT culprit text, OUT nodes_run bigint, OUT outputs jsonb, '
+                   'OUT clock_outputs jsonb) LANGUAGE plpgsql AS %L', v_body);
     UPDATE argus_catalog.settings SET program_stale = diagnose IS NOT NULL;
 END $$;
+
+-- The program names the working queries of each output node (argus.assemble_program):
+-- any change to which queries work, or to what answers them, assembles it again.
+CREATE OR REPLACE FUNCTION argus.queries_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE argus_catalog.settings SET program_stale = true WHERE NOT program_stale;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER queries_changed
+AFTER INSERT OR DELETE OR UPDATE OF name, status, output_node, clock_output
+ON argus_catalog.queries FOR EACH STATEMENT EXECUTE FUNCTION argus.queries_changed();
 
 -- A node of the program failed (cycle_program caught the error of a statement of its
 -- own): isolate every query that uses it, with the error; they stay as they were until
@@ -227,9 +247,9 @@ DECLARE
     v_run      bigint;
     v_error    text;
     v_context  text;
-    v_delta    text;
+    v_delta    regclass;
     v_dirty    jsonb;
-    v_truncates text[];
+    v_truncates regclass[];
     v_moved    boolean;
     v_timeout  text;
     v_limit    bigint;
@@ -257,6 +277,7 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
+    v_limit := v_settings.truncate_delta_bytes;
     IF v_settings.program_stale THEN
         PERFORM argus.assemble_program();
     END IF;
@@ -280,27 +301,24 @@ BEGIN
             SELECT coalesce(jsonb_object_agg(d.node_id, true) FILTER (WHERE NOT d.large), '{}'),
                    array_agg(d.delta) FILTER (WHERE d.large)
               INTO v_dirty, v_truncates
-              FROM (SELECT r.node_id, x.delta,
-                           CASE WHEN v_run % 8 = 0 OR r.inserted + r.retracted > 1000
-                                THEN pg_relation_size(x.delta::regclass)
-                                     > v_settings.truncate_delta_bytes
-                                ELSE false END AS large
+              FROM (SELECT r.node_id, x.delta, x.delta IS NOT NULL
+                                                AND pg_relation_size(x.delta) > v_limit AS large
                       FROM argus_catalog.run_nodes r
-                      JOIN argus_catalog.nodes n USING (node_id),
-                           LATERAL (SELECT format('argus_net.%I', 'n' || r.node_id || '_delta')
-                                    ) AS x(delta)
+                      LEFT JOIN LATERAL (  -- a virtual selection's delta is a view, size 0
+                           SELECT to_regclass(format('argus_net.%I', 'n' || r.node_id || '_delta'))
+                            WHERE v_run % 8 = 0 OR r.inserted + r.retracted > 1000) AS x(delta)
+                             ON true
                      WHERE r.run_id = (SELECT max(run_id) FROM argus_catalog.runs
                                         WHERE status = 'ok')
-                       AND r.inserted + r.retracted > 0
-                       AND NOT (n.kind = 'select' AND n.definition ? 'virtual')) AS d;
+                       AND r.inserted + r.retracted > 0) AS d;
             IF v_truncates IS NOT NULL THEN
                 v_timeout := current_setting('lock_timeout');
                 PERFORM set_config('lock_timeout', '50ms', true);
                 FOREACH v_delta IN ARRAY v_truncates LOOP
                     BEGIN
-                        EXECUTE 'TRUNCATE ' || v_delta;
+                        EXECUTE 'TRUNCATE ' || v_delta::regclass;
                     EXCEPTION WHEN lock_not_available THEN
-                        EXECUTE 'DELETE FROM ' || v_delta;
+                        EXECUTE 'DELETE FROM ' || v_delta::regclass;
                     END;
                 END LOOP;
                 PERFORM set_config('lock_timeout', v_timeout, true);
@@ -343,7 +361,7 @@ BEGIN
                      FROM argus_catalog.queries q
                      JOIN argus_catalog.run_nodes r ON r.run_id = v_run
                                                    AND r.node_id = q.output_node
-                    WHERE q.status = 'ok' AND q.output_check IS NOT NULL AND r.inserted > 0
+                    WHERE q.output_check IS NOT NULL AND q.status = 'ok' AND r.inserted > 0
     LOOP
         BEGIN
             EXECUTE v_check.output_check;
@@ -362,31 +380,35 @@ BEGIN
     END LOOP;
 
     -- What the cycle did, in one statement (a statement each cost ~50 us): the queries
-    -- whose answer changed (a row per query and cycle was 3 ms at 1,000): their output
-    -- node's changes, or, for an output reading the clock when it moved, what their
-    -- changes view counts (every row of the answer at the new clock, every row of the
-    -- old one at the previous clock, and the node's changes); each node's history size,
-    -- and what maintaining it cost (moving averages, for argus.choose_maintenance).
+    -- whose answer changed (a row per query and cycle was 3 ms at 1,000), named by the
+    -- program for each output node (reading the queries' rows was 1.5 ms at 1,000), as
+    -- json (jsonb_object_agg was 0.9 ms at 600 queries, json_object_agg 0.3):
+    -- their output node's changes, or, for an output reading the clock when it moved,
+    -- what their changes view counts (every row of the answer at the new clock, every
+    -- row of the old one at the previous clock, and the node's changes); each node's
+    -- history size, and what maintaining it cost (moving averages, for
+    -- argus.choose_maintenance).
     SELECT now IS DISTINCT FROM previous INTO v_moved FROM argus_catalog.clock;
     WITH r AS (
-        SELECT r.*, m.node_id IS NOT NULL AND r.flush_ms IS NOT NULL AS timed, m.rebuilt,
-               m.changes, m.rebuild_rows
+        SELECT r.*, r.rebuilt IS NOT NULL AND r.flush_ms IS NOT NULL AS timed
           FROM argus_catalog.run_nodes r
-          LEFT JOIN argus_catalog.run_maintenance m USING (run_id, node_id)
          WHERE r.run_id = v_run
     ), changed AS (
         SELECT q.name, r.inserted, r.retracted
-          FROM r JOIN argus_catalog.queries q ON q.output_node = r.node_id
-         WHERE q.status = 'ok' AND r.inserted + r.retracted > 0
-           AND NOT (q.clock_output AND v_moved)
+          FROM r, jsonb_array_elements_text(
+                      coalesce(v_program.outputs -> r.node_id::text, '[]')
+                      || coalesce(CASE WHEN NOT v_moved
+                                       THEN v_program.clock_outputs -> r.node_id::text END,
+                                  '[]')) AS q(name)
+         WHERE r.inserted + r.retracted > 0
         UNION ALL
         SELECT q.name, coalesce(r.inserted, 0) + a.rows, coalesce(r.retracted, 0) + a.rows
-          FROM argus_catalog.queries q
-          JOIN argus_catalog.node_stats s ON s.node_id = q.output_node
-          LEFT JOIN r ON r.node_id = q.output_node,
-               LATERAL (SELECT s.hist_rows + coalesce(r.inserted - r.retracted, 0)) AS a(rows)
-         WHERE v_moved AND q.clock_output AND q.status = 'ok'
-           AND (r.inserted + r.retracted > 0 OR a.rows > 0)
+          FROM jsonb_each(CASE WHEN v_moved THEN v_program.clock_outputs END) AS o(node, names)
+          JOIN argus_catalog.node_stats s ON s.node_id = o.node::bigint
+          LEFT JOIN r ON r.node_id = s.node_id
+         CROSS JOIN LATERAL (SELECT s.hist_rows + coalesce(r.inserted - r.retracted, 0)) AS a(rows)
+         CROSS JOIN LATERAL jsonb_array_elements_text(o.names) AS q(name)
+         WHERE r.inserted + r.retracted > 0 OR a.rows > 0
     ), stats AS (
         UPDATE argus_catalog.node_stats n SET
                hist_rows = n.hist_rows + r.inserted - r.retracted,
@@ -406,9 +428,8 @@ BEGIN
            rows_in = (SELECT coalesce(sum(rows), 0) FROM argus_catalog.run_streams
                        WHERE run_id = v_run),
            nodes_run = v_program.nodes_run,
-           queries = (SELECT coalesce(jsonb_object_agg(name, jsonb_build_array(inserted,
-                                                                                retracted)),
-                                      '{}') FROM changed),
+           queries = (SELECT coalesce(json_object_agg(name, ARRAY[inserted, retracted]), '{}')
+                        FROM changed WHERE name <> ALL(v_failed)),
            isolated = nullif(v_failed, '{}')
      WHERE run_id = v_run;
     PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
@@ -513,7 +534,6 @@ BEGIN
     -- per-node statistics for the last 500 cycles or more; the cycle log for as long
     -- as the settings say
     DELETE FROM argus_catalog.run_nodes WHERE run_id < run - 500;
-    DELETE FROM argus_catalog.run_maintenance WHERE run_id < run - 500;
     IF v_before IS NOT NULL THEN
         DELETE FROM argus_catalog.run_streams WHERE run_id <= v_before;
         DELETE FROM argus_catalog.runs WHERE run_id <= v_before;
@@ -546,7 +566,7 @@ END $$;
 DROP FUNCTION IF EXISTS argus.cycle_report(bigint);  -- its columns changed once
 CREATE FUNCTION argus.cycle_report(p_run bigint)
 RETURNS TABLE (status text, error text, nodes_run bigint, rows_in jsonb, held jsonb,
-               failed jsonb, queries jsonb)
+               failed jsonb, queries json)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     RETURN QUERY
@@ -577,7 +597,7 @@ END $$;
 DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
 CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,
-               held jsonb, failed jsonb, queries jsonb, reoptimize boolean)
+               held jsonb, failed jsonb, queries json, reoptimize boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run bigint := argus.run_cycle(wait);

@@ -57,7 +57,7 @@ SELECT n.node_id,
        n.created_at,
        -- the last cycle that maintained this node: applied its changes or rebuilt it
        (SELECT CASE WHEN m.rebuilt THEN 'rebuild' ELSE 'apply' END
-          FROM argus_catalog.run_maintenance m WHERE m.node_id = n.node_id
+          FROM argus_catalog.run_nodes m WHERE m.node_id = n.node_id AND m.rebuilt IS NOT NULL
          ORDER BY m.run_id DESC LIMIT 1) AS last_maintenance,
        round(st.apply_ms_row::numeric, 5) AS apply_ms_per_row,
        round(st.rebuild_ms_row::numeric, 5) AS rebuild_ms_per_row,
@@ -81,9 +81,9 @@ SELECT r.run_id,
          WHERE s.run_id = r.run_id AND s.late > 0) AS late_rows,
        (SELECT jsonb_object_agg(s.stream, s.quarantined) FROM argus_catalog.run_streams s
          WHERE s.run_id = r.run_id AND s.quarantined > 0) AS quarantined_rows,
-       (SELECT jsonb_object_agg(q.key, q.value->0) FROM jsonb_each(r.queries) q)
+       (SELECT jsonb_object_agg(q.key, q.value->0) FROM jsonb_each(r.queries::jsonb) q)
            AS new_rows,
-       (SELECT jsonb_object_agg(q.key, q.value->1) FROM jsonb_each(r.queries) q
+       (SELECT jsonb_object_agg(q.key, q.value->1) FROM jsonb_each(r.queries::jsonb) q
          WHERE (q.value->>1)::bigint > 0) AS retracted_rows,
        r.isolated AS failed_queries,  -- queries this cycle isolated: see argus.queries
        r.nodes_run,

@@ -93,7 +93,7 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
     # DDL statement walked them: drops went 3x slower after 100 registrations)
     body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
                         "\n    failed_state text;\n    failed_error text;\n    culprit text;"
-                        "\n    nodes_run bigint;"
+                        "\n    nodes_run bigint;\n    outputs jsonb;\n    clock_outputs jsonb;"
                         "\n    argus_settings argus_catalog.settings := (SELECT s FROM "
                         "argus_catalog.settings s);", 1)
     with conn.transaction():

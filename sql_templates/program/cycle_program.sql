@@ -13,7 +13,9 @@
 --
 -- argus_dirty names the nodes whose delta the last cycle filled, for the clearing
 -- block to empty (argus.run_cycle truncates the large ones itself); argus_settings
--- is argus_catalog.settings, read once by argus.run_cycle.
+-- is argus_catalog.settings, read once by argus.run_cycle. outputs and clock_outputs
+-- name the working queries each output node answers (those whose output reads the
+-- clock apart), as they were when the program was assembled, for the cycle's report.
 DECLARE
     argus_t timestamptz;
     argus_rc bigint;
@@ -47,6 +49,12 @@ DECLARE
     argus_ret bigint[] := ARRAY[]::bigint[];
     argus_ms float8[] := ARRAY[]::float8[];
     argus_rebuild bigint[] := ARRAY[]::bigint[];
+    argus_cids bigint[] := ARRAY[]::bigint[];  -- the choice per signed node that changed
+    argus_changes bigint[];
+    argus_rebuild_rows bigint[];
+    argus_apply_ms float8[];
+    argus_rebuild_ms float8[];
+    argus_rebuilt boolean[];
     argus_fids bigint[] := ARRAY[]::bigint[];
     argus_fms float8[] := ARRAY[]::float8[];
 {declarations}
@@ -59,16 +67,28 @@ BEGIN
 -- Every node has its delta: choose, per signed node, between applying its changes to
 -- its history and rebuilding it (argus.choose_maintenance).
         IF {signed} THEN
-            argus_rebuild := argus.choose_maintenance(argus_run, argus_ids, argus_ins, argus_ret);
+            SELECT coalesce(array_agg(c.node_id), ARRAY[]::bigint[]), array_agg(c.changes),
+                   array_agg(c.rebuild_rows), array_agg(c.apply_ms), array_agg(c.rebuild_ms),
+                   array_agg(c.rebuilt),
+                   coalesce(array_agg(c.node_id) FILTER (WHERE c.rebuilt), ARRAY[]::bigint[])
+              INTO argus_cids, argus_changes, argus_rebuild_rows, argus_apply_ms,
+                   argus_rebuild_ms, argus_rebuilt, argus_rebuild
+              FROM argus.choose_maintenance(argus_settings.maintenance, argus_ids, argus_ins,
+                                            argus_ret) AS c;
         END IF;
 {flush}
 {purge}
         argus_at := NULL;
 {release}
-        INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms)
-        SELECT argus_run, e.id, e.ins, e.ret, e.ms, f.ms
+        INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms, flush_ms,
+                                             changes, rebuild_rows, apply_ms, rebuild_ms, rebuilt)
+        SELECT argus_run, e.id, e.ins, e.ret, e.ms, f.ms,
+               c.changes, c.rebuild_rows, c.apply_ms, c.rebuild_ms, c.rebuilt
           FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS e(id, ins, ret, ms)
-          LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id;
+          LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id
+          LEFT JOIN unnest(argus_cids, argus_changes, argus_rebuild_rows, argus_apply_ms,
+                           argus_rebuild_ms, argus_rebuilt)
+                    AS c(id, changes, rebuild_rows, apply_ms, rebuild_ms, rebuilt) ON c.id = e.id;
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_error = MESSAGE_TEXT;
         IF NOT argus_isolate OR argus_at IS NULL OR argus.server_error(failed_state) THEN
@@ -78,5 +98,7 @@ BEGIN
         RETURN;
     END;
     culprit := argus_culprit;
+    outputs := {outputs};
+    clock_outputs := {clock_outputs};
     nodes_run := cardinality(argus_ids) - {streams};
 END
