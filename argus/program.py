@@ -16,13 +16,30 @@ from .nodes import COMPILERS, KINDS, lazy
 from .nodes.stream import claim, in_inbox, is_table, take_var
 
 
-def _step_code(step: Step, conn, counted: bool = False) -> sql.Composable:
+def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False
+               ) -> sql.Composable:
     statement = step.statement
+    into = sql.SQL(" INTO argus_p, argus_m") if counted else sql.SQL("")
     if counted:
         statement = render("program/counted", statement=statement, sign=SIGN_ID)
-    if step.dynamic:
-        return sql.SQL("EXECUTE {}").format(sql.Literal(statement.as_string(conn)))
-    return statement
+    if not step.dynamic:
+        return sql.Composed([statement, into])
+    executed = sql.SQL("EXECUTE {}{}").format(sql.Literal(statement.as_string(conn)), into)
+    if small is None:
+        return executed
+    return render("program/planned_or_kept", small=small, statement=statement, into=into,
+                  executed=executed)
+
+
+def _small(node: Node, parents: list[Node]) -> sql.Composed | None:
+    """Whether the deltas a node's statements read (its parents' and its own) hold few
+    rows enough for plans kept for the session (program/planned_or_kept). None: never,
+    after a locked claim (taken whole because the inbox grew large; a kept plan would
+    add code that hardly ever runs to every session's compile)."""
+    if any(p.claimed_in_inbox for p in parents):
+        return None
+    return sql.SQL("{} <= argus_plan_kept_rows").format(
+        sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents])))
 
 
 def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], conn
@@ -51,7 +68,8 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
               for step in lazy.completions(node, parents)),
             *(render("program/step_signed" if signed else "program/step",
                      condition=step.condition or sql.SQL("TRUE"),
-                     statement=_step_code(step, conn, counted=signed), var=var(node.id))
+                     statement=_step_code(step, conn, _small(node, parents), counted=signed),
+                     var=var(node.id))
               for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
@@ -127,7 +145,7 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
         return None
     apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn))
+               statement=_step_code(step, conn, _small(node, parents)))
         for step in COMPILERS[node.kind].flush(node, parents)), conn)
     conditions = [step.condition for step in steps]
     condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(
@@ -149,6 +167,11 @@ def _unique(nodes: list[Node]) -> list[Node]:
             seen.add(n.id)
             out.append(n)
     return out
+
+
+def _claimed(i: int) -> sql.SQL:
+    """The variable the claim counts the i-th stream's rows into (an INTO target)."""
+    return sql.SQL(f"argus_claimed_{i + 1}")
 
 
 def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozenset[str],
@@ -179,7 +202,7 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
                 if read else []) + [
         render("program/release_unread", take=take_var(i), inbox=inbox)
         for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)) if name in unread]
-    variables = sql.SQL(", ").join(var(n.id) for _, n, _ in streams)
+    variables = sql.SQL(", ").join(_claimed(i) for i in range(len(streams)))
     counted = render("program/claimed_signed" if any(is_table(n) for _, n, _ in streams)
                      else "program/claimed_inserted", vars=variables,
                      count=sql.Literal(len(streams)))
@@ -188,6 +211,9 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
                         inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
                         sizes=sizes, after=after,
                         vars=variables, counted=counted,
+                        written=sql.SQL("\n    ").join(
+                            sql.SQL("    {} := {};").format(var(n.id), _claimed(i))
+                            for i, (_, n, _) in enumerate(streams)),
                         analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
                                                     if name not in unread),
                         ids=sql.SQL(", ").join(sql.Literal(n.id) for _, n, _ in streams),
@@ -219,6 +245,8 @@ def frame(streams: list[tuple[str, Node, str | None]],
     marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   streams=sql.Literal(len(streams)),
+                  claimed=sql.SQL("").join(sql.SQL("    {} bigint;\n").format(_claimed(i))
+                                           for i in range(len(streams))),
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
     text = text.replace("%", "%%")
     for position, slot in enumerate(_SLOTS, 1):
@@ -226,11 +254,20 @@ def frame(streams: list[tuple[str, Node, str | None]],
     return text
 
 
+def written(node_ids: list[int], initial: int = 0) -> str:
+    """The declaration of the program's counts of rows written (`var`), one per node."""
+    if not node_ids:
+        return "    argus_written bigint[];"
+    low, high = min(node_ids), max(node_ids)
+    return (f"    argus_written bigint[] := array_fill({int(initial)}::bigint, "
+            f"ARRAY[{high - low + 1}], ARRAY[{low}]);")
+
+
 def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
          flushes: list[str], purges: list[str], initial: int = 0) -> str:
     """The frame filled as argus.assemble_program() fills it (PostgreSQL's format()),
     without the clearing of the last cycle's deltas and with no queries to report."""
-    values = ["\n".join(f"    {var(i).as_string(None)} bigint := {initial};" for i in node_ids),
+    values = [written(node_ids, initial),
               "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
               "\n".join(purges), "", "'{}'", "'{}'"]
     return re.sub(r"%(?:%|(\d)\$s)",

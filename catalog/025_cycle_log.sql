@@ -32,3 +32,13 @@ UPDATE argus_catalog.settings SET program_stale = true;
 -- (sorting and de-duplicating its keys) cost 0.9 ms of a cycle at 600 queries changed.
 DROP VIEW IF EXISTS argus.runs;  -- views.sql creates it again
 ALTER TABLE argus_catalog.runs ALTER COLUMN queries TYPE json USING queries::json;
+
+-- A node's statements run with their plans kept for the session when its deltas are
+-- this small together (planning them at every cycle was a fifth to a third of a
+-- 100-row cycle), and are planned for their deltas' sizes at every cycle otherwise.
+-- Kept plans are made anew in every session after a cycle that saw a history double or
+-- halve since they were made (plans_reset_run; node_stats.planned_rows, NULL: set by
+-- the next cycle that changes it), so that none outlives the sizes it was made for.
+ALTER TABLE argus_catalog.settings ADD COLUMN plan_kept_rows bigint DEFAULT 1000,
+                                   ADD COLUMN plans_reset_run bigint NOT NULL DEFAULT 0;
+ALTER TABLE argus_catalog.node_stats ADD COLUMN planned_rows bigint;

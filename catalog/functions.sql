@@ -160,8 +160,11 @@ BEGIN
           FROM argus_catalog.nodes n
     )
     SELECT format(v_frame,
-                  coalesce(string_agg(format('    argus_n%s bigint := 0;', node_id), E'\n'
-                                      ORDER BY join_level, sequence_id, node_id), ''),
+                  -- argus.program.written
+                  CASE WHEN count(*) = 0 THEN '    argus_written bigint[];'
+                       ELSE format('    argus_written bigint[] := array_fill(0::bigint, '
+                                   'ARRAY[%s], ARRAY[%s]);', max(node_id) - min(node_id) + 1,
+                                   min(node_id)) END,
                   coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
                                            WHEN NOT excluded THEN cycle_block END, E'\n'
                                       ORDER BY join_level, sequence_id, node_id), ''),
@@ -250,6 +253,8 @@ DECLARE
     v_delta    regclass;
     v_dirty    jsonb;
     v_truncates regclass[];
+    v_resized  boolean;
+    v_rows_in  bigint;
     v_moved    boolean;
     v_timeout  text;
     v_limit    bigint;
@@ -283,6 +288,17 @@ BEGIN
     END IF;
     IF EXISTS (SELECT FROM argus_catalog.staging) THEN
         PERFORM argus.sweep_staging();
+    END IF;
+    -- Plans kept for small deltas (settings.plan_kept_rows) were made for the histories'
+    -- sizes then: a cycle after one that saw a history double or halve makes them anew.
+    -- (argus.plans_kept: this session ran a cycle small enough to keep plans since.)
+    IF v_settings.plans_reset_run
+       > coalesce(nullif(current_setting('argus.plans_reset_run', true), ''), '0')::bigint THEN
+        IF current_setting('argus.plans_kept', true) = 'on' THEN
+            EXECUTE 'DISCARD PLANS';
+            PERFORM set_config('argus.plans_kept', 'off', false);
+        END IF;
+        PERFORM set_config('argus.plans_reset_run', v_settings.plans_reset_run::text, false);
     END IF;
     IF v_settings.random_page_cost IS NOT NULL THEN
         PERFORM set_config('random_page_cost', v_settings.random_page_cost::text, true);
@@ -390,8 +406,11 @@ BEGIN
     -- argus.choose_maintenance).
     SELECT now IS DISTINCT FROM previous INTO v_moved FROM argus_catalog.clock;
     WITH r AS (
-        SELECT r.*, r.rebuilt IS NOT NULL AND r.flush_ms IS NOT NULL AS timed
-          FROM argus_catalog.run_nodes r
+        SELECT r.*, r.rebuilt IS NOT NULL AND r.flush_ms IS NOT NULL AS timed,
+               (s.hist_rows + r.inserted - r.retracted > 2 * s.planned_rows + 1000
+                OR s.hist_rows + r.inserted - r.retracted < s.planned_rows / 2 - 1000)
+                   AS resized
+          FROM argus_catalog.run_nodes r JOIN argus_catalog.node_stats s USING (node_id)
          WHERE r.run_id = v_run
     ), changed AS (
         SELECT q.name, r.inserted, r.retracted
@@ -412,6 +431,9 @@ BEGIN
     ), stats AS (
         UPDATE argus_catalog.node_stats n SET
                hist_rows = n.hist_rows + r.inserted - r.retracted,
+               planned_rows = CASE WHEN r.resized OR n.planned_rows IS NULL
+                                   THEN n.hist_rows + r.inserted - r.retracted
+                                   ELSE n.planned_rows END,
                apply_ms_row = CASE WHEN NOT r.timed OR r.rebuilt THEN n.apply_ms_row
                                    ELSE coalesce(0.7 * n.apply_ms_row, 0)
                                         + CASE WHEN n.apply_ms_row IS NULL THEN 1 ELSE 0.3 END
@@ -431,8 +453,18 @@ BEGIN
            queries = (SELECT coalesce(json_object_agg(name, ARRAY[inserted, retracted]), '{}')
                         FROM changed WHERE name <> ALL(v_failed)),
            isolated = nullif(v_failed, '{}')
-     WHERE run_id = v_run;
+     WHERE run_id = v_run
+    RETURNING (SELECT bool_or(r.resized) FROM r), rows_in INTO v_resized, v_rows_in;
+    -- A history that doubled or halved since the plans kept for small deltas were made
+    -- (settings.plan_kept_rows) has every session make them again (see above).
+    IF v_resized THEN
+        UPDATE argus_catalog.settings SET plans_reset_run = v_run;
+    END IF;
     PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
+    IF current_setting('argus.cycled', true) = 'on' AND v_rows_in <= v_settings.plan_kept_rows THEN
+        PERFORM set_config('argus.plans_kept', 'on', false);
+    END IF;
+    PERFORM set_config('argus.cycled', 'on', false);  -- the session's next cycles keep plans
     RETURN v_run;
 END $$;
 

@@ -89,8 +89,8 @@ def test_a_network_change_leaves_the_program_to_the_next_cycle(transfers):
     info = transfers.register("large", "SELECT tran_id, sender FROM transfers "
                                        "WHERE amount > 1000")
     stale, code = program()
-    assert stale and f"argus_n{info.output_node} " not in code
+    assert stale and f"argus_written[{info.output_node}]" not in code
     transfers.insert("transfers", [(i, "2024-01-02", "a", "b", 50 * i) for i in range(40)])
     transfers.run(lambda: conn.execute("SELECT argus.run_cycle()"))
     stale, code = program()
-    assert not stale and f"argus_n{info.output_node} " in code
+    assert not stale and f"argus_written[{info.output_node}]" in code

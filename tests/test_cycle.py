@@ -311,3 +311,54 @@ def test_busy_deltas_stay_bounded_by_the_truncate_setting(transfers):
     one_batch = sizes[0]
     assert max(sizes) <= limit + 8 * one_batch  # without truncation: ~24 batches
     assert min(sizes[1:]) <= 2 * one_batch  # it was truncated at some point
+
+
+def test_a_plan_kept_for_small_deltas_is_made_anew_when_a_history_grew(oracle):
+    """Small cycles run their statements with plans kept for the session
+    (settings.plan_kept_rows). A plan made while the customers' history was tiny scans it
+    whole; once the history doubled, every session makes its plans anew, and new orders
+    probe the history's index instead. (Without that, each of these 40 cycles scanned the
+    history whole: checked by keeping the session from making them anew.)"""
+    db = oracle.db
+    db.configure(truncate_delta_bytes=1 << 30)  # no TRUNCATE re-plans anything here
+    oracle.create_stream("customers", {"id": "bigint", "name": "text"})
+    oracle.create_stream("orders", {"id": "bigint", "cust": "bigint"})
+    oracle.register("named", "SELECT o.id, c.name FROM orders o JOIN customers c "
+                             "ON o.cust = c.id")
+
+    def scans() -> tuple[int, int]:  # the customers history's seq and index scans
+        db.conn.execute("SELECT pg_stat_force_next_flush()")
+        db.conn.execute("SELECT 1")
+        return db.conn.execute(
+            "SELECT seq_scan, coalesce(idx_scan, 0) FROM pg_stat_user_tables "
+            "WHERE schemaname = 'argus_streams' AND relname = 'customers'").fetchone()
+
+    customers = 0
+    for cycle in range(80):
+        oracle.insert("customers", [(customers + k, f"n{customers + k}") for k in range(400)])
+        customers += 400
+        oracle.insert("orders", [(cycle * 3 + k, (cycle * 111 + k) % customers)
+                                 for k in range(3)])
+        oracle.run()
+        if cycle == 39:
+            before = scans()
+    seq, index = scans()
+    assert db.conn.execute("SELECT plans_reset_run FROM argus_catalog.settings").fetchone()[0] > 0
+    assert seq == before[0] and index >= before[1] + 40
+
+
+def test_cycles_alternating_small_and_large_batches_follow_the_oracle(transfers):
+    """A statement runs with its kept plan in a small cycle and is planned for its
+    deltas in a large one (settings.plan_kept_rows): both give the same answers."""
+    transfers.insert("transfers", rows(0, 3000))
+    transfers.run()
+    transfers.register("chain", "SELECT a.tran_id AS a, b.tran_id AS b, b.amount "
+                                "FROM transfers a JOIN transfers b ON a.receiver = b.sender "
+                                "WHERE a.amount = 4900 AND b.amount >= 4800")
+    transfers.register("per_sender", "SELECT sender, count(*) AS n, sum(amount) AS total "
+                                     "FROM transfers GROUP BY sender HAVING count(*) > 2")
+    start = 3000
+    for size in (5, 2000, 3, 40, 1500, 1, 900, 1100, 7):
+        transfers.insert("transfers", rows(start, size))
+        start += size
+        transfers.run()

@@ -32,7 +32,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 26
+CODE_VERSION = 27
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,11 @@ def unqualified(expr: str) -> str:
 
 
 def var(node_id: int) -> sql.SQL:
-    """The program variable holding the rows node `node_id` wrote to its delta."""
-    return sql.SQL(f"argus_n{int(node_id)}")
+    """Where the program holds the rows node `node_id` wrote to its delta: an element of
+    one array, not a variable per node (PL/pgSQL looks every identifier of a statement
+    up among the variables, one by one: a thousand of them made compiling the program
+    and preparing its statements quadratic in the network's size)."""
+    return sql.SQL(f"argus_written[{int(node_id)}]")
 
 
 def any_rows(*nodes: Node) -> sql.Composed:

@@ -29,9 +29,11 @@
     IF argus_locked THEN
         {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
                              argus_ignored;
+    {written}
     ELSE
         {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
                       argus_ignored;
+    {written}
 {analyze}
     END IF;
     INSERT INTO argus_catalog.run_streams (run_id, stream, rows, late, quarantined, inbox_bytes,

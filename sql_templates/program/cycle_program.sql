@@ -1,7 +1,7 @@
 -- The network's execution code, assembled from every node's stored blocks in evaluation
 -- order at the first cycle after the network changed (ARGUS's code assembly; see
--- argus.assemble_program in catalog/functions.sql). argus_n<id> holds the rows node
--- <id> wrote to its delta this cycle; a node runs only if a parent's is non-zero.
+-- argus.assemble_program in catalog/functions.sql). argus_written[<id>] holds the rows
+-- node <id> wrote to its delta this cycle; a node runs only if a parent's is non-zero.
 -- Every PL/pgSQL name starts with argus_, which user columns may not, so that none
 -- shadows a column in the embedded SQL.
 --
@@ -36,6 +36,11 @@ DECLARE
     argus_lead interval := argus_settings.max_clock_lead;
     argus_horizon timestamptz := now() + argus_lead;
     argus_unread_limit bigint := argus_settings.unread_inbox_bytes;
+    -- plans are kept from a session's second cycle on: a session that runs one cycle (cron)
+    -- would pay for keeping plans it never uses again (13% of its cycle at 1,000 queries)
+    argus_plan_kept_rows bigint := CASE WHEN current_setting('argus.cycled', true) = 'on'
+                                        THEN coalesce(argus_settings.plan_kept_rows, -1)
+                                        ELSE -1 END;
     argus_take_waiting boolean := current_setting('argus.claim_waiting', true) = 'on';
     argus_take boolean[];
     argus_size bigint[];
@@ -49,15 +54,15 @@ DECLARE
     argus_ret bigint[] := ARRAY[]::bigint[];
     argus_ms float8[] := ARRAY[]::float8[];
     argus_rebuild bigint[] := ARRAY[]::bigint[];
-    argus_cids bigint[] := ARRAY[]::bigint[];  -- the choice per signed node that changed
-    argus_changes bigint[];
-    argus_rebuild_rows bigint[];
-    argus_apply_ms float8[];
-    argus_rebuild_ms float8[];
-    argus_rebuilt boolean[];
+    argus_c_ids bigint[] := ARRAY[]::bigint[];  -- the choice per signed node that changed
+    argus_c_changes bigint[];
+    argus_c_rows bigint[];
+    argus_c_apply_ms float8[];
+    argus_c_rebuild_ms float8[];
+    argus_c_rebuilt boolean[];
     argus_fids bigint[] := ARRAY[]::bigint[];
     argus_fms float8[] := ARRAY[]::float8[];
-{declarations}
+{claimed}{declarations}
 BEGIN
     BEGIN
 {clear}
@@ -71,8 +76,8 @@ BEGIN
                    array_agg(c.rebuild_rows), array_agg(c.apply_ms), array_agg(c.rebuild_ms),
                    array_agg(c.rebuilt),
                    coalesce(array_agg(c.node_id) FILTER (WHERE c.rebuilt), ARRAY[]::bigint[])
-              INTO argus_cids, argus_changes, argus_rebuild_rows, argus_apply_ms,
-                   argus_rebuild_ms, argus_rebuilt, argus_rebuild
+              INTO argus_c_ids, argus_c_changes, argus_c_rows, argus_c_apply_ms,
+                   argus_c_rebuild_ms, argus_c_rebuilt, argus_rebuild
               FROM argus.choose_maintenance(argus_settings.maintenance, argus_ids, argus_ins,
                                             argus_ret) AS c;
         END IF;
@@ -86,8 +91,8 @@ BEGIN
                c.changes, c.rebuild_rows, c.apply_ms, c.rebuild_ms, c.rebuilt
           FROM unnest(argus_ids, argus_ins, argus_ret, argus_ms) AS e(id, ins, ret, ms)
           LEFT JOIN unnest(argus_fids, argus_fms) AS f(id, ms) ON f.id = e.id
-          LEFT JOIN unnest(argus_cids, argus_changes, argus_rebuild_rows, argus_apply_ms,
-                           argus_rebuild_ms, argus_rebuilt)
+          LEFT JOIN unnest(argus_c_ids, argus_c_changes, argus_c_rows, argus_c_apply_ms,
+                           argus_c_rebuild_ms, argus_c_rebuilt)
                     AS c(id, changes, rebuild_rows, apply_ms, rebuild_ms, rebuilt) ON c.id = e.id;
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_error = MESSAGE_TEXT;
