@@ -24,9 +24,12 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
         statement = render("program/counted", statement=statement, sign=SIGN_ID)
     if not step.dynamic:
         return sql.Composed([statement, into])
-    executed = sql.SQL("EXECUTE {}{}").format(sql.Literal(statement.as_string(conn)), into)
+    text = statement.as_string(conn)
+    executed = sql.SQL("EXECUTE {}{}").format(sql.Literal(text), into)
     if small is None:
         return executed
+    if not counted and text.startswith("SELECT "):  # a check whose rows go nowhere
+        statement = sql.SQL("PERFORM {}").format(sql.SQL(text.removeprefix("SELECT ")))
     return render("program/planned_or_kept", small=small, statement=statement, into=into,
                   executed=executed)
 

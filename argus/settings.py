@@ -40,15 +40,6 @@ def _positive(kind: type) -> Callable[[object], object]:
     return parse
 
 
-def _nonnegative(kind: type) -> Callable[[object], object]:
-    def parse(text: object) -> object:
-        value = kind(text)
-        if value < 0:
-            raise ValueError("expected zero or a positive number")
-        return value
-    return parse
-
-
 def _fraction(text: object) -> float:
     value = float(text)
     if not 0 <= value <= 1:
@@ -93,7 +84,7 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "random_page_cost": (_optional(_positive(float)),
                          "the planner's random_page_cost inside cycles (null: the server's)"),
     "purge": (_bool, "delete history that no windowed query can need again"),
-    "plan_kept_rows": (_optional(_nonnegative(int)),
+    "plan_kept_rows": (_optional(_positive(int)),
                        "run a node's statement with its plan kept for the session when its "
                        "deltas hold at most this many rows together (null: plan every "
                        "statement for its deltas at every cycle)"),

@@ -332,9 +332,9 @@ BEGIN
                 PERFORM set_config('lock_timeout', '50ms', true);
                 FOREACH v_delta IN ARRAY v_truncates LOOP
                     BEGIN
-                        EXECUTE 'TRUNCATE ' || v_delta::regclass;
+                        EXECUTE 'TRUNCATE ' || v_delta;
                     EXCEPTION WHEN lock_not_available THEN
-                        EXECUTE 'DELETE FROM ' || v_delta::regclass;
+                        EXECUTE 'DELETE FROM ' || v_delta;
                     END;
                 END LOOP;
                 PERFORM set_config('lock_timeout', v_timeout, true);
@@ -456,7 +456,8 @@ BEGIN
      WHERE run_id = v_run
     RETURNING (SELECT bool_or(r.resized) FROM r), rows_in INTO v_resized, v_rows_in;
     -- A history that doubled or halved since the plans kept for small deltas were made
-    -- (settings.plan_kept_rows) has every session make them again (see above).
+    -- (settings.plan_kept_rows) has every session make them again (at its next cycle's
+    -- start).
     IF v_resized THEN
         UPDATE argus_catalog.settings SET plans_reset_run = v_run;
     END IF;

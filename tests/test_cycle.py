@@ -362,3 +362,43 @@ def test_cycles_alternating_small_and_large_batches_follow_the_oracle(transfers)
         transfers.insert("transfers", rows(start, size))
         start += size
         transfers.run()
+
+
+@pytest.mark.parametrize("column", ["found", "outputs", "culprit", "nodes_run",
+                                    "failed_node"])
+def test_a_column_named_as_a_variable_of_the_program_is_the_column(oracle, column):
+    """The cycle program's statements read a stream's columns; one named as a PL/pgSQL
+    variable of the program (FOUND, its results) is the column, and the cycles go on."""
+    oracle.create_stream("s", {column: "int", "v": "int"})
+    oracle.register("grouped", f"SELECT {column}, count(*) AS c FROM s GROUP BY {column}")
+    oracle.register("picked", f"SELECT {column} FROM s WHERE v > 0")
+    for cycle in range(3):
+        oracle.insert("s", [(1, 1), (2, cycle), (cycle, 3)])
+        oracle.run()
+
+
+def test_a_join_kept_as_a_view_checks_its_rows_with_a_kept_plan(oracle):
+    """A time-band join kept as a view (deferred) evaluates its window arithmetic on every
+    new row, a check whose rows go nowhere; with plans kept (a session's second cycle
+    on) it runs as PL/pgSQL, where it must not be a bare SELECT."""
+    db = oracle.db
+    db.configure(layout="cost", virtual_selectivity=0.0, virtual_join_growth=1e-9)
+    oracle.create_stream("a", {"id": "bigint", "k": "int", "t": "timestamptz"},
+                         time_column="t")
+    oracle.create_stream("c", {"id": "bigint", "k": "int", "t": "timestamptz"},
+                         time_column="t")
+    oracle.register("of_a", "SELECT id FROM a")
+    oracle.register("of_c", "SELECT id FROM c")
+    at = dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone.utc)
+    oracle.insert("a", [(1, 1, at)])
+    oracle.insert("c", [(2, 1, at + dt.timedelta(minutes=5))])
+    oracle.run()  # the streams have rows: the cost layout keeps the join as a view
+    oracle.register("band", "SELECT x.id, y.id AS yid FROM a x JOIN c y ON y.k = x.k "
+                            "AND y.t BETWEEN x.t AND x.t + interval '30 minutes'")
+    assert db.conn.execute("SELECT bool_or((definition->>'deferred')::boolean) "
+                           "FROM argus_catalog.nodes WHERE kind = 'join'").fetchone()[0]
+    for i in range(4):
+        oracle.insert("a", [(10 + i, 1, at + dt.timedelta(minutes=i))])
+        oracle.insert("c", [(20 + i, 1, at + dt.timedelta(minutes=i + 5))])
+        assert oracle.run().failed == {}
+    assert db.query("band").status == "ok"

@@ -16,6 +16,11 @@
 -- is argus_catalog.settings, read once by argus.run_cycle. outputs and clock_outputs
 -- name the working queries each output node answers (those whose output reads the
 -- clock apart), as they were when the program was assembled, for the cycle's report.
+--
+-- A column and a variable of the same name (a stream's column `found`, `outputs`, …) are
+-- the column in every statement: argus's own variables all start with argus_, which no
+-- column of a user's may, and none is the name of a column of argus's own.
+#variable_conflict use_column
 DECLARE
     argus_t timestamptz;
     argus_rc bigint;
