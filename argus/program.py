@@ -141,7 +141,7 @@ def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
 
 def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     """Maintain the node's history at the end of the cycle, timed: apply the delta, or
-    rebuild when argus.choose_maintenance chose it for this node and cycle. None: the
+    rebuild when the program chose it for this node and cycle (cycle_program.sql). None: the
     history is a view (`virtual`), nothing to maintain."""
     steps = COMPILERS[node.kind].flush(node, parents)
     if not steps:

@@ -22,8 +22,8 @@ DROP TABLE argus_catalog.run_maintenance;
 CREATE INDEX queries_output_check ON argus_catalog.queries (output_node)
  WHERE output_check IS NOT NULL;
 
--- The choice returns its rows to the program, which records them (functions.sql); the
--- program says which queries each output node answers (its new column).
+-- The program chooses itself (its frame, sql_templates/program/cycle_program.sql) and
+-- says which queries each output node answers (its new columns).
 DROP FUNCTION IF EXISTS argus.choose_maintenance(bigint, bigint[], bigint[], bigint[]);
 DROP FUNCTION IF EXISTS argus_net.cycle_program(bigint, jsonb, argus_catalog.settings);
 UPDATE argus_catalog.settings SET program_stale = true;

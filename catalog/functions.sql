@@ -78,54 +78,6 @@ LANGUAGE sql STABLE AS $$
                         WHERE qn.node_id = n.node_id AND q.status = 'ok')
 $$;
 
--- Never slower than recomputation, per node and per cycle: called by the cycle program
--- once every node has its delta, before the histories are maintained: which signed
--- nodes to rebuild from their parents' new histories rather than apply their changes
--- to, by costs learned from earlier cycles (argus_catalog.node_stats). ids/ins/ret: the
--- rows each node wrote to its delta this cycle. A rebuild must be predicted at least
--- 20% cheaper, so that noise does not flip a node back and forth; ten rows of fixed
--- cost per statement keep tiny cycles from looking expensive per row. Virtual nodes
--- (views) have nothing to maintain. The program records the choice with the node's
--- run_nodes row. PL/pgSQL, so that a session plans it once (as SQL it was planned at
--- every cycle: 2 ms of a cycle that did nothing).
-CREATE OR REPLACE FUNCTION argus.choose_maintenance(p_mode text, p_ids bigint[],
-                                                    p_ins bigint[], p_ret bigint[])
-RETURNS TABLE (node_id bigint, changes bigint, rebuild_rows bigint, apply_ms float8,
-               rebuild_ms float8, rebuilt boolean)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-BEGIN
-    RETURN QUERY
-    WITH s AS (  -- the signed nodes that ran (a parent's counts: by its place in p_ids)
-        SELECT d.*, st.hist_rows, st.apply_ms_row, st.rebuild_ms_row
-          FROM unnest(p_ids, p_ins, p_ret) AS d(node_id, ins, ret)
-          JOIN argus_catalog.nodes n USING (node_id)
-          JOIN argus_catalog.node_stats st USING (node_id)
-         WHERE n.kind <> 'stream' AND NOT n.insert_only
-           AND NOT (n.kind = 'select' AND n.definition ? 'virtual')
-    ), c AS (  -- the rows applying handles, and those rebuilding reads and writes
-        SELECT s.node_id, s.apply_ms_row, s.rebuild_ms_row,
-               s.ins + s.ret + sum(coalesce(p_ins[x.i] + p_ret[x.i], 0))::bigint AS changes,
-               greatest(s.hist_rows + s.ins - s.ret, 0)
-               + sum(greatest(ps.hist_rows + coalesce(p_ins[x.i] - p_ret[x.i], 0), 0))::bigint
-                   AS rebuild_rows
-          FROM s JOIN argus_catalog.edges e ON e.child_id = s.node_id
-          JOIN argus_catalog.node_stats ps ON ps.node_id = e.parent_id
-         CROSS JOIN LATERAL (SELECT array_position(p_ids, e.parent_id)) AS x(i)
-         GROUP BY s.node_id, s.ins, s.ret, s.hist_rows, s.apply_ms_row, s.rebuild_ms_row
-    )
-    SELECT c.node_id, c.changes, c.rebuild_rows,
-           c.apply_ms_row * (c.changes + 10), c.rebuild_ms_row * (c.rebuild_rows + 10),
-           CASE p_mode
-               WHEN 'rebuild' THEN true
-               WHEN 'apply' THEN false
-               ELSE coalesce(c.rebuild_ms_row * (c.rebuild_rows + 10)
-                             < 0.8 * c.apply_ms_row * (c.changes + 10), false)
-           END
-      FROM c
-     WHERE c.changes > 0;
-END $$;
-
 DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
 
 -- The cycle program is assembled in the database, by the first cycle after the network
@@ -403,7 +355,7 @@ BEGIN
     -- what their changes view counts (every row of the answer at the new clock, every
     -- row of the old one at the previous clock, and the node's changes); each node's
     -- history size, and what maintaining it cost (moving averages, for
-    -- argus.choose_maintenance).
+    -- the program's choice between applying and rebuilding).
     SELECT now IS DISTINCT FROM previous INTO v_moved FROM argus_catalog.clock;
     WITH r AS (
         SELECT r.*, r.rebuilt IS NOT NULL AND r.flush_ms IS NOT NULL AS timed,

@@ -74,17 +74,52 @@ BEGIN
 {claim}
 {evaluate}
         argus_at := NULL;
--- Every node has its delta: choose, per signed node, between applying its changes to
--- its history and rebuilding it (argus.choose_maintenance).
+-- Every node has its delta: choose, per signed node that changed, between applying its
+-- changes to its history and rebuilding it from its parents' new histories, by costs
+-- learned from earlier cycles (argus_catalog.node_stats; never slower than
+-- recomputation, per node and cycle). A rebuild must be predicted at least 20% cheaper,
+-- so that noise does not flip a node back and forth; ten rows of fixed cost per
+-- statement keep tiny cycles from looking expensive per row. A parent's counts are
+-- found by its place in argus_ids. The choice is recorded with the node's run_nodes row.
         IF {signed} THEN
-            SELECT coalesce(array_agg(c.node_id), ARRAY[]::bigint[]), array_agg(c.changes),
-                   array_agg(c.rebuild_rows), array_agg(c.apply_ms), array_agg(c.rebuild_ms),
-                   array_agg(c.rebuilt),
-                   coalesce(array_agg(c.node_id) FILTER (WHERE c.rebuilt), ARRAY[]::bigint[])
+            WITH s AS (  -- the signed nodes that ran
+                SELECT d.*, st.hist_rows, st.apply_ms_row, st.rebuild_ms_row
+                  FROM unnest(argus_ids, argus_ins, argus_ret) AS d(node_id, ins, ret)
+                  JOIN argus_catalog.nodes n USING (node_id)
+                  JOIN argus_catalog.node_stats st USING (node_id)
+                 WHERE n.kind <> 'stream' AND NOT n.insert_only
+                   AND NOT (n.kind = 'select' AND n.definition ? 'virtual')
+            ), c AS (  -- the rows applying handles, and those rebuilding reads and writes
+                SELECT s.node_id,
+                       s.ins + s.ret + sum(coalesce(argus_ins[x.i] + argus_ret[x.i], 0))::bigint
+                           AS changes,
+                       greatest(s.hist_rows + s.ins - s.ret, 0)
+                       + sum(greatest(ps.hist_rows + coalesce(argus_ins[x.i] - argus_ret[x.i], 0),
+                                      0))::bigint AS rebuild_rows,
+                       s.apply_ms_row, s.rebuild_ms_row
+                  FROM s JOIN argus_catalog.edges e ON e.child_id = s.node_id
+                  JOIN argus_catalog.node_stats ps ON ps.node_id = e.parent_id
+                 CROSS JOIN LATERAL (SELECT array_position(argus_ids, e.parent_id)) AS x(i)
+                 GROUP BY s.node_id, s.ins, s.ret, s.hist_rows, s.apply_ms_row, s.rebuild_ms_row
+            ), chosen AS (
+                SELECT c.node_id, c.changes, c.rebuild_rows, a.apply_ms, a.rebuild_ms,
+                       CASE argus_settings.maintenance
+                           WHEN 'rebuild' THEN true
+                           WHEN 'apply' THEN false
+                           ELSE coalesce(a.rebuild_ms < 0.8 * a.apply_ms, false)
+                       END AS rebuilt
+                  FROM c, LATERAL (SELECT c.apply_ms_row * (c.changes + 10),
+                                          c.rebuild_ms_row * (c.rebuild_rows + 10))
+                                  AS a(apply_ms, rebuild_ms)
+                 WHERE c.changes > 0
+            )
+            SELECT coalesce(array_agg(node_id), ARRAY[]::bigint[]), array_agg(changes),
+                   array_agg(rebuild_rows), array_agg(apply_ms), array_agg(rebuild_ms),
+                   array_agg(rebuilt),
+                   coalesce(array_agg(node_id) FILTER (WHERE rebuilt), ARRAY[]::bigint[])
               INTO argus_c_ids, argus_c_changes, argus_c_rows, argus_c_apply_ms,
                    argus_c_rebuild_ms, argus_c_rebuilt, argus_rebuild
-              FROM argus.choose_maintenance(argus_settings.maintenance, argus_ids, argus_ins,
-                                            argus_ret) AS c;
+              FROM chosen;
         END IF;
 {flush}
 {purge}

@@ -1,5 +1,5 @@
 -- A signed node: rebuild its tables from the parents' new histories when
--- argus.choose_maintenance chose it this cycle, else apply its changes.
+-- the program chose it this cycle (cycle_program.sql), else apply its changes.
     IF {id} = ANY(argus_rebuild) THEN
 {rebuild}
     ELSE
