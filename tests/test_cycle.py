@@ -402,3 +402,14 @@ def test_a_join_kept_as_a_view_checks_its_rows_with_a_kept_plan(oracle):
         oracle.insert("c", [(20 + i, 1, at + dt.timedelta(minutes=i + 5))])
         assert oracle.run().failed == {}
     assert db.query("band").status == "ok"
+
+
+def test_a_table_keyed_by_a_column_named_found_takes_its_loads(oracle):
+    """A table's loads are checked by a PL/pgSQL trigger that reads FOUND: a key column
+    of that name is the column."""
+    oracle.create_table("t", {"found": "int", "v": "int"}, primary_key=["found"])
+    oracle.register("all_of_t", "SELECT found, v FROM t")
+    oracle.insert("t", [(1, 10), (2, 20)])
+    oracle.run()
+    oracle.update("t", [(1, 11)])
+    oracle.run()

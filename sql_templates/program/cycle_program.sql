@@ -2,8 +2,6 @@
 -- order at the first cycle after the network changed (ARGUS's code assembly; see
 -- argus.assemble_program in catalog/functions.sql). argus_written[<id>] holds the rows
 -- node <id> wrote to its delta this cycle; a node runs only if a parent's is non-zero.
--- Every PL/pgSQL name starts with argus_, which user columns may not, so that none
--- shadows a column in the embedded SQL.
 --
 -- When a statement of a node fails, the program's work is rolled back (claims
 -- included) and the program returns the node and the error (failed_node, …), so that
@@ -17,9 +15,10 @@
 -- name the working queries each output node answers (those whose output reads the
 -- clock apart), as they were when the program was assembled, for the cycle's report.
 --
--- A column and a variable of the same name (a stream's column `found`, `outputs`, …) are
--- the column in every statement: argus's own variables all start with argus_, which no
--- column of a user's may, and none is the name of a column of argus's own.
+-- A name that is both a column and a variable in a statement is the column (a stream's
+-- column `found`, `outputs`, …): the program's own variables all start with argus_,
+-- which no user's column may, and none is the name of a column of argus's own; its
+-- results (failed_node, outputs, …) are only assigned.
 #variable_conflict use_column
 DECLARE
     argus_t timestamptz;

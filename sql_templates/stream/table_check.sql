@@ -7,6 +7,7 @@
 -- (stream/track, argus.capture on) are consistent by the source's key: not checked.
 CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
+#variable_conflict use_column
 DECLARE
     argus_bad record;
 BEGIN
