@@ -8,7 +8,6 @@ covers all data like the SQL itself.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 import psycopg
@@ -287,17 +286,19 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
     return top, [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
 
 
-_COLUMN = re.compile(r'^"t1"\."(?:[^"]|"")+" AS "(?:[^"]|"")+"$')
-
-
 def output_check_sql(output: list[str], top) -> str | None:
     """The statement a cycle runs to evaluate the query's own output expressions over
     the rows its top node gained (query/check_output.sql); None when they are columns
     only, or read the clock (they change with it, whatever the rows)."""
-    if all(_COLUMN.match(e) for e in output) or any(reads_clock(e) for e in output):
+    if all(_a_column(e) for e in output) or any(reads_clock(e) for e in output):
         return None
     return render("query/check_output", exprs=sql.SQL(", ").join(map(sql.SQL, output)),
                   delta=_changes_of(top), t1=T1, sign=SIGN_ID).as_string(None)
+
+
+def _a_column(expr: str) -> bool:
+    """An output expression that only passes a column on (`"t1"."x" AS "y"`)."""
+    return isinstance(sqlglot.parse_one(expr, read=DIALECT).unalias(), exp.Column)
 
 
 def _changes_of(top: Node) -> sql.Identifier:

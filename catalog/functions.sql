@@ -37,9 +37,6 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
            ) AS b
 $$;
 
--- `value` when a scalar subquery returned `n` rows (argus.frontend.scalar: one without
--- an aggregate, its rows counted per outer row), PostgreSQL's error when several, as
--- running the query again would raise it.
 -- Whether an error is the server's (a connection, a transaction's state, a lock or a
 -- deadlock, resources, a cancel, the system, PL/pgSQL's internals) rather than the rows':
 -- such an error fails the cycle whole instead of isolating a query.
@@ -48,6 +45,9 @@ LANGUAGE sql IMMUTABLE AS $$
     SELECT left(state, 2) IN ('08', '25', '40', '53', '55', '57', '58', 'F0', 'XX')
 $$;
 
+-- `value` when a scalar subquery returned `n` rows (argus.frontend.scalar: one without
+-- an aggregate, its rows counted per outer row), PostgreSQL's error when several, as
+-- running the query again would raise it.
 CREATE OR REPLACE FUNCTION argus.one_row(n bigint, value anyelement) RETURNS anyelement
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
@@ -209,7 +209,6 @@ DECLARE
     v_rows_in  bigint;
     v_moved    boolean;
     v_timeout  text;
-    v_limit    bigint;
     v_settings argus_catalog.settings;
     v_program  record;
     v_attempts int := 0;
@@ -234,7 +233,6 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
-    v_limit := v_settings.truncate_delta_bytes;
     IF v_settings.program_stale THEN
         PERFORM argus.assemble_program();
     END IF;
@@ -270,7 +268,8 @@ BEGIN
                    array_agg(d.delta) FILTER (WHERE d.large)
               INTO v_dirty, v_truncates
               FROM (SELECT r.node_id, x.delta, x.delta IS NOT NULL
-                                                AND pg_relation_size(x.delta) > v_limit AS large
+                                                AND pg_relation_size(x.delta)
+                                                    > v_settings.truncate_delta_bytes AS large
                       FROM argus_catalog.run_nodes r
                       LEFT JOIN LATERAL (  -- a virtual selection's delta is a view, size 0
                            SELECT to_regclass(format('argus_net.%I', 'n' || r.node_id || '_delta'))

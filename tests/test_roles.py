@@ -298,3 +298,26 @@ def test_a_registrar_reaches_no_stream_through_recursion_or_lateral(network, log
                                             "SELECT i FROM r")
         assert registrar.results("walk_s") == [(1,)]
         registrar.unregister_query("walk_s")
+
+
+def test_a_writer_runs_cycles_with_kept_plans_and_their_reset(network, login):
+    """Cycles a writer runs one after another keep plans for small deltas and drop them
+    when a history doubled (DISCARD PLANS, session settings): all of it as a role with
+    no privilege but the writer's, and the answers stay exact."""
+    network.register_query("j", "SELECT s.id, t.secret FROM s JOIN t ON s.id = t.id")
+    network.insert("t", [(i, f"t{i}") for i in range(2, 3000)])
+    network.run()
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    reset_before = network.conn.execute(
+        "SELECT plans_reset_run FROM argus_catalog.settings").fetchone()[0]
+    with argus.connect(dsn) as writer:
+        for start in range(2, 2802, 400):
+            writer.insert("s", [(i, f"s{i}") for i in range(start, start + 400)])
+            writer.run()
+    assert network.conn.execute(
+        "SELECT plans_reset_run FROM argus_catalog.settings").fetchone()[0] > reset_before
+    expected = network.conn.execute(
+        "SELECT s.id, t.secret FROM argus_streams.s s JOIN argus_streams.t t "
+        "ON s.id = t.id").fetchall()
+    assert len(expected) == 2801 and sorted(network.results("j")) == sorted(expected)
