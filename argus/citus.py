@@ -19,7 +19,7 @@ from psycopg import sql
 from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
 from .frontend.analyze import Analyzed
-from .names import CYCLE_LOCK, check_name, stream_history
+from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
 
 
@@ -70,10 +70,27 @@ def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
         conn.execute("UPDATE argus_catalog.settings SET virtual_selectivity = NULL, "
                      "virtual_join_growth = NULL")
         roles.become_owner(conn)
+        if column not in schema.not_null:
+            _not_null(conn, stream, column)
         conn.execute("SELECT create_distributed_table(%s, %s)",
                      (stream_history(stream).as_string(conn), column))
         conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
     conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
+
+
+def _not_null(conn: psycopg.Connection, stream: str, column: str) -> None:
+    """Citus keeps no row without its distribution column: a row loaded with none would
+    fail every cycle's claim, and stop every query. The column becomes NOT NULL in the
+    inbox (a load with such a row fails, naming the column, and loads nothing) and in
+    the history, unless rows are there without it."""
+    for table in (stream_inbox(stream), stream_history(stream)):
+        if conn.execute(sql.SQL("SELECT EXISTS (SELECT FROM {} WHERE {} IS NULL)").format(
+                table, sql.Identifier(column))).fetchone()[0]:
+            raise ArgusError(f"stream {stream!r} holds rows whose {column} is null (in "
+                             f"{table.as_string(conn)}): Citus keeps no row without its "
+                             "distribution column; distribute by a column every row has")
+        conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(
+            table, sql.Identifier(column)))
 
 
 def check_query(conn: psycopg.Connection, analyzed: Analyzed) -> None:

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 import argus
 from argus import citus_local
 from argus.cli import main
-from argus.errors import (ArgusError, CycleError, QueryError, UnknownColumnError,
+from argus.errors import (ArgusError, CycleError, LoadError, QueryError,
+                          UnknownColumnError,
                           UnknownStreamError, UnsupportedQueryError)
 
 from .oracle import Oracle
@@ -110,6 +111,35 @@ def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
     finally:
         cluster.start_node(2)
     oracle.run()  # everything the failed cycle had, exactly once
+
+
+def test_a_row_without_the_distribution_column_is_refused_at_its_load(citus_oracle):
+    """Citus keeps no row whose distribution column is null: such a row in the inbox
+    failed every cycle's claim, for good, and stopped every query. A stream is
+    distributed only by a column no waiting or claimed row lacks, which becomes NOT NULL:
+    the load of such a row fails, naming the column, and the other loads go on."""
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(5)
+    for stream in ("transfers", "others"):
+        oracle.create_stream(stream, TRANSFERS, time_column="tran_date")
+    oracle.insert("others", [(900, "2024-01-02", None, "a1", 5)])
+    with pytest.raises(ArgusError, match=r"stream 'others' holds rows whose sender is null "
+                                         r"\(in \"argus_inbox\".\"others\"\)"):
+        db.distribute("others", "sender")
+    oracle.register("others_sent", "SELECT tran_id, sender FROM others")
+    oracle.run()  # (the row with no sender is claimed, as on one server)
+    with pytest.raises(ArgusError, match=r"rows whose sender is null \(in \"argus_streams\""):
+        db.distribute("others", "sender")
+    assert db.distributed() == {}
+
+    oracle.insert("transfers", transfers(rng, 0, 100, 1))
+    db.distribute("transfers", "sender")
+    oracle.register("by_sender", QUERIES["by_sender"])
+    with pytest.raises(LoadError, match="sender"):
+        db.insert("transfers", transfers(rng, 1000, 50, 2) + [(999, "2024-01-02", None, "a", 5)])
+    oracle.insert("transfers", transfers(rng, 2000, 50, 3))
+    oracle.run()
+    assert db.query("by_sender").status == "ok"
 
 
 def test_distribute_from_the_command_line(citus_oracle):
