@@ -64,21 +64,40 @@ QUERIES = {
 }
 
 
+def sharded(db, query: str) -> dict[str, str | None]:
+    """Each node of the query's: its kind and number, and the column its history is
+    sharded by (None: kept on the coordinator)."""
+    return {f"{kind} {node}": by for node, kind, by in db.conn.execute(
+        """SELECT n.node_id, n.kind, n.sharded_by FROM argus_catalog.nodes n
+             JOIN argus_catalog.query_nodes qn USING (node_id)
+             JOIN argus_catalog.queries q USING (query_id)
+            WHERE q.name = %s AND n.kind <> 'stream' ORDER BY 1""", (query,))}
+
+# an aggregate over an aggregate: its input retracts (a count's old value), its groups'
+# rows are updated by their group, not their ctid, on the shards
+WIDEST = ("SELECT sender, max(n) AS most, count(*) AS receivers FROM (SELECT sender, "
+          "receiver, count(*) AS n FROM transfers GROUP BY sender, receiver) AS x "
+          "GROUP BY sender")
+
+
 def test_distributed_histories_give_the_answers_from_scratch(citus_oracle):
-    """Transfers sharded by sender: an aggregate by sender runs on the shards, one by
-    receiver and the receiver-to-sender chain repartition; a table kept on the
-    coordinator takes updates and deletes and joins them. After every cycle each answer
-    equals its query from scratch."""
+    """Transfers sharded by sender (receiver NOT NULL): the nodes over them are sharded
+    too, by a copy of either, co-located: the aggregates by sender and by receiver, the
+    regrouping of one aggregate by another, the chain's two selections (so that their
+    histories join shard by shard); DISTINCT (whose flush MERGEs), the chain's join (no
+    such column) and what joins a table kept on the coordinator, which takes updates and
+    deletes, are not. After every cycle each answer equals its query from scratch."""
     oracle, db = citus_oracle, citus_oracle.db
     rng = random.Random(24)
-    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    oracle.create_stream("transfers", {**TRANSFERS, "receiver": "text NOT NULL"},
+                         time_column="tran_date")
     oracle.create_table("accounts", {"owner": "text", "balance": "int"}, primary_key="owner")
     oracle.insert("transfers", transfers(rng, 0, 300, 1))
     oracle.insert("accounts", [(f"a{i}", i * 10) for i in range(8)])
     db.distribute("transfers", "sender")
     assert db.distributed() == {"transfers": "sender"}
     oracle.run()
-    for name, query in QUERIES.items():
+    for name, query in {**QUERIES, "widest": WIDEST}.items():
         oracle.register(name, query)
     for day in range(2, 7):
         oracle.insert("transfers", transfers(rng, day * 1000, 150, day))
@@ -86,10 +105,41 @@ def test_distributed_histories_give_the_answers_from_scratch(citus_oracle):
         oracle.update("accounts", [(rng.choice(owners), rng.randint(0, 99))])
         oracle.delete("accounts", [f"a{rng.randint(0, 9)}"])  # (or a key it has not)
         oracle.run()
-    shards = db.conn.execute(
-        "SELECT count(DISTINCT nodeport) FROM citus_shards "
-        "WHERE table_name = 'argus_streams.transfers'::regclass").fetchone()[0]
-    assert shards == 2  # the rows are on the workers
+    assert list(sharded(db, "by_sender").values()) == ["g1"]
+    assert list(sharded(db, "by_receiver").values()) == ["g1"]
+    chain = sharded(db, "chain")
+    assert {by for node, by in chain.items() if node.startswith("join")} == {None}
+    assert {by for node, by in chain.items() if node.startswith("select")} == {"sender",
+                                                                              "receiver"}
+    assert sorted(sharded(db, "widest").values(), key=str) == ["g1", "g1"]
+    assert list(sharded(db, "pairs").values()) == ["sender", None]  # (selection, DISTINCT)
+    assert None in sharded(db, "balances").values()
+    assert "sharded by g1 over the Citus workers" in db.explain("by_sender")
+    colocated = db.conn.execute(
+        "SELECT count(DISTINCT colocation_id), count(DISTINCT nodeport) FROM citus_shards "
+        "WHERE table_name::text LIKE 'argus_%'").fetchone()
+    assert colocated == (1, 2)  # one co-location group, on both workers
+
+
+def test_nodes_registered_before_the_stream_is_distributed_are_sharded_with_it(
+        citus_oracle):
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(25)
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    oracle.insert("transfers", transfers(rng, 0, 300, 1))
+    oracle.run()
+    for name in ("by_sender", "pairs"):
+        oracle.register(name, QUERIES[name])
+    oracle.register("widest", WIDEST)
+    oracle.insert("transfers", transfers(rng, 1000, 150, 2))
+    oracle.run()
+    assert set(sharded(db, "by_sender").values()) == {None}
+    db.distribute("transfers", "sender")
+    assert list(sharded(db, "by_sender").values()) == ["g1"]
+    assert list(sharded(db, "pairs").values()) == ["sender", None]
+    for day in range(3, 6):
+        oracle.insert("transfers", transfers(rng, day * 1000, 150, day))
+        oracle.run()
 
 
 def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(

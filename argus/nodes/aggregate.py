@@ -13,6 +13,15 @@ from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, col
                    expr_hash, named, row_hash, same_row, unqualified, var, virtual)
 
 
+def _found(node: Node, row: str, delta: str) -> sql.Composable:
+    """How a flush finds a delta row's group in `row`: by the ctid the delta carries
+    (aggregate/delta), or on Citus, where a sharded history's ctid names a row only
+    within a shard and Citus plans no modification by ctid, by the group's values."""
+    if node.sharded_by is None:
+        return sql.SQL(f"{row}.{'ctid' if row == 'h' else 'argus_ctid'} = {delta}.argus_ctid")
+    return same_row(node.spec.group_names, row, delta)
+
+
 def grows(node: Node, parent: Node) -> bool:
     """The aggregate's input only grows: its parent is insert-only, or (definition
     "grows", set by the network) it regroups the books of an aggregate over such an
@@ -288,9 +297,12 @@ class AggregateCompiler:
         model, parent = node.spec, parents[0]
         gnames, stored = model.group_names, model.stored
         slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
-                 "stored": cols(stored), "d_stored": cols(stored, "d")}
+                 "stored": cols(stored), "d_stored": cols(stored, "d"),
+                 "found": _found(node, "h", "d"), "renewed": _found(node, "p", "d")}
+        written = [c for c in stored if c != node.sharded_by]  # (Citus: not the shard key)
         when = sql.SQL("{} > 0").format(var(node.id))
-        steps = [Step(render("aggregate/flush_update", **slots), when)]
+        steps = [Step(render("aggregate/flush_update", **{
+            **slots, "stored": cols(written), "d_stored": cols(written, "d")}), when)]
         if not model.is_global:  # a global aggregate's one row never appears or vanishes
             steps.append(Step(render("aggregate/flush_insert", **slots), when))
             if not grows(node, parent):  # groups vanish only when rows leave

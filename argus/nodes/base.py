@@ -49,6 +49,8 @@ class Node:
     insert_only: bool = True
     types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
     claimed_in_inbox: bool = field(default=False, compare=False)  # see `in_inbox`
+    # on Citus, the column its distributed history is sharded by (argus.citus.shard)
+    sharded_by: str | None = field(default=None, compare=False)
 
     @functools.cached_property
     def spec(self):

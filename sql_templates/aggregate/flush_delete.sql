@@ -1,5 +1,11 @@
 -- A group that vanished: retracted, and no new row for it (found by the ctid of the row
--- its retraction names, which no update of this flush moved).
-DELETE FROM {hist} AS h USING {delta} AS d
- WHERE d.{sign} < 0 AND h.ctid = d.argus_ctid
-   AND NOT EXISTS (SELECT 1 FROM {delta} AS p WHERE p.{sign} > 0 AND p.argus_ctid = d.argus_ctid)
+-- its retraction names, which no update of this flush moved; on Citus, by its group).
+-- The delta's rows are chosen in a subquery of their own, which Citus can run on the
+-- coordinator and send to the shards (it plans no correlated subquery over a table of
+-- the coordinator's).
+DELETE FROM {hist} AS h USING (
+    SELECT * FROM {delta} AS d
+     WHERE d.{sign} < 0
+       AND NOT EXISTS (SELECT 1 FROM {delta} AS p WHERE p.{sign} > 0 AND {renewed})
+) AS d
+ WHERE {found}
