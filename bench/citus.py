@@ -80,6 +80,12 @@ def main() -> None:
                   if Counter(single.results(q)) != Counter(sharded.results(q))]
         print(f"answers equal on both: {len(registered) - len(differ)} of {len(registered)}"
               + (f"; DIFFERENT: {', '.join(differ)}" if differ else ""))
+        kept, spread = sharded.conn.execute(
+            "SELECT count(*) FILTER (WHERE sharded_by IS NULL), count(sharded_by) "
+            "FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
+        print(f"nodes sharded over the workers: {spread} of {kept + spread}")
+        print(f"commands sent to the workers by one cycle of 1,000 rows: "
+              f"{remote_commands(*dbs['sharded'])}")
         shards = sharded.conn.execute(
             "SELECT nodeport, count(*), pg_size_pretty(sum(shard_size)) FROM citus_shards "
             "WHERE table_name::text LIKE 'argus_streams.%' GROUP BY 1 ORDER BY 1").fetchall()
@@ -89,6 +95,29 @@ def main() -> None:
         for db, _ in dbs.values():
             db.close()
         cluster.stop()
+
+
+def remote_commands(db, workload) -> str:
+    """What Citus sends the workers in one cycle (citus.log_remote_commands), by kind."""
+    sent: Counter = Counter()
+
+    def heard(diag) -> None:
+        text = diag.message_primary or ""
+        if text.startswith("issuing "):
+            sent[text.split()[1].upper()] += 1
+
+    for stream, rows in workload.batch(1_000).items():
+        db.insert(stream, rows)
+    db.conn.execute("SET citus.log_remote_commands = on")
+    db.conn.execute("SET client_min_messages = log")
+    db.conn.add_notice_handler(heard)
+    try:
+        db.run()
+    finally:
+        db.conn.remove_notice_handler(heard)
+        db.conn.execute("RESET client_min_messages")
+        db.conn.execute("RESET citus.log_remote_commands")
+    return f"{sum(sent.values())} (" + ", ".join(f"{n} {k}" for k, n in sent.most_common()) + ")"
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from .. import citus
 from ..aggregates import Model, entries
 from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
 from ..frontend.canon import map_atom
@@ -40,6 +39,7 @@ from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Selec
 from ..trees import DIALECT, conjuncts, never_fails
 from . import lazy
 from .groups import CatalogGroups
+from . import shards
 from .reads import Reads, load_node, network_bytes
 from .stored import execute_all, store_blocks
 
@@ -607,8 +607,8 @@ class Builder(Reads):
                 "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
                 (parents[0].id,)).fetchone()
         self._counted(node, (time.perf_counter() - started) * 1000, counted)
-        if copy is None and (key := citus.shard_key(node, self.load, self.sharded())):
-            node = citus.shard(self.conn, node, key)  # (on Citus: over the workers)
+        if copy is None and (key := shards.shard_key(node, self.load, self.sharded())):
+            node = shards.shard(self.conn, node, key)  # (on Citus: over the workers)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
         if not virtual(node) and not build_lazily and not (copy is not None and taken):
@@ -622,7 +622,7 @@ class Builder(Reads):
     def sharded(self) -> dict[str, tuple[str, frozenset[str]]]:
         """The streams whose histories Citus distributes (none elsewhere): by what, and
         their NOT NULL columns."""
-        return self._once(("citus",), lambda: citus.sharding(self.conn))
+        return self._once(("citus",), lambda: shards.sharding(self.conn))
 
     def _stored(self, node: Node) -> Node:
         """The node whose table holds the rows of `node` (itself, unless it is a view of

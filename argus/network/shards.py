@@ -1,0 +1,107 @@
+"""Node histories over Citus's workers (issue 24): which streams' histories are
+distributed, and which nodes over them are sharded too, by what (`shard_key`). The
+node kinds' code finds a sharded node's rows by its key where one server uses ctids
+(Node.sharded_by). argus.citus distributes streams; the builder shards new nodes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import psycopg
+import sqlglot
+from sqlglot import exp
+
+from ..nodes import Node
+from ..nodes.base import virtual
+
+
+def installed(conn: psycopg.Connection) -> bool:
+    """Is this database a Citus coordinator's (the extension created in it)?"""
+    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'"
+                        ).fetchone() is not None
+
+
+def distributed(conn: psycopg.Connection) -> dict[str, str]:
+    """Each stream whose history is distributed, and its distribution column."""
+    if not installed(conn):
+        return {}
+    return dict(conn.execute(
+        """SELECT s.name, column_to_column_name(p.logicalrelid, p.partkey)
+             FROM argus_catalog.streams s
+             JOIN pg_dist_partition p ON p.logicalrelid = format('%I.%I', 'argus_streams',
+                                                                  s.name)::regclass
+            WHERE p.partmethod = 'h' ORDER BY 1""").fetchall())
+
+
+def sharding(conn: psycopg.Connection) -> dict[str, tuple[str, frozenset[str]]]:
+    """Each distributed stream's distribution column and NOT NULL columns (its own
+    among them): the columns a node over it may be sharded by (shard_key)."""
+    by = distributed(conn)
+    return {name: (by[name], frozenset(not_null) | {by[name]}) for name, not_null in conn.execute(
+        "SELECT name, not_null FROM argus.stream_schemas()") if name in by}
+
+
+def shard_key(node: Node, load: Callable[[int], Node],
+              streams: dict[str, tuple[str, frozenset[str]]]) -> str | None:
+    """The column to shard the node's history by, or None to keep it on the coordinator.
+    `streams`: each distributed stream's distribution column and NOT NULL columns.
+
+    Sharded: an insert-only selection or inner join, or an aggregate (by a group
+    column), over distributed streams only, with a column that copies a NOT NULL column
+    of such a stream (Citus keeps no row without its distribution column), the stream's
+    own distribution column first. Tables sharded by columns of one type are co-located:
+    a join of two such histories on their keys runs on the shards, pairwise. Kept on the
+    coordinator: nodes whose flush MERGEs (DISTINCT, set operations, COUNT(DISTINCT)'s
+    counts), which Citus 13 cannot run from the coordinator into a distributed table; a
+    signed selection or join, whose retraction deletes one copy of a row by its ctid;
+    and every other kind, not tried yet."""
+    if not streams or virtual(node) or node.kind not in ("select", "join", "aggregate"):
+        return None
+    if node.kind != "aggregate" and not node.insert_only:
+        return None
+    if node.kind == "join" and (node.definition.get("kind") != "inner"
+                                or "lazy" in node.definition):
+        return None
+    if node.kind == "aggregate" and (node.spec.distinct_specs or not node.spec.group_names):
+        return None
+    if not _over(node, load, set(streams)):
+        return None
+    keys = []
+    for column in node.spec.group_names if node.kind == "aggregate" else node.columns:
+        stream, origin = _origin(node, column, load) or (None, None)
+        if stream in streams and origin in streams[stream][1]:
+            keys.append((origin != streams[stream][0], column))
+    return min(keys)[1] if keys else None
+
+
+def _over(node: Node, load: Callable[[int], Node], streams: set[str]) -> bool:
+    """Does every stream the node reads have a distributed history?"""
+    if node.kind == "stream":
+        return node.hist_ref[1] in streams
+    return all(_over(load(p), load, streams) for p in node.parents)
+
+
+def _origin(node: Node, column: str, load: Callable[[int], Node]) -> tuple[str, str] | None:
+    """(stream, its column) that the node's column copies, through selections, joins
+    and groups; None if it is computed."""
+    if node.kind == "stream":
+        return node.hist_ref[1], column
+    if node.kind not in ("select", "join", "aggregate") or column not in node.columns:
+        return None
+    expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read="postgres")
+    if not isinstance(expr, exp.Column) or not expr.table.startswith("t"):
+        return None
+    parent = int(expr.table[1:]) - 1
+    if not 0 <= parent < len(node.parents):
+        return None
+    return _origin(load(node.parents[parent]), expr.name, load)
+
+
+def shard(conn: psycopg.Connection, node: Node, key: str) -> Node:
+    """Distribute the node's history by `key` (its rows move to the workers); its cycle
+    code must be compiled after, for the flushes' shard-aware forms."""
+    conn.execute("SELECT create_distributed_table(%s, %s)", (node.hist.as_string(conn), key))
+    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
+                 (key, node.id))
+    return dataclasses.replace(node, sharded_by=key)
