@@ -156,13 +156,14 @@ class Argus:
         """Each table that follows a source, and that source."""
         return track.tracked(self.conn)
 
-    def distribute(self, stream: str, column: str) -> None:
+    def distribute(self, stream: str, column: str, shards: int | None = None) -> None:
         """On a Citus coordinator: shard the stream's history over the workers by
-        `column` (argus.citus)."""
+        `column`, into `shards` shards (two a worker by default), and the nodes over it
+        that can be (argus.citus)."""
         if not self.owner:
             raise PermissionDeniedError("only a member of argus's owner role distributes "
                                         "streams")
-        citus.distribute(self.conn, stream, column)
+        citus.distribute(self.conn, stream, column, shards)
 
     def distributed(self) -> dict[str, str]:
         """Each stream whose history is distributed (on Citus), and by which column."""

@@ -24,9 +24,15 @@ from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
 
 
-def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
-    """Shard the stream's history over the workers by `column` (its rows move there)."""
+def distribute(conn: psycopg.Connection, stream: str, column: str,
+               shards: int | None = None) -> None:
+    """Shard the stream's history over the workers by `column` (its rows move there),
+    into `shards` shards: by default two a worker. Each statement over a distributed
+    table is a command per shard, and a cycle's are many small ones: Citus's 32 made a
+    100-row cycle 16x slower than on one server on this machine (docs/scale-out.md)."""
     stream = check_name(stream, "stream")
+    if shards is not None and not 1 <= shards <= 64_000:
+        raise ArgusError(f"a stream is distributed into 1 to 64,000 shards, not {shards}")
     if not installed(conn):
         raise ArgusError("this database is not a Citus coordinator's (no citus extension): "
                          "a stream's history can be distributed only there")
@@ -55,8 +61,13 @@ def distribute(conn: psycopg.Connection, stream: str, column: str) -> None:
         roles.become_owner(conn)
         if column not in schema.not_null:
             _not_null(conn, stream, column)
-        conn.execute("SELECT create_distributed_table(%s, %s)",
-                     (stream_history(stream).as_string(conn), column))
+        if shards is None:
+            (workers,) = conn.execute(
+                "SELECT count(*) FROM pg_dist_node WHERE groupid > 0 AND isactive "
+                "AND noderole = 'primary'").fetchone()
+            shards = 2 * max(workers, 1)
+        conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
+                     (stream_history(stream).as_string(conn), column, shards))
         _shard_registered(conn)
         conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
     conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
@@ -70,7 +81,7 @@ def _shard_registered(conn: psycopg.Connection) -> None:
     nodes, streams, sharded = load(conn).nodes, sharding(conn), []
     for node in nodes.values():
         if node.sharded_by is None and (key := shard_key(node, nodes.__getitem__, streams)):
-            nodes[node.id] = shard(conn, node, key)
+            nodes[node.id] = shard(conn, node, *key)
             store_blocks(conn, nodes[node.id], [nodes[p] for p in node.parents])
             sharded.append(node.id)
     if sharded:

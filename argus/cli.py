@@ -197,12 +197,15 @@ def stream_list(dsn: str | None) -> None:
 @stream.command("distribute")
 @click.argument("name")
 @click.argument("column")
+@click.option("--shards", type=click.IntRange(1, 64_000), default=None,
+              help="how many shards (default: two a worker)")
 @dsn_option
 @handle_errors
-def stream_distribute(name: str, column: str, dsn: str | None) -> None:
-    """On a Citus coordinator: shard stream NAME's history over the workers by COLUMN."""
+def stream_distribute(name: str, column: str, shards: int | None, dsn: str | None) -> None:
+    """On a Citus coordinator: shard stream NAME's history over the workers by COLUMN,
+    and the nodes over it that can be."""
     with _connect(dsn) as db:
-        db.distribute(name, column)
+        db.distribute(name, column, shards)
         console.print(f"stream {name}'s history is distributed by {column}")
 
 

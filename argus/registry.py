@@ -225,6 +225,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
            sharing: Sharing, evaluate: str) -> tuple[QueryInfo, set[int]]:
     builder = Builder(conn, sharing, query=name)
     top, output = build_top(builder, name, analyzed, evaluate)
+    builder.shard_created()  # (on Citus)
     exprs = sql.SQL(", ").join(map(sql.SQL, output))
     try:
         with conn.transaction():

@@ -84,6 +84,14 @@ def main() -> None:
             "SELECT count(*) FILTER (WHERE sharded_by IS NULL), count(sharded_by) "
             "FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
         print(f"nodes sharded over the workers: {spread} of {kept + spread}")
+        local, remote = sharded.conn.execute(
+            """SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)
+                         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                        WHERE n.nspname = 'argus_net' AND c.relkind = 'r'),
+                      (SELECT coalesce(sum(shard_size), 0) FROM citus_shards
+                        WHERE table_name::text LIKE 'argus_net.%')""").fetchone()
+        print(f"the nodes' state: {local / 2**20:.1f} MiB on the coordinator (its deltas "
+              f"and the nodes kept there), {remote / 2**20:.1f} MiB on the workers")
         print(f"commands sent to the workers by one cycle of 1,000 rows: "
               f"{remote_commands(*dbs['sharded'])}")
         shards = sharded.conn.execute(

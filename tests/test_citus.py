@@ -119,6 +119,9 @@ def test_distributed_histories_give_the_answers_from_scratch(citus_oracle):
         "SELECT count(DISTINCT colocation_id), count(DISTINCT nodeport) FROM citus_shards "
         "WHERE table_name::text LIKE 'argus_%'").fetchone()
     assert colocated == (1, 2)  # one co-location group, on both workers
+    shards = db.conn.execute("SELECT DISTINCT count(*) FROM pg_dist_shard "
+                             "GROUP BY logicalrelid").fetchall()
+    assert shards == [(4,)]  # two a worker, every history
 
 
 def test_nodes_registered_before_the_stream_is_distributed_are_sharded_with_it(
@@ -196,9 +199,15 @@ def test_distribute_from_the_command_line(citus_oracle):
     db = citus_oracle.db
     db.create_stream("transfers", TRANSFERS)
     runner = CliRunner()
-    done = runner.invoke(main, ["stream", "distribute", "transfers", "sender", "--dsn",
-                                db.dsn])
+    done = runner.invoke(main, ["stream", "distribute", "transfers", "sender", "--shards",
+                                "0", "--dsn", db.dsn])
+    assert done.exit_code != 0 and "0 is not in the range 1<=x<=64000" in done.output
+    done = runner.invoke(main, ["stream", "distribute", "transfers", "sender", "--shards",
+                                "3", "--dsn", db.dsn])
     assert done.exit_code == 0, done.output
+    assert db.conn.execute("SELECT count(*) FROM pg_dist_shard "
+                           "WHERE logicalrelid = 'argus_streams.transfers'::regclass"
+                           ).fetchone() == (3,)
     assert "stream transfers's history is distributed by sender" in done.output
     listed = runner.invoke(main, ["stream", "list", "--dsn", db.dsn])
     assert "(distributed by sender)" in listed.output

@@ -607,8 +607,6 @@ class Builder(Reads):
                 "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
                 (parents[0].id,)).fetchone()
         self._counted(node, (time.perf_counter() - started) * 1000, counted)
-        if copy is None and (key := shards.shard_key(node, self.load, self.sharded())):
-            node = shards.shard(self.conn, node, key)  # (on Citus: over the workers)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
         if not virtual(node) and not build_lazily and not (copy is not None and taken):
@@ -619,10 +617,20 @@ class Builder(Reads):
         self.created.append(node)
         return node
 
-    def sharded(self) -> dict[str, tuple[str, frozenset[str]]]:
-        """The streams whose histories Citus distributes (none elsewhere): by what, and
-        their NOT NULL columns."""
-        return self._once(("citus",), lambda: shards.sharding(self.conn))
+    def shard_created(self) -> None:
+        """On Citus, the nodes this registration made that can be sharded
+        (shards.shard_key), sharded, and their code compiled again for it. Last, once
+        every backfill ran: Citus opens no new connection to a shard placement that
+        DDL touched in the transaction, and a backfill's repartition join needs some."""
+        streams = shards.sharding(self.conn)
+        if not streams:
+            return
+        for i, node in enumerate(self.created):
+            placed = shards.place(self.conn, node, self.load, streams)
+            if placed.sharded_by != node.sharded_by:
+                self.created[i] = placed
+                store_blocks(self.conn, placed, [self.load(p) for p in node.parents])
+        self.forget()
 
     def _stored(self, node: Node) -> Node:
         """The node whose table holds the rows of `node` (itself, unless it is a view of

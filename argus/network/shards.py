@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psycopg
 import sqlglot
@@ -34,24 +35,38 @@ def distributed(conn: psycopg.Connection) -> dict[str, str]:
             WHERE p.partmethod = 'h' ORDER BY 1""").fetchall())
 
 
-def sharding(conn: psycopg.Connection) -> dict[str, tuple[str, frozenset[str]]]:
-    """Each distributed stream's distribution column and NOT NULL columns (its own
-    among them): the columns a node over it may be sharded by (shard_key)."""
+@dataclass(frozen=True)
+class Sharded:
+    """A distributed stream's history, as the nodes over it may be sharded."""
+    column: str  # its distribution column
+    keys: frozenset[str]  # the columns no row lacks (NOT NULL), its own among them
+    shards: int  # its shard count, which the nodes sharded with it take (co-location)
+
+
+def sharding(conn: psycopg.Connection) -> dict[str, Sharded]:
+    """Each distributed stream, as the nodes over it may be sharded (shard_key)."""
     by = distributed(conn)
-    return {name: (by[name], frozenset(not_null) | {by[name]}) for name, not_null in conn.execute(
-        "SELECT name, not_null FROM argus.stream_schemas()") if name in by}
+    return {name: Sharded(by[name], frozenset(not_null) | {by[name]}, shards)
+            for name, not_null, shards in conn.execute(
+                """SELECT s.name, s.not_null, (SELECT count(*) FROM pg_dist_shard d
+                                                 WHERE d.logicalrelid = h.oid)
+                     FROM argus.stream_schemas() s
+                     JOIN pg_class h ON h.oid = to_regclass(format('%I.%I', 'argus_streams',
+                                                                   s.name))""")
+            if name in by} if by else {}
 
 
 def shard_key(node: Node, load: Callable[[int], Node],
-              streams: dict[str, tuple[str, frozenset[str]]]) -> str | None:
-    """The column to shard the node's history by, or None to keep it on the coordinator.
-    `streams`: each distributed stream's distribution column and NOT NULL columns.
+              streams: dict[str, Sharded]) -> tuple[str, int] | None:
+    """The column to shard the node's history by and into how many shards, or None to
+    keep it on the coordinator.
 
     Sharded: an insert-only selection or inner join, or an aggregate (by a group
     column), over distributed streams only, with a column that copies a NOT NULL column
     of such a stream (Citus keeps no row without its distribution column), the stream's
-    own distribution column first. Tables sharded by columns of one type are co-located:
-    a join of two such histories on their keys runs on the shards, pairwise. Kept on the
+    own distribution column first; into as many shards as that stream's history, so
+    that Citus co-locates them (tables with as many shards, sharded by columns of one
+    type): a join of two such histories on their keys runs shard by shard. Kept on the
     coordinator: nodes whose flush MERGEs (DISTINCT, set operations, COUNT(DISTINCT)'s
     counts), which Citus 13 cannot run from the coordinator into a distributed table; a
     signed selection or join, whose retraction deletes one copy of a row by its ctid;
@@ -70,9 +85,9 @@ def shard_key(node: Node, load: Callable[[int], Node],
     keys = []
     for column in node.spec.group_names if node.kind == "aggregate" else node.columns:
         stream, origin = _origin(node, column, load) or (None, None)
-        if stream in streams and origin in streams[stream][1]:
-            keys.append((origin != streams[stream][0], column))
-    return min(keys)[1] if keys else None
+        if stream in streams and origin in streams[stream].keys:
+            keys.append((origin != streams[stream].column, column, streams[stream].shards))
+    return min(keys)[1:] if keys else None
 
 
 def _over(node: Node, load: Callable[[int], Node], streams: set[str]) -> bool:
@@ -98,10 +113,26 @@ def _origin(node: Node, column: str, load: Callable[[int], Node]) -> tuple[str, 
     return _origin(load(node.parents[parent]), expr.name, load)
 
 
-def shard(conn: psycopg.Connection, node: Node, key: str) -> Node:
-    """Distribute the node's history by `key` (its rows move to the workers); its cycle
-    code must be compiled after, for the flushes' shard-aware forms."""
-    conn.execute("SELECT create_distributed_table(%s, %s)", (node.hist.as_string(conn), key))
+def place(conn: psycopg.Connection, node: Node, load: Callable[[int], Node],
+          streams: dict[str, Sharded]) -> Node:
+    """The node, sharded if it can be (shard_key), or as its table is: one taken over
+    from an old node (a migration's answer) may be distributed already."""
+    (by,) = conn.execute(
+        "SELECT (SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition "
+        "WHERE logicalrelid = to_regclass(%s))", (node.hist.as_string(conn),)).fetchone()
+    if by is None and (key := shard_key(node, load, streams)) is not None:
+        return shard(conn, node, *key)
+    if by != node.sharded_by:
+        conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
+                     (by, node.id))
+    return dataclasses.replace(node, sharded_by=by)
+
+
+def shard(conn: psycopg.Connection, node: Node, key: str, shards: int) -> Node:
+    """Distribute the node's history by `key` into `shards` shards (its rows move to the
+    workers); its cycle code must be compiled after, for the flushes' shard-aware forms."""
+    conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
+                 (node.hist.as_string(conn), key, shards))
     conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
                  (key, node.id))
     return dataclasses.replace(node, sharded_by=key)
