@@ -19,7 +19,8 @@ from psycopg import sql
 from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
 from .frontend.analyze import Analyzed
-from .network.shards import distributed, installed, shard, shard_key, sharding
+from .network.shards import (distributed, installed, outer_read, shard, shard_key,
+                             sharding)
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
 
@@ -78,9 +79,10 @@ def _shard_registered(conn: psycopg.Connection) -> None:
     code compiled again for it (their rows move to the workers)."""
     from .network import assemble, load, store_blocks
 
-    nodes, streams, sharded = load(conn).nodes, sharding(conn), []
+    nodes, streams, kept, sharded = load(conn).nodes, sharding(conn), outer_read(conn), []
     for node in nodes.values():
-        if node.sharded_by is None and (key := shard_key(node, nodes.__getitem__, streams)):
+        if node.sharded_by is None and node.id not in kept and (
+                key := shard_key(node, nodes.__getitem__, streams)):
             nodes[node.id] = shard(conn, node, *key)
             store_blocks(conn, nodes[node.id], [nodes[p] for p in node.parents])
             sharded.append(node.id)

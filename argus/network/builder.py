@@ -524,6 +524,9 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
+        if kind == "join" and definition.get("kind") != "inner":  # (one node may be both)
+            unsharded = {i: self._unsharded(p) for i, p in {p.id: p for p in parents}.items()}
+            parents = [unsharded[p.id] for p in parents]
         undeferred = {}  # (once per node: one node may be both parents)
         for p in parents:
             if deferred(p) and p.id not in undeferred:
@@ -617,6 +620,17 @@ class Builder(Reads):
         self.created.append(node)
         return node
 
+    def _unsharded(self, node: Node) -> Node:
+        """The node with its history back on the coordinator (Citus plans an outer,
+        semi or anti join of a distributed table only with another co-located with it,
+        and no join of one with a table of the coordinator's)."""
+        if node.sharded_by is None:
+            return node
+        node = shards.unshard(self.conn, node)
+        store_blocks(self.conn, node, [self.load(p) for p in node.parents])
+        self.forget()
+        return node
+
     def shard_created(self) -> None:
         """On Citus, the nodes this registration made that can be sharded
         (shards.shard_key), sharded, and their code compiled again for it. Last, once
@@ -625,8 +639,9 @@ class Builder(Reads):
         streams = shards.sharding(self.conn)
         if not streams:
             return
+        kept = shards.outer_read(self.conn)
         for i, node in enumerate(self.created):
-            placed = shards.place(self.conn, node, self.load, streams)
+            placed = shards.place(self.conn, node, self.load, streams, kept)
             if placed.sharded_by != node.sharded_by:
                 self.created[i] = placed
                 store_blocks(self.conn, placed, [self.load(p) for p in node.parents])

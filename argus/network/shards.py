@@ -113,14 +113,25 @@ def _origin(node: Node, column: str, load: Callable[[int], Node]) -> tuple[str, 
     return _origin(load(node.parents[parent]), expr.name, load)
 
 
+def outer_read(conn: psycopg.Connection) -> set[int]:
+    """The nodes an outer, semi or anti join reads: they stay on the coordinator (Citus
+    plans such a join of a distributed table only with one co-located with it, never
+    with a table of the coordinator's)."""
+    return {n for (n,) in conn.execute(
+        """SELECT e.parent_id FROM argus_catalog.edges e
+             JOIN argus_catalog.nodes n ON n.node_id = e.child_id
+            WHERE n.kind = 'join' AND n.definition->>'kind' <> 'inner'""")}
+
+
 def place(conn: psycopg.Connection, node: Node, load: Callable[[int], Node],
-          streams: dict[str, Sharded]) -> Node:
-    """The node, sharded if it can be (shard_key), or as its table is: one taken over
-    from an old node (a migration's answer) may be distributed already."""
+          streams: dict[str, Sharded], kept: set[int]) -> Node:
+    """The node, sharded if it can be (shard_key) and no outer join reads it (`kept`),
+    or as its table is: one taken over from an old node (a migration's answer) may be
+    distributed already."""
     (by,) = conn.execute(
         "SELECT (SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition "
         "WHERE logicalrelid = to_regclass(%s))", (node.hist.as_string(conn),)).fetchone()
-    if by is None and (key := shard_key(node, load, streams)) is not None:
+    if by is None and node.id not in kept and (key := shard_key(node, load, streams)):
         return shard(conn, node, *key)
     if by != node.sharded_by:
         conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
@@ -136,3 +147,12 @@ def shard(conn: psycopg.Connection, node: Node, key: str, shards: int) -> Node:
     conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
                  (key, node.id))
     return dataclasses.replace(node, sharded_by=key)
+
+
+def unshard(conn: psycopg.Connection, node: Node) -> Node:
+    """The node's history back on the coordinator (its rows move there); its cycle code
+    must be compiled again after."""
+    conn.execute("SELECT undistribute_table(%s)", (node.hist.as_string(conn),))
+    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = NULL WHERE node_id = %s",
+                 (node.id,))
+    return dataclasses.replace(node, sharded_by=None)
