@@ -92,8 +92,9 @@ def main() -> None:
                         WHERE table_name::text LIKE 'argus_net.%')""").fetchone()
         print(f"the nodes' state: {local / 2**20:.1f} MiB on the coordinator (its deltas "
               f"and the nodes kept there), {remote / 2**20:.1f} MiB on the workers")
-        print(f"commands sent to the workers by one cycle of 1,000 rows: "
-              f"{remote_commands(*dbs['sharded'])}")
+        if not args.tpch_milli:  # (TPC-H's refresh batches are used up)
+            print(f"commands sent to the workers by one cycle of 1,000 rows: "
+                  f"{remote_commands(*dbs['sharded'])}")
         shards = sharded.conn.execute(
             "SELECT nodeport, count(*), pg_size_pretty(sum(shard_size)) FROM citus_shards "
             "WHERE table_name::text LIKE 'argus_streams.%' GROUP BY 1 ORDER BY 1").fetchall()
