@@ -383,6 +383,8 @@ def _run_once(db, wait: bool, log: Path | None) -> None:
     console.print(summary)
     for query, n in sorted(changed.items()):
         console.print(f"  {query}: +{n} -{report.retracted[query]}")
+    for query in report.deferred:
+        console.print(f"  {query}: changes computed when read (argus_changes.{query})")
     for stream, n in report.quarantined.items():
         err_console.print(f"[yellow]held back:[/] {n} rows of {stream} (event time too far "
                           "ahead of the server's clock): see argus quarantine", highlight=False)

@@ -31,6 +31,10 @@ class CycleReport:
     seconds: float
     failed: dict[str, str] = field(default_factory=dict)  # query isolated -> its error
     quarantined: dict[str, int] = field(default_factory=dict)  # stream -> rows held back
+    # queries whose answer is a deferred join (changes computed when read, argus
+    # explain) and whose inputs changed: they may have changed, by as many rows as
+    # their changes view holds (no cycle counts them)
+    deferred: list[str] = field(default_factory=list)
     # the queries planned again after it (argus.adapt.Decision), when it ended a period
     # of settings.reoptimize_every
     migrations: list = field(default_factory=list, repr=False)
@@ -72,7 +76,9 @@ def _report(run_id: int, row: tuple, seconds: float) -> CycleReport:
     if status == "failed":
         raise CycleError(f"cycle {run_id} failed and was rolled back, its rows wait in the "
                          f"inboxes: {error}")
+    counted = sorted((q, n) for q, n in queries.items() if n[0] is not None)
     return CycleReport(run_id, dict(sorted(rows_in.items())),
-                       Counter({q: i for q, (i, _) in sorted(queries.items())}),
-                       Counter({q: r for q, (_, r) in sorted(queries.items())}), nodes_run, seconds,
-                       dict(sorted(failed.items())), dict(sorted(held.items())))
+                       Counter({q: i for q, (i, _) in counted}),
+                       Counter({q: r for q, (_, r) in counted}), nodes_run, seconds,
+                       dict(sorted(failed.items())), dict(sorted(held.items())),
+                       deferred=sorted(q for q, (i, _) in queries.items() if i is None))

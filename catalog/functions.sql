@@ -100,8 +100,17 @@ BEGIN
               USING HINT = 'run any argus command (e.g. argus status): it recompiles on connect';
     END IF;
     -- which working queries each output node answers, for the cycle's report (a
-    -- trigger on argus_catalog.queries has the program assembled again when it changes)
-    SELECT coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE NOT clock_output), '{}'),
+    -- trigger on argus_catalog.queries has the program assembled again when it changes);
+    -- under 'd<node>', those whose output is a deferred join that node is a parent of:
+    -- no cycle computes their changes, so when the parent changed they may have changed
+    SELECT coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE NOT clock_output), '{}')
+           || (SELECT coalesce(jsonb_object_agg('d' || parent_id, names), '{}')
+                 FROM (SELECT e.parent_id, jsonb_agg(DISTINCT q.name) AS names
+                         FROM argus_catalog.queries q
+                         JOIN argus_catalog.nodes n ON n.node_id = q.output_node
+                         JOIN argus_catalog.edges e ON e.child_id = n.node_id
+                        WHERE q.status = 'ok' AND (n.definition->>'deferred')::boolean
+                        GROUP BY e.parent_id) AS d),
            coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE clock_output), '{}')
       INTO v_outputs, v_clock_outputs
       FROM (SELECT output_node, clock_output, jsonb_agg(name ORDER BY name) AS names
@@ -370,6 +379,10 @@ BEGIN
                       || coalesce(CASE WHEN NOT v_moved
                                        THEN v_program.clock_outputs -> r.node_id::text END,
                                   '[]')) AS q(name)
+         WHERE r.inserted + r.retracted > 0
+        UNION ALL  -- a deferred join's: how many, its changes view says when read
+        SELECT DISTINCT q.name, NULL::bigint, NULL::bigint
+          FROM r, jsonb_array_elements_text(v_program.outputs -> ('d' || r.node_id)) AS q(name)
          WHERE r.inserted + r.retracted > 0
         UNION ALL
         SELECT q.name, coalesce(r.inserted, 0) + a.rows, coalesce(r.retracted, 0) + a.rows

@@ -81,6 +81,8 @@ SELECT r.run_id,
          WHERE s.run_id = r.run_id AND s.late > 0) AS late_rows,
        (SELECT jsonb_object_agg(s.stream, s.quarantined) FROM argus_catalog.run_streams s
          WHERE s.run_id = r.run_id AND s.quarantined > 0) AS quarantined_rows,
+       -- (null: a query whose answer is a deferred join, and whose inputs changed: its
+       -- changes are computed when its changes view is read, and no cycle counts them)
        (SELECT jsonb_object_agg(q.key, q.value->0) FROM jsonb_each(r.queries::jsonb) q)
            AS new_rows,
        (SELECT jsonb_object_agg(q.key, q.value->1) FROM jsonb_each(r.queries::jsonb) q
