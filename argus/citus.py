@@ -19,8 +19,7 @@ from psycopg import sql
 from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
 from .frontend.analyze import Analyzed
-from .network.shards import (distributed, installed, outer_read, shard, shard_key,
-                             sharding)
+from .network.shards import distributed, installed, place_all
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
 
@@ -75,19 +74,15 @@ def distribute(conn: psycopg.Connection, stream: str, column: str,
 
 
 def _shard_registered(conn: psycopg.Connection) -> None:
-    """The nodes registered before that can be sharded now (shard_key), sharded, their
-    code compiled again for it (their rows move to the workers)."""
-    from .network import assemble, load, store_blocks
+    """The nodes registered before, sharded where they can be now (their rows move to
+    the workers, their code is compiled again)."""
+    from .network import assemble, load
 
-    nodes, streams, kept, sharded = load(conn).nodes, sharding(conn), outer_read(conn), []
-    for node in nodes.values():
-        if node.sharded_by is None and node.id not in kept and (
-                key := shard_key(node, nodes.__getitem__, streams)):
-            nodes[node.id] = shard(conn, node, *key)
-            store_blocks(conn, nodes[node.id], [nodes[p] for p in node.parents])
-            sharded.append(node.id)
-    if sharded:
-        assemble(conn, check=sharded)
+    nodes = load(conn).nodes
+    placed = place_all(conn, [n for n in nodes.values() if n.kind != "stream"],
+                       nodes.__getitem__)
+    if changed := [n.id for n in placed if n.sharded_by != nodes[n.id].sharded_by]:
+        assemble(conn, check=changed)
 
 
 def _not_null(conn: psycopg.Connection, stream: str, column: str) -> None:

@@ -632,19 +632,11 @@ class Builder(Reads):
         return node
 
     def shard_created(self) -> None:
-        """On Citus, the nodes this registration made that can be sharded
-        (shards.shard_key), sharded, and their code compiled again for it. Last, once
-        every backfill ran: Citus opens no new connection to a shard placement that
-        DDL touched in the transaction, and a backfill's repartition join needs some."""
-        streams = shards.sharding(self.conn)
-        if not streams:
-            return
-        kept = shards.outer_read(self.conn)
-        for i, node in enumerate(self.created):
-            placed = shards.place(self.conn, node, self.load, streams, kept)
-            if placed.sharded_by != node.sharded_by:
-                self.created[i] = placed
-                store_blocks(self.conn, placed, [self.load(p) for p in node.parents])
+        """On Citus, the nodes this registration made sharded where they can be
+        (shards.place_all). Last, once every backfill ran: Citus opens no new connection
+        to a shard placement that DDL touched in the transaction, and a backfill's
+        repartition join needs some."""
+        self.created = shards.place_all(self.conn, self.created, self.load)
         self.forget()
 
     def _stored(self, node: Node) -> Node:

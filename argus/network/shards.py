@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ..nodes import Node
 from ..nodes.base import virtual
+from .stored import store_blocks
 
 
 def installed(conn: psycopg.Connection) -> bool:
@@ -123,20 +124,30 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
             WHERE n.kind = 'join' AND n.definition->>'kind' <> 'inner'""")}
 
 
-def place(conn: psycopg.Connection, node: Node, load: Callable[[int], Node],
-          streams: dict[str, Sharded], kept: set[int]) -> Node:
-    """The node, sharded if it can be (shard_key) and no outer join reads it (`kept`),
-    or as its table is: one taken over from an old node (a migration's answer) may be
-    distributed already."""
-    (by,) = conn.execute(
-        "SELECT (SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition "
-        "WHERE logicalrelid = to_regclass(%s))", (node.hist.as_string(conn),)).fetchone()
-    if by is None and node.id not in kept and (key := shard_key(node, load, streams)):
-        return shard(conn, node, *key)
-    if by != node.sharded_by:
-        conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
-                     (by, node.id))
-    return dataclasses.replace(node, sharded_by=by)
+def place_all(conn: psycopg.Connection, nodes: list[Node],
+              load: Callable[[int], Node]) -> list[Node]:
+    """The nodes, each sharded if it can be (shard_key) and no outer join reads it, or
+    as its table is (one taken over from an old node, a migration's answer, may be
+    distributed already); the code of those that changed compiled again."""
+    streams = sharding(conn)
+    if not streams:
+        return nodes
+    kept, placed = outer_read(conn), []
+    for node in nodes:
+        (by,) = conn.execute(
+            "SELECT (SELECT column_to_column_name(logicalrelid, partkey) "
+            "FROM pg_dist_partition WHERE logicalrelid = to_regclass(%s))",
+            (node.hist.as_string(conn),)).fetchone()
+        if by is None and node.id not in kept and (key := shard_key(node, load, streams)):
+            node = shard(conn, node, *key)
+        elif by != node.sharded_by:
+            node = _record(conn, node, by)
+        else:
+            placed.append(node)
+            continue
+        store_blocks(conn, node, [load(p) for p in node.parents])
+        placed.append(node)
+    return placed
 
 
 def shard(conn: psycopg.Connection, node: Node, key: str, shards: int) -> Node:
@@ -144,15 +155,17 @@ def shard(conn: psycopg.Connection, node: Node, key: str, shards: int) -> Node:
     workers); its cycle code must be compiled after, for the flushes' shard-aware forms."""
     conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
                  (node.hist.as_string(conn), key, shards))
-    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
-                 (key, node.id))
-    return dataclasses.replace(node, sharded_by=key)
+    return _record(conn, node, key)
 
 
 def unshard(conn: psycopg.Connection, node: Node) -> Node:
     """The node's history back on the coordinator (its rows move there); its cycle code
     must be compiled again after."""
     conn.execute("SELECT undistribute_table(%s)", (node.hist.as_string(conn),))
-    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = NULL WHERE node_id = %s",
-                 (node.id,))
-    return dataclasses.replace(node, sharded_by=None)
+    return _record(conn, node, None)
+
+
+def _record(conn: psycopg.Connection, node: Node, key: str | None) -> Node:
+    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
+                 (key, node.id))
+    return dataclasses.replace(node, sharded_by=key)
