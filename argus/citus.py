@@ -51,6 +51,7 @@ def distribute(conn: psycopg.Connection, stream: str, column: str,
         already = distributed(conn).get(stream)
         if already:
             raise ArgusError(f"stream {stream!r} is distributed already, by {already}")
+        _check_registered(conn, stream)
         conn.execute(sql.SQL("ALTER DATABASE {} SET citus.enable_repartition_joins = on")
                      .format(sql.Identifier(conn.info.dbname)))
         # a node kept as a view (a wide selection, a large join) over a distributed
@@ -71,6 +72,39 @@ def distribute(conn: psycopg.Connection, stream: str, column: str,
         _shard_registered(conn)
         conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
     conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
+
+
+def _check_registered(conn: psycopg.Connection, stream: str) -> None:
+    """Refuse to distribute a stream that a registered query reads in a way Citus
+    cannot plan once its history is distributed: through a join kept as a view (its
+    changes view, a UNION ALL of EXCEPT ALL over the histories: "a column definition
+    list is required for functions returning record"), or by an outer join of the
+    stream's history itself with a table of the coordinator's ("direct joins between
+    distributed and local tables are not supported")."""
+    found = conn.execute(
+        """WITH RECURSIVE below(node_id) AS (
+               SELECT node_id FROM argus_catalog.streams WHERE name = %(stream)s
+               UNION SELECT e.child_id FROM argus_catalog.edges e
+                       JOIN below b ON e.parent_id = b.node_id)
+           SELECT q.name, (n.definition->>'virtual')::boolean
+             FROM below JOIN argus_catalog.nodes n USING (node_id)
+             JOIN argus_catalog.query_nodes qn USING (node_id)
+             JOIN argus_catalog.queries q USING (query_id)
+            WHERE n.kind = 'join' AND ((n.definition->>'virtual')::boolean
+                  OR n.definition->>'kind' = 'left' AND EXISTS (
+                     SELECT FROM argus_catalog.edges e JOIN argus_catalog.streams s
+                         ON s.node_id = e.parent_id
+                      WHERE e.child_id = n.node_id AND s.name = %(stream)s))
+            ORDER BY 1 LIMIT 1""", {"stream": stream}).fetchone()
+    if found:
+        name, view = found
+        how = ("keeps a join over it as a view, which Citus 13 cannot read once the history "
+               "is distributed" if view else "reads its history in an outer join, which "
+               "Citus plans only with tables co-located with it")
+        raise ArgusError(f"stream {stream!r} cannot be distributed: query {name!r} {how}; "
+                         "unregister it, distribute the stream, and register it again "
+                         "(joins are then kept as tables; an outer join of the stream is "
+                         "refused if Citus cannot plan it)")
 
 
 def _shard_registered(conn: psycopg.Connection) -> None:

@@ -134,7 +134,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         sharded = node.sharded_by or sharded_streams.get(stream_of.get(node.id))
         if sharded:
             out.append(f"      sharded by {sharded} over the Citus workers (co-located with "
-                       "the histories sharded by columns of its type)")
+                       "the histories of as many shards sharded by columns of its type)")
         out += [f"      {line}" for line in describe(node)]
         if is_lazy(node):
             (complete,) = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(

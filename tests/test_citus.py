@@ -172,6 +172,49 @@ def test_an_outer_join_brings_the_nodes_it_reads_back_to_the_coordinator(citus_o
         oracle.run()
 
 
+def test_what_citus_could_not_run_is_kept_or_refused_before_it_fails(citus_oracle):
+    """Found by trying to break the sharding: a join kept as a view, or an outer join of
+    the stream's history itself, registered before the stream is distributed, made every
+    read of its changes, or every cycle, fail after: distributing is refused, naming the
+    query. On Citus no join becomes a view, whatever the settings say. An aggregate over
+    an outer join, grouped by the nullable side's column (NOT NULL in the stream, null
+    in the join), is not sharded by it (its first cycle with an unmatched row failed:
+    "the partition column … cannot be NULL"); nor is a node by a column whose type
+    Citus cannot hash (money): it takes the next one."""
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(27)
+    columns = {**TRANSFERS, "receiver": "text NOT NULL", "fee": "money NOT NULL"}
+    oracle.create_stream("transfers", columns, time_column="tran_date")
+    oracle.insert("transfers", [row + (rng.randint(0, 9),) for row in transfers(rng, 0, 200, 1)])
+    oracle.run()
+    db.configure(virtual_join_growth=1e-9)
+    oracle.register("chain", QUERIES["chain"])
+    oracle.register("again", "SELECT a.tran_id, b.tran_id AS later FROM transfers a LEFT JOIN "
+                             "transfers b ON b.sender = a.sender AND b.tran_id > a.tran_id")
+    for name, how in (("again", "reads its history in an outer join"),
+                      ("chain", "keeps a join over it as a view")):
+        with pytest.raises(ArgusError, match=f"query '{name}' {how}"):
+            db.distribute("transfers", "sender")
+        oracle.unregister(name)
+    db.distribute("transfers", "sender")
+    db.configure(virtual_join_growth=1e-9)  # (distribute turned it off)
+    oracle.register("chain", QUERIES["chain"])
+    assert not db.conn.execute("SELECT count(*) FILTER (WHERE (definition->>'virtual')::bool) "
+                               "FROM argus_catalog.nodes").fetchone()[0]
+    oracle.register("unmatched", "SELECT b.receiver, count(*) AS n FROM transfers a "
+                                 "LEFT JOIN transfers b ON b.sender = a.sender "
+                                 "AND b.amount > 9000 AND b.tran_id > a.tran_id "
+                                 "WHERE a.amount > 5000 GROUP BY b.receiver")
+    assert set(sharded(db, "unmatched").values()) == {None}
+    oracle.register("fees", "SELECT fee, tran_id, receiver FROM transfers WHERE amount > 100")
+    assert list(sharded(db, "fees").values()) == ["receiver"]
+    for day in (2, 3):
+        oracle.insert("transfers", [row + (rng.randint(0, 9),)
+                                    for row in transfers(rng, day * 1000, 150, day)])
+        oracle.run()
+    assert {q.status for q in db.queries()} == {"ok"}
+
+
 def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
         citus_oracle, cluster):
     oracle, db = citus_oracle, citus_oracle.db

@@ -1,5 +1,5 @@
 """Node histories over Citus's workers (issue 24): which streams' histories are
-distributed, and which nodes over them are sharded too, by what (`shard_key`). The
+distributed, and which nodes over them are sharded too, by what (`shard_keys`). The
 node kinds' code finds a sharded node's rows by its key where one server uses ctids
 (Node.sharded_by). argus.citus distributes streams; the builder shards new nodes."""
 
@@ -45,7 +45,7 @@ class Sharded:
 
 
 def sharding(conn: psycopg.Connection) -> dict[str, Sharded]:
-    """Each distributed stream, as the nodes over it may be sharded (shard_key)."""
+    """Each distributed stream, as the nodes over it may be sharded (shard_keys)."""
     by = distributed(conn)
     return {name: Sharded(by[name], frozenset(not_null) | {by[name]}, shards)
             for name, not_null, shards in conn.execute(
@@ -57,15 +57,16 @@ def sharding(conn: psycopg.Connection) -> dict[str, Sharded]:
             if name in by} if by else {}
 
 
-def shard_key(node: Node, load: Callable[[int], Node],
-              streams: dict[str, Sharded]) -> tuple[str, int] | None:
-    """The column to shard the node's history by and into how many shards, or None to
-    keep it on the coordinator.
+def shard_keys(node: Node, load: Callable[[int], Node],
+               streams: dict[str, Sharded]) -> list[tuple[str, int]]:
+    """The columns the node's history may be sharded by, best first, each with the
+    shard count it would take; none to keep it on the coordinator.
 
     Sharded: an insert-only selection or inner join, or an aggregate (by a group
     column), over distributed streams only, with a column that copies a NOT NULL column
     of such a stream (Citus keeps no row without its distribution column), the stream's
-    own distribution column first; into as many shards as that stream's history, so
+    own distribution column first, then in the node's column order (the first whose
+    type Citus can hash is taken: place_all); into as many shards as that stream's history, so
     that Citus co-locates them (tables with as many shards, sharded by columns of one
     type): a join of two such histories on their keys runs shard by shard. Kept on the
     coordinator: nodes whose flush MERGEs (DISTINCT, set operations, COUNT(DISTINCT)'s
@@ -73,22 +74,23 @@ def shard_key(node: Node, load: Callable[[int], Node],
     signed selection or join, whose retraction deletes one copy of a row by its ctid;
     and every other kind, not tried yet."""
     if not streams or virtual(node) or node.kind not in ("select", "join", "aggregate"):
-        return None
+        return []
     if node.kind != "aggregate" and not node.insert_only:
-        return None
+        return []
     if node.kind == "join" and (node.definition.get("kind") != "inner"
                                 or "lazy" in node.definition):
-        return None
+        return []
     if node.kind == "aggregate" and (node.spec.distinct_specs or not node.spec.group_names):
-        return None
+        return []
     if not _over(node, load, set(streams)):
-        return None
+        return []
     keys = []
-    for column in node.spec.group_names if node.kind == "aggregate" else node.columns:
+    for i, column in enumerate(node.spec.group_names if node.kind == "aggregate"
+                               else node.columns):
         stream, origin = _origin(node, column, load) or (None, None)
         if stream in streams and origin in streams[stream].keys:
-            keys.append((origin != streams[stream].column, column, streams[stream].shards))
-    return min(keys)[1:] if keys else None
+            keys.append((origin != streams[stream].column, i, column, streams[stream].shards))
+    return [key[2:] for key in sorted(keys)]
 
 
 def _over(node: Node, load: Callable[[int], Node], streams: set[str]) -> bool:
@@ -105,6 +107,8 @@ def _origin(node: Node, column: str, load: Callable[[int], Node]) -> tuple[str, 
         return node.hist_ref[1], column
     if node.kind not in ("select", "join", "aggregate") or column not in node.columns:
         return None
+    if node.kind == "join" and node.definition.get("kind") != "inner":
+        return None  # (an outer join's column may be null, a semi join's is one side's)
     expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read="postgres")
     if not isinstance(expr, exp.Column) or not expr.table.startswith("t"):
         return None
@@ -126,7 +130,7 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
 
 def place_all(conn: psycopg.Connection, nodes: list[Node],
               load: Callable[[int], Node]) -> list[Node]:
-    """The nodes, each sharded if it can be (shard_key) and no outer join reads it, or
+    """The nodes, each sharded if it can be (shard_keys) and no outer join reads it, or
     as its table is (one taken over from an old node, a migration's answer, may be
     distributed already); the code of those that changed compiled again."""
     streams = sharding(conn)
@@ -138,8 +142,9 @@ def place_all(conn: psycopg.Connection, nodes: list[Node],
             "SELECT (SELECT column_to_column_name(logicalrelid, partkey) "
             "FROM pg_dist_partition WHERE logicalrelid = to_regclass(%s))",
             (node.hist.as_string(conn),)).fetchone()
-        if by is None and node.id not in kept and (key := shard_key(node, load, streams)):
-            node = shard(conn, node, *key)
+        if by is None and node.id not in kept and (sharded := _shard_any(
+                conn, node, shard_keys(node, load, streams))) is not None:
+            node = sharded
         elif by != node.sharded_by:
             node = _record(conn, node, by)
         else:
@@ -148,6 +153,19 @@ def place_all(conn: psycopg.Connection, nodes: list[Node],
         store_blocks(conn, node, [load(p) for p in node.parents])
         placed.append(node)
     return placed
+
+
+def _shard_any(conn: psycopg.Connection, node: Node, keys: list[tuple[str, int]]
+               ) -> Node | None:
+    """The node sharded by the first of `keys` whose type Citus can hash (money, bit
+    have no hash operator class), or None."""
+    for key, shards in keys:
+        try:
+            with conn.transaction():
+                return shard(conn, node, key, shards)
+        except psycopg.errors.UndefinedObject:  # (no default operator class for hash)
+            continue
+    return None
 
 
 def shard(conn: psycopg.Connection, node: Node, key: str, shards: int) -> Node:
