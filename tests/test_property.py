@@ -49,7 +49,7 @@ ROWS = st.lists(st.tuples(st.one_of(st.none(), SMALL), st.one_of(st.none(), SMAL
                           st.sampled_from([None, "a", "b", "ab", "ba"]),
                           st.one_of(st.none(), st.booleans())), max_size=12)
 
-EXAMPLES = int(os.environ.get("ARGUS_PROPERTY_EXAMPLES", "100"))
+EXAMPLES = int(os.environ.get("ARGUS_PROPERTY_EXAMPLES", "80"))
 
 
 def test_random_selections_match_postgres_after_every_cycle(db):

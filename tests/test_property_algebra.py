@@ -42,7 +42,7 @@ AGGREGATES = ["count(*)", "count({x})", "sum({x})", "min({x})", "max({x})", "avg
               "count(DISTINCT {x})", "bool_or({x} > 0)::int", "var_pop({x})", "stddev({x})",
               "count(*) FILTER (WHERE {p})", "sum({x}) FILTER (WHERE {p})",
               "count(DISTINCT {x}) FILTER (WHERE {p})", "max({x}) FILTER (WHERE {p})"]
-EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("ARGUS_ALGEBRA_EXAMPLES", "160"))
 LAYOUTS = st.sampled_from(LAYOUT_SETTINGS)  # the layout of the nodes registered next
 _names = itertools.count()
 

@@ -63,7 +63,7 @@ QUERIES = st.one_of(SELECTIONS, JOINS, AGGREGATES, SETOPS)
 ROWS = st.lists(st.tuples(st.integers(0, 1000), st.one_of(st.none(), C), C, C,
                           st.sampled_from([None, "a", "b"])), max_size=10)
 
-EXAMPLES = int(os.environ.get("ARGUS_PROPERTY_EXAMPLES", "100")) // 2
+EXAMPLES = int(os.environ.get("ARGUS_PROPERTY_EXAMPLES", "80")) // 2
 
 
 @pytest.mark.parametrize("strategy", ["selection", "match-plan", "none"])
