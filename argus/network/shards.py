@@ -142,38 +142,29 @@ def place_all(conn: psycopg.Connection, nodes: list[Node],
             "SELECT (SELECT column_to_column_name(logicalrelid, partkey) "
             "FROM pg_dist_partition WHERE logicalrelid = to_regclass(%s))",
             (node.hist.as_string(conn),)).fetchone()
-        if by is None and node.id not in kept and (sharded := _shard_any(
-                conn, node, shard_keys(node, load, streams))) is not None:
-            node = sharded
-        elif by != node.sharded_by:
+        if by is None and node.id not in kept:
+            by = _distribute(conn, node, shard_keys(node, load, streams))
+        if by != node.sharded_by:
             node = _record(conn, node, by)
-        else:
-            placed.append(node)
-            continue
-        store_blocks(conn, node, [load(p) for p in node.parents])
+            store_blocks(conn, node, [load(p) for p in node.parents])
         placed.append(node)
     return placed
 
 
-def _shard_any(conn: psycopg.Connection, node: Node, keys: list[tuple[str, int]]
-               ) -> Node | None:
-    """The node sharded by the first of `keys` whose type Citus can hash (money, bit
-    have no hash operator class), or None."""
+def _distribute(conn: psycopg.Connection, node: Node, keys: list[tuple[str, int]]
+                ) -> str | None:
+    """Distribute the node's history (its rows move to the workers) by the first of
+    `keys` whose type Citus can hash (money, bit have no hash operator class), into as
+    many shards as it says; that key, or None."""
     for key, shards in keys:
         try:
             with conn.transaction():
-                return shard(conn, node, key, shards)
+                conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
+                             (node.hist.as_string(conn), key, shards))
+                return key
         except psycopg.errors.UndefinedObject:  # (no default operator class for hash)
             continue
     return None
-
-
-def shard(conn: psycopg.Connection, node: Node, key: str, shards: int) -> Node:
-    """Distribute the node's history by `key` into `shards` shards (its rows move to the
-    workers); its cycle code must be compiled after, for the flushes' shard-aware forms."""
-    conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
-                 (node.hist.as_string(conn), key, shards))
-    return _record(conn, node, key)
 
 
 def unshard(conn: psycopg.Connection, node: Node) -> Node:
