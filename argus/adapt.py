@@ -335,7 +335,6 @@ def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sha
     builder.replan = replan
     builder.lazy = lazily
     top, output = build_top(builder, name, analyzed, evaluate)
-    builder.shard_created()  # (on Citus)
     return builder, top, output
 
 

@@ -1,9 +1,9 @@
-"""argus on a Citus coordinator (issue 24, its first slice): the network runs on the
-coordinator as on one server, and a stream's history can be a distributed table,
-sharded over the workers by one of its columns (`distribute`), so that the nodes
-reading it (an aggregate grouped by that column, a selection, a join on it) run on the
-shards. Joins on another column repartition (citus.enable_repartition_joins, set for
-the database here).
+"""argus on a Citus coordinator (issue 24): the network runs on the coordinator as on
+one server, and a stream's history can be a distributed table, sharded over the
+workers by one of its columns (`distribute`, which makes it NOT NULL); the nodes over
+distributed streams that Citus can run are then sharded too, co-located with it
+(argus.network.shards). Joins on another column repartition
+(citus.enable_repartition_joins, set for the database here).
 
 Citus opens its connections to the workers as the role running the statement, and
 argus runs cycles and registrations as its owner role, so on Citus that role can log
@@ -19,9 +19,12 @@ from psycopg import sql
 from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
 from .frontend.analyze import Analyzed
-from .network.shards import distributed, installed, place_all
+from .network.shards import distributed, installed, place_all, sharding
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
+
+
+MAX_SHARDS = 64_000  # Citus's own bound on a table's shard count
 
 
 def distribute(conn: psycopg.Connection, stream: str, column: str,
@@ -31,8 +34,9 @@ def distribute(conn: psycopg.Connection, stream: str, column: str,
     table is a command per shard, and a cycle's are many small ones: Citus's 32 made a
     100-row cycle 16x slower than on one server on this machine (docs/scale-out.md)."""
     stream = check_name(stream, "stream")
-    if shards is not None and not 1 <= shards <= 64_000:
-        raise ArgusError(f"a stream is distributed into 1 to 64,000 shards, not {shards}")
+    if shards is not None and not 1 <= shards <= MAX_SHARDS:
+        raise ArgusError(f"a stream is distributed into 1 to {MAX_SHARDS:,} shards, "
+                         f"not {shards}")
     if not installed(conn):
         raise ArgusError("this database is not a Citus coordinator's (no citus extension): "
                          "a stream's history can be distributed only there")
@@ -114,7 +118,7 @@ def _shard_registered(conn: psycopg.Connection) -> None:
 
     nodes = load(conn).nodes
     placed = place_all(conn, [n for n in nodes.values() if n.kind != "stream"],
-                       nodes.__getitem__)
+                       nodes.__getitem__, sharding(conn))
     if changed := [n.id for n in placed if n.sharded_by != nodes[n.id].sharded_by]:
         assemble(conn, check=changed)
 

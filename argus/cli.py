@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
+from . import __version__, citus
 from .errors import ArgusError, CycleInProgressError
 from .mqo.sharing import STRATEGIES
 
@@ -197,7 +197,7 @@ def stream_list(dsn: str | None) -> None:
 @stream.command("distribute")
 @click.argument("name")
 @click.argument("column")
-@click.option("--shards", type=click.IntRange(1, 64_000), default=None,
+@click.option("--shards", type=click.IntRange(1, citus.MAX_SHARDS), default=None,
               help="how many shards (default: two a worker)")
 @dsn_option
 @handle_errors

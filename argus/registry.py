@@ -225,7 +225,6 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
            sharing: Sharing, evaluate: str) -> tuple[QueryInfo, set[int]]:
     builder = Builder(conn, sharing, query=name)
     top, output = build_top(builder, name, analyzed, evaluate)
-    builder.shard_created()  # (on Citus)
     exprs = sql.SQL(", ").join(map(sql.SQL, output))
     try:
         with conn.transaction():
@@ -284,6 +283,7 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
                      for c, n in zip(top.columns, analyzed.names)]
     top = builder.defer(builder.node_for(analyzed.plan.input))
     builder.check_horizon(top, None)  # the views read the top node's whole history
+    builder.shard_created()  # (on Citus, once every backfill ran)
     return top, [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
 
 

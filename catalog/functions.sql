@@ -101,10 +101,12 @@ BEGIN
     END IF;
     -- which working queries each output node answers, for the cycle's report (a
     -- trigger on argus_catalog.queries has the program assembled again when it changes);
-    -- under 'd<node>', those whose output is a deferred join that node is a parent of:
-    -- no cycle computes their changes, so when the parent changed they may have changed
+    -- under 'd', by node, those whose output is a deferred join that node is a parent of
+    -- (no cycle computes their changes: when the parent changed, they may have changed)
     SELECT coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE NOT clock_output), '{}')
-           || (SELECT coalesce(jsonb_object_agg('d' || parent_id, names), '{}')
+           || (SELECT CASE WHEN count(*) > 0
+                           THEN jsonb_build_object('d', jsonb_object_agg(parent_id, names))
+                           ELSE '{}' END
                  FROM (SELECT e.parent_id, jsonb_agg(DISTINCT q.name) AS names
                          FROM argus_catalog.queries q
                          JOIN argus_catalog.nodes n ON n.node_id = q.output_node
@@ -217,6 +219,7 @@ DECLARE
     v_resized  boolean;
     v_rows_in  bigint;
     v_moved    boolean;
+    v_deferred jsonb;
     v_timeout  text;
     v_settings argus_catalog.settings;
     v_program  record;
@@ -365,6 +368,7 @@ BEGIN
     -- history size, and what maintaining it cost (moving averages, for
     -- the program's choice between applying and rebuilding).
     SELECT now IS DISTINCT FROM previous INTO v_moved FROM argus_catalog.clock;
+    v_deferred := v_program.outputs -> 'd';  -- (null, as a rule: no row's lookup then)
     WITH r AS (
         SELECT r.*, r.rebuilt IS NOT NULL AND r.flush_ms IS NOT NULL AS timed,
                (s.hist_rows + r.inserted - r.retracted > 2 * s.planned_rows + 1000
@@ -382,7 +386,7 @@ BEGIN
          WHERE r.inserted + r.retracted > 0
         UNION ALL  -- a deferred join's: how many, its changes view says when read
         SELECT DISTINCT q.name, NULL::bigint, NULL::bigint
-          FROM r, jsonb_array_elements_text(v_program.outputs -> ('d' || r.node_id)) AS q(name)
+          FROM r, jsonb_array_elements_text(v_deferred -> r.node_id::text) AS q(name)
          WHERE r.inserted + r.retracted > 0
         UNION ALL
         SELECT q.name, coalesce(r.inserted, 0) + a.rows, coalesce(r.retracted, 0) + a.rows

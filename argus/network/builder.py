@@ -631,7 +631,7 @@ class Builder(Reads):
         self.forget()
         return node
 
-    def sharded(self) -> dict:
+    def sharded(self) -> dict[str, shards.Sharded]:
         """The distributed streams (on Citus; none elsewhere), read once."""
         return self._once(("sharded",), lambda: shards.sharding(self.conn))
 
@@ -640,7 +640,7 @@ class Builder(Reads):
         (shards.place_all). Last, once every backfill ran: Citus opens no new connection
         to a shard placement that DDL touched in the transaction, and a backfill's
         repartition join needs some."""
-        self.created = shards.place_all(self.conn, self.created, self.load)
+        self.created = shards.place_all(self.conn, self.created, self.load, self.sharded())
         self.forget()
 
     def _stored(self, node: Node) -> Node:

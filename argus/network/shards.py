@@ -128,12 +128,12 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
             WHERE n.kind = 'join' AND n.definition->>'kind' <> 'inner'""")}
 
 
-def place_all(conn: psycopg.Connection, nodes: list[Node],
-              load: Callable[[int], Node]) -> list[Node]:
+def place_all(conn: psycopg.Connection, nodes: list[Node], load: Callable[[int], Node],
+              streams: dict[str, Sharded]) -> list[Node]:
     """The nodes, each sharded if it can be (shard_keys) and no outer join reads it, or
     as its table is (one taken over from an old node, a migration's answer, may be
-    distributed already); the code of those that changed compiled again."""
-    streams = sharding(conn)
+    distributed already); the code of those that changed compiled again. `streams`:
+    sharding(conn)."""
     if not streams:
         return nodes
     kept, placed = outer_read(conn), []
