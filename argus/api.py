@@ -165,6 +165,19 @@ class Argus:
                                         "streams")
         citus.distribute(self.conn, stream, column, shards)
 
+    def replicate(self, stream: str) -> None:
+        """On a Citus coordinator: copy the stream's history to every node (a reference
+        table), so that the nodes joining it with distributed streams are sharded too
+        (argus.citus)."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role replicates "
+                                        "streams")
+        citus.replicate(self.conn, stream)
+
+    def replicated(self) -> list[str]:
+        """The streams whose history is copied to every node (on Citus)."""
+        return citus.replicated(self.conn)
+
     def distributed(self) -> dict[str, str]:
         """Each stream whose history is distributed (on Citus), and by which column."""
         return citus.distributed(self.conn)

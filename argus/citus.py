@@ -1,7 +1,8 @@
 """argus on a Citus coordinator (issue 24): the network runs on the coordinator as on
 one server, and a stream's history can be a distributed table, sharded over the
-workers by one of its columns (`distribute`, which makes it NOT NULL); the nodes over
-distributed streams that Citus can run are then sharded too, co-located with it
+workers by one of its columns (`distribute`, which makes it NOT NULL), or a reference
+table copied to every node (`replicate`, for small streams); the nodes over such streams
+that Citus can run are then sharded too, co-located with the distributed ones
 (argus.network.shards). Joins on another column repartition
 (citus.enable_repartition_joins, set for the database here).
 
@@ -19,7 +20,8 @@ from psycopg import sql
 from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
 from .frontend.analyze import Analyzed
-from .network.shards import distributed, installed, place_all, sharding
+from .network.shards import installed, place_all, placed, sharding
+from .network.shards import distributed, replicated  # noqa: F401 (what argus.api reads here)
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
 
@@ -33,29 +35,47 @@ def distribute(conn: psycopg.Connection, stream: str, column: str,
     into `shards` shards: by default two a worker. Each statement over a distributed
     table is a command per shard, and a cycle's are many small ones: Citus's 32 made a
     100-row cycle 16x slower than on one server on this machine (docs/scale-out.md)."""
-    stream = check_name(stream, "stream")
     if shards is not None and not 1 <= shards <= MAX_SHARDS:
         raise ArgusError(f"a stream is distributed into 1 to {MAX_SHARDS:,} shards, "
                          f"not {shards}")
+    _place(conn, stream, column, shards)
+
+
+def replicate(conn: psycopg.Connection, stream: str) -> None:
+    """Make the stream's history a reference table: a copy on every node, so that the
+    nodes joining it with distributed streams are sharded too (each shard joins its
+    own rows with the whole copy). For small streams (dimensions): every row the
+    stream takes is written to every node."""
+    _place(conn, stream, None, None)
+
+
+def _place(conn: psycopg.Connection, stream: str, column: str | None,
+           shards: int | None) -> None:
+    """The stream's history distributed by `column` (None: copied to every node), and
+    the nodes registered over it sharded where they can be now."""
+    stream = check_name(stream, "stream")
+    how = "distributed" if column else "replicated"
     if not installed(conn):
         raise ArgusError("this database is not a Citus coordinator's (no citus extension): "
-                         "a stream's history can be distributed only there")
+                         f"a stream's history can be {how} only there")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         schema = stream_schemas(conn).get(stream)
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")
-        if column not in schema.column_names:
+        if column is not None and column not in schema.column_names:
             raise UnknownColumnError(f"stream {stream!r} has no column {column!r} "
                                      f"(it has: {', '.join(schema.column_names)})")
         if schema.primary_key is not None:  # (its flush MERGEs into the history by key)
             raise ArgusError(f"{stream!r} is a table: its history takes each cycle's changes "
                              "by MERGE, which Citus 13 cannot run from the coordinator into a "
-                             "distributed table; only streams' histories are distributed")
-        already = distributed(conn).get(stream)
-        if already:
-            raise ArgusError(f"stream {stream!r} is distributed already, by {already}")
-        _check_registered(conn, stream)
+                             "distributed table; only streams' histories are distributed or "
+                             "replicated")
+        if stream in (on_workers := placed(conn)):
+            already = on_workers[stream]
+            raise ArgusError(f"stream {stream!r} is " + (f"distributed already, by {already}"
+                                                         if already else "replicated already"))
+        _check_registered(conn, stream, how)
         conn.execute(sql.SQL("ALTER DATABASE {} SET citus.enable_repartition_joins = on")
                      .format(sql.Identifier(conn.info.dbname)))
         # a node kept as a view (a wide selection, a large join) over a distributed
@@ -64,22 +84,26 @@ def distribute(conn: psycopg.Connection, stream: str, column: str,
         conn.execute("UPDATE argus_catalog.settings SET virtual_selectivity = NULL, "
                      "virtual_join_growth = NULL")
         roles.become_owner(conn)
-        if column not in schema.not_null:
-            _not_null(conn, stream, column)
-        if shards is None:
-            (workers,) = conn.execute(
-                "SELECT count(*) FROM pg_dist_node WHERE groupid > 0 AND isactive "
-                "AND noderole = 'primary'").fetchone()
-            shards = 2 * max(workers, 1)
-        conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
-                     (stream_history(stream).as_string(conn), column, shards))
+        history = stream_history(stream).as_string(conn)
+        if column is None:
+            conn.execute("SELECT create_reference_table(%s)", (history,))
+        else:
+            if column not in schema.not_null:
+                _not_null(conn, stream, column)
+            if shards is None:
+                (workers,) = conn.execute(
+                    "SELECT count(*) FROM pg_dist_node WHERE groupid > 0 AND isactive "
+                    "AND noderole = 'primary'").fetchone()
+                shards = 2 * max(workers, 1)
+            conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
+                         (history, column, shards))
         _shard_registered(conn)
         conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
     conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
 
 
-def _check_registered(conn: psycopg.Connection, stream: str) -> None:
-    """Refuse to distribute a stream that a registered query reads in a way Citus
+def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
+    """Refuse to distribute (or replicate) a stream that a registered query reads in a way Citus
     cannot plan once its history is distributed: through a join kept as a view (its
     changes view, a UNION ALL of EXCEPT ALL over the histories: "a column definition
     list is required for functions returning record"), or by an outer join of the
@@ -102,11 +126,11 @@ def _check_registered(conn: psycopg.Connection, stream: str) -> None:
             ORDER BY 1 LIMIT 1""", {"stream": stream}).fetchone()
     if found:
         name, view = found
-        how = ("keeps a join over it as a view, which Citus 13 cannot read once the history "
-               "is distributed" if view else "reads its history in an outer join, which "
+        why = (f"keeps a join over it as a view, which Citus 13 cannot read once the history "
+               f"is {how}" if view else "reads its history in an outer join, which "
                "Citus plans only with tables co-located with it")
-        raise ArgusError(f"stream {stream!r} cannot be distributed: query {name!r} {how}; "
-                         "unregister it, distribute the stream, and register it again "
+        raise ArgusError(f"stream {stream!r} cannot be {how}: query {name!r} {why}; "
+                         f"unregister it, make the stream {how}, and register it again "
                          "(joins are then kept as tables; an outer join of the stream is "
                          "refused if Citus cannot plan it)")
 
@@ -117,9 +141,9 @@ def _shard_registered(conn: psycopg.Connection) -> None:
     from .network import assemble, load
 
     nodes = load(conn).nodes
-    placed = place_all(conn, [n for n in nodes.values() if n.kind != "stream"],
-                       nodes.__getitem__, sharding(conn))
-    if changed := [n.id for n in placed if n.sharded_by != nodes[n.id].sharded_by]:
+    moved = place_all(conn, [n for n in nodes.values() if n.kind != "stream"],
+                      nodes.__getitem__, sharding(conn))
+    if changed := [n.id for n in moved if n.sharded_by != nodes[n.id].sharded_by]:
         assemble(conn, check=changed)
 
 
@@ -142,9 +166,9 @@ def check_query(conn: psycopg.Connection, analyzed: Analyzed) -> None:
     """Refuse what a distributed history cannot do yet: a window against the stream
     clock (argus_now()), which Citus would evaluate on the workers, where the clock is
     not (a copy of it as a reference table cannot be read from a shard's query)."""
-    sharded = set(analyzed.streams) & set(distributed(conn))
+    sharded = set(analyzed.streams) & set(placed(conn))
     if sharded and {"argus_now", "argus.clock_now"} & analyzed.functions:
         raise UnsupportedQueryError(
-            f"argus_now() over stream {sorted(sharded)[0]!r}, whose history is distributed "
-            "(Citus): a window against the stream clock over a distributed history is not "
+            f"argus_now() over stream {sorted(sharded)[0]!r}, whose history is on the Citus "
+            "workers: a window against the stream clock over such a history is not "
             "supported yet")

@@ -183,14 +183,15 @@ def stream_list(dsn: str | None) -> None:
     """List streams and their columns."""
     with _connect(dsn) as db:
         listed = Table("stream", "columns", "time column", "key")
-        tracked, sharded = db.tracked(), db.distributed()
+        tracked, sharded, copied = db.tracked(), db.distributed(), db.replicated()
         for s in db.streams():
             key = ", ".join(s.primary_key) if s.primary_key else "(insert-only)"
             listed.add_row(s.name, ", ".join(f"{c} {t}" for c, t in s.columns),
                            s.time_column or "",
                            key + (f" (follows {tracked[s.name]})" if s.name in tracked else "")
                            + (f" (distributed by {sharded[s.name]})" if s.name in sharded
-                              else ""))
+                              else "")
+                           + (" (copied to every Citus node)" if s.name in copied else ""))
         console.print(listed)
 
 
@@ -207,6 +208,19 @@ def stream_distribute(name: str, column: str, shards: int | None, dsn: str | Non
     with _connect(dsn) as db:
         db.distribute(name, column, shards)
         console.print(f"stream {name}'s history is distributed by {column}")
+
+
+@stream.command("replicate")
+@click.argument("name")
+@dsn_option
+@handle_errors
+def stream_replicate(name: str, dsn: str | None) -> None:
+    """On a Citus coordinator: copy stream NAME's history to every node (a reference
+    table, for small streams), so that the nodes joining it with distributed streams
+    are sharded too."""
+    with _connect(dsn) as db:
+        db.replicate(name)
+        console.print(f"stream {name}'s history is copied to every Citus node")
 
 
 @stream.command("drop")

@@ -87,7 +87,7 @@ def explain(conn: psycopg.Connection, name: str) -> str:
                  JOIN argus_catalog.queries q USING (query_id) ORDER BY q.name"""):
         users.setdefault(node_id, []).append(query)
     stream_of = {node_id: stream for stream, node_id in net.streams.items()}
-    sharded_streams = citus.distributed(conn)
+    on_workers = citus.placed(conn)
     blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
         "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
     indexed = {node_id: (sources, predset) for node_id, sources, predset in conn.execute(
@@ -131,8 +131,10 @@ def explain(conn: psycopg.Connection, name: str) -> str:
                    + f"  {path}  used by: {', '.join(users.get(node.id, []))}")
         out.append(f"      history {node.hist.as_string(conn)}, delta "
                    f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
-        sharded = node.sharded_by or sharded_streams.get(stream_of.get(node.id))
-        if sharded:
+        sharded = node.sharded_by or on_workers.get(stream_of.get(node.id))
+        if stream_of.get(node.id) in on_workers and not sharded:
+            out.append("      copied to every Citus node (a reference table)")
+        elif sharded:
             out.append(f"      sharded by {sharded} over the Citus workers (co-located with "
                        "the histories of as many shards sharded by columns of its type)")
         out += [f"      {line}" for line in describe(node)]

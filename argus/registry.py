@@ -16,7 +16,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from .frontend import functions
-from . import citus, network, roles
+from . import citus, network, plans, roles
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
@@ -168,14 +168,13 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     JSON) says how large the answer and its joins will be."""
     try:
         with conn.transaction():
-            (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) {}").format(
-                sql.SQL(over_histories(analyzed.canonical)))).fetchone()
+            return plans.explain(conn, sql.SQL(over_histories(analyzed.canonical)),
+                                 plans.on_citus(conn))
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
         raise QueryError(f"PostgreSQL rejects the query: {diag.message_primary or exc}{hint}"
                          ) from None
-    return plan[0]["Plan"]
 
 
 def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:

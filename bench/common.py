@@ -11,13 +11,18 @@ from argus.bench.runner import fresh_database
 __all__ = ["arguments", "cycles", "fresh_database"]
 
 
-def arguments(doc: str, **options: int | str) -> argparse.Namespace:
-    """--dsn plus options of their default's type, e.g. history=100_000."""
+def arguments(doc: str, **options: int | str | bool) -> argparse.Namespace:
+    """--dsn plus options of their default's type, e.g. history=100_000 (a flag for
+    False)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--dsn", default=None,
                         help="server to run on (default: $ARGUS_DSN, else the embedded one)")
     for name, default in options.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+        if default is False:
+            parser.add_argument(f"--{name.replace('_', '-')}", action="store_true")
+        else:
+            parser.add_argument(f"--{name.replace('_', '-')}", type=type(default),
+                                default=default)
     return parser.parse_args()
 
 

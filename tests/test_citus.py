@@ -215,6 +215,66 @@ def test_what_citus_could_not_run_is_kept_or_refused_before_it_fails(citus_oracl
     assert {q.status for q in db.queries()} == {"ok"}
 
 
+OWNERS = {"owner": "text", "country": "text", "since": "date"}
+
+
+def owners(rng: random.Random, names) -> list[tuple]:
+    return [(name, rng.choice(["fr", "de", None]), f"2024-01-0{rng.randint(1, 9)}")
+            for name in names]
+
+
+def test_a_small_stream_copied_to_every_node_lets_the_joins_with_it_be_sharded(
+        citus_oracle):
+    """A reference table (`replicate`): each worker joins its shards of the transfers
+    with the whole copy, so the joins of the two are sharded by the transfers' column,
+    registered before or after; a node over the copy alone, what an outer join reads
+    and a window against the stream clock stay on the coordinator or are refused as
+    with a distributed stream. Rows keep coming to both streams (owners more than once,
+    some with no country); each answer equals its query from scratch."""
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(31)
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    oracle.create_stream("owners", OWNERS, time_column="since")
+    oracle.insert("transfers", transfers(rng, 0, 300, 1))
+    oracle.insert("owners", owners(rng, [f"a{i}" for i in range(6)]))
+    oracle.run()
+    oracle.register("rich", "SELECT t.tran_id, t.sender, o.country FROM transfers t "
+                            "JOIN owners o ON o.owner = t.sender WHERE t.amount > 5000")
+    db.distribute("transfers", "sender")
+    joined = [node for node in sharded(db, "rich") if node.startswith("join")]
+    assert [sharded(db, "rich")[node] for node in joined] == [None]  # (owners: on the coordinator)
+    db.replicate("owners")
+    assert db.replicated() == ["owners"] and db.distributed() == {"transfers": "sender"}
+    assert [sharded(db, "rich")[node] for node in joined] == ["t1_sender"]
+    oracle.register("per_sender", "SELECT t.sender, count(*) AS n, max(o.since) AS since "
+                                  "FROM transfers t JOIN owners o ON o.owner = t.sender "
+                                  "GROUP BY t.sender")
+    assert list(sharded(db, "per_sender").values()) == ["t1_sender", "g1"]
+    # sharing per_sender's join, which gains columns (its history filled again)
+    oracle.register("by_country", "SELECT o.country, count(*) AS n, sum(t.amount) AS total "
+                                  "FROM transfers t JOIN owners o ON o.owner = t.sender "
+                                  "GROUP BY o.country")
+    oracle.register("countries", "SELECT country, count(*) AS n FROM owners GROUP BY country")
+    oracle.register("unknown", "SELECT t.tran_id, o.country FROM transfers t "
+                               "LEFT JOIN owners o ON o.owner = t.receiver WHERE t.amount < 900")
+    assert list(sharded(db, "by_country").values()) == ["t1_sender", None]  # (groups: no key)
+    assert set(sharded(db, "countries").values()) == {None}
+    assert set(sharded(db, "unknown").values()) == {None}
+    assert "copied to every Citus node" in db.explain("countries")
+    with pytest.raises(UnsupportedQueryError, match=r"argus_now\(\) over stream 'owners'"):
+        db.register_query("recent", "SELECT owner FROM owners "
+                                    "WHERE since > argus_now() - interval '2 days'")
+    for day in range(2, 6):
+        oracle.insert("transfers", transfers(rng, day * 1000, 150, day))
+        oracle.insert("owners", owners(rng, [f"a{rng.randint(0, 9)}" for _ in range(2)]))
+        oracle.run()
+    assert {q.status for q in db.queries()} == {"ok"}
+    with pytest.raises(ArgusError, match="stream 'owners' is replicated already"):
+        db.replicate("owners")
+    with pytest.raises(ArgusError, match="stream 'transfers' is distributed already"):
+        db.replicate("transfers")
+
+
 def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
         citus_oracle, cluster):
     oracle, db = citus_oracle, citus_oracle.db
@@ -279,8 +339,13 @@ def test_distribute_from_the_command_line(citus_oracle):
                            "WHERE logicalrelid = 'argus_streams.transfers'::regclass"
                            ).fetchone() == (3,)
     assert "stream transfers's history is distributed by sender" in done.output
+    db.create_stream("owners", OWNERS)
+    done = runner.invoke(main, ["stream", "replicate", "owners", "--dsn", db.dsn])
+    assert done.exit_code == 0, done.output
+    assert "stream owners's history is copied to every Citus node" in done.output
     listed = runner.invoke(main, ["stream", "list", "--dsn", db.dsn])
     assert "(distributed by sender)" in listed.output
+    assert "(copied to every Citus node)" in listed.output
 
 
 def test_what_cannot_be_distributed_is_refused(citus_oracle, db):
@@ -295,11 +360,15 @@ def test_what_cannot_be_distributed_is_refused(citus_oracle, db):
     with pytest.raises(ArgusError, match=r"'accounts' is a table: its history takes each "
                                          r"cycle's changes by MERGE"):
         cdb.distribute("accounts", "owner")
+    with pytest.raises(ArgusError, match=r"'accounts' is a table"):
+        cdb.replicate("accounts")
+    with pytest.raises(UnknownStreamError, match="unknown stream 'nothing'"):
+        cdb.replicate("nothing")
     cdb.distribute("transfers", "sender")
     with pytest.raises(ArgusError, match="distributed already, by sender"):
         cdb.distribute("transfers", "receiver")
     with pytest.raises(UnsupportedQueryError, match=r"argus_now\(\) over stream 'transfers', "
-                                                    r"whose history is distributed"):
+                                                    r"whose history is on the Citus workers"):
         cdb.register_query("recent", "SELECT sender FROM transfers "
                                      "WHERE tran_date > argus_now() - interval '2 days'")
     with pytest.raises(QueryError, match="direct joins between distributed and local tables "
@@ -311,6 +380,8 @@ def test_what_cannot_be_distributed_is_refused(citus_oracle, db):
     db.create_stream("transfers", TRANSFERS)
     with pytest.raises(ArgusError, match="not a Citus coordinator's"):
         db.distribute("transfers", "sender")
+    with pytest.raises(ArgusError, match="can be replicated only there"):
+        db.replicate("transfers")
 
 
 def test_the_cluster_helper_says_why_it_cannot_start(monkeypatch):

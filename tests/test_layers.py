@@ -13,7 +13,7 @@ PACKAGE = Path(argus.__file__).parent
 
 # bottom to top
 LAYERS = [
-    ("foundations", {"errors", "trees", "names", "resources", "templates", "plan",
+    ("foundations", {"errors", "trees", "names", "resources", "templates", "plan", "plans",
                      "settings", "aggregates", "datagen", "workload", "nexmark", "alchemy"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),

@@ -739,12 +739,11 @@ class Builder(Reads):
             limits.append(int(growth * inputs) + 1)
         if budget is not None:  # a row's bytes: its width and a tuple header, twice
             left, right = parents  # (the delta's share too)
-            (plan,) = self.conn.execute(sql.SQL(
-                "EXPLAIN (FORMAT JSON) SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(
-                    sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
-                                       for n, e in zip(names, exprs)),
-                    left.hist, right.hist, sql.SQL(definition["condition"]))).fetchone()
-            row_bytes = 2 * (plan[0]["Plan"]["Plan Width"] + 32)
+            plan = self.explain(sql.SQL("SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(
+                sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
+                                   for n, e in zip(names, exprs)),
+                left.hist, right.hist, sql.SQL(definition["condition"])))
+            row_bytes = 2 * (plan["Plan Width"] + 32)
             limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
         return min(limits)
 
@@ -788,10 +787,8 @@ class Builder(Reads):
     def _estimated_rows(self, parents: list[Node], definition: dict) -> float:
         """PostgreSQL's estimate of an inner join's rows: a lazily built join is not
         filled, so whether it is to be a view instead is decided on it."""
-        (plan,) = self.conn.execute(sql.SQL(
-            "EXPLAIN (FORMAT JSON) SELECT FROM {} AS t1 JOIN {} AS t2 ON {}").format(
-                *(p.hist for p in parents), sql.SQL(definition["condition"]))).fetchone()
-        return plan[0]["Plan"]["Plan Rows"]
+        return self.explain(sql.SQL("SELECT FROM {} AS t1 JOIN {} AS t2 ON {}").format(
+            *(p.hist for p in parents), sql.SQL(definition["condition"])))["Plan Rows"]
 
     def _view_instead(self, node: Node, parents: list[Node]) -> Node:
         """The new join's table, filled up to its limit, gives way to a view."""

@@ -17,6 +17,7 @@ from ..mqo import index
 from ..mqo.blocks import Block, Indexed, equality, render
 from ..mqo.order import Estimates
 from ..mqo.sharing import source_atoms
+from .. import plans
 from ..names import NETWORK_SCHEMA
 from ..nodes import Node
 
@@ -198,10 +199,8 @@ class Reads:
         self._analyzed(source)
         where = {column_atom(instance, c): ("t1", c) for c in source.columns}
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
-        (plan,) = self.conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 "
-                                            "WHERE {}").format(source.hist, sql.SQL(predicate))
-                                    ).fetchone()
-        return plan[0]["Plan"]["Plan Rows"]
+        return self.explain(sql.SQL("SELECT 1 FROM {} AS t1 WHERE {}").format(
+            source.hist, sql.SQL(predicate)))["Plan Rows"]
 
     def block_estimates(self, block: Block) -> Estimates:
         """What ordering a block's joins by cost needs (argus.mqo.order): each
@@ -252,10 +251,8 @@ class Reads:
             tables.append(sql.SQL("{} AS {}").format(source.hist, sql.Identifier(f"t{i}")))
             conds = [*block.within(frozenset({i})), *conds]
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds)
-        (plan,) = self.conn.execute(sql.SQL(
-            "EXPLAIN (FORMAT JSON) SELECT 1 FROM {} WHERE {}").format(
-                sql.SQL(", ").join(tables), sql.SQL(predicate))).fetchone()
-        return plan[0]["Plan"]["Plan Rows"]
+        return self.explain(sql.SQL("SELECT 1 FROM {} WHERE {}").format(
+            sql.SQL(", ").join(tables), sql.SQL(predicate)))["Plan Rows"]
 
     def share_of(self, parent: Node, predicate: str | None, base: Node) -> float:
         """PostgreSQL's estimate of the share of `base`'s rows (a stream, `parent` or
@@ -263,16 +260,27 @@ class Reads:
         self._analyzed(base)
 
         def rows(table: sql.Composable, where: str) -> float:
-            (plan,) = self.conn.execute(sql.SQL(
-                "EXPLAIN (FORMAT JSON) SELECT 1 FROM {} AS t1 WHERE {}").format(
-                    table, sql.SQL(where))).fetchone()
-            return plan[0]["Plan"]["Plan Rows"]
+            return self.explain(sql.SQL("SELECT 1 FROM {} AS t1 WHERE {}").format(
+                table, sql.SQL(where)))["Plan Rows"]
 
         passed = rows(parent.hist, predicate or "TRUE")
         return passed / max(rows(base.hist, "TRUE"), 1.0)
 
+    def explain(self, statement: sql.Composable) -> dict:
+        """The top of PostgreSQL's plan of the statement (plans.explain)."""
+        return plans.explain(self.conn, statement,
+                             self._once(("citus",), lambda: plans.on_citus(self.conn)))
+
     def _analyzed(self, node: Node) -> None:
-        """Without statistics, PostgreSQL's estimates are guesses: gather them first."""
+        """Without statistics, PostgreSQL's estimates are guesses: gather them first.
+        Not for a history Citus holds: the coordinator does not plan over its own
+        statistics of it, and its ANALYZE (a command per shard, in parallel) fails in a
+        transaction that used a reference table's copy on the coordinator."""
+        from .shards import placed  # (it reads nodes with this module's functions)
+
+        if node.sharded_by or node.kind == "stream" and node.hist_ref[1] in self._once(
+                ("placed",), lambda: placed(self.conn)):
+            return
         never = self.conn.execute(
             "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
             "WHERE relid = %s::regclass", (node.hist.as_string(self.conn),)).fetchone()

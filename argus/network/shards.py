@@ -24,30 +24,46 @@ def installed(conn: psycopg.Connection) -> bool:
                         ).fetchone() is not None
 
 
-def distributed(conn: psycopg.Connection) -> dict[str, str]:
-    """Each stream whose history is distributed, and its distribution column."""
+def placed(conn: psycopg.Connection) -> dict[str, str | None]:
+    """Each stream whose history Citus holds: its distribution column, or None for a
+    reference table (a copy of it on every node)."""
     if not installed(conn):
         return {}
     return dict(conn.execute(
-        """SELECT s.name, column_to_column_name(p.logicalrelid, p.partkey)
+        """SELECT s.name, CASE p.partmethod WHEN 'h'
+                          THEN column_to_column_name(p.logicalrelid, p.partkey) END
              FROM argus_catalog.streams s
              JOIN pg_dist_partition p ON p.logicalrelid = format('%I.%I', 'argus_streams',
                                                                   s.name)::regclass
-            WHERE p.partmethod = 'h' ORDER BY 1""").fetchall())
+            WHERE p.partmethod = 'h' OR p.partmethod = 'n' AND p.repmodel = 't'
+            ORDER BY 1""").fetchall())
+
+
+def distributed(conn: psycopg.Connection) -> dict[str, str]:
+    """Each stream whose history is distributed, and its distribution column."""
+    return {name: by for name, by in placed(conn).items() if by is not None}
+
+
+def replicated(conn: psycopg.Connection) -> list[str]:
+    """The streams whose history is a reference table (copied to every node)."""
+    return [name for name, by in placed(conn).items() if by is None]
 
 
 @dataclass(frozen=True)
 class Sharded:
-    """A distributed stream's history, as the nodes over it may be sharded."""
-    column: str  # its distribution column
-    keys: frozenset[str]  # the columns no row lacks (NOT NULL), its own among them
+    """A stream's history on the workers, as the nodes over it may be sharded."""
+    column: str | None  # its distribution column; None: a reference table
+    keys: frozenset[str]  # the columns a node over it may be sharded by (none of them null)
     shards: int  # its shard count, which the nodes sharded with it take (co-location)
 
 
 def sharding(conn: psycopg.Connection) -> dict[str, Sharded]:
-    """Each distributed stream, as the nodes over it may be sharded (shard_keys)."""
-    by = distributed(conn)
+    """Each stream on the workers, as the nodes over it may be sharded (shard_keys): a
+    reference table gives no key (a node over it and a distributed stream is sharded by
+    the latter's), and a node over reference tables alone stays on the coordinator."""
+    by = placed(conn)
     return {name: Sharded(by[name], frozenset(not_null) | {by[name]}, shards)
+            if by[name] is not None else Sharded(None, frozenset(), 1)
             for name, not_null, shards in conn.execute(
                 """SELECT s.name, s.not_null, (SELECT count(*) FROM pg_dist_shard d
                                                  WHERE d.logicalrelid = h.oid)
@@ -63,11 +79,12 @@ def shard_keys(node: Node, load: Callable[[int], Node],
     shard count it would take; none to keep it on the coordinator.
 
     Sharded: an insert-only selection or inner join, or an aggregate (by a group
-    column), over distributed streams only, with a column that copies a NOT NULL column
-    of such a stream (Citus keeps no row without its distribution column), the stream's
-    own distribution column first, then in the node's column order (the first whose
-    type Citus can hash is taken: place_all); into as many shards as that stream's history, so
-    that Citus co-locates them (tables with as many shards, sharded by columns of one
+    column), over streams on the workers only (distributed, or reference tables), with
+    a column that copies a NOT NULL column of a distributed one (Citus keeps no row
+    without its distribution column), the stream's own distribution column first, then
+    in the node's column order (the first whose type Citus can hash is taken:
+    place_all); into as many shards as that stream's history, so that Citus co-locates
+    them (tables with as many shards, sharded by columns of one
     type): a join of two such histories on their keys runs shard by shard. Kept on the
     coordinator: nodes whose flush MERGEs (DISTINCT, set operations, COUNT(DISTINCT)'s
     counts), which Citus 13 cannot run from the coordinator into a distributed table; a
@@ -94,7 +111,8 @@ def shard_keys(node: Node, load: Callable[[int], Node],
 
 
 def _over(node: Node, load: Callable[[int], Node], streams: set[str]) -> bool:
-    """Does every stream the node reads have a distributed history?"""
+    """Is every stream the node reads on the workers (distributed, or a reference
+    table)?"""
     if node.kind == "stream":
         return node.hist_ref[1] in streams
     return all(_over(load(p), load, streams) for p in node.parents)
