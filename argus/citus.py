@@ -3,8 +3,7 @@ one server, and a stream's history can be a distributed table, sharded over the
 workers by one of its columns (`distribute`, which makes it NOT NULL), or a reference
 table copied to every node (`replicate`, for small streams); the nodes over such streams
 that Citus can run are then sharded too, co-located with the distributed ones
-(argus.network.shards). Joins on another column repartition
-(citus.enable_repartition_joins, set for the database here).
+(argus.network.shards). The database takes the Citus settings argus needs (SETTINGS).
 
 Citus opens its connections to the workers as the role running the statement, and
 argus runs cycles and registrations as its owner role, so on Citus that role can log
@@ -18,8 +17,7 @@ import psycopg
 from psycopg import sql
 
 from . import roles
-from .errors import ArgusError, UnknownColumnError, UnknownStreamError, UnsupportedQueryError
-from .frontend.analyze import Analyzed
+from .errors import ArgusError, UnknownColumnError, UnknownStreamError
 from .network.shards import installed, place_all, placed, sharding
 from .network.shards import distributed, replicated  # noqa: F401 (what argus.api reads here)
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
@@ -27,6 +25,14 @@ from .streams import stream_schemas
 
 
 MAX_SHARDS = 64_000  # Citus's own bound on a table's shard count
+# Citus's settings for the database, once a stream's history is on the workers: joins on
+# other columns than the distribution's repartition; a statement writes to a worker's
+# shards over one connection, not one each (a cycle or registration that appended to a
+# distributed history over several, then joined it with a reference table on that
+# worker, failed: "cannot perform query with placements that were modified over
+# multiple connections")
+SETTINGS = {"citus.enable_repartition_joins": "on",
+            "citus.multi_shard_modify_mode": "sequential"}
 
 
 def distribute(conn: psycopg.Connection, stream: str, column: str,
@@ -76,8 +82,10 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
             raise ArgusError(f"stream {stream!r} is " + (f"distributed already, by {already}"
                                                          if already else "replicated already"))
         _check_registered(conn, stream, how)
-        conn.execute(sql.SQL("ALTER DATABASE {} SET citus.enable_repartition_joins = on")
-                     .format(sql.Identifier(conn.info.dbname)))
+        for setting, value in SETTINGS.items():
+            conn.execute(sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                sql.Identifier(conn.info.dbname), sql.Identifier(*setting.split(".")),
+                sql.Literal(value)))
         # a node kept as a view (a wide selection, a large join) over a distributed
         # history is read through set operations Citus 13 cannot plan (a changes view's
         # UNION ALL of EXCEPT ALL): every node keeps a table
@@ -99,7 +107,8 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
                          (history, column, shards))
         _shard_registered(conn)
         conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
-    conn.execute("SET citus.enable_repartition_joins = on")  # (this session's too)
+    for setting, value in SETTINGS.items():  # (this session's too)
+        conn.execute("SELECT set_config(%s, %s, false)", (setting, value))
 
 
 def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
@@ -160,15 +169,3 @@ def _not_null(conn: psycopg.Connection, stream: str, column: str) -> None:
                              "distribution column; distribute by a column every row has")
         conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(
             table, sql.Identifier(column)))
-
-
-def check_query(conn: psycopg.Connection, analyzed: Analyzed) -> None:
-    """Refuse what a distributed history cannot do yet: a window against the stream
-    clock (argus_now()), which Citus would evaluate on the workers, where the clock is
-    not (a copy of it as a reference table cannot be read from a shard's query)."""
-    sharded = set(analyzed.streams) & set(placed(conn))
-    if sharded and {"argus_now", "argus.clock_now"} & analyzed.functions:
-        raise UnsupportedQueryError(
-            f"argus_now() over stream {sorted(sharded)[0]!r}, whose history is on the Citus "
-            "workers: a window against the stream clock over such a history is not "
-            "supported yet")

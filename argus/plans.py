@@ -15,18 +15,23 @@ def on_citus(conn: psycopg.Connection) -> bool:
 
 
 def explain(conn: psycopg.Connection, statement: sql.Composable, citus: bool) -> dict:
-    """The top of the statement's plan. On Citus (`citus`: on_citus) with its local
-    execution off while it plans: an EXPLAIN planned with it on left a transaction that
-    had written to a reference table's copy on the coordinator unable to join that
-    table with a table of the coordinator's after ("cannot switch local execution
+    """The top of the statement's plan. On Citus (`citus`: on_citus) in a savepoint
+    rolled back after: Citus plans a task on the coordinator's copy of a reference table
+    over a connection of its own, and the transaction, which may have written to that
+    copy in place, could not read it in place after ("cannot switch local execution
     status from local execution required to local execution disabled"), as a
-    registration's backfills do."""
+    registration's backfills do; and with the stream clock's value in place of its
+    functions (Citus may plan a statement over reference tables on a worker, where the
+    clock is not)."""
     explained = sql.SQL("EXPLAIN (FORMAT JSON) {}").format(statement)
     if not citus:
         return conn.execute(explained).fetchone()[0][0]["Plan"]
-    (was, _) = conn.execute("SELECT current_setting('citus.enable_local_execution'), "
-                            "set_config('citus.enable_local_execution', 'off', true)").fetchone()
-    plan = conn.execute(explained).fetchone()[0][0]["Plan"]  # (failing, the caller's
-    # savepoint or transaction undoes the setting with the rest)
-    conn.execute("SELECT set_config('citus.enable_local_execution', %s, true)", (was,))
+    with conn.transaction() as savepoint:
+        now, previous = conn.execute("SELECT now, previous FROM argus_catalog.clock").fetchone()
+        text = explained.as_string(conn)
+        for call, value in (("argus.clock_now()", now), ("argus.clock_previous()", previous)):
+            value = sql.SQL("{}::timestamptz").format(sql.Literal(value))
+            text = text.replace(call, value.as_string(conn))
+        plan = conn.execute(text).fetchone()[0][0]["Plan"]
+        raise psycopg.Rollback(savepoint)
     return plan

@@ -79,6 +79,23 @@ def clock_once(sql_text: str) -> str:
     return tree.transform(once).sql(DIALECT)
 
 
+def clock_variables(sql_text: str) -> str:
+    """The same SQL reading the clock from the cycle program's variables (argus_clock_new
+    and argus_clock_old, which its claim set to argus.clock_now() and clock_previous()):
+    parameters of a static statement, whose values Citus sends the workers, where a
+    DELETE of a distributed history may call no function of a row ("STABLE functions
+    used in UPDATE queries cannot be called with column references")."""
+    names = {"clock_now": "argus_clock_new", "clock_previous": "argus_clock_old"}
+
+    def variable(node: exp.Expr) -> exp.Expr:
+        for name, replaced in names.items():
+            if _is_clock(node, name):
+                return exp.column(replaced)
+        return node
+
+    return sqlglot.parse_one(sql_text, read=DIALECT).transform(variable).sql(DIALECT)
+
+
 @dataclass(frozen=True)
 class Bound:
     column: str  # a column of the node's input (t1), by name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ..frontend.temporal import clock_once
+from ..frontend.temporal import clock_variables
 from ..templates import render
 from .base import KINDS, Node, virtual
 
@@ -37,6 +37,6 @@ def purge_block(node: Node, children: list[Node], time_column: str | None = None
         failed.append("(" + " OR ".join(b.failed() for b in mine) + ")")
         horizons.append("greatest(" + ", ".join(f"({b.expr})" for b in mine) + ")")
     return render("node/purge", hist=node.hist,
-                  failed=sql.SQL(clock_once(" AND ".join(failed))),
-                  horizon=sql.SQL(clock_once("least(" + ", ".join(horizons) + ")")),
+                  failed=sql.SQL(clock_variables(" AND ".join(failed))),
+                  horizon=sql.SQL(clock_variables("least(" + ", ".join(horizons) + ")")),
                   column=sql.Literal(column), id=sql.Literal(node.id))
