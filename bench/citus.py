@@ -39,9 +39,10 @@ def main() -> None:
         raise SystemExit(f"no local Citus cluster: {why}")
     cluster = citus_local.start(Path(tempfile.mkdtemp(prefix="argus-bench-citus-")))
     try:
-        dbs = {}
+        dbs, opened = {}, []
         for name in ("single", "sharded"):
-            db = dbs[name] = argus.connect(cluster.create_database(name))
+            db = argus.connect(cluster.create_database(name))
+            opened.append(db)
             workload = (tpch(args.tpch_milli / 1000, args.cycles, only=BENCH_TPCH)
                         if args.tpch_milli else transfers(args.history, args.queries))
             started = time.perf_counter()
@@ -50,7 +51,7 @@ def main() -> None:
                 for stream, column in keys.items():
                     db.distribute(stream, column)
                 if args.tpch_milli and not args.local_dimensions:
-                    for stream in sorted(set(workload.columns) - set(keys)):
+                    for stream in sorted(set(workload.streams) - set(keys)):
                         db.replicate(stream)
             refused = []
             for query, text in workload.queries:
@@ -106,7 +107,7 @@ def main() -> None:
         print("the histories' shards: " + ", ".join(f"port {p}: {n} shards, {s}"
                                                   for p, n, s in shards))
     finally:
-        for db, _ in dbs.values():
+        for db in opened:
             db.close()
         cluster.stop()
 

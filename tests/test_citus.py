@@ -10,9 +10,12 @@ import itertools
 import os
 import random
 import tempfile
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 
@@ -300,6 +303,71 @@ def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
     finally:
         cluster.start_node(2)
     oracle.run()  # everything the failed cycle had, exactly once
+
+
+def test_a_worker_stopped_in_the_middle_of_a_cycle_rolls_it_back_on_every_node(
+        citus_oracle, cluster):
+    """The cycle is held in the middle (a lock taken on the worker on every shard there)
+    when that worker stops: the cycle fails and rolls back on every node (Citus's
+    two-phase commit), its rows wait in the inbox, and once the worker is back the next
+    cycle is exact."""
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(8)
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    db.distribute("transfers", "sender")
+    for name in ("by_sender", "big"):
+        oracle.register(name, QUERIES[name])
+    oracle.insert("transfers", transfers(rng, 0, 200, 1))
+    oracle.run()
+    oracle.insert("transfers", transfers(rng, 1000, 200, 2))
+    failed: list[BaseException] = []
+
+    def cycle() -> None:
+        try:
+            db.run()
+        except BaseException as exc:  # noqa: BLE001 (reported to the test's thread)
+            failed.append(exc)
+
+    blocker, stopped = psycopg.connect(cluster.dsn(db.conn.info.dbname, node=2)), False
+    try:
+        blocker.execute("SET citus.override_table_visibility = off")  # (shards listed,
+        blocker.execute("SET citus.enable_manual_changes_to_shards = on")  # and locked)
+        shards = blocker.execute(
+            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname IN ('argus_streams', 'argus_net') "
+            "AND c.relkind = 'r' AND c.relname ~ '_[0-9]+$'").fetchall()
+        assert shards
+        for (shard,) in shards:
+            blocker.execute(f"LOCK TABLE {shard} IN ACCESS EXCLUSIVE MODE")
+        running = threading.Thread(target=cycle)
+        running.start()
+        for _ in range(100):  # until the cycle waits for the lock on the worker
+            (waiting,) = blocker.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND pid <> pg_backend_pid()").fetchone()
+            if waiting:
+                break
+            time.sleep(0.05)
+        assert waiting and running.is_alive()
+        cluster.stop_node(2, "immediate")
+        stopped = True
+        running.join(60)
+    finally:
+        blocker.close()
+        if stopped:
+            cluster.start_node(2)
+    assert not running.is_alive() and len(failed) == 1
+    assert isinstance(failed[0], CycleError), failed[0]
+    waiting = db.conn.execute("SELECT count(*) FROM argus_inbox.transfers").fetchone()[0]
+    assert waiting == 200  # the rows wait in the inbox
+    for _ in range(3):  # (a session's stale connection to the worker fails once)
+        try:
+            oracle.run()
+            break
+        except CycleError:
+            continue
+    oracle.insert("transfers", transfers(rng, 2000, 100, 3))
+    oracle.run()
 
 
 def test_a_row_without_the_distribution_column_is_refused_at_its_load(citus_oracle):
