@@ -460,6 +460,10 @@ def test_the_cluster_helper_says_why_it_cannot_start(monkeypatch):
 
 
 PROPERTY_EXAMPLES = int(os.environ.get("ARGUS_CITUS_EXAMPLES", "12"))
+# where the property test's streams are: sharded by a column (g: never null in its rows),
+# copied to every node, or (not named) on the coordinator
+PLACEMENTS = [{"r": "g", "s": "copied"}, {"r": "g"}, {"r": "copied"},
+              {"r": "copied", "s": "copied"}]
 # what Citus itself refuses to plan, at registration (docs/scale-out.md): anything else
 # refusing a query, or failing a cycle after it registered, is a bug of ours
 CITUS_REFUSES = ("complex joins are only supported", "cannot perform a lateral outer join",
@@ -471,13 +475,14 @@ CITUS_REFUSES = ("complex joins are only supported", "cannot perform a lateral o
 
 def test_random_queries_over_distributed_and_copied_streams_match_postgres(citus_oracle):
     """The algebra's random queries (tests/test_property_algebra.py, depth 1-2: joins of
-    every kind, aggregates, DISTINCT, set operations, windows...) over a stream sharded
-    by a column (r by g) and one copied to every node (s), with random batches: what
-    registers gives the answer from scratch after every cycle; what Citus cannot plan
-    is refused at registration, by Citus's own words, and changes nothing."""
+    every kind, aggregates, DISTINCT, set operations, windows...) over streams sharded by
+    a column, copied to every node or kept on the coordinator (PLACEMENTS), with random
+    batches: what registers gives the answer from scratch after every cycle; what Citus
+    cannot plan is refused at registration, by Citus's own words, and changes nothing."""
     from hypothesis import HealthCheck, settings
     from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+    from hypothesis.stateful import (RuleBasedStateMachine, initialize, rule,
+                                     run_state_machine_as_test)
 
     from .test_property_algebra import AGES, QUERIES, ROWS, START, STREAMS, alias
 
@@ -491,8 +496,15 @@ def test_random_queries_over_distributed_and_copied_streams_match_postgres(citus
             for name, columns in STREAMS.items():
                 self.oracle.create_stream(f"{self.prefix}_{name}", {**columns, "t": "timestamp"},
                                           time_column="t")
-            db.distribute(f"{self.prefix}_r", "g")  # (never null in ROWS)
-            db.replicate(f"{self.prefix}_s")
+
+        @initialize(placement=st.sampled_from(PLACEMENTS))
+        def place(self, placement):
+            for stream, how in placement.items():
+                if how == "copied":
+                    db.replicate(f"{self.prefix}_{stream}")
+                else:
+                    db.distribute(f"{self.prefix}_{stream}", how)
+            stats[" ".join(f"{stream}: {how}" for stream, how in placement.items())] += 1
 
         @rule(query=QUERIES)
         def register(self, query):
