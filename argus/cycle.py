@@ -44,15 +44,23 @@ class CycleReport:
         return sum(self.rows_in.values())
 
 
+# On Citus, a connection to a worker that the session cached before the worker restarted
+# fails the next transaction that uses it: the cycle is rolled back and run once more.
+STALE_WORKER = "failure on connection marked as essential"
+
+
 def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     started = time.perf_counter()
-    try:
-        # on an autocommit connection the statement is the transaction: no BEGIN/COMMIT;
-        # the report comes back in the same round trip (argus.cycle)
-        with nullcontext() if conn.autocommit else conn.transaction():
-            row = conn.execute("SELECT * FROM argus.cycle(%s)", (wait,)).fetchone()
-    except psycopg.Error as exc:  # the server went away, or a bug of ours
-        raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
+    for again in (True, False):
+        try:
+            # on an autocommit connection the statement is the transaction: no BEGIN/COMMIT;
+            # the report comes back in the same round trip (argus.cycle)
+            with nullcontext() if conn.autocommit else conn.transaction():
+                row = conn.execute("SELECT * FROM argus.cycle(%s)", (wait,)).fetchone()
+            break
+        except psycopg.Error as exc:  # the server went away, or a bug of ours
+            if not (again and STALE_WORKER in str(exc)):
+                raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
     if row is None:
         raise CycleInProgressError(
             "another argus cycle (or registration) is running on this database; this cycle "
