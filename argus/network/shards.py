@@ -84,12 +84,12 @@ def shard_keys(node: Node, load: Callable[[int], Node],
     without its distribution column), the stream's own distribution column first, then
     in the node's column order (the first whose type Citus can hash is taken:
     place_all); into as many shards as that stream's history, so that Citus co-locates
-    them (tables with as many shards, sharded by columns of one
-    type): a join of two such histories on their keys runs shard by shard. Kept on the
-    coordinator: nodes whose flush MERGEs (DISTINCT, set operations, COUNT(DISTINCT)'s
-    counts), which Citus 13 cannot run from the coordinator into a distributed table; a
-    signed selection or join, whose retraction deletes one copy of a row by its ctid;
-    and every other kind, not tried yet."""
+    them (tables with as many shards, sharded by columns of one type): a join of two
+    such histories on their keys runs shard by shard. Kept on the coordinator: nodes
+    whose flush MERGEs (DISTINCT, set operations, COUNT(DISTINCT)'s counts), which Citus
+    13 cannot run from the coordinator into a distributed table; a signed selection or
+    join, whose retraction deletes one copy of a row by its ctid; and every other kind,
+    not tried yet."""
     if not streams or virtual(node) or node.kind not in ("select", "join", "aggregate"):
         return []
     if node.kind != "aggregate" and not node.insert_only:
