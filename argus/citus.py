@@ -18,8 +18,9 @@ from psycopg import sql
 
 from . import roles
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError
-from .network.shards import installed, place_all, placed, sharding
-from .network.shards import distributed, replicated  # noqa: F401 (what argus.api reads here)
+from .network.placement import installed, placed
+from .network.placement import distributed, replicated  # noqa: F401 (what argus.api reads)
+from .network.shards import place_all, sharding
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
 from .streams import stream_schemas
 
@@ -112,12 +113,14 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
 
 
 def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
-    """Refuse to distribute (or replicate) a stream that a registered query reads in a way Citus
-    cannot plan once its history is distributed: through a join kept as a view (its
-    changes view, a UNION ALL of EXCEPT ALL over the histories: "a column definition
-    list is required for functions returning record"), or by an outer join of the
-    stream's history itself with a table of the coordinator's ("direct joins between
-    distributed and local tables are not supported")."""
+    """Refuse to distribute (or replicate) a stream that a registered query reads in a
+    way Citus may not plan once its history is on the workers: through a join kept as a
+    view (its changes view, a UNION ALL of EXCEPT ALL over the histories: "a column
+    definition list is required for functions returning record"), or by an outer, semi
+    or anti join over it, which Citus plans only with tables co-located with it ("direct
+    joins between distributed and local tables are not supported", at the first cycle
+    that brought the other side rows). Registered again after, such a query is planned
+    for the history as it is then, or refused."""
     found = conn.execute(
         """WITH RECURSIVE below(node_id) AS (
                SELECT node_id FROM argus_catalog.streams WHERE name = %(stream)s
@@ -128,19 +131,16 @@ def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
              JOIN argus_catalog.query_nodes qn USING (node_id)
              JOIN argus_catalog.queries q USING (query_id)
             WHERE n.kind = 'join' AND ((n.definition->>'virtual')::boolean
-                  OR n.definition->>'kind' = 'left' AND EXISTS (
-                     SELECT FROM argus_catalog.edges e JOIN argus_catalog.streams s
-                         ON s.node_id = e.parent_id
-                      WHERE e.child_id = n.node_id AND s.name = %(stream)s))
+                  OR n.definition->>'kind' <> 'inner')
             ORDER BY 1 LIMIT 1""", {"stream": stream}).fetchone()
     if found:
         name, view = found
         why = (f"keeps a join over it as a view, which Citus 13 cannot read once the history "
-               f"is {how}" if view else "reads its history in an outer join, which "
+               f"is {how}" if view else "reads it in an outer, semi or anti join, which "
                "Citus plans only with tables co-located with it")
         raise ArgusError(f"stream {stream!r} cannot be {how}: query {name!r} {why}; "
                          f"unregister it, make the stream {how}, and register it again "
-                         "(joins are then kept as tables; an outer join of the stream is "
+                         "(joins are then kept as tables; an outer, semi or anti join is "
                          "refused if Citus cannot plan it)")
 
 

@@ -270,8 +270,9 @@ EVALUATIONS = ("incremental", "rerun")
 
 def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
               ) -> tuple[Node, list[str]]:
-    """The query's top node and its output expressions over it (as `t1`): its plan
-    mapped onto nodes, or one node that re-runs it (argus.nodes.rerun)."""
+    """The query's top node and its output expressions over it (as `t1`, reading the
+    clock once: on Citus, on the coordinator), its plan mapped onto nodes, or one node
+    that re-runs it (argus.nodes.rerun)."""
     if evaluate == "rerun":
         if calls_user_clock(sqlglot.parse_one(analyzed.canonical, read=DIALECT)):
             raise QueryError(f"query {name!r} reads the stream clock (argus_now()): it is "
@@ -282,8 +283,12 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
                      for c, n in zip(top.columns, analyzed.names)]
     top = builder.defer(builder.node_for(analyzed.plan.input))
     builder.check_horizon(top, None)  # the views read the top node's whole history
-    builder.shard_created()  # (on Citus, once every backfill ran)
-    return top, [builder.renamed(e, t1=analyzed.plan.input) for e in analyzed.plan.exprs]
+    output = [clock_once(builder.renamed(e, t1=analyzed.plan.input))
+              for e in analyzed.plan.exprs]
+    clocked = any(reads_clock(e) for e in output)
+    builder.shard_created(frozenset({top.id}) if clocked else frozenset())  # (on Citus,
+    # once every backfill ran; an answer that reads the clock stays on the coordinator)
+    return builder.on_coordinator(top) if clocked else top, output
 
 
 def output_check_sql(output: list[str], top) -> str | None:

@@ -197,7 +197,7 @@ def test_what_citus_could_not_run_is_kept_or_refused_before_it_fails(citus_oracl
     oracle.register("chain", QUERIES["chain"])
     oracle.register("again", "SELECT a.tran_id, b.tran_id AS later FROM transfers a LEFT JOIN "
                              "transfers b ON b.sender = a.sender AND b.tran_id > a.tran_id")
-    for name, how in (("again", "reads its history in an outer join"),
+    for name, how in (("again", "reads it in an outer, semi or anti join"),
                       ("chain", "keeps a join over it as a view")):
         with pytest.raises(ArgusError, match=f"query '{name}' {how}"):
             db.distribute("transfers", "sender")
@@ -282,6 +282,49 @@ def test_a_small_stream_copied_to_every_node_lets_the_joins_with_it_be_sharded(
         db.replicate("owners")
     with pytest.raises(ArgusError, match="stream 'transfers' is distributed already"):
         db.replicate("transfers")
+
+
+def test_what_a_helper_broke_on_the_workers_is_refused_or_exact(citus_oracle):
+    """Found by a helper attacking the third slice on its own cluster: a copied stream
+    that no query read failed every cycle (its claim moved the rows straight into the
+    reference table); a window over a `timestamp` time column failed every cycle that
+    purged (Citus refuses the time-zone conversion of a column in a DELETE); an anti
+    join registered before `distribute` was isolated at its first cycle; and the
+    changes of an answer that reads the clock over a sharded node could not be read.
+    Now the copied stream is claimed as a read one, such a history keeps its rows,
+    distributing is refused naming the query, and such an answer stays on the
+    coordinator (over a stream's own history: refused)."""
+    oracle, db = citus_oracle, citus_oracle.db
+    rng = random.Random(41)
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    oracle.create_stream("events", {"k": "text NOT NULL", "ts": "timestamp"}, time_column="ts")
+    oracle.create_stream("owners", OWNERS, time_column="since")
+    oracle.insert("transfers", transfers(rng, 0, 100, 1))
+    oracle.run()
+    oracle.register("none_of", "SELECT t.tran_id FROM transfers t WHERE NOT EXISTS "
+                               "(SELECT 1 FROM owners o WHERE o.owner = t.sender)")
+    with pytest.raises(ArgusError, match="query 'none_of' reads it in an outer, semi or anti"):
+        db.distribute("transfers", "sender")
+    oracle.unregister("none_of")
+    db.distribute("transfers", "sender")
+    db.distribute("events", "k")
+    db.replicate("owners")  # (read by no query)
+    oracle.register("recent", "SELECT k, ts FROM events WHERE ts > argus_now() - interval '1 hour'")
+    oracle.register("stale", "SELECT sender, max(tran_date) < argus_now() - interval '2 days' "
+                             "AS stale, count(*) AS n FROM transfers GROUP BY sender")
+    assert set(sharded(db, "stale").values()) == {None}
+    with pytest.raises(UnsupportedQueryError, match="argus_now\\(\\) in the output of a query "
+                                                    "over stream 'transfers'"):
+        db.register_query("fresh", "SELECT tran_id, tran_date > argus_now() - interval '1 day' "
+                                   "AS fresh FROM transfers")
+    start = dt.datetime(2024, 1, 1)
+    for day in range(2, 6):
+        oracle.insert("transfers", transfers(rng, day * 1000, 50, day))
+        oracle.insert("events", [(f"e{rng.randint(0, 5)}", start + dt.timedelta(
+            days=day, minutes=rng.randint(-90, 0))) for _ in range(20)])
+        oracle.insert("owners", owners(rng, [f"a{day}"]))
+        oracle.run()  # (which reads every query's changes, and checks they add up)
+    assert {q.status for q in db.queries()} == {"ok"}
 
 
 def test_a_cycle_that_cannot_reach_a_worker_rolls_back_and_the_next_is_exact(
@@ -485,7 +528,8 @@ CITUS_REFUSES = ("complex joins are only supported", "cannot perform a lateral o
                  "cannot pushdown the subquery", "direct joins between distributed and local",
                  "is not supported", "could not run distributed query",
                  "cannot push down", "not supported",
-                 "whose history is copied to every Citus node")
+                 # (argus's own: an answer reading the clock over a stream's history there)
+                 "whose history is on the Citus workers")
 
 
 def test_random_queries_over_distributed_and_copied_streams_match_postgres(citus_oracle):

@@ -635,13 +635,26 @@ class Builder(Reads):
         """The distributed streams (on Citus; none elsewhere), read once."""
         return self._once(("sharded",), lambda: shards.sharding(self.conn))
 
-    def shard_created(self) -> None:
+    def shard_created(self, local: frozenset[int] = frozenset()) -> None:
         """On Citus, the nodes this registration made sharded where they can be
-        (shards.place_all). Last, once every backfill ran: Citus opens no new connection
-        to a shard placement that DDL touched in the transaction, and a backfill's
-        repartition join needs some."""
-        self.created = shards.place_all(self.conn, self.created, self.load, self.sharded())
+        (shards.place_all), but those in `local`. Last, once every backfill ran: Citus
+        opens no new connection to a shard placement that DDL touched in the
+        transaction, and a backfill's repartition join needs some."""
+        self.created = shards.place_all(self.conn, self.created, self.load, self.sharded(),
+                                        local)
         self.forget()
+
+    def on_coordinator(self, node: Node) -> Node:
+        """The node with its history on the coordinator, for an answer whose changes
+        view Citus cannot plan over the workers (one that reads the clock: a UNION ALL
+        of the history and its delta); a stream's history on the workers is refused."""
+        if node.kind == "stream" and node.hist_ref[1] in self.sharded():
+            raise UnsupportedQueryError(
+                f"argus_now() in the output of a query over stream {node.hist_ref[1]!r}, "
+                "whose history is on the Citus workers, is not supported yet: compute it "
+                "over a selection or an aggregate of the stream, or read argus_now() "
+                "when reading the answer")
+        return self._unsharded(node)
 
     def _stored(self, node: Node) -> Node:
         """The node whose table holds the rows of `node` (itself, unless it is a view of

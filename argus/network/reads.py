@@ -20,6 +20,7 @@ from ..mqo.sharing import source_atoms
 from .. import plans
 from ..names import NETWORK_SCHEMA
 from ..nodes import Node
+from .placement import placed, replicated
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
@@ -85,13 +86,16 @@ def load_node(conn: psycopg.Connection, node_id: int) -> Node:
 
 def idle_streams(conn: psycopg.Connection) -> set[str]:
     """The streams no node reads (no child, no query's output), tables aside: their
-    rows wait in their inboxes until these pass settings.unread_inbox_bytes."""
+    rows wait in their inboxes until these pass settings.unread_inbox_bytes. Not one
+    copied to every Citus node: its claim would move the inbox's rows straight into
+    the reference table in one statement, which Citus refuses ("relation … is not
+    distributed"); it is claimed as a read stream is."""
     return {name for (name,) in conn.execute(
         """SELECT s.name FROM argus_catalog.streams s
             WHERE s.primary_key IS NULL
               AND NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
               AND NOT EXISTS (SELECT FROM argus_catalog.queries q
-                               WHERE q.output_node = s.node_id)""")}
+                               WHERE q.output_node = s.node_id)""")} - set(replicated(conn))
 
 
 def network_bytes(conn: psycopg.Connection) -> int:
@@ -276,8 +280,6 @@ class Reads:
         Not for a history Citus holds: the coordinator does not plan over its own
         statistics of it, and its ANALYZE (a command per shard, in parallel) fails in a
         transaction that used a reference table's copy on the coordinator."""
-        from .shards import placed  # (it reads nodes with this module's functions)
-
         if node.sharded_by or node.kind == "stream" and node.hist_ref[1] in self._once(
                 ("placed",), lambda: placed(self.conn)):
             return

@@ -15,38 +15,8 @@ from sqlglot import exp
 
 from ..nodes import Node
 from ..nodes.base import virtual
+from .placement import placed
 from .stored import store_blocks
-
-
-def installed(conn: psycopg.Connection) -> bool:
-    """Is this database a Citus coordinator's (the extension created in it)?"""
-    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'"
-                        ).fetchone() is not None
-
-
-def placed(conn: psycopg.Connection) -> dict[str, str | None]:
-    """Each stream whose history Citus holds: its distribution column, or None for a
-    reference table (a copy of it on every node)."""
-    if not installed(conn):
-        return {}
-    return dict(conn.execute(
-        """SELECT s.name, CASE p.partmethod WHEN 'h'
-                          THEN column_to_column_name(p.logicalrelid, p.partkey) END
-             FROM argus_catalog.streams s
-             JOIN pg_dist_partition p ON p.logicalrelid = format('%I.%I', 'argus_streams',
-                                                                  s.name)::regclass
-            WHERE p.partmethod = 'h' OR p.partmethod = 'n' AND p.repmodel = 't'
-            ORDER BY 1""").fetchall())
-
-
-def distributed(conn: psycopg.Connection) -> dict[str, str]:
-    """Each stream whose history is distributed, and its distribution column."""
-    return {name: by for name, by in placed(conn).items() if by is not None}
-
-
-def replicated(conn: psycopg.Connection) -> list[str]:
-    """The streams whose history is a reference table (copied to every node)."""
-    return [name for name, by in placed(conn).items() if by is None]
 
 
 @dataclass(frozen=True)
@@ -147,14 +117,15 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
 
 
 def place_all(conn: psycopg.Connection, nodes: list[Node], load: Callable[[int], Node],
-              streams: dict[str, Sharded]) -> list[Node]:
-    """The nodes, each sharded if it can be (shard_keys) and no outer join reads it, or
-    as its table is (one taken over from an old node, a migration's answer, may be
-    distributed already); the code of those that changed compiled again. `streams`:
-    sharding(conn)."""
+              streams: dict[str, Sharded], local: frozenset[int] = frozenset()
+              ) -> list[Node]:
+    """The nodes, each sharded if it can be (shard_keys), unless an outer join reads it
+    or it is in `local`, or as its table is (one taken over from an old node, a
+    migration's answer, may be distributed already); the code of those that changed
+    compiled again. `streams`: sharding(conn)."""
     if not streams:
         return nodes
-    kept, placed = outer_read(conn), []
+    kept, done = outer_read(conn) | local, []
     for node in nodes:
         (by,) = conn.execute(
             "SELECT (SELECT column_to_column_name(logicalrelid, partkey) "
@@ -165,8 +136,8 @@ def place_all(conn: psycopg.Connection, nodes: list[Node], load: Callable[[int],
         if by != node.sharded_by:
             node = _record(conn, node, by)
             store_blocks(conn, node, [load(p) for p in node.parents])
-        placed.append(node)
-    return placed
+        done.append(node)
+    return done
 
 
 def _distribute(conn: psycopg.Connection, node: Node, keys: list[tuple[str, int]]

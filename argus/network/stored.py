@@ -21,6 +21,7 @@ from ..nodes import lazy
 from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import fill, flush_block, frame, node_block, probe_block
+from .placement import placed
 from .reads import idle_streams, load, load_node
 
 
@@ -120,13 +121,15 @@ def _store_purges(conn: psycopg.Connection) -> list[str]:
             ORDER BY e.parent_id""")]
     purges: dict[int, str] = {}
     time_columns = dict(conn.execute("SELECT node_id, time_column FROM argus_catalog.streams"))
+    on_workers = set(placed(conn))
     for node_id in candidates:
         children = [load_node(conn, r[0]) for r in conn.execute(
             "SELECT DISTINCT child_id FROM argus_catalog.edges WHERE parent_id = %s",
             (node_id,))]
         node = load_node(conn, node_id)
         block = purge_block(node, children, time_columns.get(node_id) if node.kind == "stream"
-                            else None)
+                            else None, bool(node.sharded_by) or node.kind == "stream"
+                            and node.hist_ref[1] in on_workers)
         if block is not None:
             purges[node_id] = block.as_string(conn)
     conn.execute("UPDATE argus_catalog.nodes SET purge_block = NULL "

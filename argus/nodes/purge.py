@@ -9,14 +9,18 @@ from ..templates import render
 from .base import KINDS, Node, virtual
 
 
-def purge_block(node: Node, children: list[Node], time_column: str | None = None
-                ) -> sql.Composed | None:
+def purge_block(node: Node, children: list[Node], time_column: str | None = None,
+                on_workers: bool = False) -> sql.Composed | None:
     """Delete the rows of `node` that no consumer can need again: when every consumer is
     a selection with a lower time bound on one column it passes through from `node` —
     for a stream, its time column (a window on another column says nothing of what a
     later query on the time column needs). The horizon records the column. An
     aggregate's, a DISTINCT's or a set operation's rows are the state of its groups:
-    a group that left a window may come back, and must come back counted."""
+    a group that left a window may come back, and must come back counted. A history
+    on the Citus workers (`on_workers`) is not purged by a column of another type than
+    timestamptz: comparing it with the clock converts it through the time zone, a
+    function of the row that Citus refuses in a DELETE ("STABLE functions used in
+    UPDATE queries cannot be called with column references"); it keeps its rows."""
     if KINDS[node.kind].keeps_groups or virtual(node) or not children:
         return None
     bounds_by_child = []
@@ -31,6 +35,9 @@ def purge_block(node: Node, children: list[Node], time_column: str | None = None
     if not common:
         return None
     column = min(common)
+    if on_workers and node.types and node.types[node.columns.index(column)] not in (
+            "timestamptz", "timestamp with time zone"):
+        return None
     failed, horizons = [], []
     for bounds in bounds_by_child:
         mine = [b for b in bounds if b.column == column]
