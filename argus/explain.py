@@ -131,10 +131,10 @@ def explain(conn: psycopg.Connection, name: str) -> str:
                    + f"  {path}  used by: {', '.join(users.get(node.id, []))}")
         out.append(f"      history {node.hist.as_string(conn)}, delta "
                    f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
-        sharded = node.sharded_by or on_workers.get(stream_of.get(node.id))
-        if stream_of.get(node.id) in on_workers and not sharded:
+        stream = stream_of.get(node.id)
+        if stream in on_workers and on_workers[stream] is None:
             out.append("      copied to every Citus node (a reference table)")
-        elif sharded:
+        elif sharded := node.sharded_by or on_workers.get(stream):
             out.append(f"      sharded by {sharded} over the Citus workers (co-located with "
                        "the histories of as many shards sharded by columns of its type)")
         out += [f"      {line}" for line in describe(node)]

@@ -7,17 +7,11 @@ import psycopg
 from psycopg import sql
 
 
-def on_citus(conn: psycopg.Connection) -> bool:
-    """Is Citus loaded in this session (its settings exist)?"""
-    (setting,) = conn.execute(
-        "SELECT current_setting('citus.enable_local_execution', true)").fetchone()
-    return setting is not None
-
-
 def explain(conn: psycopg.Connection, statement: sql.Composable, citus: bool) -> dict:
-    """The top of the statement's plan. On Citus (`citus`: on_citus) in a savepoint
-    rolled back after: Citus plans a task on the coordinator's copy of a reference table
-    over a connection of its own, and the transaction, which may have written to that
+    """The top of the statement's plan. On Citus (`citus`: the database is a Citus
+    coordinator's, argus.network.placement.installed) in a savepoint rolled back
+    after: Citus plans a task on the coordinator's copy of a reference table over a
+    connection of its own, and the transaction, which may have written to that
     copy in place, could not read it in place after ("cannot switch local execution
     status from local execution required to local execution disabled"), as a
     registration's backfills do; and with the stream clock's value in place of its

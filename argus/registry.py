@@ -26,6 +26,7 @@ from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, Quer
 from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view,
                     check_name, results_view, std_alias, stream_history, stream_inbox)
 from .network import Builder, assemble, drop_unused, execute_all, lazy
+from .network.placement import installed
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
 from .templates import render
@@ -111,7 +112,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
             return info
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} cannot be maintained: "
-                             f"{exc.diag.message_primary or exc}") from None
+                             f"{exc.diag.message_primary or exc}{_why(exc)}") from None
         except RecursionError:
             raise QueryError(f"query {name!r} nests too deeply to be maintained; "
                              "split it") from None
@@ -162,6 +163,16 @@ def over_histories(canonical: str) -> str:
     return clock_once(tree.sql(dialect=DIALECT, copy=False))
 
 
+def _why(exc: psycopg.Error) -> str:
+    """What an error from a Citus worker means, where its words do not say."""
+    if "argus_catalog.clock" in (exc.diag.message_primary or ""):
+        return ("; the stream clock (argus_now()) was read on a Citus worker: Citus sends a "
+                "statement over one shard (its distribution column equal to a constant) "
+                "whole to that worker, where the clock is not; such a window is not "
+                "supported yet")
+    return ""
+
+
 def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     """Let PostgreSQL plan the canonical query over the stream histories: types,
     operators and functions are checked before anything is created. The plan (EXPLAIN's
@@ -169,7 +180,7 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
     try:
         with conn.transaction():
             return plans.explain(conn, sql.SQL(over_histories(analyzed.canonical)),
-                                 plans.on_citus(conn))
+                                 installed(conn))
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""

@@ -207,6 +207,55 @@ def relation(draw, depth: int):
 QUERIES = st.integers(1, 2).flatmap(lambda depth: relation(depth))
 
 
+class Batches(RuleBasedStateMachine):
+    """Streams r and s of the grammar's (named with a prefix of each run's), random
+    batches into them with event times that advance and sometimes arrive late, and
+    cycles with the claim locked or not; every answer checked by the oracle after each.
+    Subclasses register the queries."""
+
+    def __init__(self, db, stats: dict[str, int]) -> None:
+        super().__init__()
+        self.db, self.stats = db, stats
+        self.oracle, self.prefix = Oracle(db), alias()
+        self.minutes = 0  # event time advances with each batch
+        for name, columns in STREAMS.items():
+            self.oracle.create_stream(f"{self.prefix}_{name}", {**columns, "t": "timestamp"},
+                                      time_column="t")
+
+    def _sql(self, query: str) -> str:
+        for name in STREAMS:  # the grammar names streams r and s
+            query = query.replace(f" FROM {name} ", f" FROM {self.prefix}_{name} ")
+        return query
+
+    @rule(stream=st.sampled_from(sorted(STREAMS)), data=st.data())
+    def insert(self, stream, data):
+        self.minutes += 7
+        rows = [(*row, START + dt.timedelta(minutes=self.minutes + data.draw(AGES)))
+                for row in data.draw(ROWS[stream])]
+        self.oracle.insert(f"{self.prefix}_{stream}", rows)
+
+    @rule(locked=st.booleans())
+    def cycle(self, locked):
+        # locked: the claim takes the inboxes whole and the streams' children read
+        # the claimed rows in place; else it moves them row by row
+        self.db.configure(truncate_inbox_bytes=1 if locked else 1 << 40)
+        self.oracle.run()
+        self.stats["cycles"] += 1
+
+    def teardown(self):
+        for info in self.db.queries():
+            self.db.unregister_query(info.name)
+        for name in STREAMS:
+            self.db.drop_stream(f"{self.prefix}_{name}")
+
+
+def machine_settings(examples: int, steps: int) -> settings:
+    return settings(max_examples=examples, stateful_step_count=steps, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.data_too_large])
+
+
 @pytest.mark.parametrize("maintenance", ["auto", "rebuild"])
 def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
     """Also with every signed node rebuilt from its parents each cycle instead of
@@ -214,22 +263,11 @@ def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
     db.configure(maintenance=maintenance)
     stats = {"queries": 0, "cycles": 0, "refused": 0}
 
-    class Algebra(RuleBasedStateMachine):
+    class Algebra(Batches):
         queries = Bundle("queries")
 
         def __init__(self) -> None:
-            super().__init__()
-            self.oracle = Oracle(db)
-            self.prefix = alias()
-            self.minutes = 0  # event time advances with each batch
-            for name, columns in STREAMS.items():
-                self.oracle.create_stream(f"{self.prefix}_{name}", {**columns, "t": "timestamp"},
-                                          time_column="t")
-
-        def _sql(self, query: str) -> str:
-            for name in STREAMS:  # the grammar names streams r and s
-                query = query.replace(f" FROM {name} ", f" FROM {self.prefix}_{name} ")
-            return query
+            super().__init__(db, stats)
 
         @rule(target=queries, query=QUERIES)
         def register(self, query):
@@ -243,21 +281,6 @@ def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
             stats["queries"] += 1
             return name
 
-        @rule(stream=st.sampled_from(sorted(STREAMS)), data=st.data())
-        def insert(self, stream, data):
-            self.minutes += 7
-            rows = [(*row, START + dt.timedelta(minutes=self.minutes + data.draw(AGES)))
-                    for row in data.draw(ROWS[stream])]
-            self.oracle.insert(f"{self.prefix}_{stream}", rows)
-
-        @rule(locked=st.booleans())
-        def cycle(self, locked):
-            # locked: the claim takes the inboxes whole and the streams' children read
-            # the claimed rows in place; else it moves them row by row
-            db.configure(truncate_inbox_bytes=1 if locked else 1 << 40)
-            self.oracle.run()
-            stats["cycles"] += 1
-
         @rule(name=consumes(queries))
         def drop(self, name):
             self.oracle.unregister(name)
@@ -266,16 +289,7 @@ def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
         def layout(self, layout):
             db.configure(**layout)
 
-        def teardown(self):
-            for info in db.queries():
-                db.unregister_query(info.name)
-            for name in STREAMS:
-                db.drop_stream(f"{self.prefix}_{name}")
-
-    run_state_machine_as_test(Algebra, settings=settings(
-        max_examples=EXAMPLES if maintenance == "auto" else EXAMPLES // 3,
-        stateful_step_count=12, deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                               HealthCheck.filter_too_much, HealthCheck.data_too_large]))
+    run_state_machine_as_test(Algebra, settings=machine_settings(
+        EXAMPLES if maintenance == "auto" else EXAMPLES // 3, steps=12))
     print(f"\nalgebra property test: {stats['queries']} generated queries, "
           f"{stats['cycles']} cycles checked, {stats['refused']} refused after purges")

@@ -20,7 +20,7 @@ from ..mqo.sharing import source_atoms
 from .. import plans
 from ..names import NETWORK_SCHEMA
 from ..nodes import Node
-from .placement import placed, replicated
+from .placement import installed, placed, replicated
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
@@ -273,7 +273,7 @@ class Reads:
     def explain(self, statement: sql.Composable) -> dict:
         """The top of PostgreSQL's plan of the statement (plans.explain)."""
         return plans.explain(self.conn, statement,
-                             self._once(("citus",), lambda: plans.on_citus(self.conn)))
+                             self._once(("citus",), lambda: installed(self.conn)))
 
     def _analyzed(self, node: Node) -> None:
         """Without statistics, PostgreSQL's estimates are guesses: gather them first.
