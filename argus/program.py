@@ -13,7 +13,7 @@ from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .nodes import COMPILERS, KINDS, lazy
-from .nodes.stream import claim, in_inbox, is_table, take_var
+from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 
 
 def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False
@@ -209,8 +209,12 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
     counted = render("program/claimed_signed" if any(is_table(n) for _, n, _ in streams)
                      else "program/claimed_inserted", vars=variables,
                      count=sql.Literal(len(streams)))
+    hold = hold_locked(streams, unread)
     claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
                         claim_locked=claim(streams, locked=True, left=left, unread=unread),
+                        hold_locked=sql.SQL("        IF 0 < ANY(argus_held) THEN\n"
+                                            "            {};\n        END IF;").format(hold)
+                        if hold else sql.SQL(""),
                         inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
                         sizes=sizes, after=after,
                         vars=variables, counted=counted,

@@ -78,7 +78,9 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     output: its changes view reads the delta table) are also copied. Not locked, the
     rows of the streams in `unread` (no node reads them) go straight to their histories
     (their flush then finds their delta tables empty). Locked or not, an unread stream
-    is claimed only when `take(i)` (its inbox grew past settings.unread_inbox_bytes)."""
+    is claimed only when `take(i)` (its inbox grew past settings.unread_inbox_bytes).
+    Locked, the rows held back stay in the inbox until `hold_locked` moves them (a scan
+    of each inbox that only the rare cycle holding rows back pays for)."""
     parts, counts, times, late, held, retracted, ignored = [], [], [], [], [], [], []
     for i, (name, node, time_column) in enumerate(streams):
         claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
@@ -94,15 +96,7 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
         ignored.append(sql.SQL("0"))
         t = sql.Identifier(time_column) if time_column else None
         admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
-        refused = sql.SQL("NOT {}").format(admitted)
-        take = take_var(i) if name in unread else None
-        if take is not None:  # claimed only if taken
-            refused = sql.SQL("{} AND {}").format(take, refused)
-        hold = {"held": sql.Identifier(f"held_{i}"), "taken": sql.Identifier(f"taken_{i}"),
-                "inbox": stream_inbox(name), "claimed": claimed, "name": sql.Literal(name),
-                "t": t, "admitted": admitted, "refused": refused}
-        if t and locked:
-            parts.append(render("stream/hold_locked", **hold))
+        take = take_var(i) if name in unread else None  # claimed only if taken
         if not (locked and name in left):
             template = ("stream/claim_locked" if locked else
                         "stream/claim_direct" if name in unread else "stream/claim")
@@ -111,7 +105,8 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
                                 history=node.hist, columns=node.column_list, sign=SIGN_ID,
                                 admitted=admitted, take=take))
         if t and not locked:
-            parts.append(render("stream/hold", **hold))
+            parts.append(render("stream/hold", held=sql.Identifier(f"held_{i}"),
+                                claimed=claimed, name=sql.Literal(name), t=t))
         # locked, the inbox is stable: a second scan of it is cheaper than keeping the
         # claimed rows in a tuple store for both the move and the statistics
         if locked:
@@ -134,6 +129,29 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
         sql.SQL(", ").join(times or [sql.SQL("NULL::timestamptz")]),
         sql.SQL(", ").join(late), sql.SQL(", ").join(held), sql.SQL(", ").join(retracted),
         sql.SQL(", ").join(ignored))
+
+
+def hold_locked(streams: list[tuple[str, Node, str | None]],
+                unread: frozenset[str] = frozenset()) -> sql.Composed | None:
+    """After a locked claim that counted rows held back (argus_held): one statement
+    that moves them from the inboxes to the quarantine, before any child reads the
+    inboxes in place. None: no stream has a time column, so none holds rows back."""
+    parts = []
+    for i, (name, node, time_column) in enumerate(streams):
+        if is_table(node) or not time_column:
+            continue
+        t = sql.Identifier(time_column)
+        refused = sql.SQL("argus_held[{}] > 0 AND NOT {}").format(
+            sql.Literal(i + 1), render("stream/admitted", t=t))
+        if name in unread:
+            refused = sql.SQL("{} AND {}").format(take_var(i), refused)
+        parts.append(render("stream/hold_locked", held=sql.Identifier(f"held_{i}"),
+                            taken=sql.Identifier(f"taken_{i}"), inbox=stream_inbox(name),
+                            name=sql.Literal(name), t=t, refused=refused))
+    if not parts:
+        return None
+    # data-modifying CTEs run whatever the statement returns (INTO: PL/pgSQL wants one)
+    return sql.SQL("WITH {} SELECT 0 INTO argus_rc").format(sql.SQL(",\n").join(parts))
 
 
 def is_table(node: Node) -> bool:

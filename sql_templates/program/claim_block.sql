@@ -6,7 +6,8 @@
 -- read in place by the stream's children (argus.nodes.stream.in_inbox) and truncated at
 -- the end of the cycle (sql_templates/program/inbox_large.sql says when); otherwise the
 -- claim moves the rows it takes to the stream's delta table, and rows committed during
--- the cycle wait for the next. A
+-- the cycle wait for the next. Locked, the rows held back leave the inboxes by a
+-- statement of their own, run only when the claim counted some. A
 -- stream that no node reads is taken only when its inbox grew past unread_inbox_bytes
 -- (argus_take); until then its rows wait, written once.
     argus_t := clock_timestamp();
@@ -29,6 +30,7 @@
     IF argus_locked THEN
         {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
                              argus_ignored;
+{hold_locked}
     {written}
     ELSE
         {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,

@@ -1,7 +1,9 @@
--- A locked claim leaves its rows in the inbox for the children to read: the rows that
--- are not admitted leave it for the quarantine first (the same statement's claim does
--- not see them go, and skips them itself).
--- {refused}: NOT admitted (and taken, for a stream no node reads).
+-- After a locked claim that counted rows held back, they leave the inbox for the
+-- quarantine before the children read the inbox in place (a statement of its own: the
+-- claim's statistics count them, so that cycles holding nothing back scan each inbox
+-- once, not twice).
+-- {refused}: this stream held rows back, and the row is not admitted (and the inbox is
+-- taken, for a stream no node reads).
 {taken} AS (DELETE FROM {inbox} WHERE {refused} RETURNING *),
 {held} AS (INSERT INTO argus_catalog.quarantine (stream, row, reason, run_id)
            SELECT {name}, to_jsonb(c), format('event time %s is more than max_clock_lead '
