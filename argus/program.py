@@ -209,12 +209,9 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
     counted = render("program/claimed_signed" if any(is_table(n) for _, n, _ in streams)
                      else "program/claimed_inserted", vars=variables,
                      count=sql.Literal(len(streams)))
-    hold = hold_locked(streams, unread)
     claim_code = render("program/claim_block", claim=claim(streams, unread=unread),
                         claim_locked=claim(streams, locked=True, left=left, unread=unread),
-                        hold_locked=sql.SQL("        IF 0 < ANY(argus_held) THEN\n"
-                                            "            {};\n        END IF;").format(hold)
-                        if hold else sql.SQL(""),
+                        hold_locked=hold_locked(streams, unread) or sql.SQL(""),
                         inboxes=sql.SQL(", ").join(inboxes), large=large, takes=takes,
                         sizes=sizes, after=after,
                         vars=variables, counted=counted,

@@ -133,9 +133,10 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
 
 def hold_locked(streams: list[tuple[str, Node, str | None]],
                 unread: frozenset[str] = frozenset()) -> sql.Composed | None:
-    """After a locked claim that counted rows held back (argus_held): one statement
-    that moves them from the inboxes to the quarantine, before any child reads the
-    inboxes in place. None: no stream has a time column, so none holds rows back."""
+    """After a locked claim, the program's code that moves the rows it counted as held
+    back (argus_held) from the inboxes to the quarantine, in one statement run only if
+    there are some, before any child reads the inboxes in place. None: no stream has a
+    time column, so none holds rows back."""
     parts = []
     for i, (name, node, time_column) in enumerate(streams):
         if is_table(node) or not time_column:
@@ -151,7 +152,8 @@ def hold_locked(streams: list[tuple[str, Node, str | None]],
     if not parts:
         return None
     # data-modifying CTEs run whatever the statement returns (INTO: PL/pgSQL wants one)
-    return sql.SQL("WITH {} SELECT 0 INTO argus_rc").format(sql.SQL(",\n").join(parts))
+    return sql.SQL("        IF 0 < ANY(argus_held) THEN\n            WITH {} SELECT 0 INTO "
+                   "argus_rc;\n        END IF;").format(sql.SQL(",\n").join(parts))
 
 
 def is_table(node: Node) -> bool:
