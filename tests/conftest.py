@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import tempfile
 from pathlib import Path
 
@@ -136,19 +137,22 @@ def transfers(oracle: Oracle) -> Oracle:
 
 @pytest.fixture
 def login(fresh_dsn):
-    """make(label) -> (role, dsn): a new LOGIN role without privileges, dropped after."""
+    """make(label) -> (role, dsn): a new LOGIN role without privileges, dropped after.
+    It has a password, for servers that ask for one (the embedded server does)."""
     made = []
 
     def make(label: str) -> tuple[str, str]:
         role = f"argus_test_{label}_{os.getpid()}_{next(_roles)}"
+        password = secrets.token_urlsafe(16)
         with psycopg.connect(fresh_dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)))
         made.append(role)
-        dsn = make_conninfo(fresh_dsn, user=role)
+        dsn = make_conninfo(fresh_dsn, user=role, password=password)
         try:
             psycopg.connect(dsn).close()
         except psycopg.OperationalError as exc:
-            pytest.skip(f"this server does not let a new role log in without a password: {exc}")
+            pytest.skip(f"this server does not let a new role log in: {exc}")
         return role, dsn
 
     yield make
