@@ -40,6 +40,12 @@ def _positive(kind: type) -> Callable[[object], object]:
     return parse
 
 
+def _text(text: object) -> str:
+    if not str(text).strip():
+        raise ValueError("expected a name")
+    return str(text).strip()
+
+
 def _fraction(text: object) -> float:
     value = float(text)
     if not 0 <= value <= 1:
@@ -144,11 +150,24 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                   "the cycle log (argus.runs) keeps this many cycles at most (null: all)"),
     "keep_runs_for": (_optional(_interval),
                       "the cycle log keeps the cycles of this long at most (null: all)"),
+    "time_zone": (_text,
+                  "the time zone that event times of type timestamp or date are read in "
+                  "(against argus_now(), the horizon) by every cycle, registration and "
+                  "migration, whatever zone the session running it has (answers already "
+                  "computed keep the zone they were computed in: set it before registering; "
+                  "default: the zone of the session that installed argus)"),
     "stale_staging_after": (_interval,
                             "a Spark load's staging table this old, that no live load "
                             "holds, was left by a load that died: the next load or cycle "
                             "drops it"),
 }
+
+
+def pin_time_zone(conn: psycopg.Connection) -> None:
+    """Evaluate in the setting time_zone for the rest of the current transaction: the
+    same event times must mean the same instants whoever runs a cycle (a cron job with
+    PGTZ set) or registers a query. argus.run_cycle does the same for every cycle."""
+    conn.execute("SELECT set_config('TimeZone', time_zone, true) FROM argus_catalog.settings")
 
 
 def get(conn: psycopg.Connection) -> dict[str, object]:

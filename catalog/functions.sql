@@ -245,6 +245,9 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
+    -- event times of type timestamp or date are the same instants whoever runs the
+    -- cycle (a cron job with PGTZ set): argus.settings.pin_time_zone
+    PERFORM set_config('TimeZone', v_settings.time_zone, true);
     IF v_settings.program_stale THEN
         PERFORM argus.assemble_program();
     END IF;

@@ -376,9 +376,10 @@ class Fuzzer:
         self.zone = self.rng.choice(ZONES)
         self.handles = {s: argus.connect(dsn, sharing=s) for s in ("selection", "match-plan",
                                                                    "none")}
-        for handle in self.handles.values():  # registrations and cycles in one zone
+        for handle in self.handles.values():  # the oracle's from scratch in that zone
             handle.conn.execute(sql.SQL("SET TimeZone = {}").format(sql.Literal(self.zone)))
         self.db = self.handles["selection"]
+        self.db.configure(time_zone=self.zone)  # and argus's registrations and cycles
         self.oracle = Oracle(self.db)
         self.stats = Stats()
         self.names = itertools.count(1)

@@ -5,14 +5,19 @@ cycle; the session's time zone is one with daylight saving time."""
 
 from __future__ import annotations
 
-import pytest
+import datetime as dt
 
+import pytest
+from psycopg.conninfo import make_conninfo
+
+import argus
 from argus import QueryError
 
 
 @pytest.fixture
 def new_york(oracle):
-    oracle.conn.execute("SET TimeZone = 'America/New_York'")
+    oracle.conn.execute("SET TimeZone = 'America/New_York'")  # the oracle's from scratch
+    oracle.db.configure(time_zone="America/New_York")  # argus's cycles and registrations
     return oracle
 
 
@@ -96,3 +101,32 @@ def test_a_cast_of_the_clock_is_not_a_rising_bound(new_york):
     new_york.insert("e", [(4, "2024-11-04 06:00+00", "00:30", "2024-11-04 01:00")])
     new_york.run()
     assert new_york.conn.execute("SELECT count(*) FROM argus_streams.e").fetchone() == (4,)
+
+
+@pytest.mark.parametrize("kind", ["timestamp", "date"])
+def test_event_times_are_one_instant_whatever_zone_the_cycle_runs_in(oracle, fresh_dsn, kind):
+    """A timestamp or date event time is read in settings.time_zone: a cycle run from a
+    session in another zone (a cron job with PGTZ set) moves the clock, admits rows and
+    ages windows as the database's own sessions would, and leaves its session's zone as
+    it was. (Run from UTC-12, the clock once moved 12 hours too far, for good.)"""
+    db = oracle.db
+    db.configure(max_clock_lead="1 hour")
+    oracle.create_stream("s", {"id": "bigint", "t": kind}, time_column="t")
+    oracle.register("recent", "SELECT id FROM s WHERE t > argus_now() - interval '1 hour'")
+    oracle.register("n", "SELECT count(*) FROM s")
+    oracle.insert("s", [(1, dt.datetime(2024, 1, 1, 12) if kind == "timestamp"
+                         else dt.date(2024, 1, 1))])
+    oracle.run()
+    zone = "Etc/GMT+12" if db.conn.execute("SHOW TimeZone").fetchone()[0] != "Etc/GMT+12" \
+        else "Etc/GMT-12"
+    with argus.connect(make_conninfo(fresh_dsn, options=f"-c TimeZone={zone}")) as far:
+        # in the database's zone: 30 minutes ahead of the server's clock (admitted)
+        (soon,) = db.conn.execute("SELECT (localtimestamp + interval '30 minutes')::"
+                                  + kind).fetchone()
+        oracle.insert("s", [(2, dt.datetime(2024, 1, 1, 12, 30) if kind == "timestamp"
+                             else dt.date(2024, 1, 2)), (3, soon)])
+        assert oracle.run(far.run).quarantined == {}
+        assert far.conn.execute("SHOW TimeZone").fetchone()[0] == zone
+    (clock,) = db.conn.execute("SELECT argus.clock_now() = max(t)::timestamptz FROM "
+                               "argus_streams.s").fetchone()
+    assert clock
