@@ -17,7 +17,9 @@ from .names import check_name, stream_inbox
 def rows(conn: psycopg.Connection, stream: str | None = None) -> list[tuple]:
     name = None if stream is None else check_name(stream, "stream")
     return conn.execute(
-        "SELECT quarantine_id, stream, row, reason, held_at FROM argus_catalog.quarantine "
+        "SELECT quarantine_id, stream, row, reason || CASE WHEN dropped_at IS NULL THEN '' "
+        "ELSE format(' (its stream was dropped at %%s: kept, never released)', dropped_at) "
+        "END, held_at FROM argus_catalog.quarantine "
         "WHERE %(s)s::text IS NULL OR stream = %(s)s ORDER BY quarantine_id",
         {"s": name}).fetchall()
 
@@ -31,19 +33,18 @@ def release(conn: psycopg.Connection, stream: str | None = None,
     with conn.transaction():
         streams = [r[0] for r in conn.execute(
             "SELECT DISTINCT stream FROM argus_catalog.quarantine "
-            "WHERE (%(s)s::text IS NULL OR stream = %(s)s) "
+            "WHERE (%(s)s::text IS NULL OR stream = %(s)s) AND dropped_at IS NULL "
             "AND (%(i)s::bigint[] IS NULL OR quarantine_id = ANY(%(i)s)) ORDER BY 1",
             {"s": name, "i": wanted})]
         known = {r[0] for r in conn.execute("SELECT name FROM argus_catalog.streams")}
         if name is not None and name not in known:
             raise UnknownStreamError(f"unknown stream {name!r}")
         for each in streams:
-            if each not in known:
-                continue  # dropped since: its rows stay, for the record
             inbox = stream_inbox(each)
             moved += conn.execute(sql.SQL(
                 "WITH r AS (DELETE FROM argus_catalog.quarantine "
-                "WHERE stream = %(s)s AND (%(i)s::bigint[] IS NULL OR quarantine_id = ANY(%(i)s)) "
+                "WHERE stream = %(s)s AND dropped_at IS NULL "
+                "AND (%(i)s::bigint[] IS NULL OR quarantine_id = ANY(%(i)s)) "
                 "RETURNING row) "
                 "INSERT INTO {} SELECT (jsonb_populate_record(NULL::{}, r.row)).* FROM r").format(
                     inbox, inbox), {"s": each, "i": wanted}).rowcount

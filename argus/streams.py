@@ -162,6 +162,10 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(stream_inbox(name)))
         conn.execute("DELETE FROM argus_catalog.streams WHERE stream_id = %s", (stream_id,))
         conn.execute("DELETE FROM argus_catalog.grants WHERE stream = %s", (name,))
+        # its rows held back stay, for the record, and never go into a stream created
+        # later under this name (argus.quarantine)
+        conn.execute("UPDATE argus_catalog.quarantine SET dropped_at = now() "
+                     "WHERE stream = %s AND dropped_at IS NULL", (name,))
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         assemble(conn)
 

@@ -268,6 +268,27 @@ def test_far_future_rows_are_quarantined_not_lost(oracle, locked):
     assert oracle.db.quarantined() == [] and oracle.db.results("hour") == [(99,)]
 
 
+def test_rows_held_for_a_dropped_stream_never_go_into_its_namesake(db):
+    """The rows held back for a stream that is then dropped stay, for the record, and
+    are never released into a stream created later under the same name (another
+    stream: other columns, other rows). Once, its columns of the same name took them."""
+    db.create_stream("u", {"id": "int", "amount": "numeric", "t": "timestamptz"},
+                     time_column="t")
+    db.register_query("q", "SELECT id, amount FROM u")
+    db.insert("u", [(1, 100, "2204-01-01 00:00+00")])
+    assert db.run().quarantined == {"u": 1}
+    db.unregister_query("q")
+    db.drop_stream("u")
+    db.create_stream("u", {"id": "int", "note": "text", "t": "timestamptz"}, time_column="t")
+    db.register_query("q2", "SELECT id, note, t FROM u")
+    db.configure(max_clock_lead=None)
+    assert db.release_quarantine() == db.release_quarantine("u") == 0
+    db.run()
+    assert db.results("q2") == []
+    ((_, stream, row, reason, _),) = db.quarantined()
+    assert (stream, row["amount"]) == ("u", 100) and "dropped" in reason
+
+
 @pytest.mark.parametrize("value", ["infinity", "-infinity"])
 def test_infinite_event_times_are_refused_at_load(db, value):
     from argus import LoadError
