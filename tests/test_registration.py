@@ -17,10 +17,11 @@ def test_refused_queries_name_the_problem_and_change_nothing(transfers, case):
     transfers.register("existing", "SELECT tran_id FROM transfers WHERE amount > 1")
     before = snapshot(transfers.conn)
     error_class, _, fragment = case["error"].partition(" ")
-    with pytest.raises(getattr(argus, error_class)) as raised:
-        transfers.db.register_query("q", case["sql"])
-    assert fragment in str(raised.value)
-    assert snapshot(transfers.conn) == before
+    for evaluate in case.get("evaluate", "incremental").split():
+        with pytest.raises(getattr(argus, error_class)) as raised:
+            transfers.db.register_query("q", case["sql"], evaluate=evaluate)
+        assert fragment in str(raised.value), evaluate
+        assert snapshot(transfers.conn) == before
 
 
 HOSTILE_NAMES = ["", "a b", 'q"; DROP TABLE x; --', "q'", "1abc", "x" * 64, "é",

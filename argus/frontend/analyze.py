@@ -22,6 +22,7 @@ from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownS
                       UnsupportedQueryError)
 from ..names import fold
 from ..plan import Output
+from .constants import TIME_TYPES, refuse_moving
 from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
@@ -83,7 +84,8 @@ TIME_DEPENDENT: dict[type[exp.Expr], str] = {
     **{getattr(exp, name): text for name, text in (
         ("CurrentUser", "CURRENT_USER"), ("SessionUser", "SESSION_USER"),
         ("CurrentRole", "CURRENT_ROLE"), ("CurrentSchema", "CURRENT_SCHEMA"),
-        ("CurrentCatalog", "CURRENT_CATALOG"), ("CurrentVersion", "version()"))
+        ("CurrentCatalog", "CURRENT_CATALOG"), ("CurrentVersion", "version()"),
+        ("Localtimestamp", "LOCALTIMESTAMP"), ("Localtime", "LOCALTIME"))
        if hasattr(exp, name)},
 }
 
@@ -147,11 +149,25 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
             raise UnsupportedQueryError(
                 f"the function {TIME_DEPENDENT[type(node)]}",
                 "a continuous query must give the same answer whenever it is evaluated")
+        if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEMPORAL_TYPES):
+            refuse_moving(node)
         for kind, construct in constructs:
             if isinstance(node, kind) and not (isinstance(node, exp.Order)
                                                and _ordering_call(node.parent)) and not (
                     isinstance(node, exp.Unnest) and _in_select_list(node)):
                 raise UnsupportedQueryError(construct)
+
+
+def _refuse_moving_comparisons(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
+    """An untyped 'now' or 'today' compared with a column of a date/time type (a query
+    to be re-run: the incremental ones are checked with PostgreSQL's own typing, in
+    argus.frontend.constants)."""
+    timed = {c for s in streams.values() for c, t in s.columns if t in TIME_TYPES}
+    for literal in tree.find_all(exp.Literal):
+        comparison = literal.parent
+        if isinstance(comparison, (exp.Binary, exp.Between, exp.In)) and any(
+                c.name in timed for c in comparison.find_all(exp.Column)):
+            refuse_moving(literal)
 
 
 def _in_select_list(node: exp.Expr) -> bool:
@@ -279,6 +295,7 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
     incrementally (window functions, ORDER BY … LIMIT, scalar subqueries, …) can be
     kept current too. Its outputs are named as PostgreSQL names them."""
     tree, user_aliases = _read(sql_text, streams, functions, NEVER)
+    _refuse_moving_comparisons(tree, streams)
     outermost = tree
     while not isinstance(outermost, exp.Select):  # a set operation: its first SELECT names
         outermost = outermost.this

@@ -109,11 +109,8 @@ def _canonical(side_type: str, const: exp.Expr, kind: str, as_json: str | None,
         if side_type in FLOATS:
             return ("double precision", float_text(float(Fraction(const.this))))
         return None
-    if kind in TIME_TYPES and _moving(const):
-        raise UnsupportedQueryError(
-            f"the literal {const.sql(DIALECT)}",
-            "PostgreSQL reads it as the current time, so the answer would change with the "
-            "wall clock; compare with argus_now(), the stream clock, or write the date")
+    if kind in TIME_TYPES:
+        refuse_moving(const)
     value = json.loads(as_json)
     if kind in EXACT:  # NaN and ±Infinity are numerics outside the numbers' order
         if isinstance(value, str):
@@ -133,10 +130,14 @@ TIME_TYPES = {"date", "timestamp without time zone", "timestamp with time zone",
               "time without time zone", "time with time zone"}
 
 
-def _moving(const: exp.Expr) -> bool:
-    """Is the constant date/time input that means 'the current time' ('now', 'today')?"""
+def refuse_moving(const: exp.Expr) -> None:
+    """'now', 'today' … read as a date or time are the wall clock's current time."""
     literal = const
     while isinstance(literal, exp.Cast):
         literal = literal.this
-    return (isinstance(literal, exp.Literal) and literal.is_string
-            and literal.this.strip().lower() in MOVING)
+    if (isinstance(literal, exp.Literal) and literal.is_string
+            and literal.this.strip().lower() in MOVING):
+        raise UnsupportedQueryError(
+            f"the literal {const.sql(DIALECT)}",
+            "PostgreSQL reads it as the current time, so the answer would change with the "
+            "wall clock; compare with argus_now(), the stream clock, or write the date")
