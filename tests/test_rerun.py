@@ -27,6 +27,9 @@ QUERIES = {
     "distinct": "SELECT DISTINCT g, k % 3 AS m FROM a",
     "except": "SELECT k FROM a EXCEPT ALL SELECT k FROM b",
     "not_exists": "SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k)",
+    # literals that look like the placeholders of a re-run's stored text
+    "literals": "SELECT a.id, a.g || '{s0}' AS g0, '\"argus_src_1\"' AS named FROM a "
+                "JOIN b ON a.k = b.k WHERE b.g <> '{{s1}}'",
 }
 
 

@@ -21,26 +21,31 @@ from .base import (Kind, Node, SIGN_ID, Step, add_hash, bag_flush, cols, create_
                    row_hash)
 
 Q = sql.Identifier("argus_q")
-_SOURCE = "argus_src_{}"  # a stream's place in the stored query text, until compiled
+_SOURCE = "argus_src_"  # a stream's place in the stored query text, until compiled
 
 
 def query_text(canonical: str, streams: list[str]) -> str:
     """The canonical query with each stream it reads (`streams`, the node's parents in
     order) as a placeholder a compiler fills with the rows to read: sqlglot's SQL with
-    its braces escaped for psycopg's `sql.SQL.format`."""
+    its braces escaped for psycopg's `sql.SQL.format`. The streams are marked by a name
+    the query's text does not hold (a literal may say anything, '{s0}' included)."""
     tree = rewrite_user_calls(sqlglot.parse_one(canonical, read=DIALECT))
+    marker, k = _SOURCE, 0
+    while marker in canonical:
+        k += 1
+        marker = f"{_SOURCE}{k}_"
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    sources = 0
     for table in list(tree.find_all(exp.Table)):
         if table.name in ctes or table.name not in streams:
             continue
-        table.set("this", exp.to_identifier(_SOURCE.format(streams.index(table.name)),
+        table.set("this", exp.to_identifier(f"{marker}{streams.index(table.name)}",
                                             quoted=True))
         table.set("db", None)
+        sources += 1
     text = tree.sql(dialect=DIALECT).replace("{", "{{").replace("}", "}}")
-    text = re.sub(r'"argus_src_(\d+)"', r"{s\1}", text)
-    found = {int(i) for i in re.findall(r"\{s(\d+)\}", text)}
-    if found != set(range(len(streams))) or len(re.findall(r"\{s\d+\}", text)) != sum(
-            1 for t in tree.find_all(exp.Table) if t.name.startswith("argus_src_")):
+    text, placed = re.subn(rf'"{marker}(\d+)"', r"{s\1}", text)
+    if placed != sources:
         raise QueryError("the query cannot be evaluated by re-running it: its text names "
                          "its streams where argus cannot tell them apart")
     return text
