@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from . import roles
-from .settings import pin_time_zone
+from .settings import pin_session
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError
 from .network.placement import installed, placed
 from .network.placement import distributed, replicated  # noqa: F401 (what argus.api reads)
@@ -68,7 +68,7 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
                          f"a stream's history can be {how} only there")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_time_zone(conn)
+        pin_session(conn)
         schema = stream_schemas(conn).get(stream)
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")

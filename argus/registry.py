@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from .frontend import functions
 from . import network, plans, roles
-from .settings import pin_time_zone
+from .settings import pin_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
@@ -89,7 +89,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         _check_readable(conn, analyzed.streams, registrant)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_time_zone(conn)
+        pin_session(conn)
         roles.become_owner(conn)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
@@ -417,7 +417,7 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
     name = check_name(name, "query")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_time_zone(conn)
+        pin_session(conn)
         info = query_info(conn, name)
         if info.status == "ok":
             return info

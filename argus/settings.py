@@ -163,11 +163,22 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
 }
 
 
-def pin_time_zone(conn: psycopg.Connection) -> None:
-    """Evaluate in the setting time_zone for the rest of the current transaction: the
-    same event times must mean the same instants whoever runs a cycle (a cron job with
-    PGTZ set) or registers a query. argus.run_cycle does the same for every cycle."""
-    conn.execute("SELECT set_config('TimeZone', time_zone, true) FROM argus_catalog.settings")
+# What a session may set that changes a query's values (a date's instant, a
+# timestamp's text): every cycle, registration and migration evaluates with these, as
+# argus.run_cycle does (catalog/functions.sql), whoever runs it.
+PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": "hex",
+          "extra_float_digits": "1"}
+
+
+def pin_session(conn: psycopg.Connection) -> None:
+    """Evaluate with the setting time_zone and PostgreSQL's default styles for the rest
+    of the current transaction: the same rows must give the same answer whoever runs a
+    cycle (a cron job with PGTZ or PGDATESTYLE set) or registers a query."""
+    conn.execute(sql.SQL("SELECT set_config('TimeZone', time_zone, true), {} "
+                         "FROM argus_catalog.settings").format(sql.SQL(", ").join(
+                             sql.SQL("set_config({}, {}, true)").format(
+                                 sql.Literal(name), sql.Literal(value))
+                             for name, value in PINNED.items())))
 
 
 def get(conn: psycopg.Connection) -> dict[str, object]:

@@ -1,6 +1,6 @@
 -- Event times of type timestamp or date become instants (compared with the stream
 -- clock, the horizon, argus_now()) in a time zone: every cycle, registration and
--- migration evaluates in this one (argus.settings.pin_time_zone), whatever the session
+-- migration evaluates in this one (argus.settings.pin_session), whatever the session
 -- that runs it has set. By default the zone of the session that installed argus.
 ALTER TABLE argus_catalog.settings ADD COLUMN time_zone text;
 UPDATE argus_catalog.settings SET time_zone = current_setting('TimeZone');

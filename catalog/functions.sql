@@ -208,6 +208,8 @@ $$;
 -- by the owner's processes only.
 CREATE OR REPLACE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET jit = off SET extra_float_digits = 1
+SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET bytea_output = 'hex'
+SET TimeZone = 'UTC'  -- then settings.time_zone; the caller's zone comes back on exit
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run      bigint;
@@ -245,8 +247,8 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
-    -- event times of type timestamp or date are the same instants whoever runs the
-    -- cycle (a cron job with PGTZ set): argus.settings.pin_time_zone
+    -- event times of type timestamp or date are the same instants, and values the same
+    -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pin_session
     PERFORM set_config('TimeZone', v_settings.time_zone, true);
     IF v_settings.program_stale THEN
         PERFORM argus.assemble_program();

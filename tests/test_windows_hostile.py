@@ -130,3 +130,29 @@ def test_event_times_are_one_instant_whatever_zone_the_cycle_runs_in(oracle, fre
     (clock,) = db.conn.execute("SELECT argus.clock_now() = max(t)::timestamptz FROM "
                                "argus_streams.s").fetchone()
     assert clock
+
+
+def test_values_are_the_same_text_whatever_styles_the_cycle_runs_with(oracle, fresh_dsn):
+    """Casts to text follow the session's DateStyle and IntervalStyle: a cycle run from a
+    session with other styles (PGDATESTYLE) would mix two spellings in one answer. Cycles
+    and registrations evaluate with PostgreSQL's defaults; a cycle gives the caller's
+    settings back, even inside the caller's own transaction."""
+    oracle.create_stream("s", {"id": "bigint", "t": "timestamp", "span": "interval"})
+    oracle.register("texts", "SELECT t::text AS at, span::text AS span, count(*) AS n "
+                             "FROM s GROUP BY 1, 2")  # stored: a view would be read as it is
+    oracle.insert("s", [(1, dt.datetime(2024, 3, 1, 12), dt.timedelta(days=1, hours=2))])
+    oracle.run()
+    styles = "-c DateStyle=SQL,DMY -c IntervalStyle=sql_standard -c TimeZone=Asia/Tokyo"
+    with argus.connect(make_conninfo(fresh_dsn, options=styles)) as styled:
+        def cycle():
+            with styled.conn.transaction():
+                report = styled.run()
+                assert styled.conn.execute("SELECT current_setting('DateStyle'), "
+                                           "current_setting('TimeZone')").fetchone() == (
+                    "SQL, DMY", "Asia/Tokyo")
+            return report
+
+        styled.register_query("backfilled", "SELECT t::text AS at, count(*) AS n FROM s "
+                                            "GROUP BY 1")  # its first answer: as a cycle's
+        oracle.insert("s", [(2, dt.datetime(2024, 3, 2, 12), dt.timedelta(minutes=5))])
+        oracle.run(cycle)
