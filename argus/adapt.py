@@ -20,7 +20,7 @@ import psycopg
 from psycopg import sql
 
 from . import roles
-from .settings import pin_session
+from .settings import pinned_session
 from .errors import MigrationError, QueryError, UnknownQueryError
 from .frontend import functions
 from .frontend.analyze import Analyzed, analyze
@@ -86,12 +86,11 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
     if evaluate is not None and evaluate not in EVALUATIONS:
         raise QueryError(f"evaluate must be one of {', '.join(EVALUATIONS)}, "
                          f"not {evaluate!r}")
-    with conn.transaction():
+    with conn.transaction(), pinned_session(conn):
         # for argus status, while it lasts (the transaction's setting)
         conn.execute("SELECT set_config('application_name', %s, true)",
                      (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_session(conn)
         row = conn.execute("SELECT query_id, sql, output_node, status, sharing, join_sharing, "
                            "evaluate, join_orders IS NOT NULL "
                            "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from . import roles
-from .settings import pin_session
+from .settings import pinned_session
 from .errors import ArgusError, UnknownColumnError, UnknownStreamError
 from .network.placement import installed, placed
 from .network.placement import distributed, replicated  # noqa: F401 (what argus.api reads)
@@ -66,9 +66,8 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
     if not installed(conn):
         raise ArgusError("this database is not a Citus coordinator's (no citus extension): "
                          f"a stream's history can be {how} only there")
-    with conn.transaction():
+    with conn.transaction(), pinned_session(conn):
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_session(conn)
         schema = stream_schemas(conn).get(stream)
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from .frontend import functions
 from . import network, plans, roles
-from .settings import pin_session
+from .settings import pinned_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
@@ -87,9 +87,8 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         raise
     if registrant is not None:
         _check_readable(conn, analyzed.streams, registrant)
-    with conn.transaction():
+    with conn.transaction(), pinned_session(conn):
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_session(conn)
         roles.become_owner(conn)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
@@ -415,9 +414,8 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
     used (they missed the cycles since) from their parents' histories, in evaluation
     order, and mark it ok. If it still fails, nothing changes and the error says why."""
     name = check_name(name, "query")
-    with conn.transaction():
+    with conn.transaction(), pinned_session(conn):
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        pin_session(conn)
         info = query_info(conn, name)
         if info.status == "ok":
             return info

@@ -3,8 +3,9 @@ by name with their values checked, so that a typo is an error, not a silent no-o
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import psycopg
 from psycopg import sql
@@ -153,9 +154,9 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "time_zone": (_text,
                   "the time zone that event times of type timestamp or date are read in "
                   "(against argus_now(), the horizon) by every cycle, registration and "
-                  "migration, whatever zone the session running it has (answers already "
-                  "computed keep the zone they were computed in: set it before registering; "
-                  "default: the zone of the session that installed argus)"),
+                  "migration, whatever zone the session running it has (changed only while "
+                  "no query is registered; default: the zone of the session that installed "
+                  "argus)"),
     "stale_staging_after": (_interval,
                             "a Spark load's staging table this old, that no live load "
                             "holds, was left by a load that died: the next load or cycle "
@@ -170,15 +171,24 @@ PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": 
           "extra_float_digits": "1"}
 
 
-def pin_session(conn: psycopg.Connection) -> None:
-    """Evaluate with the setting time_zone and PostgreSQL's default styles for the rest
-    of the current transaction: the same rows must give the same answer whoever runs a
-    cycle (a cron job with PGTZ or PGDATESTYLE set) or registers a query."""
+@contextlib.contextmanager
+def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
+    """Evaluate with the setting time_zone and PostgreSQL's default styles within the
+    block, which runs in a transaction: the same rows must give the same answer whoever
+    runs a cycle (a cron job with PGTZ or PGDATESTYLE set) or registers a query. The
+    caller's settings come back after it (a failed block's rollback restores them)."""
+    names = ["TimeZone", *PINNED]
+    saved = conn.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(
+        sql.SQL("current_setting({})").format(sql.Literal(n)) for n in names))).fetchone()
     conn.execute(sql.SQL("SELECT set_config('TimeZone', time_zone, true), {} "
                          "FROM argus_catalog.settings").format(sql.SQL(", ").join(
                              sql.SQL("set_config({}, {}, true)").format(
                                  sql.Literal(name), sql.Literal(value))
                              for name, value in PINNED.items())))
+    yield
+    conn.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(
+        sql.SQL("set_config({}, {}, true)").format(sql.Literal(n), sql.Literal(v))
+        for n, v in zip(names, saved))))
 
 
 def get(conn: psycopg.Connection) -> dict[str, object]:
@@ -199,6 +209,8 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
             parsed[name] = SETTINGS[name][0](text)
         except ValueError as exc:
             raise SettingError(f"setting {name!r} cannot be {text!r}: {exc}") from None
+    if "time_zone" in parsed:
+        _check_time_zone(conn, parsed["time_zone"])
     if parsed:
         try:
             conn.execute(sql.SQL("UPDATE argus_catalog.settings SET {}").format(
@@ -209,3 +221,24 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
                                f"{', '.join(map(repr, values.values()))}: "
                                f"{exc.diag.message_primary}") from None
     return get(conn)
+
+
+def _check_time_zone(conn: psycopg.Connection, zone: str) -> None:
+    """A zone the TimeZone setting takes (timezone() also takes abbreviations such as
+    PDT, which TimeZone refuses: every cycle would fail), changed only while no query
+    is registered: a query registered after it would share nodes computed in the old
+    zone."""
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT set_config('TimeZone', %s, true)", (zone,))
+    except psycopg.DataError as exc:
+        raise SettingError(f"setting 'time_zone' cannot be {zone!r}: "
+                           f"{exc.diag.message_primary}") from None
+    (current, queries) = conn.execute(
+        "SELECT time_zone, (SELECT count(*) FROM argus_catalog.queries) "
+        "FROM argus_catalog.settings").fetchone()
+    if zone != current and queries:
+        raise SettingError(f"setting 'time_zone' can change only while no query is "
+                           f"registered ({queries} are, computed in {current}): a query "
+                           "registered after it would share their nodes; unregister them "
+                           "first")

@@ -248,7 +248,7 @@ BEGIN
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
     -- event times of type timestamp or date are the same instants, and values the same
-    -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pin_session
+    -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pinned_session
     PERFORM set_config('TimeZone', v_settings.time_zone, true);
     IF v_settings.program_stale THEN
         PERFORM argus.assemble_program();

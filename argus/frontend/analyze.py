@@ -22,7 +22,7 @@ from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownS
                       UnsupportedQueryError)
 from ..names import fold
 from ..plan import Output
-from .constants import TIME_TYPES, refuse_moving
+from .constants import STRINGS, TIME_TYPES, refuse_moving
 from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
@@ -149,7 +149,7 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
             raise UnsupportedQueryError(
                 f"the function {TIME_DEPENDENT[type(node)]}",
                 "a continuous query must give the same answer whenever it is evaluated")
-        if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEMPORAL_TYPES):
+        if isinstance(node, exp.Cast) and _temporal(node.to):
             refuse_moving(node)
         for kind, construct in constructs:
             if isinstance(node, kind) and not (isinstance(node, exp.Order)
@@ -158,12 +158,18 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
                 raise UnsupportedQueryError(construct)
 
 
+def _temporal(kind: exp.DataType) -> bool:
+    """A date/time type, or an array of one."""
+    while kind.is_type(exp.DataType.Type.ARRAY) and kind.expressions:
+        kind = kind.expressions[0]
+    return kind.is_type(*exp.DataType.TEMPORAL_TYPES)
+
+
 def _refuse_moving_comparisons(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
-    """An untyped 'now' or 'today' compared with a column of a date/time type (a query
-    to be re-run: the incremental ones are checked with PostgreSQL's own typing, in
-    argus.frontend.constants)."""
+    """An untyped 'now' or 'today' compared with a column of a date/time type (by its
+    name: PostgreSQL types the constant later, argus.frontend.constants)."""
     timed = {c for s in streams.values() for c, t in s.columns if t in TIME_TYPES}
-    for literal in tree.find_all(exp.Literal):
+    for literal in tree.find_all(exp.Literal, *STRINGS):
         comparison = literal.parent
         if isinstance(comparison, (exp.Binary, exp.Between, exp.In)) and any(
                 c.name in timed for c in comparison.find_all(exp.Column)):
@@ -232,6 +238,7 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     except OptimizeError as exc:
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
         raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
+    _refuse_moving_comparisons(tree, streams)
     return tree, user_aliases
 
 
@@ -295,7 +302,6 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
     incrementally (window functions, ORDER BY … LIMIT, scalar subqueries, …) can be
     kept current too. Its outputs are named as PostgreSQL names them."""
     tree, user_aliases = _read(sql_text, streams, functions, NEVER)
-    _refuse_moving_comparisons(tree, streams)
     outermost = tree
     while not isinstance(outermost, exp.Select):  # a set operation: its first SELECT names
         outermost = outermost.this
