@@ -224,10 +224,10 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
 
 
 def _check_time_zone(conn: psycopg.Connection, zone: str) -> None:
-    """A zone the TimeZone setting takes (timezone() also takes abbreviations such as
-    PDT, which TimeZone refuses: every cycle would fail), changed only while no query
-    is registered: a query registered after it would share nodes computed in the old
-    zone."""
+    """A zone the TimeZone setting takes (not an abbreviation such as PDT, which
+    timezone() takes: every cycle would fail), changed only while no query is
+    registered (a query registered after it would share nodes computed in the old
+    zone)."""
     try:
         with conn.transaction(force_rollback=True):
             conn.execute("SELECT set_config('TimeZone', %s, true)", (zone,))

@@ -134,42 +134,40 @@ TIME_TYPES = {"date", "timestamp without time zone", "timestamp with time zone",
 STRINGS = (exp.ByteString, exp.UnicodeString, exp.RawString)
 
 
+def _is_text(node: exp.Expr) -> bool:
+    return isinstance(node, STRINGS) or isinstance(node, exp.Literal) and node.is_string
+
+
 def _moving_text(node: exp.Expr) -> bool:
     """A string constant that PostgreSQL reads as the current time, alone or as an
     element of an array literal ('{now}')."""
-    if not (isinstance(node, STRINGS) or isinstance(node, exp.Literal) and node.is_string):
-        return False
     text = str(node.this).strip().lower()
     words = [w.strip().strip('"') for w in text[1:-1].split(",")] \
         if text.startswith("{") and text.endswith("}") else [text]
     return any(w in MOVING for w in words)
 
 
+def _untyped(node: exp.Expr, top: exp.Expr) -> bool:
+    """No cast of its own between a node and `top`, the operand a time is read from."""
+    while node is not top:
+        node = node.parent
+        if isinstance(node, exp.Cast) and node is not top:
+            return False
+    return True
+
+
 def refuse_moving(const: exp.Expr) -> None:
     """'now', 'today' … read as a date or time are the wall clock's current time; so
     may be a date or time made of text at run time (concat('no', 'w')::timestamptz)."""
-    literal = const
-    while isinstance(literal, exp.Cast):
-        literal = literal.this
-    built = not isinstance(literal, (exp.Literal, *STRINGS)) and not literal.find(
-        exp.Column) and any(_untyped_text(node, const) for node in literal.walk())
-    if _moving_text(literal) or built or any(
-            _moving_text(node) and _untyped_text(node, const) for node in literal.walk()):
+    operand = const
+    while isinstance(operand, exp.Cast):
+        operand = operand.this
+    texts = [n for n in operand.walk() if _is_text(n) and _untyped(n, operand)]
+    moving = any(_moving_text(n) for n in texts)
+    if moving or texts and not _is_text(operand) and not operand.find(exp.Column):
         raise UnsupportedQueryError(
-            f"the literal {const.sql(DIALECT)}" if not built else
+            f"the literal {const.sql(DIALECT)}" if moving else
             f"a date or time made of text in {const.sql(DIALECT)}",
             "PostgreSQL reads 'now', 'today' … as the current time, so the answer would "
             "change with the wall clock; compare with argus_now(), the stream clock, or "
             "write the date")
-
-
-def _untyped_text(node: exp.Expr, cast: exp.Expr) -> bool:
-    """A string constant that takes its type from `cast` (no cast of its own between)."""
-    if not (isinstance(node, STRINGS) or isinstance(node, exp.Literal) and node.is_string):
-        return False
-    parent = node.parent
-    while parent is not None and parent is not cast:
-        if isinstance(parent, exp.Cast):
-            return False
-        parent = parent.parent
-    return True
