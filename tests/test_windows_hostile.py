@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 import argus
@@ -121,8 +122,8 @@ def test_event_times_are_one_instant_whatever_zone_the_cycle_runs_in(oracle, fre
         else "Etc/GMT-12"
     with argus.connect(make_conninfo(fresh_dsn, options=f"-c TimeZone={zone}")) as far:
         # in the database's zone: 30 minutes ahead of the server's clock (admitted)
-        (soon,) = db.conn.execute("SELECT (localtimestamp + interval '30 minutes')::"
-                                  + kind).fetchone()
+        (soon,) = db.conn.execute(sql.SQL("SELECT (localtimestamp + interval '30 minutes')"
+                                          "::{}").format(sql.SQL(kind))).fetchone()
         oracle.insert("s", [(2, dt.datetime(2024, 1, 1, 12, 30) if kind == "timestamp"
                              else dt.date(2024, 1, 2)), (3, soon)])
         assert oracle.run(far.run).quarantined == {}
