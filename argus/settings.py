@@ -178,17 +178,20 @@ def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
     runs a cycle (a cron job with PGTZ or PGDATESTYLE set) or registers a query. The
     caller's settings come back after it (a failed block's rollback restores them)."""
     names = ["TimeZone", *PINNED]
-    saved = conn.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(
-        sql.SQL("current_setting({})").format(sql.Literal(n)) for n in names))).fetchone()
-    conn.execute(sql.SQL("SELECT set_config('TimeZone', time_zone, true), {} "
-                         "FROM argus_catalog.settings").format(sql.SQL(", ").join(
-                             sql.SQL("set_config({}, {}, true)").format(
-                                 sql.Literal(name), sql.Literal(value))
-                             for name, value in PINNED.items())))
+
+    def set_all(values: list[sql.Composable]) -> sql.Composed:
+        return sql.SQL(", ").join(sql.SQL("set_config({}, {}, true)").format(
+            sql.Literal(n), v) for n, v in zip(names, values))
+
+    # one round trip: the caller's values are read (the CTE, first) before they are set
+    saved = conn.execute(sql.SQL(
+        "WITH saved AS MATERIALIZED (SELECT ARRAY[{}] AS v) "
+        "SELECT saved.v, {} FROM saved, argus_catalog.settings").format(
+            sql.SQL(", ").join(sql.SQL("current_setting({})").format(sql.Literal(n))
+                               for n in names),
+            set_all([sql.SQL("time_zone"), *map(sql.Literal, PINNED.values())]))).fetchone()[0]
     yield
-    conn.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(
-        sql.SQL("set_config({}, {}, true)").format(sql.Literal(n), sql.Literal(v))
-        for n, v in zip(names, saved))))
+    conn.execute(sql.SQL("SELECT {}").format(set_all(list(map(sql.Literal, saved)))))
 
 
 def get(conn: psycopg.Connection) -> dict[str, object]:

@@ -164,7 +164,8 @@ def refuse_moving(const: exp.Expr) -> None:
         operand = operand.this
     texts = [n for n in operand.walk() if _is_text(n) and _untyped(n, operand)]
     moving = any(_moving_text(n) for n in texts)
-    if moving or texts and not _is_text(operand) and not operand.find(exp.Column):
+    built = bool(texts) and not _is_text(operand) and not operand.find(exp.Column)
+    if moving or built:
         raise UnsupportedQueryError(
             f"the literal {const.sql(DIALECT)}" if moving else
             f"a date or time made of text in {const.sql(DIALECT)}",
