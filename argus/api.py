@@ -217,8 +217,9 @@ class Argus:
         if alchemy.is_clause(sql_text):
             sql_text = alchemy.sql_of(sql_text)
         if not self.owner:
-            requests.submit(self.conn, "register", name,
-                            {"sql": sql_text, "force": force, "evaluate": evaluate})
+            if force:
+                raise requests.forcing_refused(name)
+            requests.submit(self.conn, "register", name, {"sql": sql_text, "evaluate": evaluate})
             return registry.readable_info(self.conn, name, sql_text)
         return registry.register(self.conn, name, sql_text, self.sharing, force,
                                  evaluate=evaluate)

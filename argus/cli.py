@@ -846,22 +846,30 @@ def unschedule(pg_cron: bool, dsn: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (the default: this machine only).")
 @click.option("--port", default=8787, show_default=True)
+@click.option("--allow-host", "allowed", multiple=True, metavar="NAME",
+              help="Another name the page is reached by (its Host header), e.g. the "
+                   "machine's name when --host is not this machine only; repeatable.")
 @dsn_option
 @handle_errors
-def dashboard(host: str, port: int, dsn: str | None) -> None:
+def dashboard(host: str, port: int, allowed: tuple[str, ...], dsn: str | None) -> None:
     """Serve a page drawing the network, the recent cycles, the queries' answers and the
-    waiting and quarantined rows (read-only)."""
+    waiting and quarantined rows (read-only). It answers only requests naming this
+    machine (or --allow-host): a web page elsewhere cannot read it through its name."""
+    import socket
+
     from .api import resolve_dsn
-    from .dashboard import create_app
+    from .dashboard import LOOPBACK, create_app
 
     target = resolve_dsn(dsn)
     with _connect(target):  # the catalog is there (and current)
         pass
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    hosts = (*LOOPBACK, host, *allowed)
+    if host not in LOOPBACK:
+        hosts += (socket.gethostname(), socket.getfqdn())
         err_console.print(f"[yellow]warning:[/] the page has no login: whoever reaches "
                           f"{host}:{port} reads every query's answer")
     console.print(f"argus dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
-    create_app(target).run(host=host, port=port)
+    create_app(target, tuple(dict.fromkeys(hosts))).run(host=host, port=port)
 
 
 # -- the embedded server -------------------------------------------------------------

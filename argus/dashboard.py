@@ -24,13 +24,36 @@ SHOWN = 50  # rows of an answer shown
 LONGEST = 500  # characters of a value shown
 
 
-def create_app(dsn: str):
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+# Headers on every answer: no framing, no sniffing, nothing loaded from elsewhere.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+                               "style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                               "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def create_app(dsn: str, hosts: tuple[str, ...] = LOOPBACK):
+    """`hosts`: the names the page answers to (its Host header): a page of another site
+    that a browser reaches through a name rebound to this address (DNS rebinding) gets
+    400, not the answers."""
     try:
         from flask import Flask, abort, jsonify, render_template
     except ImportError:
         raise ArgusError("the dashboard needs Flask: pip install 'argus[dashboard]'") from None
 
     app = Flask(__name__, template_folder="web")
+    app.config["TRUSTED_HOSTS"] = list(hosts)
+
+    @app.after_request
+    def headers(response):
+        response.headers.update(HEADERS)
+        return response
 
     def read() -> psycopg.Connection:
         conn = psycopg.connect(dsn, autocommit=True, application_name="argus dashboard")

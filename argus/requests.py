@@ -58,8 +58,11 @@ def submit(conn: psycopg.Connection, kind: str, name: str, body: dict,
             return
         if status == "failed":
             error_type = getattr(errors, kind_of_error or "", None)
-            raise (error_type if isinstance(error_type, type) and issubclass(
-                error_type, ArgusError) else ArgusError)(error)
+            if not (isinstance(error_type, type) and issubclass(error_type, ArgusError)):
+                error_type = ArgusError
+            failure = error_type.__new__(error_type)
+            Exception.__init__(failure, error)  # the message as the worker wrote it
+            raise failure
         if time.monotonic() > deadline:
             raise RequestPendingError(
                 f"request {request_id} ({kind} {name}) is queued, but no argus worker "
@@ -71,7 +74,7 @@ def submit(conn: psycopg.Connection, kind: str, name: str, body: dict,
 
 def process(conn: psycopg.Connection, sharing: Sharing | None = None) -> list[Outcome]:
     """Carry out every pending request, oldest first, each in its own transaction; a
-    request that fails changes nothing but its own status."""
+    request that fails, however malformed, changes nothing but its own status."""
     done = []
     while True:
         with conn.transaction():
@@ -86,18 +89,94 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None) -> list[Ou
             try:
                 with conn.transaction():
                     _carry_out(conn, kind, name, body, role, sharing)
-            except ArgusError as exc:
-                status, error, error_class = "failed", str(exc), type(exc).__name__
-            except psycopg.Error as exc:
-                status, error = "failed", f"{kind} {name}: {exc.diag.message_primary or exc}"
+            except Exception as exc:  # noqa: BLE001 - no request may stop the queue
+                if conn.broken:
+                    raise
+                status, error = "failed", _message(kind, name, exc)
+                error_class = type(exc).__name__ if isinstance(exc, ArgusError) else None
             conn.execute("UPDATE argus_catalog.requests SET status = %s, error = %s, "
                          "error_class = %s, done_at = now() WHERE request_id = %s",
                          (status, error, error_class, request_id))
             done.append(Outcome(request_id, kind, name, role, status, error))
 
 
-def _carry_out(conn: psycopg.Connection, kind: str, name: str, body: dict, role: str,
+def _message(kind: str, name: str, exc: Exception) -> str:
+    if isinstance(exc, ArgusError):
+        message = str(exc)
+    elif isinstance(exc, psycopg.Error):
+        message = f"{kind} {name}: {exc.diag.message_primary or exc}"
+    else:
+        message = f"{kind} {name}: argus failed to carry it out ({type(exc).__name__}: {exc})"
+    return message.replace("\x00", "\\0")  # text holds no NUL
+
+
+# What a request's body holds, by kind: field -> (the JSON types it may have, required).
+BODIES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+    "create_stream": {"columns": ((dict,), True), "time_column": ((str, type(None)), False)},
+    "register": {"sql": ((str,), True), "evaluate": ((str,), False), "force": ((bool,), False)},
+    "unregister": {},
+    "drop_stream": {},
+}
+
+
+def _checked_body(kind: str, body: object) -> dict:
+    """The body, once its shape is the kind's (BODIES)."""
+    shape = BODIES.get(kind)
+    if shape is None:
+        raise ArgusError(f"unknown request {kind!r}")
+    if not isinstance(body, dict):
+        raise ArgusError(f"a {kind} request's body must be a JSON object, not "
+                         f"{json_type(body)}")
+    unknown = sorted(set(body) - set(shape))
+    if unknown:
+        raise ArgusError(f"a {kind} request's body has unknown fields: {', '.join(unknown)} "
+                         f"(it may have: {', '.join(shape) or 'none'})")
+    for field, (types, required) in shape.items():
+        if field not in body:
+            if required:
+                raise ArgusError(f"a {kind} request's body has no {field!r}")
+        elif not isinstance(body[field], types):
+            raise ArgusError(f"a {kind} request's body: {field!r} must be "
+                             f"{' or '.join(json_type(t()) for t in types)}, not "
+                             f"{json_type(body[field])}")
+    if kind == "create_stream" and not all(isinstance(t, str) for t in body["columns"].values()):
+        raise ArgusError("a create_stream request's body: columns map names to types "
+                         "(strings)")
+    return body
+
+
+def forcing_refused(name: str) -> PermissionDeniedError:
+    return PermissionDeniedError(f"query {name!r}: forcing a registration past "
+                                 "max_query_state and state_budget is the owner's "
+                                 "decision, not a registrar's")
+
+
+def _registrar_now(conn: psycopg.Connection, role: str) -> bool:
+    """The requester's rights when its request is carried out, not when it was queued."""
+    owner = roles.owner_role(conn)
+    if owner is None:
+        return True  # no roles here: only the installing role reaches argus at all
+    (now,) = conn.execute(
+        "SELECT CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = %(role)s) "
+        "THEN pg_has_role(%(role)s, %(registrar)s, 'MEMBER') "
+        "OR pg_has_role(%(role)s, %(owner)s, 'MEMBER') ELSE false END",
+        {"role": role, "registrar": owner.removesuffix("_owner") + "_registrar",
+         "owner": owner}).fetchone()
+    return now
+
+
+def json_type(value: object) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            type(None): "null", int: "a number", float: "a number"}.get(type(value), "?")
+
+
+def _carry_out(conn: psycopg.Connection, kind: str, name: str, body: object, role: str,
                sharing: Sharing | None) -> None:
+    body = _checked_body(kind, body)
+    if not _registrar_now(conn, role):
+        raise PermissionDeniedError(f"role {role!r} is no longer a registrar of this "
+                                    f"database: its request to {kind.replace('_', ' ')} "
+                                    f"{name!r} was not carried out")
     if kind == "create_stream":
         name = streams.create_stream(conn, name, body["columns"], body.get("time_column")).name
         conn.execute("UPDATE argus_catalog.streams SET created_by = %s WHERE name = %s",
@@ -105,12 +184,14 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, body: dict, role:
         for grant in ("reader", "writer"):
             roles.grant(conn, grant, role, stream=name)
     elif kind == "register":
-        registry.register(conn, name, body["sql"], sharing or Sharing(), body.get("force", False),
+        if body.get("force"):
+            raise forcing_refused(name)
+        registry.register(conn, name, body["sql"], sharing or Sharing(),
                           registrant=role, evaluate=body.get("evaluate", "incremental"))
         conn.execute("UPDATE argus_catalog.queries SET registered_by = %s WHERE name = %s",
                      (role, check_name(name, "query")))
         roles.grant(conn, "reader", role, query=name)
-    elif kind in ("unregister", "drop_stream"):
+    else:
         table, what = (("queries", "query") if kind == "unregister" else ("streams", "stream"))
         who = "registered_by" if kind == "unregister" else "created_by"
         row = conn.execute(sql.SQL("SELECT {} FROM {} WHERE name = %s").format(
@@ -124,5 +205,3 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, body: dict, role:
             registry.unregister(conn, name)
         else:
             streams.drop_stream(conn, name)
-    else:
-        raise ArgusError(f"unknown request {kind!r}")

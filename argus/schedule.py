@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from .embedded import default_home
+from .embedded import default_home, write_private
 from .errors import ArgusError
 
 MARKER = "# argus-cycle:"
@@ -137,11 +137,10 @@ def _remember_password(dsn: str) -> str:
     key = ":".join(field(parts.get(k) or d) for k, d in
                    (("host", "localhost"), ("port", 5432), ("dbname", "*"), ("user", "*")))
     path = passfile()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     lines = [line for line in (path.read_text().splitlines() if path.exists() else [])
              if not line.startswith(key + ":")]
-    path.write_text("\n".join(lines + [f"{key}:{field(password)}"]) + "\n")
-    path.chmod(0o600)
+    write_private(path, "\n".join(lines + [f"{key}:{field(password)}"]) + "\n")
     return make_conninfo(**parts)
 
 

@@ -179,8 +179,8 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
         swept = sweep_staging(conn)
         if swept:
             say(f"dropped the staging tables of {len(swept)} failed loads")
-        with load_lock(conn, load_id):  # the same id from another process waits here
-            if already_loaded(conn, load_id):
+        with load_lock(conn, name, load_id):  # the same load from another process waits
+            if already_loaded(conn, name, load_id):
                 say(f"load {load_id} was loaded before: nothing to do")
                 return LoadResult(load_id, name, 0, duplicate=True)
             table = prepare_staging(conn, name, load_id)
@@ -188,7 +188,7 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
                 return _write(conn, df, pairs, name, table, load_id, batch_size, source,
                               dsn, say)
             finally:
-                drop_staging(conn, load_id)  # moved, or failed: nothing left behind
+                drop_staging(conn, name, load_id)  # moved, or failed: nothing left behind
 
 
 def _write(conn, df, pairs, name, table, load_id, batch_size, source, dsn, say):
@@ -297,7 +297,7 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
         schema = stream_schemas(conn).get(check_name(stream, "stream"))
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")
-        if already_loaded(conn, load_id):  # said before Spark starts (it takes seconds)
+        if already_loaded(conn, schema.name, load_id):  # said before Spark starts (seconds)
             return LoadResult(load_id, schema.name, 0, duplicate=True)
     try:
         spark = session(master)

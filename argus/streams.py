@@ -15,6 +15,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from . import roles, tables
+from .frontend import reach
 from .frontend.analyze import StreamSchema
 from .nodes import COMPILERS
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
@@ -91,6 +92,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                                 column_defs=column_defs))
         except psycopg.errors.UndefinedObject as exc:
             raise InvalidNameError(f"stream {name!r}: {exc.diag.message_primary}") from None
+        reach.check_types(conn, stream_history(name))  # cycles write it as the owner
         if key is None:
             conn.execute(render("stream/create_inbox", inbox=stream_inbox(name),
                                 history=stream_history(name)))

@@ -8,6 +8,21 @@ LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
 CREATE OR REPLACE FUNCTION argus.clock_previous() RETURNS timestamptz
 LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 
+-- A recursion's rows in one statement, against the bound its node was built with
+-- (max_query_state over the row's width, argus.nodes.base.bounded): past it the
+-- statement fails, and the cycle isolates the queries that read the node.
+CREATE OR REPLACE FUNCTION argus.within_bound(p_rows bigint, p_bound bigint) RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_rows > p_bound THEN
+        RAISE EXCEPTION 'a recursion derived more than % rows in one statement, more than '
+                        'max_query_state holds', p_bound
+            USING HINT = 'narrow the recursion, raise max_query_state (argus config), or '
+                         'have the owner register the query with --force';
+    END IF;
+    RETURN true;
+END $$;
+
 -- argus_now(), as queries are written (and as psql users run them from scratch). Node
 -- code calls argus.clock_now() instead, which does not depend on the search_path.
 -- Created once: an upgrade runs as argus's owner role, which may neither create in
@@ -558,16 +573,28 @@ DECLARE
 BEGIN
     FOR v_row IN SELECT s.* FROM argus_catalog.staging s, argus_catalog.settings t
                   WHERE s.created_at < now() - t.stale_staging_after LOOP
-        IF pg_try_advisory_xact_lock(1095912516, hashtext(v_row.load_id)) THEN
+        IF pg_try_advisory_xact_lock(1095912516,
+                                     hashtext(v_row.stream || '.' || v_row.load_id)) THEN
             EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I', v_row.table_name);
-            DELETE FROM argus_catalog.staging WHERE load_id = v_row.load_id;
+            DELETE FROM argus_catalog.staging
+             WHERE stream = v_row.stream AND load_id = v_row.load_id;
             v_swept := v_swept || v_row.load_id;
         END IF;
     END LOOP;
     RETURN v_swept;
 END $$;
 
--- What a cycle did, in one row (argus.cycle.report), for whoever may run cycles.
+-- Whether the session's role may read a query's answer: what a cycle report tells it of
+-- the query (a failure's error quotes the row it failed on).
+CREATE OR REPLACE FUNCTION argus.may_read_query(p_name text) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(has_table_privilege(session_user,
+                                        to_regclass(format('argus_results.%I', p_name)),
+                                        'SELECT'), false)
+$$;
+
+-- What a cycle did, in one row (argus.cycle.report), for whoever may run cycles; of
+-- the queries, only those the session's role may read.
 -- PL/pgSQL, not SQL, so that a session plans its statement once, not at every cycle.
 DROP FUNCTION IF EXISTS argus.cycle_report(bigint);  -- its columns changed once
 CREATE FUNCTION argus.cycle_report(p_run bigint)
@@ -584,8 +611,12 @@ BEGIN
            CASE WHEN r.isolated IS NULL THEN '{}' ELSE
            (SELECT coalesce(jsonb_object_agg(q.name, concat_ws('; row: ', q.error, q.culprit)),
                             '{}')
-              FROM argus_catalog.queries q WHERE q.failed_run = r.run_id) END,
-           coalesce(r.queries, '{}')
+              FROM argus_catalog.queries q
+             WHERE q.failed_run = r.run_id AND argus.may_read_query(q.name)) END,
+           CASE WHEN pg_has_role(session_user, current_user, 'MEMBER')
+                THEN coalesce(r.queries, '{}')
+                ELSE (SELECT coalesce(json_object_agg(k, v), '{}')
+                        FROM json_each(r.queries) AS e(k, v) WHERE argus.may_read_query(k)) END
       FROM argus_catalog.runs r WHERE r.run_id = p_run;
 END $$;
 
@@ -628,13 +659,13 @@ BEGIN
               USING ERRCODE = 'insufficient_privilege';
     END IF;
     INSERT INTO argus_catalog.loads (load_id, stream, rows, source)
-    VALUES (p_load_id, p_stream, 0, p_source) ON CONFLICT (load_id) DO NOTHING;
+    VALUES (p_load_id, p_stream, 0, p_source) ON CONFLICT (stream, load_id) DO NOTHING;
     RETURN FOUND;
 END $$;
-CREATE OR REPLACE FUNCTION argus.count_load(p_load_id text, p_rows bigint)
+CREATE OR REPLACE FUNCTION argus.count_load(p_load_id text, p_stream text, p_rows bigint)
 RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     UPDATE argus_catalog.loads SET rows = p_rows
-     WHERE load_id = p_load_id AND rows = 0
+     WHERE stream = p_stream AND load_id = p_load_id AND rows = 0
        AND has_table_privilege(session_user, format('argus_inbox.%I', stream), 'INSERT')
 $$;
 
@@ -693,10 +724,11 @@ DECLARE
     v_roles text;
     v_writing text := 'argus.run_cycle(boolean), argus.cycle_report(bigint), argus.cycle(boolean), '
                       'argus.reoptimize_due(bigint), '
-                      'argus.claim_load(text, text, text), argus.count_load(text, bigint), '
+                      'argus.claim_load(text, text, text), '
+                      'argus.count_load(text, text, bigint), '
                       'argus.sweep_staging(), argus.prepare_staging(text, text), '
-                      'argus.drop_staging(text), argus.commit_staged(text, text, text), '
-                      'argus.loaded(text)';
+                      'argus.drop_staging(text, text), argus.commit_staged(text, text, text), '
+                      'argus.loaded(text, text)';
 BEGIN
     IF v_prefix IS NULL THEN
         RETURN;
@@ -770,13 +802,15 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
        AND has_table_privilege(session_user, format('argus_results.%I', q.name), 'SELECT')
 $$;
 
--- Spark loads (argus.loads): a staging table per load id, named by a digest of the id,
--- created and dropped by the owner for whoever may load the stream, and its rows moved
--- into the inbox once. A load holds pg_advisory_lock(0x41524C44, hashtext(id)) from
--- staging to commit; another session's load of the same id is refused here.
-CREATE OR REPLACE FUNCTION argus.staging_name(p_load_id text) RETURNS text
+-- Spark loads (argus.loads): a staging table per stream and load id, named by a digest
+-- of both, created and dropped by the owner for whoever may load the stream, and its
+-- rows moved into the inbox once. A load holds pg_advisory_lock(0x41524C44,
+-- hashtext(stream.id)) from staging to commit; another session's load of the same id
+-- into the same stream is refused here.
+CREATE OR REPLACE FUNCTION argus.staging_name(p_stream text, p_load_id text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT 'load_' || left(encode(sha256(convert_to(p_load_id, 'UTF8')), 'hex'), 20)
+    SELECT 'load_' || left(encode(sha256(convert_to(p_stream || '.' || p_load_id, 'UTF8')),
+                                  'hex'), 20)
 $$;
 
 CREATE OR REPLACE FUNCTION argus.hold_load(p_load_id text, p_stream text) RETURNS void
@@ -786,7 +820,7 @@ BEGIN
         RAISE EXCEPTION 'argus: permission denied to load into stream %', p_stream
               USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF NOT pg_try_advisory_xact_lock(1095912516, hashtext(p_load_id)) THEN
+    IF NOT pg_try_advisory_xact_lock(1095912516, hashtext(p_stream || '.' || p_load_id)) THEN
         RAISE EXCEPTION 'argus: load % is running in another session', p_load_id
               USING ERRCODE = 'lock_not_available';
     END IF;
@@ -795,7 +829,7 @@ END $$;
 CREATE OR REPLACE FUNCTION argus.prepare_staging(p_stream text, p_load_id text)
 RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_table text := argus.staging_name(p_load_id);
+    v_table text := argus.staging_name(p_stream, p_load_id);
 BEGIN
     PERFORM argus.hold_load(p_load_id, p_stream);
     EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I', v_table);
@@ -805,20 +839,20 @@ BEGIN
     EXECUTE format('GRANT INSERT, SELECT ON argus_staging.%I TO %I', v_table, session_user);
     INSERT INTO argus_catalog.staging (load_id, stream, table_name)
     VALUES (p_load_id, p_stream, v_table)
-    ON CONFLICT (load_id) DO UPDATE SET stream = EXCLUDED.stream, table_name = EXCLUDED.table_name,
-                                        created_at = now();
+    ON CONFLICT (stream, load_id) DO UPDATE SET table_name = EXCLUDED.table_name,
+                                                created_at = now();
     RETURN v_table;
 END $$;
 
-CREATE OR REPLACE FUNCTION argus.drop_staging(p_load_id text) RETURNS void
+CREATE OR REPLACE FUNCTION argus.drop_staging(p_stream text, p_load_id text) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    v_stream text := (SELECT stream FROM argus_catalog.staging WHERE load_id = p_load_id);
 BEGIN
-    IF v_stream IS NOT NULL THEN
-        PERFORM argus.hold_load(p_load_id, v_stream);
-        EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I', argus.staging_name(p_load_id));
-        DELETE FROM argus_catalog.staging WHERE load_id = p_load_id;
+    IF EXISTS (SELECT FROM argus_catalog.staging
+                WHERE stream = p_stream AND load_id = p_load_id) THEN
+        PERFORM argus.hold_load(p_load_id, p_stream);
+        EXECUTE format('DROP TABLE IF EXISTS argus_staging.%I',
+                       argus.staging_name(p_stream, p_load_id));
+        DELETE FROM argus_catalog.staging WHERE stream = p_stream AND load_id = p_load_id;
     END IF;
 END $$;
 
@@ -832,7 +866,7 @@ DECLARE
 BEGIN
     PERFORM argus.hold_load(p_load_id, p_stream);
     IF NOT argus.claim_load(p_load_id, p_stream, p_source) THEN
-        PERFORM argus.drop_staging(p_load_id);
+        PERFORM argus.drop_staging(p_stream, p_load_id);
         RETURN NULL;
     END IF;
     SELECT string_agg(quote_ident(c.name), ', ' ORDER BY c.position) INTO v_columns
@@ -840,15 +874,23 @@ BEGIN
      WHERE s.name = p_stream;
     EXECUTE format('INSERT INTO argus_inbox.%I (%s) SELECT %s FROM (SELECT DISTINCT ON '
                    '(argus_part, argus_row) * FROM argus_staging.%I) AS staged',
-                   p_stream, v_columns, v_columns, argus.staging_name(p_load_id));
+                   p_stream, v_columns, v_columns, argus.staging_name(p_stream, p_load_id));
     GET DIAGNOSTICS v_rows = ROW_COUNT;
-    PERFORM argus.count_load(p_load_id, v_rows);
-    PERFORM argus.drop_staging(p_load_id);
+    PERFORM argus.count_load(p_load_id, p_stream, v_rows);
+    PERFORM argus.drop_staging(p_stream, p_load_id);
     RETURN v_rows;
 END $$;
 
--- Was this load id loaded before?
-CREATE OR REPLACE FUNCTION argus.loaded(p_load_id text) RETURNS boolean
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT EXISTS (SELECT 1 FROM argus_catalog.loads WHERE load_id = p_load_id)
-$$;
+-- Was this load id loaded into this stream before? Asked only by who may load it.
+CREATE OR REPLACE FUNCTION argus.loaded(p_load_id text, p_stream text) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT coalesce(has_table_privilege(session_user,
+                                        to_regclass(format('argus_inbox.%I', p_stream)),
+                                        'INSERT'), false) THEN
+        RAISE EXCEPTION 'argus: permission denied to load into stream %', p_stream
+              USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN EXISTS (SELECT 1 FROM argus_catalog.loads
+                    WHERE stream = p_stream AND load_id = p_load_id);
+END $$;

@@ -8,6 +8,7 @@ Each test gets a fresh database cloned from a template that already holds the ca
 from __future__ import annotations
 
 import itertools
+import threading
 import os
 import secrets
 import tempfile
@@ -49,7 +50,7 @@ def admin_dsn():
     server = EmbeddedServer(Path(tempfile.mkdtemp(prefix="argus-test-server-")))
     server.ensure_running()
     yield server.dsn("postgres")
-    server.stop()
+    server.destroy()
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +71,7 @@ def logical_admin_dsn(admin_dsn):
     server.stop()
     server.ensure_running()
     yield server.dsn("postgres")
-    server.stop()
+    server.destroy()
 
 
 @pytest.fixture
@@ -160,3 +161,34 @@ def login(fresh_dsn):
         for role in made:
             admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+@pytest.fixture
+def network(db):
+    """Two streams and two queries, with a cycle's rows."""
+    db.create_stream("s", {"id": "int", "v": "text"})
+    db.create_stream("t", {"id": "int", "secret": "text"})
+    db.register_query("a", "SELECT id, v FROM s WHERE id > 0")
+    db.register_query("b", "SELECT id, secret FROM t")
+    db.insert("s", [(1, "x")])
+    db.insert("t", [(1, "classified")])
+    db.run()
+    return db
+
+
+@pytest.fixture
+def worker(fresh_dsn):
+    """An owner's process carrying out registrars' requests while the test runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        with argus.connect(fresh_dsn) as owner:
+            while not stop.wait(0.05):
+                owner.process_requests()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join()
+

@@ -18,7 +18,7 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("ARGUS_HOME", str(tmp_path / "argus-home"))
     monkeypatch.delenv("ARGUS_DSN", raising=False)
     yield tmp_path / "argus-home"
-    EmbeddedServer(tmp_path / "argus-home").stop()
+    EmbeddedServer(tmp_path / "argus-home").destroy()
 
 
 def test_connect_without_dsn_starts_and_reuses_a_private_server(home):
@@ -89,3 +89,44 @@ def test_server_status_does_not_print_the_password(home):
     password = EmbeddedServer(home).settings()["password"]
     status = CliRunner().invoke(main, ["server", "status"])
     assert "running" in status.output and password not in status.output
+
+
+def test_the_servers_files_are_private_and_no_directory_changes_mode(tmp_path, monkeypatch):
+    """Hole 13 of issue 48: postgres.log was 0644 in a 0755 home; the password files were
+    created 0644 and only then made 0600; as root every parent directory was made o+x
+    (/root 700 -> 701). The log now rotates in the data directory."""
+    import os
+    import stat
+
+    from argus.embedded import write_private
+
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    before = {p: p.stat().st_mode for p in (tmp_path, closed)}
+    monkeypatch.setattr(os, "umask", os.umask)  # restored whatever happens
+    old = os.umask(0)  # the worst umask: every file the server's code makes is as asked
+    try:
+        server = EmbeddedServer(closed / "home")
+        server.ensure_running()
+    finally:
+        os.umask(old)
+    try:
+        assert {p: p.stat().st_mode for p in before} == before
+        for path in (server.home / "server.json", server.log):
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+            with pytest.raises(psycopg.Error):
+                conn.execute("ALTER ROLE nobody_here PASSWORD 'hunter2'")
+            assert conn.execute("SHOW logging_collector").fetchone() == ("on",)
+            assert conn.execute("SHOW log_file_mode").fetchone() == ("0600",)
+            (log_file,) = conn.execute("SELECT pg_current_logfile()").fetchone()
+            (log_text,) = conn.execute("SELECT pg_read_file(pg_current_logfile())").fetchone()
+        assert "hunter2" in log_text  # the failed statement is logged, so the log is secret
+        assert stat.S_IMODE((server.pgdata / log_file).stat().st_mode) == 0o600
+    finally:
+        server.destroy()
+    secret = tmp_path / "secret"
+    secret.write_text("old")
+    secret.chmod(0o644)
+    write_private(secret, "new")
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and secret.read_text() == "new"

@@ -210,7 +210,7 @@ def test_a_server_crash_mid_cycle_loses_nothing(tmp_path):
             oracle.run()  # claims what the crashed cycles did not commit; checks queries
             assert_exactly_once(db, range(len(loaded)))
     finally:
-        server.stop()
+        server.destroy()
     assert mid_cycle >= 3
     print(f"\n6 server crashes, {mid_cycle} of them during a cycle")
 

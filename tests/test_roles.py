@@ -5,7 +5,6 @@ and nothing else."""
 from __future__ import annotations
 
 import os
-import threading
 
 import psycopg
 import pytest
@@ -15,36 +14,6 @@ from psycopg.conninfo import make_conninfo
 import argus
 from argus import ArgusError
 from argus.errors import PermissionDeniedError, UnknownQueryError, UnknownStreamError
-
-@pytest.fixture
-def network(db):
-    """Two streams and two queries, with a cycle's rows."""
-    db.create_stream("s", {"id": "int", "v": "text"})
-    db.create_stream("t", {"id": "int", "secret": "text"})
-    db.register_query("a", "SELECT id, v FROM s WHERE id > 0")
-    db.register_query("b", "SELECT id, secret FROM t")
-    db.insert("s", [(1, "x")])
-    db.insert("t", [(1, "classified")])
-    db.run()
-    return db
-
-
-@pytest.fixture
-def worker(fresh_dsn):
-    """An owner's process carrying out registrars' requests while the test runs."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        with argus.connect(fresh_dsn) as owner:
-            while not stop.wait(0.05):
-                owner.process_requests()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    yield
-    stop.set()
-    thread.join()
-
 
 def denied(dsn: str, statement: str) -> str:
     """The error PostgreSQL gives the role for the statement (which must fail)."""

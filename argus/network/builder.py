@@ -96,6 +96,9 @@ class Builder(Reads):
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.lazy)
         self.pending_lazy: set[int] = set()  # the lazy joins built, until lazy.settle
         self.taken: set[int] = set()  # old answers whose tables new nodes took over
+        # the rows a recursion may derive in a statement (nodes.base.bounded): set when
+        # registration cannot estimate the query's state
+        self.row_bound: int | None = None
 
     def own_nodes(self) -> frozenset[int]:
         return frozenset() if self.replan is None else self.replan.hidden
@@ -239,7 +242,8 @@ class Builder(Reads):
         columns = tuple(Col(c, f"argus_recursive_{i}") for i, c in enumerate(plan.columns))
         definition = {"base": self.columns_of(plan.input), "step": plan.step,
                       "values": list(plan.values), "streams": list(plan.streams),
-                      "keys": sorted({c for s, c in plan.keys if s is None})}
+                      "keys": sorted({c for s, c in plan.keys if s is None}),
+                      **self._bound()}
         self.names[plan] = {c: c for c in plan.columns}
         node = self.ensure("recursive", [base, *streams], columns, definition, True)
         by_name = {p.hist_ref[1]: p for p in streams}  # each round probes the streams
@@ -366,7 +370,10 @@ class Builder(Reads):
             self.check_horizon(parent, None)
         text = rerun.query_text(canonical, [p.hist_ref[1] for p in parents])
         columns = tuple(Col(f"c{i}", f"c{i}") for i in range(1, width + 1))
-        return self.ensure("rerun", parents, columns, {"sql": text}, False)
+        return self.ensure("rerun", parents, columns, {"sql": text, **self._bound()}, False)
+
+    def _bound(self) -> dict:
+        return {} if self.row_bound is None else {"bound": self.row_bound}
 
     def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
                     entry: IndexEntry) -> Node:

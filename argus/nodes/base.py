@@ -258,9 +258,22 @@ def bag_flush(node: Node, names=None) -> list[Step]:
             Step(render("node/flush_insert_signed", **slots), when)]
 
 
+def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Composable]:
+    """A recursion's rows read up to the node's bound (definition['bound'], set where
+    registration could not estimate the state: max_query_state over the row's width):
+    (WITH items to append, each after a comma; the relation to read). The LIMIT stops
+    the recursion one row past the bound, and the statement fails there, isolating the
+    queries that read the node. Without a bound, `rows` as it is."""
+    bound = node.definition.get("bound")
+    if bound is None:
+        return sql.SQL(""), rows
+    return (render("node/bounded", rows=rows, limit=sql.Literal(bound + 1),
+                   bound=sql.Literal(bound)), sql.SQL("argus_bounded"))
+
+
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
-    definition = {k: v for k, v in definition.items()
-                  if k not in ("indexes", "virtual", "grows", "counted", "deferred")}  # derived
+    definition = {k: v for k, v in definition.items()  # less what is layout, not identity
+                  if k not in ("indexes", "virtual", "grows", "counted", "deferred", "bound")}
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)

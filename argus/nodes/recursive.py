@@ -9,7 +9,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from ..templates import render
-from .base import (Kind, Node, SIGN_ID, Step, T1, any_rows, bag_flush, cols, create_delta,
+from .base import (Kind, Node, SIGN_ID, Step, T1, any_rows, bag_flush, bounded, cols, create_delta,
                    register, row_hash)
 
 R_ALIAS = sql.Identifier("argus_d")
@@ -72,8 +72,10 @@ class RecursiveCompiler:
 
     def backfill(self, node, parents):
         step = self._step(node, parents, R_ALIAS, lambda i, p: p.hist, sql.SQL("TRUE"))
+        with_bound, read = bounded(node, sql.SQL("argus_d"))
         return [render("recursive/backfill", hist=node.hist, columns=node.column_list,
-                       base=parents[0].hist, base_columns=self._base(node), t1=T1, step=step)]
+                       base=parents[0].hist, base_columns=self._base(node), t1=T1, step=step,
+                       bounded=with_bound, read=read)]
 
     def evaluate(self, node, parents):
         held = _held(node)
@@ -84,7 +86,9 @@ class RecursiveCompiler:
             cols(node.columns, "argus_seed")))
         step = self._step(node, parents, R_ALIAS, lambda i, p: _now(p), self._prune(node))
         when = any_rows(*parents)
+        with_bound, read = bounded(node, sql.SQL("argus_d"))
         return [Step(render("recursive/delta", delta=node.delta, columns=node.column_list,
+                            bounded=with_bound, read=read,
                             sign=SIGN_ID, base_delta=parents[0].delta,
                             base_columns=self._base(node), t1=T1,
                             seeds=sql.SQL(" UNION ").join(seeds) if seeds

@@ -17,8 +17,8 @@ from ..errors import QueryError
 from ..frontend.temporal import rewrite_user_calls
 from ..templates import render
 from ..trees import DIALECT
-from .base import (Kind, Node, SIGN_ID, Step, add_hash, bag_flush, cols, create_delta, register,
-                   row_hash)
+from .base import (Kind, Node, SIGN_ID, Step, add_hash, bag_flush, bounded, cols, create_delta,
+                   register, row_hash)
 
 Q = sql.Identifier("argus_q")
 _SOURCE = "argus_src_"  # a stream's place in the stored query text, until compiled
@@ -80,12 +80,16 @@ class RerunCompiler:
 
     def backfill(self, node, parents):
         return [render("rerun/backfill", query=query(node, [p.hist for p in parents]),
-                       **self._slots(node))]
+                       **self._bounded(node), **self._slots(node))]
 
     def evaluate(self, node, parents):
         return [Step(render("rerun/delta", delta=node.delta_table,
                             query=query(node, [_now(p) for p in parents]),
-                            **self._slots(node)))]
+                            **self._bounded(node), **self._slots(node)))]
+
+    def _bounded(self, node: Node) -> dict:
+        with_bound, read = bounded(node, sql.SQL("argus_rows"))
+        return {"bounded": with_bound, "read": read}
 
     def flush(self, node, parents):
         return bag_flush(node)

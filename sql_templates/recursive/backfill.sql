@@ -4,5 +4,5 @@ WITH RECURSIVE argus_d ({columns}) AS (
     SELECT {base_columns} FROM {base} AS {t1}
     UNION
     {step}
-)
-SELECT {columns} FROM argus_d
+){bounded}
+SELECT {columns} FROM {read}

@@ -5,7 +5,7 @@
 -- derived again (the prune, and UNION), so the rounds end, and what they leave is the
 -- relation's growth exactly. The relation only grows: its inputs are insert-only. (The
 -- prune's OFFSET 0 keeps it a probe of the held rows' hash index for each row, not a
--- hash of every row held.)
+-- hash of every row held.) {bounded}: argus.nodes.base.bounded.
 INSERT INTO {delta} ({columns}, {sign})
 WITH RECURSIVE argus_d ({columns}) AS (
     SELECT {columns} FROM (
@@ -16,5 +16,5 @@ WITH RECURSIVE argus_d ({columns}) AS (
     WHERE {seed_prune}
     UNION
     {step}
-)
-SELECT {columns}, 1 FROM argus_d
+){bounded}
+SELECT {columns}, 1 FROM {read}

@@ -1,2 +1,3 @@
 INSERT INTO {hist} ({columns}, argus_hash)
-SELECT {q_columns}, {hash} FROM ({query}) AS {q} ({columns})
+WITH argus_rows AS (SELECT * FROM ({query}) AS {q} ({columns})){bounded}
+SELECT {q_columns}, {hash} FROM {read} AS {q}

@@ -1,0 +1,303 @@
+"""Issue 48: a registrar, a writer or a login role with nothing tries what an attacker
+would. Each test is one hole; each failed before its fix."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import sql
+
+import argus
+from argus import ArgusError
+
+# A registrar's own code, in a schema it owns: each function logs who ran it.
+EVIL = """
+CREATE TABLE evil.calls (who text, what text);
+GRANT INSERT, SELECT ON evil.calls TO PUBLIC;
+CREATE FUNCTION evil.f(int) RETURNS int VOLATILE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'f'); RETURN $1; END $$;
+CREATE FUNCTION evil.g(int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'g'); RETURN $1; END $$;
+CREATE DOMAIN evil.d AS int CHECK (evil.g(VALUE) IS NOT NULL);
+CREATE FUNCTION evil.eq(int, int) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'eq'); RETURN $1 = $2; END $$;
+CREATE OPERATOR evil.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = evil.eq);
+CREATE TYPE evil.t AS (x int);
+CREATE FUNCTION evil.to_t(int) RETURNS evil.t IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'to_t'); RETURN ROW($1); END $$;
+CREATE CAST (int AS evil.t) WITH FUNCTION evil.to_t(int);
+CREATE FUNCTION evil.acc(bigint, int) RETURNS bigint IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'acc'); RETURN $1 + $2; END $$;
+CREATE AGGREGATE evil.total(int) (SFUNC = evil.acc, STYPE = bigint, INITCOND = '0');
+CREATE FUNCTION evil.nice(int) RETURNS int IMMUTABLE LANGUAGE sql AS $$ SELECT $1 $$;
+GRANT USAGE ON SCHEMA evil TO PUBLIC;
+"""
+
+
+@pytest.fixture
+def attacker(network, login, worker, fresh_dsn):
+    """(role, dsn): a registrar who may read stream s only, with a schema of its own
+    full of code (EVIL)."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA evil AUTHORIZATION {}").format(
+            sql.Identifier(role)))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(EVIL)
+    yield role, dsn
+    with psycopg.connect(fresh_dsn, autocommit=True) as admin:
+        admin.execute("DROP SCHEMA evil CASCADE")  # the cast first: DROP OWNED cannot
+
+
+def calls(dsn: str) -> list[tuple]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT who, what FROM evil.calls").fetchall()
+
+
+@pytest.mark.parametrize("query, refused", [
+    # hole 1: argus's own machinery, called by its qualified name
+    ("SELECT id FROM s WHERE cardinality(argus.isolate(0, 1) || ARRAY[1]) >= 0",
+     r"argus's own machinery|argus\.isolate"),
+    ("SELECT id FROM s WHERE argus_catalog.apply_privileges() IS NULL", r"argus"),
+    # hole 2: a registrar's function, qualified (VOLATILE, and IMMUTABLE but its own)
+    ("SELECT evil.f(id) AS k, v FROM s WHERE evil.f(id) > 0", r"evil\.f"),
+    ("SELECT evil.g(id) AS k FROM s", r"evil\.g"),
+    ("SELECT id FROM s WHERE evil.g(1) = 1", r"evil\.g"),
+    ("SELECT evil.nice(id) AS k FROM s", r"evil\.nice.*owned by role"),
+    # hole 3: a cast to its domain, its type with a cast WITH FUNCTION
+    ("SELECT id FROM s WHERE (id::evil.d) > 0", r"evil\.d"),
+    ("SELECT id FROM s WHERE ('5'::evil.d) > 0", r"evil\.d"),
+    ("SELECT id, (id::evil.t).x AS x FROM s", r"evil\.(to_)?t"),
+    # hole 4: its operator
+    ("SELECT id FROM s WHERE id OPERATOR(evil.===) 1", r"evil\.==="),
+    # and its aggregate
+    ("SELECT evil.total(id) AS n FROM s", r"evil\.total"),
+])
+def test_a_registrar_runs_none_of_its_own_code(network, attacker, query, refused):
+    """Holes 1-4: what a query reaches (a qualified call, a cast to a domain or a type
+    with a cast function, an operator, an aggregate) is checked by OID, not by the names
+    it writes: refused, and nothing of it ran, then or in the cycles after."""
+    role, dsn = attacker
+    with argus.connect(dsn) as registrar:
+        with pytest.raises(ArgusError, match=refused):
+            registrar.register_query("q", query)
+    network.insert("s", [(2, "y")])
+    for _ in range(3):
+        network.run()
+    assert calls(dsn) == []
+    assert {q.name: q.status for q in network.queries()} == {"a": "ok", "b": "ok"}
+
+
+def test_a_registrars_stream_has_no_type_of_its_own(network, attacker):
+    """A stream whose column is the registrar's domain would run the domain's CHECK as
+    the owner whenever a cycle writes the history."""
+    role, dsn = attacker
+    with argus.connect(dsn) as registrar:
+        with pytest.raises(ArgusError, match=r"evil\.d"):
+            registrar.create_stream("mine", {"id": "evil.d"})
+    assert [s.name for s in network.streams()] == ["s", "t"]
+
+
+def queue(dsn: str, kind: str, name: str, body: str) -> int:
+    """A request as any client language writes it: a row."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute("INSERT INTO argus_catalog.requests (kind, name, body) "
+                            "VALUES (%s, %s, %s::jsonb) RETURNING request_id",
+                            (kind, name, body)).fetchone()[0]
+
+
+def outcome(db, request_id: int) -> tuple[str, str | None]:
+    return db.conn.execute("SELECT status, error FROM argus_catalog.requests "
+                           "WHERE request_id = %s", (request_id,)).fetchone()
+
+
+def test_a_malformed_request_stops_nothing(network, login, fresh_dsn):
+    """Hole 5: a body that is not the kind's shape made the worker raise, left the
+    request pending at the head of the queue, and `argus run` exited before its cycle."""
+    from click.testing import CliRunner
+
+    from argus.cli import main
+
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    poison = {body: queue(dsn, "register", "p", body) for body in (
+        "{}", "[]", '"SELECT 1"', "17", '{"sql": 5}', '{"sql": "SELECT id FROM s", "x": 1}')}
+    poison["create_stream"] = queue(dsn, "create_stream", "p", '{"columns": ["id int"]}')
+    good = queue(dsn, "register", "fine", '{"sql": "SELECT id FROM s"}')
+    network.insert("s", [(2, "y")])
+    out = CliRunner().invoke(main, ["run", "--dsn", fresh_dsn], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert "run " in out.output and "s 1" in out.output  # the cycle ran
+    for body, request_id in poison.items():
+        status, error = outcome(network, request_id)
+        assert status == "failed" and "body" in error, (body, error)
+    assert outcome(network, good) == ("done", None)
+    assert sorted(network.results("fine")) == [(1,), (2,)]
+
+
+def test_a_registrar_cannot_force(network, attacker):
+    """Hole 6: `force` bypassed max_query_state and state_budget for a registrar."""
+    role, dsn = attacker
+    network.configure(max_query_state="1kB")
+    network.insert("s", [(k, "v") for k in range(2, 500)])
+    network.run()
+    with argus.connect(dsn) as registrar:
+        with pytest.raises(ArgusError, match="owner's decision"):
+            registrar.register_query("big", "SELECT x.id, y.id AS j FROM s x, s y", force=True)
+    request = queue(dsn, "register", "big",
+                    '{"sql": "SELECT x.id, y.id AS j FROM s x, s y", "force": true}')
+    network.process_requests()
+    assert outcome(network, request)[0] == "failed"
+    assert "owner's decision" in outcome(network, request)[1]
+    assert [q.name for q in network.queries()] == ["a", "b"]
+
+
+def test_a_revoked_registrars_requests_are_not_carried_out(network, login):
+    """Hole 10: the worker checked nothing of the requester's rights when it acted."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    request = queue(dsn, "register", "late", '{"sql": "SELECT id FROM s"}')
+    dropping = queue(dsn, "create_stream", "late_stream", '{"columns": {"id": "int"}}')
+    network.revoke("registrar", role)
+    network.process_requests()
+    for r in (request, dropping):
+        status, error = outcome(network, r)
+        assert status == "failed" and "no longer a registrar" in error
+    assert [q.name for q in network.queries()] == ["a", "b"]
+    assert [s.name for s in network.streams()] == ["s", "t"]
+
+
+@pytest.mark.parametrize("evaluate", ["rerun", "incremental"])
+def test_a_recursion_is_bounded_in_every_cycle(network, attacker, evaluate):
+    """Hole 7: a recursive query's state cannot be estimated at registration; one row
+    then made a cycle derive as many rows as it said, holding the cycle lock. Now each
+    statement that derives its rows stops one row past max_query_state's worth, and the
+    query is isolated as a failing row isolates it."""
+    role, dsn = attacker
+    network.configure(max_query_state="1kB")
+    with argus.connect(dsn) as registrar:
+        registrar.create_stream("e", {"src": "int", "dst": "int"})
+        registrar.register_query(
+            "closure", "WITH RECURSIVE r(a, b) AS (SELECT src, dst FROM e UNION "
+            "SELECT r.a, e.dst FROM r JOIN e ON e.src = r.b) SELECT a, b FROM r",
+            evaluate=evaluate)
+        registrar.insert("e", [(k, k + 1) for k in range(5)])
+    network.run()
+    assert len(network.results("closure")) == 15
+    with argus.connect(dsn) as registrar:
+        registrar.insert("e", [(k, k + 1) for k in range(100, 400)])  # 45,150 pairs
+    report = network.run()
+    assert "more than max_query_state" in report.failed["closure"]
+    assert {q.name: q.status for q in network.queries()} == {
+        "a": "ok", "b": "ok", "closure": "failed"}
+
+
+def test_a_cycle_report_shows_a_role_only_the_queries_it_may_read(network, login):
+    """Hole 8: a writer read every isolated query's error, and the row it failed on."""
+    network.register_query("cast", "SELECT id, CASE WHEN id > 1 THEN secret::int END AS n "
+                                   "FROM t")
+    network.insert("t", [(2, "TOPSECRET-4711")])
+    network.insert("s", [(2, "y")])
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    network.grant("reader", role, query="a")
+    with argus.connect(dsn) as writer:
+        report = writer.run()
+        assert report.failed == {} and "cast" not in report.new_rows
+        assert report.new_rows == {"a": 1}
+    with psycopg.connect(dsn) as conn:
+        (failed, queries) = conn.execute(
+            "SELECT failed, queries FROM argus.cycle_report(%s)", (report.run_id,)).fetchone()
+    assert failed == {} and set(queries) == {"a"}
+    owners = argus.cycle.report(network.conn, report.run_id)
+    assert "TOPSECRET-4711" in owners.failed["cast"]
+
+
+def test_a_load_id_is_a_load_into_one_stream(network, login):
+    """Hole 9: a writer of s claimed the id of the owner's coming load into t, which then
+    loaded nothing (`duplicate=True, rows=0`)."""
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT argus.claim_load('nightly', 's', 'copy')").fetchone()[0]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT argus.loaded('nightly', 't')")
+    result = network.insert("t", [(7, "ok")], load_id="nightly")
+    assert result == 1
+    network.run()
+    assert (7, "ok") in network.results("b")
+    assert network.insert("t", [(7, "ok")], load_id="nightly") == 0  # still once per stream
+
+
+def test_the_dashboard_answers_only_its_own_names(network):
+    """Hole 11: with `Host: attacker.example` (a name rebound to 127.0.0.1, DNS
+    rebinding) the dashboard answered 200 with the secret answer."""
+    pytest.importorskip("flask", reason="the dashboard extra is not installed")
+    from argus.dashboard import create_app
+
+    client = create_app(network.dsn).test_client()
+    stolen = client.get("/query/b", headers={"Host": "attacker.example"})
+    assert stolen.status_code == 400 and b"classified" not in stolen.data
+    mine = client.get("/query/b", headers={"Host": "127.0.0.1:8787"})
+    assert mine.status_code == 200 and b"classified" in mine.data
+    assert mine.headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in mine.headers["Content-Security-Policy"]
+    assert client.get("/", headers={"Host": "localhost:8787"}).status_code == 200
+
+
+# -- a registrar's code, reached every way a query can reach it ----------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+SAFE = ["abs({})", "({} + 1)", "coalesce({}, 0)", "({})::bigint", "greatest({}, 2)"]
+EVIL_WRAPS = ["evil.f({})", "evil.g({})", "(({})::evil.d)", "((({})::evil.t)).x",
+              "evil.nice({})", "(CASE WHEN {} OPERATOR(evil.===) 1 THEN 1 ELSE 0 END)"]
+PLACES = ["SELECT {} AS k FROM s", "SELECT id FROM s WHERE {} > 0",
+          "SELECT {} AS k, count(*) AS n FROM s GROUP BY 1",
+          "SELECT sum({}) AS n FROM s", "SELECT id FROM s WHERE id IN (SELECT {} FROM s)",
+          "SELECT x.id FROM s x JOIN (SELECT id AS j, v FROM s) y ON x.id = y.j WHERE {} <> 7",
+          "SELECT v, max({}) AS m FROM s GROUP BY v HAVING count(*) > 0",
+          "SELECT id, row_number() OVER (ORDER BY {}) AS r FROM s"]
+
+
+@st.composite
+def expressions(draw) -> tuple[str, bool]:
+    """An integer expression over s (text, and whether it reaches the registrar's code)."""
+    expr, evil = draw(st.sampled_from(["id", "1", "length(v)"])), False
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):
+            expr, evil = draw(st.sampled_from(EVIL_WRAPS)).format(expr), True
+        else:
+            expr = draw(st.sampled_from(SAFE)).format(expr)
+    return expr, evil
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_no_query_runs_a_registrars_code(network, attacker, data):
+    """Property: whatever a query wraps around a registrar's function, domain, type,
+    operator, wherever in the query, it is refused, and nothing of the registrar's runs in
+    the registration or the five cycles after."""
+    role, dsn = attacker
+    (expr, evil), place = data.draw(expressions()), data.draw(st.sampled_from(PLACES))
+    query = place.format(expr)
+    name = f"p{abs(hash(query)) % 10**8}"
+    with argus.connect(dsn) as registrar:
+        try:
+            registrar.register_query(name, query)
+            registered = True
+        except ArgusError:
+            registered = False
+    assert not (registered and evil), query
+    for k in range(5):
+        network.insert("s", [(10 + k, "w")])
+        network.run()
+    assert calls(dsn) == [], query
+    if registered:
+        with argus.connect(dsn) as registrar:
+            registrar.unregister_query(name)
