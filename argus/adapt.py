@@ -31,7 +31,7 @@ from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_n
 from .network import Builder, assemble, drop_unused, lazy
 from .nodes import T1
 from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept,
-                       output_check_sql, over_histories)
+                       output_check_sql, over_histories, row_bound)
 from .streams import stream_schemas
 from .templates import render
 
@@ -335,6 +335,7 @@ def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sha
     builder = Builder(conn, sharing, query=name)
     builder.replan = replan
     builder.lazy = lazily
+    builder.row_bound = row_bound(conn)
     top, output = build_top(builder, name, analyzed, evaluate)
     return builder, top, output
 
@@ -353,7 +354,8 @@ def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder
     orders = json.dumps(builder.join_orders) if builder.join_orders else None
     conn.execute("UPDATE argus_catalog.queries SET output_node = %s, join_orders = %s, "
                  "evaluate = %s, output_check = %s WHERE query_id = %s",
-                 (top.id, orders, evaluate, output_check_sql(output, top), query_id))
+                 (top.id, orders, evaluate, output_check_sql(output, top, builder.row_bound),
+                  query_id))
     for position, expr in enumerate(output, 1):
         conn.execute("UPDATE argus_catalog.query_columns SET expr = %s "
                      "WHERE query_id = %s AND position = %s", (expr, query_id, position))

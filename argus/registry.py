@@ -16,6 +16,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from .frontend import functions, reach
+from .frontend.lateral import expands
 from . import network, plans, roles
 from .settings import pinned_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
@@ -104,12 +105,16 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         over = over_histories(analyzed.canonical)
         reach.check_query(conn, over, registrant)
         plan = _check_with_postgres(conn, over)
-        bound = None if force else _check_state(conn, name, plan)
+        if not force:
+            _check_state(conn, name, plan)
+        bound = None if force else row_bound(conn)
         (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
         before = None if budget is None or force else network.network_bytes(conn)
         try:
             info, compiled = _build(conn, name, sql_text, analyzed, sharing or Sharing(),
                                     evaluate, bound)
+            if not force:
+                _check_kept(conn, info)
             if before is not None:
                 _check_budget(conn, name, budget, before)
             assemble(conn, check=compiled)
@@ -162,7 +167,7 @@ def over_histories(canonical: str) -> str:
     tree = rewrite_user_calls(sqlglot.parse_one(canonical, read=DIALECT))
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
-        if table.name not in ctes:
+        if table.name not in ctes and not isinstance(table.this, exp.Func):
             table.set("db", exp.to_identifier(STREAMS_SCHEMA, quoted=True))
     return clock_once(tree.sql(dialect=DIALECT, copy=False))
 
@@ -191,33 +196,85 @@ def _check_with_postgres(conn: psycopg.Connection, over: str) -> dict:
                          ) from None
 
 
-def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> int | None:
-    """Refuse a query whose state PostgreSQL estimates above settings.max_query_state:
-    the rows of its answer and of the joins and groups under it, over the histories as
-    they are (a cross join of two streams of 3,000 rows keeps 9M rows). `force` skips
-    this check. A recursive CTE's estimate is a guess (PostgreSQL assumes ten rounds of
-    growth): its recursion is bounded instead, in every statement that derives its rows,
-    to the rows max_query_state holds at the answer's width (the bound returned)."""
-    (limit,) = conn.execute("SELECT max_query_state FROM argus_catalog.settings").fetchone()
+# PostgreSQL's estimate of a query's state may be this many times max_query_state
+# before anything is built: the layout keeps large joins and answers as views, which
+# hold nothing; what the query's new nodes hold is measured once built (_check_kept).
+ESTIMATE_ROOM = 4
+# A row as max_query_state counts rows no estimate bounds (row_bound).
+NOMINAL_ROW_BYTES = 32
+
+
+def row_bound(conn: psycopg.Connection) -> int | None:
+    """The rows a statement may give where no estimate bounds them — a recursion
+    (PostgreSQL assumes ten rounds of growth), a set-returning function of the data
+    (`generate_series(1, x)`), a re-run's answer: max_query_state of nominal rows
+    (nodes.base.bounded). None: no limit is set."""
+    limit = _max_query_state(conn)
+    return None if limit is None else max(limit // NOMINAL_ROW_BYTES, 1)
+
+
+def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
+    """Refuse at once a query whose state PostgreSQL estimates far above
+    settings.max_query_state: the rows of its answer and of the joins and groups under
+    it, over the histories as they are (a cross join of two streams of 3,000 rows keeps
+    9M rows), against ESTIMATE_ROOM times the setting. `force` skips this check. A
+    recursion's estimate is a guess: row_bound bounds it instead."""
+    limit = _max_query_state(conn)
     if limit is None:
-        return None
+        return
     state, stack = 0, [plan]
     while stack:
         node = stack.pop()
         if node["Node Type"] == "Recursive Union":
-            return max(limit // max(plan["Plan Width"], 1), 1)
+            return
         if node is plan or "Join" in node["Node Type"] or node["Node Type"] in (
                 "Nested Loop", "Aggregate"):
             state += node["Plan Rows"] * node["Plan Width"]
         stack.extend(node.get("Plans", []))
-    if state > limit:
+    if state > ESTIMATE_ROOM * limit:
         raise QueryError(
             f"query {name!r} would keep about {state / 2**20:,.0f} MiB of state by "
-            f"PostgreSQL's estimate (an answer of {plan['Plan Rows']:,.0f} rows), more than "
-            f"max_query_state ({limit / 2**20:,.0f} MiB): narrow it (a join condition, a "
-            "window), raise the setting (argus config max_query_state …), or register it "
+            f"PostgreSQL's estimate (an answer of {plan['Plan Rows']:,.0f} rows), far more "
+            f"than max_query_state ({limit / 2**20:,.0f} MiB): narrow it (a join condition, "
+            "a window), raise the setting (argus config max_query_state …), or register it "
             "with --force")
-    return None
+
+
+def _max_query_state(conn: psycopg.Connection) -> int | None:
+    return conn.execute("SELECT max_query_state FROM argus_catalog.settings").fetchone()[0]
+
+
+def _check_kept(conn: psycopg.Connection, info: QueryInfo) -> None:
+    """Refuse a query whose new nodes, built and backfilled in the layout the optimizer
+    chose (a view keeps nothing), hold more than settings.max_query_state, naming the
+    node that holds most: what their rows take in the heap beyond its first page (an
+    empty table's size is not the query's). The registration's transaction is rolled
+    back."""
+    limit = _max_query_state(conn)
+    created = [n.id for n in info.nodes if n.created]
+    if limit is None or not created:
+        return
+    held = conn.execute(
+        """SELECT n.node_id, n.kind,
+                  greatest(pg_relation_size(c.oid, 'main') - current_setting('block_size')::int,
+                           0) AS bytes
+             FROM argus_catalog.nodes n
+             JOIN pg_class c ON c.oid = to_regclass(format('%%I.%%I', n.hist_schema,
+                                                           n.hist_name))
+            WHERE n.node_id = ANY(%s) AND c.relkind IN ('r', 'p')
+            ORDER BY bytes DESC""", (created,)).fetchall()
+    total = sum(bytes_ for _, _, bytes_ in held)
+    if total > limit:
+        node_id, kind, most = held[0]
+        raise QueryError(
+            f"query {info.name!r} would keep {_size(total)} of state in the nodes it adds, "
+            f"more than max_query_state ({_size(limit)}); node {node_id} (a {kind}) holds "
+            f"{_size(most)} of it: narrow the query (a join condition, a window), raise the "
+            "setting (argus config max_query_state …), or register it with --force")
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n / 2**10:,.0f} kB"
 
 
 def _check_budget(conn: psycopg.Connection, name: str, budget: int, before: int) -> None:
@@ -269,7 +326,8 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
         (name, sql_text, analyzed.canonical, top.id,
          json.dumps(builder.join_orders) if builder.join_orders else None,
          any(reads_clock(e) for e in output), sharing.strategy,
-         sharing.join_sharing, evaluate, output_check_sql(output, top))).fetchone()
+         sharing.join_sharing, evaluate,
+         output_check_sql(output, top, builder.row_bound))).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)
@@ -309,14 +367,19 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
     return builder.on_coordinator(top) if clocked else top, output
 
 
-def output_check_sql(output: list[str], top) -> str | None:
+def output_check_sql(output: list[str], top, bound: int | None = None) -> str | None:
     """The statement a cycle runs to evaluate the query's own output expressions over
     the rows its top node gained (query/check_output.sql); None when they are columns
-    only, or read the clock (they change with it, whatever the rows)."""
+    only, or read the clock (they change with it, whatever the rows). An output that
+    expands rows (a set-returning function of the data) is counted to `bound` only."""
     if all(_a_column(e) for e in output) or any(reads_clock(e) for e in output):
         return None
-    return render("query/check_output", exprs=sql.SQL(", ").join(map(sql.SQL, output)),
-                  delta=_changes_of(top), t1=T1, sign=SIGN_ID).as_string(None)
+    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": _changes_of(top),
+             "t1": T1, "sign": SIGN_ID}
+    if bound is not None and any(expands(e) for e in output):
+        return render("query/check_output_bounded", limit=sql.Literal(bound + 1),
+                      bound=sql.Literal(bound), **slots).as_string(None)
+    return render("query/check_output", **slots).as_string(None)
 
 
 def _a_column(expr: str) -> bool:
@@ -334,19 +397,27 @@ def changes_view_sql(name: str, output: list[str], top, last_run: int,
     """The query's changes view: its output expressions over the top node's delta, or,
     for expressions that read the clock, what changed as the clock moved too; empty
     until a cycle after `last_run` (the last before registration). `kept`: a table of
-    the last cycle's changes, shown until the next cycle (a migration's, argus.adapt)."""
+    the last cycle's changes, shown until the next cycle (a migration's, argus.adapt).
+    Where a row can be retracted, the changes are made net (query/changes_net)."""
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
              "delta": _changes_of(top), "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
-    if not any(reads_clock(e) for e in output):
+    clocked = any(reads_clock(e) for e in output)
+    if not clocked:
         body = render("query/changes", **slots)
     else:
         body = render("query/changes_clock", hist=top.hist, previous=sql.SQL(", ").join(
             sql.SQL(at_previous_clock(e)) for e in output), **slots)
-    if kept is None:
-        return render("query/changes_view", view=changes_view(name), changes=body)
-    return render("query/changes_view_kept", view=changes_view(name), changes=body,
-                  kept=kept, after=sql.Literal(last_run))
+    if kept is not None:
+        body = render("query/changes_kept", changes=body, kept=kept,
+                      after=sql.Literal(last_run))
+    if kept is not None or clocked or not top.insert_only:
+        names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
+        body = render("query/changes_net", changes=body, sign=SIGN_ID,
+                      columns=sql.SQL(", ").join(map(sql.Identifier, names)),
+                      qualified=sql.SQL(", ").join(sql.Identifier("argus_c", n)
+                                                   for n in names))
+    return render("query/changes_view", view=changes_view(name), changes=body)
 
 
 def unregister(conn: psycopg.Connection, name: str) -> list[int]:

@@ -13,6 +13,7 @@ created.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -78,10 +79,10 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None) -> list[Ou
     done = []
     while True:
         with conn.transaction():
-            row = conn.execute(
-                "SELECT request_id, kind, name, body, requested_by FROM argus_catalog.requests"
-                " WHERE status = 'pending' ORDER BY request_id LIMIT 1 FOR UPDATE SKIP LOCKED"
-            ).fetchone()
+            row = conn.execute(  # the body as text: read in the request's own try below
+                "SELECT request_id, kind, name, body::text, requested_by "
+                "FROM argus_catalog.requests WHERE status = 'pending' "
+                "ORDER BY request_id LIMIT 1 FOR UPDATE SKIP LOCKED").fetchone()
             if row is None:
                 return done
             request_id, kind, name, body, role = row
@@ -170,8 +171,12 @@ def json_type(value: object) -> str:
             type(None): "null", int: "a number", float: "a number"}.get(type(value), "?")
 
 
-def _carry_out(conn: psycopg.Connection, kind: str, name: str, body: object, role: str,
+def _carry_out(conn: psycopg.Connection, kind: str, name: str, text: str, role: str,
                sharing: Sharing | None) -> None:
+    try:
+        body = json.loads(text)
+    except RecursionError:
+        raise ArgusError(f"a {kind} request's body nests too deeply to be read") from None
     body = _checked_body(kind, body)
     if not _registrar_now(conn, role):
         raise PermissionDeniedError(f"role {role!r} is no longer a registrar of this "

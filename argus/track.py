@@ -163,7 +163,7 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
             conn.execute(render(
                 "stream/track", function=_function(name), inbox=inbox,
                 columns=cols(columns), n_columns=cols(columns, "n"),
-                o_columns=cols(columns, "o"), first=sql.Identifier(key[0]),
+                first=sql.Identifier(key[0]),
                 o_join=key_join(key, "o", "n"), key=cols(key),
                 truncate=tables.truncate_changes(name, key),
                 o_key_only=sql.SQL(", ").join(sql.Identifier("o", c) if c in key

@@ -18,7 +18,14 @@ After every cycle it checks, against an independent mirror of every row loaded
   rows are inserted, updated and deleted by id, and its history is exactly the table;
 - in a session time zone with daylight saving time, across its changes;
 - ternary logic partitioning: the answer of `q` is the bag sum of the answers of
-  `q AND p`, `q AND NOT p` and `q AND (p) IS NULL`.
+  `q AND p`, `q AND NOT p` and `q AND (p) IS NULL`;
+- each cycle's changes are net: no row both retracted and inserted (tests.oracle);
+- the table e has a numeric key written in other spellings by its updates and deletes
+  (1, 1.0, 1.00); on seeds divisible by 3 it follows an application's table (argus
+  track) that a session with extra_float_digits = 0 and another DateStyle writes;
+- SQL written as people write it: WITH names reused in nested scopes, set operations in
+  parentheses, named windows, stars qualified by an alias, sets of constants in FROM,
+  scalar subqueries picking their row by ORDER BY … LIMIT 1.
 
     python -m tests.fuzz --minutes 30 [--seed N] [--dsn DSN]
 
@@ -83,6 +90,9 @@ STREAMS = {
           "u": "timestamptz"},
 }
 TIME = "t"
+# a table keyed by a numeric id, whose updates and deletes spell the key otherwise
+TABLE_E = {"id": "numeric", "v": "int", "f": "double precision"}
+KEY_SPELLINGS = ["1", "1.0", "1.00"]  # Decimal(key).quantize(...) by these exponents
 
 
 def spellings(pg_type: str, value) -> list[str]:
@@ -182,7 +192,7 @@ class Gen:
                                  "left", "right", "full", "semi", "anti", "exists",
                                  "distinct", "setop", "window", "clock", "groups_anti", "nested",
                                  "top", "poison", "holistic", "limit", "lateral",
-                                 "lateral_join", "recursive"])
+                                 "lateral_join", "recursive", "spelled", "scoped", "written"])
         size = self.rng.randint(1, 3)
         # a family's windows are on one column: the time column, or not (a stream's
         # history may be purged only by windows on its time column)
@@ -297,6 +307,40 @@ class Gen:
                      f"UNION {step}) SELECT "
                      + self.rng.choice(["x, y FROM r", "x, count(*) AS n FROM r GROUP BY x",
                                         "DISTINCT y FROM r WHERE x < y"]))
+            elif shape == "spelled":  # the table whose key is written several ways
+                q = self.rng.choice([
+                    "SELECT e.id::text AS k, count(*) AS n FROM e GROUP BY e.id::text",
+                    "SELECT DISTINCT e.id::text AS k FROM e",
+                    f"SELECT e.id::text AS k, e.v, e.f FROM e "
+                    f"WHERE e.v > {self.rng.randint(-2, 5)}",
+                    "SELECT x.k, e.id FROM a x JOIN e ON e.id = x.k"])
+            elif shape == "scoped":  # a WITH name reused inside a subquery, or a stream's
+                inner = self.rng.choice(["c", "a"])
+                q = self.rng.choice([
+                    f"WITH m AS (SELECT x.k FROM a x WHERE {where}) SELECT k FROM (WITH m AS "
+                    f"(SELECT y.k FROM {inner} y) SELECT k FROM m) s UNION ALL SELECT k FROM m",
+                    f"WITH m AS (SELECT x.k FROM a x WHERE {where}) SELECT k FROM m WHERE k IN "
+                    f"(WITH m AS (SELECT y.k + 0 AS k FROM c y) SELECT k FROM m)",
+                    f"WITH c AS (SELECT x.k, x.id FROM a x WHERE {where}) SELECT k FROM (WITH a "
+                    f"AS (SELECT k FROM c) SELECT k FROM a) s",
+                    f"WITH m AS (SELECT x.k FROM a x WHERE {where}), n AS (SELECT y.k FROM c y) "
+                    f"SELECT k FROM m AS z WHERE k IN (SELECT k FROM n AS z)"])
+            elif shape == "written":  # constructs as people write them
+                q = self.rng.choice([
+                    f"(SELECT x.k FROM a x WHERE {where} UNION SELECT y.k FROM c y) ORDER BY "
+                    f"k NULLS LAST LIMIT {self.rng.randint(1, 3)}",
+                    f"SELECT * FROM ((SELECT x.k FROM a x WHERE {where}) UNION ALL "
+                    f"(SELECT y.k FROM c y)) s",
+                    f"SELECT x.id, sum(x.k) OVER w AS s FROM a x WHERE {where} "
+                    f"WINDOW w AS (PARTITION BY x.b ORDER BY x.id, x.k)",
+                    f"SELECT X.*, Y.f AS yf FROM (SELECT x.id, x.k FROM a x WHERE {where}) AS X "
+                    f"JOIN c Y ON Y.k = X.k",
+                    f"SELECT x.id, g.i FROM a x, generate_series(0, 2) AS g(i) WHERE {where} "
+                    f"AND x.k > g.i",
+                    f"SELECT x.id, v.w FROM a x, (VALUES (1, 'one'), (2, 'two')) AS v(j, w) "
+                    f"WHERE x.k = v.j AND {where}",
+                    f"SELECT x.id, (SELECT y.f FROM c y WHERE y.k = x.k ORDER BY y.f DESC NULLS "
+                    f"LAST, y.id LIMIT 1) AS latest FROM a x WHERE {where}"])
             elif shape == "limit":  # a global Top-K (ORDER BY … LIMIT), ties broken by id
                 x = self.rng.choice(["n", "f", "k"])
                 if self.rng.random() < 0.5:  # over a window: rows leave again
@@ -395,10 +439,30 @@ class Fuzzer:
                 self.oracle.create_table(name, columns, primary_key="id")
             else:
                 self.oracle.create_stream(name, columns, time_column=TIME)
+        # e: keyed by a numeric id; on seeds divisible by 3 it follows an application's
+        # table, written by a session whose settings print values otherwise
+        self.tracked = seed % 3 == 0
+        self.e_keys: set[int] = set()
+        self.app = None
+        if self.tracked:
+            self.db.conn.execute("CREATE TABLE public.e_app (id numeric PRIMARY KEY, v int, "
+                                 "f double precision)")
+            self.db.track("public.e_app", "e")
+            # the oracle's mirror: the application's table as each cycle claims it
+            self.db.conn.execute(sql.SQL("CREATE TABLE {} (LIKE public.e_app)").format(
+                sql.Identifier(MIRROR, "e")))
+            self.app = psycopg.connect(dsn, autocommit=True)
+            self.app.execute("SET extra_float_digits = 0")
+            self.app.execute("SET DateStyle = 'SQL, DMY'")
+            self.log.append("e follows public.e_app (extra_float_digits = 0)")
+        else:
+            self.oracle.create_table("e", TABLE_E, primary_key="id")
 
     def close(self) -> None:
         for handle in self.handles.values():
             handle.close()
+        if self.app is not None:
+            self.app.close()
 
     def step(self) -> None:
         action = self.rng.choices(["load", "cycle", "register", "drop", "mode", "migrate"],
@@ -407,9 +471,11 @@ class Fuzzer:
 
     def load(self) -> None:
         self.gen.clock += dt.timedelta(minutes=self.rng.randint(0, 20))
-        stream = self.rng.choice(sorted(STREAMS))
+        stream = self.rng.choice([*sorted(STREAMS), "e"])
         if stream == "c" and self.table:
             return self.change()
+        if stream == "e":
+            return self.change_e()
         if self.rng.random() < 0.03:  # an infinite event time: refused, nothing loaded
             row = tuple("infinity" if c == TIME else None for c in STREAMS[stream])
             try:
@@ -445,6 +511,46 @@ class Fuzzer:
             self.keys -= set(keys)
             self.log.append(f"delete c {keys!r}")
             self.oracle.delete("c", keys)
+
+    def spelled(self, key: int) -> Decimal:
+        """A key as one of its spellings: 1, 1.0 or 1.00."""
+        return Decimal(key).quantize(Decimal(self.rng.choice(KEY_SPELLINGS)))
+
+    def change_e(self) -> None:
+        """The table e: new keys, present keys updated with their key spelled anew (and
+        floats nearly equal: 0.3 then 0.30000000000000004), present and absent keys
+        deleted in another spelling; by argus's own API, or as SQL on the application's
+        table it follows."""
+        op = self.rng.choice(["insert", "update", "update", "delete"] if self.e_keys
+                             else ["insert"])
+        floats = [0.3, 0.30000000000000004, 1.0, -0.0, 0.0, None]
+        if op == "insert":
+            keys = self.rng.sample(sorted(set(range(1, 30)) - self.e_keys),
+                                   min(3, 29 - len(self.e_keys)))
+            rows = [(self.spelled(k), self.rng.randint(-2, 6), self.rng.choice(floats))
+                    for k in keys]
+            self.e_keys |= set(keys)
+        else:
+            keys = self.rng.sample(sorted(self.e_keys), min(len(self.e_keys), 3))
+            rows = [(self.spelled(k), self.rng.randint(-2, 6), self.rng.choice(floats))
+                    for k in keys]
+            if op == "delete":
+                rows = [row[0] for row in rows] + ([Decimal(400)] if self.rng.random() < 0.3
+                                                   else [])
+                self.e_keys -= set(keys)
+        self.log.append(f"{op} e {rows!r}")
+        if not self.tracked:
+            getattr(self.oracle, op)("e", rows)
+            return
+        with self.app.transaction():
+            for row in rows:
+                if op == "insert":
+                    self.app.execute("INSERT INTO e_app VALUES (%s, %s, %s)", row)
+                elif op == "update":
+                    self.app.execute("UPDATE e_app SET (id, v, f) = (%s, %s, %s) WHERE id = %s",
+                                     (*row, row[0]))
+                else:
+                    self.app.execute("DELETE FROM e_app WHERE id = %s", (row,))
 
     def register(self) -> None:
         family = self.gen.family()
@@ -518,6 +624,11 @@ class Fuzzer:
 
     def cycle(self) -> None:
         self.log.append("cycle")
+        if self.tracked:  # the cycle claims every change committed to the application's
+            mirror = sql.Identifier(MIRROR, "e")
+            self.db.conn.execute(sql.SQL("DELETE FROM {}").format(mirror))
+            self.db.conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM public.e_app").format(
+                mirror))
         report = self.oracle.run()  # answers and changes of every query not isolated
         self.stats.cycles += 1
         self.stats.comparisons += len(self.oracle.accumulated)
@@ -553,16 +664,18 @@ class Fuzzer:
     def _check_histories(self) -> None:
         """Every row loaded is in its stream's history, except rows older than the
         horizon the stream was purged to (rows held back never reached the mirror)."""
-        for stream in STREAMS:
+        for stream in [*STREAMS, "e"]:
             horizon, column = self.db.conn.execute(
                 "SELECT st.horizon, st.horizon_column FROM argus_catalog.streams s "
                 "JOIN argus_catalog.node_stats st USING (node_id) WHERE s.name = %s",
                 (stream,)).fetchone()
+            purged = (sql.SQL("{} <= %s::timestamptz").format(sql.Identifier("m", column or TIME))
+                      if stream != "e" else sql.SQL("%s::timestamptz IS NULL AND false"))
             missing = self.db.conn.execute(sql.SQL(
-                "SELECT m.*, {c} <= %s::timestamptz FROM (SELECT * FROM {m} EXCEPT ALL "
+                "SELECT m.*, {p} FROM (SELECT * FROM {m} EXCEPT ALL "
                 "SELECT * FROM {h}) AS m").format(
                     m=sql.Identifier(MIRROR, stream), h=sql.Identifier("argus_streams", stream),
-                    c=sql.Identifier("m", column or TIME)), (horizon,)).fetchall()
+                    p=purged), (horizon,)).fetchall()
             lost = [row[:-1] for row in missing if not row[-1]]
             if lost:
                 raise FuzzFailure(f"stream {stream} lost rows it was never purged of "

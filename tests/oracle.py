@@ -221,8 +221,13 @@ class Oracle:
         for name in list(self.accumulated):
             if name in failed:  # isolated: its answer stands where it was
                 continue
+            signs: dict[tuple, set[int]] = {}
             for *row, sign in self.db.new_results(name):
                 self.accumulated[name][tuple(_normalize(v) for v in row)] += sign
+                signs.setdefault(tuple(map(repr, row)), set()).add(sign)
+            both = [row for row, seen in signs.items() if len(seen) > 1]
+            assert not both, (f"query {name}: the changes are not net, these rows are both "
+                              f"retracted and inserted: {both[:5]}")
             counts = self.accumulated[name]
             negative = {row: n for row, n in counts.items() if n < 0}
             assert not negative, (f"query {name}: the changes retract rows the answer never "

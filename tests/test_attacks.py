@@ -3,6 +3,8 @@ would. Each test is one hole; each failed before its fix."""
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import pytest
 from psycopg import sql
@@ -30,6 +32,9 @@ CREATE FUNCTION evil.acc(bigint, int) RETURNS bigint IMMUTABLE LANGUAGE plpgsql 
   BEGIN INSERT INTO evil.calls VALUES (current_user, 'acc'); RETURN $1 + $2; END $$;
 CREATE AGGREGATE evil.total(int) (SFUNC = evil.acc, STYPE = bigint, INITCOND = '0');
 CREATE FUNCTION evil.nice(int) RETURNS int IMMUTABLE LANGUAGE sql AS $$ SELECT $1 $$;
+CREATE TYPE evil.ct AS (x evil.d);
+CREATE TEXT SEARCH CONFIGURATION evil.cfg (COPY = pg_catalog.english);
+CREATE FUNCTION evil.takes(evil.d[]) RETURNS int IMMUTABLE LANGUAGE sql AS $$ SELECT 1 $$;
 GRANT USAGE ON SCHEMA evil TO PUBLIC;
 """
 
@@ -70,6 +75,14 @@ def calls(dsn: str) -> list[tuple]:
     ("SELECT id FROM s WHERE (id::evil.d) > 0", r"evil\.d"),
     ("SELECT id FROM s WHERE ('5'::evil.d) > 0", r"evil\.d"),
     ("SELECT id, (id::evil.t).x AS x FROM s", r"evil\.(to_)?t"),
+    # a literal's input function runs as PostgreSQL parses it (array_in, record_in, then
+    # the domain's CHECK): before any probe of the query reads a literal, the types
+    # the query reaches are checked
+    ("SELECT id FROM s WHERE '{1}'::evil.d[] IS NOT NULL", r"evil\.d"),
+    ("SELECT id FROM s WHERE ('(1)'::evil.ct).x > 0", r"evil\.(ct|d)"),
+    ("SELECT id FROM s WHERE evil.takes('{1}') > 0", r"evil\.(takes|d)"),
+    # its text search configuration: it could change what the answer means at will
+    ("SELECT id FROM s WHERE to_tsvector('evil.cfg', v) @@ 'x'::tsquery", r"evil\.cfg"),
     # hole 4: its operator
     ("SELECT id FROM s WHERE id OPERATOR(evil.===) 1", r"evil\.==="),
     # and its aggregate
@@ -109,8 +122,16 @@ def queue(dsn: str, kind: str, name: str, body: str) -> int:
 
 
 def outcome(db, request_id: int) -> tuple[str, str | None]:
-    return db.conn.execute("SELECT status, error FROM argus_catalog.requests "
-                           "WHERE request_id = %s", (request_id,)).fetchone()
+    """The request's status and error, once a worker (the test's, or the fixture's
+    thread, which may hold it) carried it out."""
+    deadline = time.monotonic() + 30
+    while True:
+        db.process_requests()
+        status, error = db.conn.execute("SELECT status, error FROM argus_catalog.requests "
+                                        "WHERE request_id = %s", (request_id,)).fetchone()
+        if status != "pending" or time.monotonic() > deadline:
+            return status, error
+        time.sleep(0.05)
 
 
 def test_a_malformed_request_stops_nothing(network, login, fresh_dsn):
@@ -301,3 +322,21 @@ def test_no_query_runs_a_registrars_code(network, attacker, data):
     if registered:
         with argus.connect(dsn) as registrar:
             registrar.unregister_query(name)
+
+
+def test_a_set_returning_function_of_the_data_is_bounded(network, attacker):
+    """Of the attack on issue 48's fixes: `generate_series(1, id)` was accepted (its
+    estimate is PostgreSQL's 1,000 rows a row), and one row with id = 2,000,000,000 made
+    a cycle run for as long as it took, holding the cycle lock."""
+    role, dsn = attacker
+    network.configure(max_query_state="1MB")
+    with argus.connect(dsn) as registrar:
+        registrar.register_query("series", "SELECT id, generate_series(1, id) AS g FROM s")
+    network.insert("s", [(3, "small")])
+    network.run()
+    assert sorted(network.results("series")) == [(1, 1), (3, 1), (3, 2), (3, 3)]
+    network.insert("s", [(2_000_000_000, "huge")])
+    report = network.run()
+    assert "more than max_query_state" in report.failed["series"]
+    assert {q.name: q.status for q in network.queries()} == {
+        "a": "ok", "b": "ok", "series": "failed"}

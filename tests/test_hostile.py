@@ -355,17 +355,29 @@ def test_a_cycle_keeps_the_catalog_rows_and_trims_its_log(oracle):
 
 
 def test_a_query_whose_state_would_be_huge_is_refused_unless_forced(db):
+    """max_query_state bounds what the layout keeps: PostgreSQL's estimate far above it
+    is refused before anything is built; a join the layout keeps as a view holds
+    nothing; one kept as a table is measured once built, naming the node."""
     from argus import QueryError
 
     db.create_stream("a", {"x": "int"})
     db.create_stream("b", {"y": "int"})
+    db.register_query("ax", "SELECT x FROM a")  # (a stream no query reads keeps its rows
+    db.register_query("by", "SELECT y FROM b")  # waiting in its inbox)
     db.insert("a", [(i,) for i in range(3000)])
     db.insert("b", [(i,) for i in range(3000)])
     db.run()
-    db.configure(max_query_state=50 * 2**20)
+    db.conn.execute("ANALYZE argus_streams.a, argus_streams.b")  # estimates to trust
+    db.configure(max_query_state=2 * 2**20)
     with pytest.raises(QueryError, match=r"about \d+ MiB of state.*max_query_state.*--force"):
-        db.register_query("cross", "SELECT a.x, b.y FROM a, b")
-    assert db.queries() == []
+        db.register_query("cross", "SELECT a.x, b.y FROM a, b")  # ~69 MiB estimated
+    db.register_query("viewed", "SELECT a.x, b.y FROM a, b WHERE a.x < 200")  # a view
+    assert len(db.results("viewed")) == 600_000
+    db.unregister_query("viewed")
+    db.configure(virtual_join_growth=None)  # joins kept as tables
+    with pytest.raises(QueryError, match=r"in the nodes it adds.*node \d+ \(a join\) holds"):
+        db.register_query("kept", "SELECT a.x, b.y FROM a, b WHERE a.x < 200")
+    assert [q.name for q in db.queries()] == ["ax", "by"]
     db.configure(max_query_state=None)
     db.register_query("cross", "SELECT a.x, b.y FROM a, b WHERE a.x < 10")
     assert len(db.results("cross")) == 30_000

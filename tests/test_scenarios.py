@@ -6,9 +6,12 @@ gives the answer the scenario's author worked out by hand.
 Script lines:
     == title                         starts a scenario
     stream NAME (COL TYPE, ...)      create a stream [… ) time COL: with an event time]
+    table NAME (COL TYPE, ...) key K  create a table with primary key K (K1,K2: several)
     query NAME: SQL                  register a query (SQL may continue on indented lines)
     drop NAME                        unregister a query
     insert STREAM: [ROWS]            Python literals; NULL, date(…) and Decimal(…) allowed
+    update TABLE: [ROWS]             replace the rows with these rows' keys
+    delete TABLE: [KEYS]             delete by key (tuples for a key of several columns)
     cycle                            run a cycle, then check every query with the oracle
     expect NAME: [ROWS]              the query's answer, as a bag
     changes NAME: [ROWS]             the last cycle's changes, sign last
@@ -80,6 +83,10 @@ def test_scenario(db, steps):
         if verb == "stream":
             name, columns, time_column = stream_spec(text)
             oracle.create_stream(name, columns, time_column=time_column)
+        elif verb == "table":
+            spec, _, key = text.rpartition(" key ")
+            name, columns, _ = stream_spec(spec)
+            oracle.create_table(name, columns, [k.strip() for k in key.split(",")])
         elif verb == "query":
             name, _, sql_text = text.partition(":")
             oracle.register(name.strip(), sql_text.strip())
@@ -88,6 +95,10 @@ def test_scenario(db, steps):
         elif verb == "insert":
             stream, _, literal = text.partition(":")
             oracle.insert(stream.strip(), rows(literal))
+        elif verb in ("update", "delete"):
+            table, _, literal = text.partition(":")
+            keys = eval(literal, NAMES)  # noqa: S307 - our own fixture files
+            getattr(oracle, verb)(table.strip(), rows(literal) if verb == "update" else keys)
         elif verb == "cycle":
             oracle.run()
         elif verb == "expect":

@@ -499,3 +499,28 @@ def test_the_owner_s_code_runs_as_the_owner_even_when_a_superuser_untracks(
                         'INSERT INTO argus_catalog.who SELECT current_user'""")
     oracle.db.untrack("orders")
     assert conn.execute("SELECT who FROM argus_catalog.who").fetchall() == [(owner,)] * 2
+
+
+def test_an_update_that_prints_the_same_in_the_writers_session_is_captured(oracle):
+    """Issue 49: with extra_float_digits = 0, 0.3 and 0.30000000000000004 print alike;
+    the capture compared rows as text in the writer's session and dropped the update.
+    Rows are compared by their bytes now, and a key that only changed its spelling
+    (1 -> 1.0) is captured too."""
+    conn = oracle.conn
+    conn.execute("CREATE TABLE public.prices (id numeric PRIMARY KEY, f float8)")
+    conn.execute("INSERT INTO public.prices VALUES (1, 0.3), (2, 1)")
+    oracle.db.track("public.prices")
+    oracle.run()
+    oracle.register("above", "SELECT id, f FROM prices WHERE f > 0.3")
+    oracle.register("spelled", "SELECT id::text AS k, f FROM prices")
+    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
+        app.execute("SET extra_float_digits = 0")
+        app.execute("UPDATE prices SET f = 0.30000000000000004 WHERE id = 1")
+        app.execute("UPDATE prices SET id = 2.0 WHERE id = 2")
+    oracle.run()
+    assert sorted(row[0] for row in oracle.db.results("above")) == [1, 2]
+    assert sorted(k for k, _ in oracle.db.results("spelled")) == ["1", "2.0"]
+    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
+        app.execute("DELETE FROM prices")
+    oracle.run()
+    assert oracle.db.results("spelled") == []

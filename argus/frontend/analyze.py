@@ -23,12 +23,15 @@ from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownS
 from ..names import fold
 from ..plan import Output
 from .constants import STRINGS, TIME_TYPES, refuse_moving
+from .ctes import scope_ctes, unique_aliases
+from .parens import unwrap_parens
+from .windows import inline_windows
 from .filters import filters_as_case
 from .outer import outer_joins
 from .scalar import unnest_subqueries
 from .topk import push_top_k
 from .lateral import lateral_functions
-from .lateral_joins import lateral_subqueries
+from .lateral_joins import lateral_subqueries, scalar_top_1
 from .limit import limit_as_top_k
 from .planner import CALLED_AGGREGATES, Planner, figure_name
 from ..trees import DIALECT, folded
@@ -112,7 +115,7 @@ def parse(sql_text: str) -> exp.Select:
     if len(statements) != 1:
         raise QuerySyntaxError(
             f"expected exactly one SELECT statement, found {len(statements)} statements")
-    tree = statements[0]
+    tree = unwrap_parens(statements[0])
     if not isinstance(tree, QUERY_TYPES):
         raise QueryError(f"only SELECT queries can be registered, not {tree.key.upper()}")
     depth = _depth(tree)
@@ -169,10 +172,15 @@ def _refuse_moving_comparisons(tree: exp.Expr, streams: Mapping[str, StreamSchem
     """An untyped 'now' or 'today' compared with a column of a date/time type (by its
     name: PostgreSQL types the constant later, argus.frontend.constants)."""
     timed = {c for s in streams.values() for c, t in s.columns if t in TIME_TYPES}
+    reads_time: dict[int, bool] = {}  # per comparison: an IN list of 10,000 is read once
     for literal in tree.find_all(exp.Literal, *STRINGS):
         comparison = literal.parent
-        if isinstance(comparison, (exp.Binary, exp.Between, exp.In)) and any(
-                c.name in timed for c in comparison.find_all(exp.Column)):
+        if not isinstance(comparison, (exp.Binary, exp.Between, exp.In)):
+            continue
+        if id(comparison) not in reads_time:
+            reads_time[id(comparison)] = any(c.name in timed
+                                             for c in comparison.find_all(exp.Column))
+        if reads_time[id(comparison)]:
             refuse_moving(literal)
 
 
@@ -192,9 +200,13 @@ def _ordering_call(node: exp.Expr | None) -> bool:
 def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
+        if isinstance(table.parent, exp.Into):
+            continue  # SELECT INTO, refused as such
         if table.args.get("db") or table.args.get("catalog"):
             raise QueryError(f"stream names are not schema-qualified: use FROM {table.name}")
         ident = table.this
+        if isinstance(ident, exp.Func):
+            continue  # a set-returning function, which must follow a stream (frontend.lateral)
         if not isinstance(ident, exp.Identifier):
             raise UnsupportedQueryError(f"FROM {table.sql(DIALECT)}", "FROM must name a stream")
         name = ident.this if ident.quoted else fold(ident.this)
@@ -213,10 +225,11 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     if "\x00" in sql_text:  # PostgreSQL's text cannot hold it: no name or literal may
         raise QuerySyntaxError("the query's text contains a NUL character (\\x00), which "
                                "PostgreSQL text cannot hold; remove it")
-    tree = parse(sql_text)
+    tree = inline_windows(scope_ctes(parse(sql_text), streams))
     _check_tables(tree, streams)
     if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT, LATERAL as is)
-        tree = lateral_subqueries(tree, lambda item: _columns_of(item, tree, streams))
+        tree = lateral_subqueries(scalar_top_1(tree),
+                                  lambda item: _columns_of(item, tree, streams))
         tree = limit_as_top_k(tree)
         tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)
@@ -232,14 +245,23 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY
         # against output names too: check the first without GROUP BY, then qualify all.
         if _may_reference_output_names(tree):
-            qualify(_without_grouping(tree), schema=schema, dialect=DIALECT,
-                    expand_alias_refs=False, canonicalize_table_aliases=True)
-        tree = qualify(tree, schema=schema, dialect=DIALECT, canonicalize_table_aliases=True)
+            _qualified(_without_grouping(tree), schema, expand_alias_refs=False)
+        tree = unique_aliases(_qualified(tree, schema))
     except OptimizeError as exc:
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
         raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
     _refuse_moving_comparisons(tree, streams)
     return tree, user_aliases
+
+
+def _qualified(tree: exp.Expr, schema: dict, **options) -> exp.Expr:
+    """sqlglot's qualify, table aliases made canonical (_0, _1, …). A star qualified by
+    an alias (`A.*`, `AB.*`) is expanded first, with the aliases as written: sqlglot
+    renames the alias before it expands the star, and then cannot find it."""
+    if any(isinstance(c.this, exp.Star) and c.table for c in tree.find_all(exp.Column)):
+        tree = qualify(tree, schema=schema, dialect=DIALECT, **options)
+    return qualify(tree, schema=schema, dialect=DIALECT, canonicalize_table_aliases=True,
+                   **options)
 
 
 def _columns_of(item: exp.Expr, tree: exp.Expr, streams: Mapping[str, StreamSchema]

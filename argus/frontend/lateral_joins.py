@@ -26,6 +26,67 @@ KEY = "argus_lk"
 NOT_EQUALITIES = "a LATERAL subquery correlated other than by equalities in its WHERE"
 
 
+TOP_1 = "argus_s"
+
+
+def scalar_top_1(tree: exp.Expr) -> exp.Expr:
+    """A scalar subquery that picks its row by ORDER BY … LIMIT 1 (`(SELECT f.w FROM f
+    WHERE f.k = e.k ORDER BY f.id DESC LIMIT 1)`, the latest w per key) as the column of
+    a `LEFT JOIN LATERAL (…) ON TRUE`: no row is NULL, as the subquery's value is, and
+    the lateral join becomes a Top-1 per key (`lateral_subqueries`). Only in the select
+    list or WHERE of a SELECT that does not group: there a row of the join is a row of
+    the FROM clause."""
+    for n, paren in enumerate(reversed(list(tree.find_all(exp.Subquery)))):
+        inner, outer = paren.this, paren.parent_select
+        if not (isinstance(inner, exp.Select) and outer is not None and _scalar(paren)
+                and _limit_one(inner) and inner.args.get("order") is not None
+                and len(inner.expressions) == 1 and _plain(outer)
+                and _clause_of(paren, outer) in ("expressions", "where")):
+            continue
+        alias = f"{TOP_1}{n}"
+        picked = inner.copy()
+        picked.set("expressions", [exp.alias_(inner.expressions[0].copy(), "argus_v")])
+        outer.append("joins", exp.Join(
+            this=exp.Lateral(this=exp.Subquery(this=picked),
+                             alias=exp.TableAlias(this=exp.to_identifier(alias))),
+            side="LEFT", on=exp.true()))
+        paren.replace(exp.column("argus_v", table=alias))
+    return tree
+
+
+def _scalar(paren: exp.Subquery) -> bool:
+    """A subquery read as a value: not a FROM item, nor IN's, EXISTS', ANY's or a set
+    operation's operand."""
+    return paren.alias == "" and not isinstance(
+        paren.parent, (exp.From, exp.Join, exp.Lateral, exp.In, exp.Exists, exp.Any, exp.All,
+                       exp.SetOperation))
+
+
+def _limit_one(select: exp.Select) -> bool:
+    limit = select.args.get("limit")
+    return (isinstance(limit, exp.Limit) and isinstance(limit.expression, exp.Literal)
+            and limit.expression.this == "1" and select.args.get("offset") is None)
+
+
+def _plain(select: exp.Select) -> bool:
+    """No grouping, DISTINCT or window: a row of its output is a row of its FROM."""
+    return not (select.args.get("group") or select.args.get("having")
+                or select.args.get("distinct")
+                or any(e.find(exp.AggFunc, exp.Window) and not _inside_subquery(e, select)
+                       for e in select.expressions))
+
+
+def _inside_subquery(node: exp.Expr, select: exp.Select) -> bool:
+    found = node.find(exp.AggFunc, exp.Window)
+    return found is not None and found.parent_select is not select
+
+
+def _clause_of(node: exp.Expr, select: exp.Select) -> str | None:
+    while node.parent is not None and node.parent is not select:
+        node = node.parent
+    return node.arg_key if node.parent is select else None
+
+
 def lateral_subqueries(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]]
                        ) -> exp.Expr:
     """The parsed `tree` with every LATERAL subquery decorrelated, innermost first.

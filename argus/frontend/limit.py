@@ -23,13 +23,29 @@ def limit_as_top_k(tree: exp.Expr) -> exp.Expr:
     a CTE's, a set operation's branch), innermost first; an ORDER BY without LIMIT or
     OFFSET is left to be refused."""
     limited = [node for node in tree.find_all(exp.Select, exp.SetOperation)
-               if node.args.get("limit") is not None or node.args.get("offset") is not None]
+               if (node.args.get("limit") is not None or node.args.get("offset") is not None)
+               and not _one_row_already(node)]
     for node in reversed(limited):  # (find_all is breadth-first: the deepest last)
         rewritten = top_k(node)
         if node is tree:
             return rewritten
         node.replace(rewritten)
     return tree
+
+
+def _one_row_already(node: exp.Expr) -> bool:
+    """An aggregate without GROUP BY gives one row: `LIMIT k` (k ≥ 1) keeps it, so the
+    LIMIT and any ORDER BY are dropped (in place)."""
+    limit = node.args.get("limit")
+    if not (isinstance(node, exp.Select) and not node.args.get("group")
+            and node.args.get("offset") is None and isinstance(limit, exp.Limit)
+            and isinstance(limit.expression, exp.Literal) and not limit.expression.is_string
+            and limit.expression.this.isdigit() and int(limit.expression.this) >= 1
+            and any(e.find(exp.AggFunc) for e in node.expressions)):
+        return False
+    node.set("limit", None)
+    node.set("order", None)
+    return True
 
 
 def top_k(tree: exp.Expr, partition: tuple[str, ...] = ()) -> exp.Expr:

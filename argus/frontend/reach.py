@@ -10,6 +10,14 @@ savepoint, rolled back), and every object its tree reaches is walked from there 
 operators to their functions, aggregates to their support functions, types to their
 domains' constraints, base and element types, and those constraints to their functions.
 
+Parse analysis runs one kind of code: the input function of a literal's type (`'{1}'
+::evil.d[]` calls array_in, then domain_in, then the domain's CHECK). So the first
+probe has every string literal replaced by NULL, which PostgreSQL types as it types a
+literal (`unknown`) and coerces without calling an input function: whatever that
+probe reaches is checked before any literal is read. A second probe, with the literals
+as written, then calls only input functions the first found trusted, and shows what
+names in literals resolve to (`'cfg'::regconfig`).
+
 Every object reached that PostgreSQL did not create with the server (OID ≥ 16384;
 built-in functions are checked by name, `argus.frontend.functions`) must be owned by a
 superuser or by argus's owner role, must not be argus's own machinery, and a function
@@ -21,15 +29,20 @@ read, nothing else.
 from __future__ import annotations
 
 import psycopg
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from ..errors import PermissionDeniedError, QueryError, UnsupportedQueryError
 from ..names import NETWORK_SCHEMA, SCHEMAS, STREAMS_SCHEMA
+from ..trees import DIALECT
+from .constants import STRINGS
 
 FIRST_NORMAL_OID = 16384  # PostgreSQL's FirstNormalObjectId: below it, initdb's objects
 
-# What node code calls of argus's own: the stream clock.
-ARGUS_CALLS = ("argus.clock_now()",)
+# What argus writes into a query of its own: the stream clock, and the check that a
+# scalar subquery gave one row (argus.frontend.scalar). Neither reads nor writes.
+ARGUS_CALLS = ("argus.clock_now()", "argus.one_row(bigint, anyelement)")
 
 # Where the walk starts: what a view's rule references (a query's parse tree), or the
 # column types of a table.
@@ -116,13 +129,17 @@ SELECT pg_describe_object(r.classid, r.objid, 0), r.classid::text, n.nspname, o.
   LEFT JOIN pg_type t ON r.classid = 'pg_type'::regclass AND t.oid = r.objid
   LEFT JOIN pg_class c ON r.classid = 'pg_class'::regclass AND c.oid = r.objid
   LEFT JOIN pg_collation co ON r.classid = 'pg_collation'::regclass AND co.oid = r.objid
+  LEFT JOIN pg_ts_config tc ON r.classid = 'pg_ts_config'::regclass AND tc.oid = r.objid
+  LEFT JOIN pg_ts_dict td ON r.classid = 'pg_ts_dict'::regclass AND td.oid = r.objid
   LEFT JOIN pg_namespace n
          ON n.oid = coalesce(p.pronamespace, op.oprnamespace, t.typnamespace,
-                             c.relnamespace, co.collnamespace)
+                             c.relnamespace, co.collnamespace, tc.cfgnamespace,
+                             td.dictnamespace)
   LEFT JOIN pg_roles o ON o.oid = coalesce(p.proowner, op.oprowner, t.typowner, c.relowner,
-                                           co.collowner)
+                                           co.collowner, tc.cfgowner, td.dictowner)
  WHERE r.classid IN ('pg_proc'::regclass, 'pg_operator'::regclass, 'pg_type'::regclass,
-                     'pg_class'::regclass, 'pg_collation'::regclass)
+                     'pg_class'::regclass, 'pg_collation'::regclass,
+                     'pg_ts_config'::regclass, 'pg_ts_dict'::regclass)
  GROUP BY r.classid, r.objid, n.nspname, o.oid, o.rolname, o.rolsuper, c.relkind
  ORDER BY min(r.depth), 1
 """
@@ -132,6 +149,26 @@ def check_query(conn: psycopg.Connection, query: str, registrant: str | None = N
     """Refuse a query (SQL PostgreSQL can parse as it will run, over the stream
     histories) that reaches code or data it may not; nothing of it runs. Call inside a
     transaction acting as the owner role, before anything plans or runs the query."""
+    for text in (_without_literals(query), query):
+        _refuse(_probe(conn, text, registrant), registrant)
+
+
+def _without_literals(query: str) -> str:
+    """The query with each string literal a NULL (both of type `unknown` to PostgreSQL:
+    the same functions, operators and casts resolve), and each interval literal a NULL
+    interval."""
+    tree = sqlglot.parse_one(query, read=DIALECT)
+    for node in list(tree.find_all(exp.Interval)):
+        node.replace(exp.cast(exp.null(), exp.DataType.build("interval")))
+    for node in list(tree.find_all(exp.Literal, *STRINGS)):
+        if isinstance(node, STRINGS) or node.is_string:
+            node.replace(exp.null())
+    return tree.sql(dialect=DIALECT)
+
+
+def _probe(conn: psycopg.Connection, query: str, registrant: str | None) -> list[tuple]:
+    """What the query's parse tree reaches: a view made of it in a savepoint, walked,
+    and rolled back."""
     view = sql.Identifier(NETWORK_SCHEMA, "argus_reach_probe")
     try:
         with conn.transaction():
@@ -147,7 +184,7 @@ def check_query(conn: psycopg.Connection, query: str, registrant: str | None = N
             raise _RolledBack
     except _RolledBack:
         pass
-    _refuse(reached, registrant)
+    return reached
 
 
 def check_types(conn: psycopg.Connection, table: sql.Composable,
@@ -173,7 +210,7 @@ def _refuse(reached: list[tuple], registrant: str | None) -> None:
     for what, kind, schema, owner, trusted, not_immutable, argus_call, relkind, readable \
             in reached:
         if kind == "pg_collation":
-            continue
+            continue  # (sorts and compares; a collation runs no code of its owner's)
         if kind == "pg_class" or (kind == "pg_type" and schema == STREAMS_SCHEMA):
             if schema != STREAMS_SCHEMA or relkind not in (None, "r", "p"):
                 raise UnsupportedQueryError(

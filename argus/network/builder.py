@@ -96,8 +96,8 @@ class Builder(Reads):
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.lazy)
         self.pending_lazy: set[int] = set()  # the lazy joins built, until lazy.settle
         self.taken: set[int] = set()  # old answers whose tables new nodes took over
-        # the rows a recursion may derive in a statement (nodes.base.bounded): set when
-        # registration cannot estimate the query's state
+        # the rows a recursion, a set-returning function of the data or a re-run may give
+        # in a statement (nodes.base.bounded): max_query_state at the answer's width
         self.row_bound: int | None = None
 
     def own_nodes(self) -> frozenset[int]:
@@ -140,7 +140,8 @@ class Builder(Reads):
             predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
             self.names[plan] = {c.name: c.name for c in columns}
             return self.ensure("select", [parent], columns,
-                               {"predicate": predicate, "expands": True}, parent.insert_only)
+                               {"predicate": predicate, "expands": True, **self._bound()},
+                               parent.insert_only)
         if isinstance(plan, Select):  # a temporal filter
             parent = self.node_for(plan.input)
             predicate = self.renamed(plan.predicate, t1=plan.input)

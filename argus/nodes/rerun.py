@@ -37,7 +37,7 @@ def query_text(canonical: str, streams: list[str]) -> str:
     ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
     sources = 0
     for table in list(tree.find_all(exp.Table)):
-        if table.name in ctes or table.name not in streams:
+        if table.name in ctes or table.name not in streams or isinstance(table.this, exp.Func):
             continue
         table.set("this", exp.to_identifier(f"{marker}{streams.index(table.name)}",
                                             quoted=True))

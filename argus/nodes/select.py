@@ -13,7 +13,7 @@ from ..frontend.temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT, qualified
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush,
-                   cols, create_delta, expr_hash, row_hash, signed_slots, var, virtual)
+                   bounded, cols, create_delta, expr_hash, row_hash, signed_slots, var, virtual)
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,15 @@ class SelectCompiler:
     def backfill(self, node, parents):
         if virtual(node):
             return []
-        return [render("select/backfill", hist=node.hist, parent=parents[0].hist,
+        name, bound = self._bounded(node, "select/backfill")
+        return [render(name, hist=node.hist, parent=parents[0].hist, **bound,
                        **self._slots(node))]
 
     def evaluate(self, node, parents):
         if virtual(node):
             return []  # its delta is a view; node_block counts it
-        steps = [Step(render("select/delta", delta=node.delta, parent_delta=parents[0].delta,
+        name, bound = self._bounded(node, "select/delta")
+        steps = [Step(render(name, delta=node.delta, parent_delta=parents[0].delta, **bound,
                              **self._slots(node)), all_rows(parents[0]), dynamic=False)]
         if node.spec.temporal:
             steps += self._temporal(node, parents)
@@ -130,6 +132,16 @@ class SelectCompiler:
                  "d_columns": cols(node.columns, "d")}
         return [Step(render("select/flush_keyed_retract", **slots), when),
                 Step(render("select/flush_keyed_insert", **slots), when, dynamic=False)]
+
+    @staticmethod
+    def _bounded(node: Node, template: str) -> tuple[str, dict]:
+        """The template, or its bounded form where the node expands rows (a
+        set-returning function of the data: `generate_series(1, x)` may give any number)
+        and was built with a bound (nodes.base.bounded)."""
+        if node.definition.get("bound") is None:
+            return template, {}
+        with_bound, read = bounded(node, sql.SQL("argus_rows"))
+        return f"{template}_bounded", {"bounded": with_bound, "read": read}
 
     @staticmethod
     def keyed(node: Node, parent: Node) -> bool:

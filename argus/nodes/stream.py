@@ -41,9 +41,11 @@ class StreamCompiler:
 
         if is_table(node):  # its delta always: its claim never leaves rows in the inbox
             key = node.definition["key"]
-            rest = [c for c in node.columns if c not in key]
+            # every column, the key's too: a key equal to the stored one may be written
+            # otherwise (1.0 for 1), and the queries got the row as written; still HOT
+            # when the key's bytes are the same
             update = sql.SQL("\n WHEN MATCHED THEN UPDATE SET ({}) = ROW({})").format(
-                cols(rest), cols(rest, "d")) if rest else sql.SQL("")
+                node.column_list, cols(node.columns, "d"))
             return [Step(render("stream/flush_table", hist=node.hist, delta=node.delta_table,
                                 sign=SIGN_ID, join=key_join(key, "h", "d"), key=cols(key),
                                 columns=node.column_list, d_columns=cols(node.columns, "d"),

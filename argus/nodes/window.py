@@ -85,7 +85,8 @@ class WindowCompiler:
                                        sql.Literal(node.spec.keep[1])),
                 "parent_touched": _touched(_kept_as_parent_rows(node, parent) or parent.hist,
                                            parent.columns,
-                                           [sql.SQL(e) for e in node.exprs[:len(keys)]], keys),
+                                           [sql.SQL("({})").format(sql.SQL(e))  # `k > 1 = …`
+                                            for e in node.exprs[:len(keys)]], keys),
                 "touched_here": _touched(node.hist, node.columns,
                                          [sql.Identifier("t1", k) for k in keys], keys)}
 

@@ -1,7 +1,9 @@
 -- Change capture (argus track): every statement on the source writes its changes into
 -- the table's inbox, in the writer's own transaction (a rollback takes them back):
--- inserted rows as 'i'; updated rows as 'u', unless unchanged, or as 'i' and 'd' where
--- the update changed the key; deleted rows' keys as 'd'; a TRUNCATE as a 'd' of every
+-- inserted rows as 'i'; updated rows as 'u', unless unchanged (their bytes: `*<>`, as
+-- REFRESH MATERIALIZED VIEW CONCURRENTLY compares rows, not their text, which the
+-- writer's settings shape: 0.3 and 0.30000000000000004 print alike with
+-- extra_float_digits = 0), or as 'i' and 'd' where the update changed the key; deleted rows' keys as 'd'; a TRUNCATE as a 'd' of every
 -- key argus holds. The source's key makes these consistent, so the inbox's own check
 -- of each load (stream/table_check) is skipped: argus.capture is on while it runs.
 CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
@@ -16,7 +18,7 @@ BEGIN
         INSERT INTO {inbox} ({columns}, argus_op)
         SELECT {n_columns}, CASE WHEN o.{first} IS NULL THEN 'i' ELSE 'u' END
           FROM argus_new n LEFT JOIN argus_old o ON {o_join}
-         WHERE o.{first} IS NULL OR ROW({o_columns})::text <> ROW({n_columns})::text
+         WHERE o.{first} IS NULL OR o *<> n
         UNION ALL
         SELECT {o_key_only}, 'd' FROM argus_old o
          WHERE NOT EXISTS (SELECT FROM argus_new n WHERE {o_join})

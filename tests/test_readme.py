@@ -1,0 +1,57 @@
+"""The README says true things: every example of its tables of refused constructs is
+refused, naming the construct, with nothing changed; those it says a re-run query may
+hold register with evaluate='rerun' and are exact."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from argus import QueryError
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def table(heading: str) -> list[tuple[str, str]]:
+    """(construct, example) rows of the README table whose first header is `heading`."""
+    lines = README.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {heading} |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        construct, example = (cell.strip() for cell in line.strip("|").rsplit("|", 1))
+        rows.append((construct, re.fullmatch(r"`(.+)`", example).group(1)))
+    return rows
+
+
+RERUNNABLE = table("refused unless re-run")
+NEVER = table("refused however it is registered")
+
+
+@pytest.mark.parametrize("construct, example", RERUNNABLE + NEVER,
+                         ids=[c[:50] for c, _ in RERUNNABLE + NEVER])
+def test_each_refused_example_is_refused(transfers, construct, example):
+    before = transfers.conn.execute("SELECT count(*) FROM pg_class").fetchone()
+    with pytest.raises(QueryError):
+        transfers.db.register_query("q", example)
+    assert transfers.db.queries() == []
+    assert transfers.conn.execute("SELECT count(*) FROM pg_class").fetchone() == before
+
+
+@pytest.mark.parametrize("construct, example", RERUNNABLE, ids=[c[:50] for c, _ in RERUNNABLE])
+def test_each_example_refused_unless_re_run_is_kept_when_re_run(transfers, construct, example):
+    transfers.insert("transfers", [(1, "2024-01-01", "a", "b", 10), (2, "2024-01-02", "b", "a", 5)])
+    transfers.run()
+    transfers.register("q", example, evaluate="rerun")
+    transfers.insert("transfers", [(3, "2024-01-03", "a", "c", 7)])
+    transfers.run()
+
+
+@pytest.mark.parametrize("construct, example", NEVER, ids=[c[:50] for c, _ in NEVER])
+def test_each_example_refused_however_registered_is_refused_re_run(transfers, construct,
+                                                                   example):
+    with pytest.raises(QueryError):
+        transfers.db.register_query("q", example, evaluate="rerun")
