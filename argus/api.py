@@ -355,7 +355,9 @@ class Argus:
 
     def configure(self, **values: object) -> dict[str, object]:
         """Change settings, e.g. configure(maintenance="rebuild"); all or none."""
-        return settings.configure(self.conn, **values)
+        changed = settings.configure(self.conn, **values)
+        cycle.forget(self.conn)  # (node_timeout is read once per connection)
+        return changed
 
     # -- lifecycle -------------------------------------------------------------
 

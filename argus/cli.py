@@ -545,14 +545,36 @@ def results(name: str, changes: bool, limit: int, dsn: str | None) -> None:
 
 
 @main.command()
-@click.argument("name")
+@click.argument("name", required=False)
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write the query's nodes as a picture (SVG) to this file.")
+@click.option("--audit", is_flag=True,
+              help="Run a cycle over a sample of new rows (rolled back) with every statement "
+                   "EXPLAIN ANALYZEd, and flag those that read far more than their delta "
+                   "(of query NAME's nodes, or all). Needs a superuser's session.")
+@click.option("--rows", default="10,1000", show_default=True,
+              help="With --audit: the sample's rows per stream, e.g. 10,1000.")
 @dsn_option
 @handle_errors
-def explain(name: str, svg_path: Path | None, dsn: str | None) -> None:
-    """Show query NAME's nodes and the SQL each runs (or, with --svg, draw them)."""
+def explain(name: str | None, svg_path: Path | None, audit: bool, rows: str,
+            dsn: str | None) -> None:
+    """Show query NAME's nodes and the SQL each runs (or, with --svg, draw them; with
+    --audit, what each statement did for its delta)."""
     with _connect(dsn) as db:
+        if audit:
+            from . import audit as node_audit
+
+            flagged = 0
+            for size in (int(r) for r in rows.split(",")):
+                statements = node_audit.audit(db.conn, size, name)
+                flagged += sum(bool(s.flags) for s in statements)
+                click.echo(f"── a sample of {size:,} rows per stream ──")
+                click.echo(node_audit.report([s for s in statements if s.node_id is not None]))
+            if flagged:
+                raise click.ClickException(f"{flagged} statements flagged")
+            return
+        if name is None:
+            raise click.UsageError("name a query (or --audit)")
         if svg_path is None:
             click.echo(db.explain(name))
             return

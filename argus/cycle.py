@@ -12,6 +12,7 @@ run in argus.runs.
 from __future__ import annotations
 
 import time
+import weakref
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -49,28 +50,74 @@ class CycleReport:
 STALE_WORKER = "failure on connection marked as essential"
 
 
+# A cycle that ran past node_timeout isolated the query of the node then running and
+# is run again (a new statement: a new timer) at most this many times.
+TIMED_OUT_RETRIES = 3
+
+_TIMEOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def timeout(conn: psycopg.Connection) -> tuple[str, str] | None:
+    """(settings.node_timeout, the session's own statement_timeout), read once per
+    connection (forget() after a change); None: no limit. A statement cannot arm its
+    own timer: the client arms it around the cycle."""
+    if conn not in _TIMEOUTS:
+        try:
+            with conn.transaction():
+                limit, own = conn.execute("SELECT argus.node_timeout(), "
+                                          "current_setting('statement_timeout')").fetchone()
+        except psycopg.errors.UndefinedFunction:
+            limit, own = None, None
+        _TIMEOUTS[conn] = None if limit is None else (limit, own)
+    return _TIMEOUTS[conn]
+
+
+def forget(conn: psycopg.Connection) -> None:
+    _TIMEOUTS.pop(conn, None)
+
+
 def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     started = time.perf_counter()
-    for again in (True, False):
-        try:
-            # on an autocommit connection the statement is the transaction: no BEGIN/COMMIT;
-            # the report comes back in the same round trip (argus.cycle)
-            with nullcontext() if conn.autocommit else conn.transaction():
-                row = conn.execute("SELECT * FROM argus.cycle(%s)", (wait,)).fetchone()
+    limit = timeout(conn)
+    isolated: dict[str, str] = {}  # by runs that timed out, and ran again
+    for attempt in range(TIMED_OUT_RETRIES + 1):
+        row = _cycle(conn, wait, limit)
+        if row is None or row[1] != "timed_out" or attempt == TIMED_OUT_RETRIES:
             break
-        except psycopg.Error as exc:  # the server went away, or a bug of ours
-            if not (again and STALE_WORKER in str(exc)):
-                raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
+        isolated.update(row[6])
     if row is None:
         raise CycleInProgressError(
             "another argus cycle (or registration) is running on this database; this cycle "
             "did nothing, and the rows waiting will be claimed by the next one")
-    report = _report(row[0], row[1:-1], time.perf_counter() - started)
+    report_ = _report(row[0], row[1:-1], time.perf_counter() - started)
+    report_.failed = {**isolated, **report_.failed}
     if row[-1]:  # a period of settings.reoptimize_every ended
         from .adapt import reoptimize
 
-        report.migrations = reoptimize(conn)
-    return report
+        report_.migrations = reoptimize(conn)
+    return report_
+
+
+def _cycle(conn: psycopg.Connection, wait: bool, limit: tuple[str, str] | None):
+    """argus.cycle's row (None: another cycle was running), under the time limit."""
+    for again in (True, False):
+        try:
+            if limit is not None:
+                conn.execute("SELECT set_config('statement_timeout', %s, %s)",
+                             (limit[0], not conn.autocommit))
+            try:
+                # on an autocommit connection the statement is the transaction: no
+                # BEGIN/COMMIT; the report comes back in the same round trip (argus.cycle)
+                with nullcontext() if conn.autocommit else conn.transaction():
+                    return conn.execute("SELECT * FROM argus.cycle(%s)", (wait,)).fetchone()
+            finally:
+                if limit is not None and conn.autocommit and not conn.closed:
+                    conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                                 (limit[1],))
+        except psycopg.Error as exc:  # the server went away, or a bug of ours
+            if not (again and STALE_WORKER in str(exc)):
+                raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
+    return None
 
 
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:

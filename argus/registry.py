@@ -89,22 +89,20 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
     if registrant is not None:
         _check_readable(conn, analyzed.streams, registrant)
     with conn.transaction(), pinned_session(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         roles.become_owner(conn)
+        # everything from here resolves names as a cycle does: no search_path of the
+        # registrant's decides which function or table a node's code means
+        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+        # before the cycle lock: a query that takes long to plan holds up no cycle
+        plan = _checked(conn, analyzed, registrant)
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
         _claim_waiting(conn, name, analyzed.streams)
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
             analyzed = read(sql_text, stream_schemas(conn), functions_of)
-        # everything from here resolves names as a cycle does: no search_path of the
-        # registrant's decides which function or table a node's code means
-        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
-        # what the query reaches is checked before anything plans it: planning folds
-        # IMMUTABLE calls of constants, running them
-        over = over_histories(analyzed.canonical)
-        reach.check_query(conn, over, registrant)
-        plan = _check_with_postgres(conn, over)
+            plan = _checked(conn, analyzed, registrant)
         if not force:
             _check_state(conn, name, plan)
         bound = None if force else row_bound(conn)
@@ -180,6 +178,14 @@ def _why(exc: psycopg.Error) -> str:
                 "whole to that worker, where the clock is not; such a window is not "
                 "supported yet")
     return ""
+
+
+def _checked(conn: psycopg.Connection, analyzed: Analyzed, registrant: str | None) -> dict:
+    """What the query reaches, checked before anything plans it (planning folds
+    IMMUTABLE calls of constants, running them); then its plan (_check_with_postgres)."""
+    over = over_histories(analyzed.canonical)
+    reach.check_query(conn, over, registrant)
+    return _check_with_postgres(conn, over)
 
 
 def _check_with_postgres(conn: psycopg.Connection, over: str) -> dict:

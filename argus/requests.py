@@ -178,6 +178,11 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, text: str, role: 
     except RecursionError:
         raise ArgusError(f"a {kind} request's body nests too deeply to be read") from None
     body = _checked_body(kind, body)
+    # a registrar's request runs under the cycles' time limit (settings.node_timeout):
+    # a query whose planning or backfill computes for hours is refused, not waited for
+    conn.execute("SELECT set_config('statement_timeout', coalesce((SELECT "
+                 "(extract(epoch FROM node_timeout) * 1000)::bigint::text FROM "
+                 "argus_catalog.settings), '0'), true)")
     if not _registrar_now(conn, role):
         raise PermissionDeniedError(f"role {role!r} is no longer a registrar of this "
                                     f"database: its request to {kind.replace('_', ' ')} "

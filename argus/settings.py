@@ -80,7 +80,7 @@ def _interval(text: object) -> str:
     return str(text)
 
 
-INTERVALS = ("max_clock_lead", "keep_runs_for", "stale_staging_after")
+INTERVALS = ("max_clock_lead", "keep_runs_for", "stale_staging_after", "node_timeout")
 
 # name -> (parse, what it does)
 SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
@@ -105,6 +105,10 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                            "claim a stream that no query reads only when its inbox grew "
                            "past this (its rows wait there and move the clock when "
                            "claimed; null: at every cycle)"),
+    "node_timeout": (_optional(_interval),
+                     "a cycle running past this (a registrar's query that computes for "
+                     "hours) isolates the query whose node was running, and runs again "
+                     "without it; registrars' requests run under it too (null: no limit)"),
     "max_query_state": (_optional(_size),
                         "refuse to register a query whose state PostgreSQL estimates above "
                         "this many bytes, unless forced (null: no limit)"),

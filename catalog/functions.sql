@@ -8,6 +8,17 @@ LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
 CREATE OR REPLACE FUNCTION argus.clock_previous() RETURNS timestamptz
 LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 
+-- Each node's delta table as the planner's statistics see it (pg_class.reltuples; -1:
+-- none, NULL: no delta table), indexed by node id: read once a cycle, so that a node's
+-- check whether to ANALYZE its delta is a plain comparison (program/analyze_delta).
+CREATE OR REPLACE FUNCTION argus.delta_estimates() RETURNS real[]
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(array_agg(c.reltuples ORDER BY g), '{}')
+      FROM generate_series(1, (SELECT max(node_id) FROM argus_catalog.nodes)) AS g
+      LEFT JOIN pg_class c ON c.relname = 'n' || g || '_delta'
+                          AND c.relnamespace = 'argus_net'::regnamespace
+$$;
+
 -- A recursion's rows in one statement, against the bound its node was built with
 -- (max_query_state over the row's width, argus.nodes.base.bounded): past it the
 -- statement fails, and the cycle isolates the queries that read the node.
@@ -341,6 +352,18 @@ BEGIN
             v_diagnose := NULL;
         END IF;
         EXIT WHEN v_program.failed_node IS NULL;
+        IF v_program.failed_state = '57014' THEN  -- past node_timeout: the timer is spent
+            v_failed := argus.isolate(v_run, v_program.failed_node, '57014', format(
+                'the cycle ran past node_timeout (%s) in this node', v_settings.node_timeout));
+            UPDATE argus_catalog.runs SET status = 'timed_out', finished_at = clock_timestamp(),
+                   isolated = v_failed,
+                   error = format('isolated %s: the cycle ran past node_timeout (%s) in '
+                                  'node %s; it runs again without them',
+                                  array_to_string(v_failed, ', '), v_settings.node_timeout,
+                                  v_program.failed_node)
+             WHERE run_id = v_run;
+            RETURN v_run;
+        END IF;
         IF v_attempts > 20 THEN
             UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),
                    error = 'nodes kept failing after 20 were isolated: ' || v_program.failed_error
@@ -728,7 +751,7 @@ DECLARE
                       'argus.count_load(text, text, bigint), '
                       'argus.sweep_staging(), argus.prepare_staging(text, text), '
                       'argus.drop_staging(text, text), argus.commit_staged(text, text, text), '
-                      'argus.loaded(text, text)';
+                      'argus.loaded(text, text), argus.node_timeout()';
 BEGIN
     IF v_prefix IS NULL THEN
         RETURN;
@@ -790,6 +813,14 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
            pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
                                        WHERE nspname = 'argus_catalog'), 'USAGE')
       FROM argus_catalog.settings s
+$$;
+
+-- The time limit of a cycle's statements (settings.node_timeout), for whoever runs
+-- cycles: the client arms it (argus.cycle.run), as a statement cannot arm its own.
+CREATE OR REPLACE FUNCTION argus.node_timeout() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (extract(epoch FROM node_timeout) * 1000)::bigint::text
+      FROM argus_catalog.settings
 $$;
 
 -- A query's status for whoever may read its answer.

@@ -83,6 +83,8 @@ def calls(dsn: str) -> list[tuple]:
     ("SELECT id FROM s WHERE evil.takes('{1}') > 0", r"evil\.(takes|d)"),
     # its text search configuration: it could change what the answer means at will
     ("SELECT id FROM s WHERE to_tsvector('evil.cfg', v) @@ 'x'::tsquery", r"evil\.cfg"),
+    ("SELECT id, to_tsvector('evil.cfg'::text::regconfig, v) AS ts FROM s", r"regconfig"),
+    ("SELECT id, to_tsvector(v::regconfig, v) AS ts FROM s", r"regconfig"),
     # hole 4: its operator
     ("SELECT id FROM s WHERE id OPERATOR(evil.===) 1", r"evil\.==="),
     # and its aggregate
@@ -340,3 +342,39 @@ def test_a_set_returning_function_of_the_data_is_bounded(network, attacker):
     assert "more than max_query_state" in report.failed["series"]
     assert {q.name: q.status for q in network.queries()} == {
         "a": "ok", "b": "ok", "series": "failed"}
+
+
+@pytest.mark.parametrize("expands", [
+    "generate_series(1, id)", "generate_subscripts(array_fill(0, ARRAY[id]), 1)",
+    "jsonb_path_query(to_jsonb(array_fill(0, ARRAY[id])), '$[*]')"])
+def test_every_set_returning_function_is_bounded(network, attacker, expands):
+    """Of the second attack: set-returning functions the bound did not know by name
+    (generate_subscripts, jsonb_path_query) gave a million rows for one row."""
+    role, dsn = attacker
+    network.configure(max_query_state="3200000")  # 100,000 rows
+    with argus.connect(dsn) as registrar:
+        registrar.register_query("many", f"SELECT id, {expands} AS g FROM s")
+    network.insert("s", [(1_000_000, "huge")])
+    report = network.run()
+    assert "more than max_query_state" in report.failed["many"]
+
+
+def test_a_cycle_past_node_timeout_isolates_the_query_then_runs_without_it(network,
+                                                                          attacker):
+    """Of the second attack: a jsonpath of nested filters over one row of 200 bytes made a
+    cycle compute for hours, holding the cycle lock. Past node_timeout the node then
+    running is isolated and the cycle runs again without it."""
+    role, dsn = attacker
+    network.configure(node_timeout="1s", virtual_selectivity=None)  # (a table, not a view)
+    with argus.connect(dsn) as registrar:
+        registrar.register_query(
+            "slow", "SELECT id FROM s WHERE CASE WHEN left(v, 1) = '[' THEN v::jsonb @? "
+            "'$[*] ? (exists($[*] ? (exists($[*] ? (exists($[*] ? (@ == -1)))))))' END")
+    network.insert("s", [(2, "[" + ", ".join(["0"] * 120) + "]"), (3, "fine")])
+    started = time.monotonic()
+    report = network.run()
+    assert time.monotonic() - started < 30
+    assert "node_timeout" in report.failed["slow"]
+    assert sorted(network.results("a")) == [(1, "x"), (2, "[" + ", ".join(["0"] * 120) + "]"),
+                                            (3, "fine")]
+    assert {q.name: q.status for q in network.queries()}["slow"] == "failed"

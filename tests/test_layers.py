@@ -22,7 +22,7 @@ LAYERS = [
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
                     "registry", "requests", "cycle",
                     "quarantine", "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
-                    "optimize", "adapt", "picture"}),
+                    "optimize", "adapt", "picture", "audit"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
                  "dashboard"}),
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import psycopg
 
 from ..errors import PermissionDeniedError, UnsupportedQueryError
+from .lateral import expands
 
 # STABLE functions of pg_catalog that compute from their arguments and the session's
 # settings only (time zone, date style, text search configuration).
@@ -34,7 +35,7 @@ STABLE_SAFE = frozenset("""
 ARGUS = frozenset({"argus_now"})
 
 _CANDIDATES = """
-SELECT f.name, n.nspname, p.provolatile, p.prokind,
+SELECT f.name, n.nspname, p.provolatile, p.prokind, p.proretset,
        r.rolsuper OR p.proowner = (SELECT c.relowner FROM pg_class c
                                     WHERE c.oid = 'argus_catalog.nodes'::regclass) AS trusted,
        array_position(current_schemas(true), n.nspname::text) AS rank,
@@ -53,11 +54,16 @@ def check(conn: psycopg.Connection, names: frozenset[str], registrant: str | Non
     registrant may not execute; the schema of each function found outside pg_catalog,
     to qualify its calls with."""
     found: dict[str, list[tuple]] = {}
-    for name, schema, volatility, kind, trusted, rank, callable_ in conn.execute(
+    for name, schema, volatility, kind, sets, trusted, rank, callable_ in conn.execute(
             _CANDIDATES, (registrant, sorted(names - ARGUS))):
         if not callable_:
             raise PermissionDeniedError(f"role {registrant!r} may not execute the function "
                                         f"{schema}.{name}()")
+        if sets and not expands(f"{name}("):
+            raise UnsupportedQueryError(
+                f"the set-returning function {schema}.{name}()",
+                "argus bounds the rows of PostgreSQL's immutable set-returning functions "
+                "only (generate_series, unnest, jsonb_array_elements, …)")
         found.setdefault(name, []).append((schema, volatility, kind, trusted, rank))
     schemas = {}
     for name in sorted(found):

@@ -23,10 +23,12 @@ from sqlglot import exp
 from ..errors import UnsupportedQueryError
 from ..trees import DIALECT, conjuncts, folded
 
-# calls PostgreSQL answers with a set of rows (and sqlglot's names for two of them)
+# calls PostgreSQL answers with a set of rows: its IMMUTABLE set-returning functions
+# (a query may call no others, frontend.functions), and sqlglot's names for two of them
 SET_RETURNING = re.compile(
-    r"\b(generate_series|unnest|jsonb?_array_elements(_text)?|jsonb?_each(_text)?|"
-    r"jsonb?_object_keys|regexp_split_to_table|regexp_matches|string_to_table)\s*\(",
+    r"\b(generate_series|generate_subscripts|unnest|jsonb?_array_elements(_text)?|"
+    r"jsonb?_each(_text)?|jsonb?_object_keys|jsonb_path_query|regexp_split_to_table|"
+    r"regexp_matches|string_to_table|ts_parse|ts_token_type|(pg|txid)_snapshot_xip)\s*\(",
     re.IGNORECASE)
 
 

@@ -158,6 +158,13 @@ def _without_literals(query: str) -> str:
     the same functions, operators and casts resolve), and each interval literal a NULL
     interval."""
     tree = sqlglot.parse_one(query, read=DIALECT)
+    for cast in tree.find_all(exp.Cast):
+        target = cast.to.sql(DIALECT).lower()
+        if target.startswith("reg") and not (isinstance(cast.this, exp.Literal)
+                                             and cast.this.is_string):
+            raise UnsupportedQueryError(
+                f"{cast.sql(DIALECT)}", f"a {target} looked up at run time names an object "
+                "no check saw: name it with a literal")
     for node in list(tree.find_all(exp.Interval)):
         node.replace(exp.cast(exp.null(), exp.DataType.build("interval")))
     for node in list(tree.find_all(exp.Literal, *STRINGS)):
@@ -170,20 +177,17 @@ def _probe(conn: psycopg.Connection, query: str, registrant: str | None) -> list
     """What the query's parse tree reaches: a view made of it in a savepoint, walked,
     and rolled back."""
     view = sql.Identifier(NETWORK_SCHEMA, "argus_reach_probe")
-    try:
-        with conn.transaction():
-            try:
-                conn.execute(sql.SQL("CREATE VIEW {} AS SELECT FROM ({}) AS q").format(
-                    view, sql.SQL(query)))
-            except psycopg.Error as exc:
-                diag = exc.diag
-                hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
-                raise QueryError("PostgreSQL rejects the query: "
-                                 f"{diag.message_primary or exc}{hint}") from None
-            reached = _reached(conn, _FROM_VIEW, view.as_string(conn), registrant)
-            raise _RolledBack
-    except _RolledBack:
-        pass
+    with conn.transaction() as savepoint:
+        try:
+            conn.execute(sql.SQL("CREATE VIEW {} AS SELECT FROM ({}) AS q").format(
+                view, sql.SQL(query)))
+        except psycopg.Error as exc:
+            diag = exc.diag
+            hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
+            raise QueryError("PostgreSQL rejects the query: "
+                             f"{diag.message_primary or exc}{hint}") from None
+        reached = _reached(conn, _FROM_VIEW, view.as_string(conn), registrant)
+        raise psycopg.Rollback(savepoint)
     return reached
 
 
@@ -193,10 +197,6 @@ def check_types(conn: psycopg.Connection, table: sql.Composable,
     CHECK calls a registrant's function would run it whenever a cycle writes a
     stream's history)."""
     _refuse(_reached(conn, _FROM_TABLE, table.as_string(conn), registrant), registrant)
-
-
-class _RolledBack(Exception):
-    """Leaves the probe's savepoint, undoing the view."""
 
 
 def _reached(conn: psycopg.Connection, seeds: str, relation: str, registrant: str | None

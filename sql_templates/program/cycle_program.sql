@@ -5,7 +5,8 @@
 --
 -- When a statement of a node fails, the program's work is rolled back (claims
 -- included) and the program returns the node and the error (failed_node, …), so that
--- argus.run_cycle isolates the queries that use it and runs again without them. Any
+-- argus.run_cycle isolates the queries that use it and runs again without them; so
+-- when the cycle runs past its time limit in a node (settings.node_timeout). Any
 -- failure that is not a node's (no node was running, or the server: a lock, memory, a
 -- cancelled statement) fails the cycle whole.
 --
@@ -66,6 +67,7 @@ DECLARE
     argus_c_rebuilt boolean[];
     argus_fids bigint[] := ARRAY[]::bigint[];
     argus_fms float8[] := ARRAY[]::float8[];
+    argus_est real[] := argus.delta_estimates();  -- per node: its delta's statistics
 {claimed}{declarations}
 BEGIN
     BEGIN
@@ -133,10 +135,11 @@ BEGIN
           LEFT JOIN unnest(argus_c_ids, argus_c_changes, argus_c_rows, argus_c_apply_ms,
                            argus_c_rebuild_ms, argus_c_rebuilt)
                     AS c(id, changes, rebuild_rows, apply_ms, rebuild_ms, rebuilt) ON c.id = e.id;
-    EXCEPTION WHEN OTHERS THEN
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
         GET STACKED DIAGNOSTICS failed_state = RETURNED_SQLSTATE, failed_error = MESSAGE_TEXT;
-        IF NOT argus_isolate OR argus_at IS NULL OR argus.server_error(failed_state) THEN
-            RAISE;
+        IF NOT argus_isolate OR argus_at IS NULL OR argus.server_error(failed_state)
+               AND NOT (failed_state = '57014' AND failed_error LIKE '%statement timeout%') THEN
+            RAISE;  -- (a node past node_timeout is the node's, as a failing row is)
         END IF;
         failed_node := argus_at;
         RETURN;
