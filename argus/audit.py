@@ -6,7 +6,8 @@ inside a transaction rolled back at the end, so the network is left as it was. E
 statement is attributed to the node whose table it writes, and flagged where it reads
 far more than its delta: a scan (or a sort) of a history, an aggregate's groups or an
 aux table that touches more than FLAG_RATIO times the rows the statement read from
-deltas and inboxes, and more than FLAG_MIN_ROWS. A node the cycle rebuilt by choice
+deltas and inboxes (or wrote, when it writes more: a deleted supplier retracts all its
+line items), and more than FLAG_MIN_ROWS. A node the cycle rebuilt by choice
 (its costs said rebuilding is cheaper) is reported as rebuilt, not flagged.
 
 The sample: `rows` rows spread over the streams as their histories are (a stream of
@@ -28,7 +29,7 @@ from .errors import ArgusError
 from .names import INBOX_SCHEMA, NETWORK_SCHEMA, STREAMS_SCHEMA, stream_history, stream_inbox
 
 FLAG_RATIO = 10
-FLAG_MIN_ROWS = 1000
+FLAG_MIN_ROWS = 1000  # (a scan of fewer is as cheap as probing for a few)
 _SCANS = ("Seq Scan", "Bitmap Heap Scan", "Index Scan", "Index Only Scan", "Tid Scan")
 _NODE_TABLE = re.compile(r"^n(\d+)(?:_|$)")
 
@@ -172,10 +173,14 @@ def _statement(notice: str, tables: dict, rebuilt: set[int]) -> Statement | None
                                                     * sort.get("Actual Loops", 1))))
     statement = Statement(node_id, kind, action, float(plan.get("Actual Total Time", 0.0)),
                           delta_rows, state, _shape(plan), rebuilt=node_id in rebuilt)
+    # what the statement wrote: reading as many rows as it writes is its output's cost
+    written = max((int(c.get("Actual Rows", 0)) for n in _walk(plan)
+                   if n.get("Node Type") == "ModifyTable" for c in n.get("Plans", [])[:1]),
+                  default=0)
     if not statement.rebuilt and delta_rows:
         for scan, relation, touched in state:
             if scan != "Index Scan" and scan != "Index Only Scan" \
-                    and touched > max(FLAG_MIN_ROWS, FLAG_RATIO * delta_rows):
+                    and touched > max(FLAG_MIN_ROWS, FLAG_RATIO * max(delta_rows, written)):
                 statement.flags.append(f"{scan} of {relation}: {touched:,} rows for a "
                                        f"delta of {delta_rows:,}")
     return statement

@@ -32,7 +32,7 @@ from psycopg import sql
 from sqlglot import exp
 
 import argus
-from argus import tpch
+from argus import audit, tpch
 from argus.bench.methods import PgIvm
 from argus.bench.workloads import TPCH_QUERIES, continuous
 from common import arguments, fresh_database  # bench/common.py
@@ -144,6 +144,11 @@ def main() -> None:
               "refused: " + "; ".join(f"{n}: {m}" for n, m in ivm_refused.items()))
         conn.execute("VACUUM ANALYZE")
         print(f"{len(queries)} queries registered in {ms(started) / 1000:.1f} s", flush=True)
+        for size in (10, 1000):  # the node audit: statements reading far more than their delta
+            flagged = [s for s in audit.audit(conn, size) if s.flags]
+            print(f"audit, a sample of {size} rows: {len(flagged)} statements flagged"
+                  + "".join(f"\n  node {s.node_id} ({s.kind}): " + "; ".join(s.flags)
+                            for s in flagged), flush=True)
         print()
         ivm = bool(immvs)
         print("| pair | RF1 + RF2 rows | writer: tracked | writer: untracked | argus cycle | "

@@ -448,9 +448,11 @@ class Fuzzer:
             self.db.conn.execute("CREATE TABLE public.e_app (id numeric PRIMARY KEY, v int, "
                                  "f double precision)")
             self.db.track("public.e_app", "e")
-            # the oracle's mirror: the application's table as each cycle claims it
+            # the oracle's mirror: the application's table as each cycle claimed it
+            # (a registration's claiming cycle too)
             self.db.conn.execute(sql.SQL("CREATE TABLE {} (LIKE public.e_app)").format(
                 sql.Identifier(MIRROR, "e")))
+            self.oracle.followed.append(self._refresh_e)
             self.app = psycopg.connect(dsn, autocommit=True)
             self.app.execute("SET extra_float_digits = 0")
             self.app.execute("SET DateStyle = 'SQL, DMY'")
@@ -622,13 +624,15 @@ class Fuzzer:
         self.db.configure(maintenance=maintenance, truncate_inbox_bytes=1 if locked else 1 << 40,
                           **layout)
 
+    def _refresh_e(self) -> None:
+        """The mirror of e after a cycle: the application's table, every change to it
+        committed before (this process writes it between cycles only)."""
+        mirror = sql.Identifier(MIRROR, "e")
+        self.db.conn.execute(sql.SQL("DELETE FROM {}").format(mirror))
+        self.db.conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM public.e_app").format(mirror))
+
     def cycle(self) -> None:
         self.log.append("cycle")
-        if self.tracked:  # the cycle claims every change committed to the application's
-            mirror = sql.Identifier(MIRROR, "e")
-            self.db.conn.execute(sql.SQL("DELETE FROM {}").format(mirror))
-            self.db.conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM public.e_app").format(
-                mirror))
         report = self.oracle.run()  # answers and changes of every query not isolated
         self.stats.cycles += 1
         self.stats.comparisons += len(self.oracle.accumulated)

@@ -86,6 +86,7 @@ class Oracle:
         self.pending: list[tuple[str, list]] = []  # loaded, not yet claimed by a cycle
         self.cycles_checked = 0
         self.held = 0  # the last quarantine id seen: rows a cycle held back are not claimed
+        self.followed: list = []  # called when a cycle claimed: mirrors kept by the caller
 
     # -- mirrored operations ---------------------------------------------------
 
@@ -141,6 +142,8 @@ class Oracle:
     def _mirror_pending(self) -> None:
         """The rows a cycle claimed: all that were loaded, but those of a stream no query
         reads that wait in its inbox (settings.unread_inbox_bytes)."""
+        for refresh in self.followed:
+            refresh()
         columns = {s.name: s.column_names for s in self.db.streams()}
         waiting = {stream for stream, _ in self.pending if self.conn.execute(
             sql.SQL("SELECT EXISTS (SELECT FROM {})").format(stream_inbox(stream))).fetchone()[0]}
