@@ -122,7 +122,7 @@ def _describe_input(node: Node) -> str:
 
 def analyze_delta(node: Node) -> sql.Composed:
     return render("program/analyze_delta", var=var(node.id), delta=node.delta_table,
-                  id=sql.Literal(node.id))
+                  id=sql.Literal(node.id), name=sql.Literal(node.delta_table.as_string(None)))
 
 
 def rebuildable(node: Node) -> bool:

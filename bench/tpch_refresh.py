@@ -11,8 +11,9 @@ statements on a third copy carrying one IMMV per query pg_ivm accepts (maintaine
 the statements). At the end every answer is compared with the re-run's. ms.
 
 Usage: python bench/tpch_refresh.py [--dsn DSN] [--scale-milli 100] [--pairs 3]
-       [--method trigger|slot] [--skip 17,20]
-       (--skip: queries left out; Q17 and Q20 re-run for minutes at scale 0.1)
+       [--method trigger|slot] [--skip 17,20] [--top-k]
+       (--skip: queries left out, "" for none; Q17 and Q20 re-run for minutes at scale
+       0.1 over copies without indexes; --top-k: the queries' ORDER BY … LIMIT kept)
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def main() -> None:
         at = sys.argv.index("--skip")
         skip = sys.argv[at + 1]
         del sys.argv[at:at + 2]
-    args = arguments(__doc__, scale_milli=100, pairs=3, method="trigger")
+    args = arguments(__doc__, scale_milli=100, pairs=3, method="trigger", top_k=False)
     scale = args.scale_milli / 1000
     numbers = [n for n in TPCH_QUERIES if str(n) not in skip.split(",")]
     started = time.perf_counter()
@@ -117,7 +118,7 @@ def main() -> None:
         print(f"argus track --method {args.method} of the 8 tables and the first cycle: "
               f"{ms(started) / 1000:.1f} s",
               flush=True)
-        queries = {f"q{n:02d}": continuous(texts[n]) for n in numbers}
+        queries = {f"q{n:02d}": continuous(texts[n], args.top_k) for n in numbers}
         started = time.perf_counter()
         refused = {}
         for name, query in queries.items():

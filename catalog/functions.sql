@@ -8,12 +8,15 @@ LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
 CREATE OR REPLACE FUNCTION argus.clock_previous() RETURNS timestamptz
 LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 
--- Each node's delta table as the planner's statistics see it (pg_class.reltuples; -1:
--- none, NULL: no delta table), indexed by node id: read once a cycle, so that a node's
--- check whether to ANALYZE its delta is a plain comparison (program/analyze_delta).
+-- Each node's delta table as the planner's statistics see it: rows per page
+-- (pg_class.reltuples / relpages; -1: none, NULL: no delta table), indexed by node id:
+-- read once a cycle, so that a node's check whether to ANALYZE its delta needs no
+-- query (program/analyze_delta).
 CREATE OR REPLACE FUNCTION argus.delta_estimates() RETURNS real[]
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(array_agg(c.reltuples ORDER BY g), '{}')
+    SELECT coalesce(array_agg(CASE WHEN c.reltuples < 0 THEN -1
+                                   ELSE c.reltuples / greatest(c.relpages, 1) END
+                              ORDER BY g), '{}')
       FROM generate_series(1, (SELECT max(node_id) FROM argus_catalog.nodes)) AS g
       LEFT JOIN pg_class c ON c.relname = 'n' || g || '_delta'
                           AND c.relnamespace = 'argus_net'::regnamespace

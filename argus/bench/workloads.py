@@ -88,12 +88,14 @@ def tpch(scale: float, batches: int, share: float = 0.001,
                     next_batch, sizes=(orders,))
 
 
-def continuous(text: str) -> str:
+def continuous(text: str, top_k: bool = False) -> str:
     """A TPC-H query (DuckDB's text) as a continuous query: PostgreSQL dialect, without
-    its top-level ORDER BY and LIMIT."""
+    its top-level ORDER BY, and without its LIMIT unless `top_k` (then ORDER BY … LIMIT
+    stays, a Top-K; an ORDER BY alone goes)."""
     tree = sqlglot.parse_one(text, read="duckdb")
-    tree.set("order", None)
-    tree.set("limit", None)
+    if not (top_k and tree.args.get("limit") is not None):
+        tree.set("order", None)
+        tree.set("limit", None)
     return tree.sql(dialect=DIALECT)
 
 

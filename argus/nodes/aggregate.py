@@ -22,6 +22,17 @@ def _found(node: Node, row: str, delta: str) -> sql.Composable:
     return same_row(node.spec.group_names, row, delta)
 
 
+def _probed(node: Node, sign: str) -> sql.Composable:
+    """The history's rows a flush changes, as a TID scan of the ctids the delta carries
+    (`h.ctid = ANY(ARRAY(…))`): PostgreSQL would otherwise join the delta with a scan of
+    the whole history (a join on ctid gets no parameterized TID scan). Not on Citus,
+    where the rows are found by their groups (_found)."""
+    if node.sharded_by is not None:
+        return sql.SQL("")
+    return sql.SQL(" AND h.ctid = ANY(ARRAY(SELECT argus_ctid FROM {} WHERE {} {} 0 "
+                   "AND argus_ctid IS NOT NULL))").format(node.delta, SIGN_ID, sql.SQL(sign))
+
+
 def grows(node: Node, parent: Node) -> bool:
     """The aggregate's input only grows: its parent is insert-only, or (definition
     "grows", set by the network) it regroups the books of an aggregate over such an
@@ -298,7 +309,8 @@ class AggregateCompiler:
         gnames, stored = model.group_names, model.stored
         slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
                  "stored": cols(stored), "d_stored": cols(stored, "d"),
-                 "found": _found(node, "h", "d"), "renewed": _found(node, "p", "d")}
+                 "found": _found(node, "h", "d"), "renewed": _found(node, "p", "d"),
+                 "updated": _probed(node, ">")}
         written = [c for c in stored if c != node.sharded_by]  # (Citus: not the shard key)
         when = sql.SQL("{} > 0").format(var(node.id))
         steps = [Step(render("aggregate/flush_update", **{
@@ -306,7 +318,8 @@ class AggregateCompiler:
         if not model.is_global:  # a global aggregate's one row never appears or vanishes
             steps.append(Step(render("aggregate/flush_insert", **slots), when))
             if not grows(node, parent):  # groups vanish only when rows leave
-                steps.append(Step(render("aggregate/flush_delete", **slots), when))
+                steps.append(Step(render("aggregate/flush_delete" if node.sharded_by
+                                         else "aggregate/flush_delete_tid", **slots), when))
         for spec in model.distinct_specs:
             steps.append(Step(render(
                 "aggregate/aux_flush", aux=node.aux(f"d{spec.index}"),

@@ -245,6 +245,22 @@ def add_hash(node: Node) -> list[sql.Composable]:
     return [] if node.insert_only else [render("node/add_hash", hist=node.hist)]
 
 
+# Types whose equal values are the same value (their equality compares bytes): a row
+# of them needs no more than equality to be told apart from another (bag_flush).
+IDENTICAL_WHEN_EQUAL = frozenset("""smallint integer bigint boolean date text bytea uuid
+    "char" name oid""".split()) | {"timestamp without time zone", "timestamp with time zone",
+                                  "time without time zone"}
+
+
+def _identity(names, types) -> list[str]:
+    """The columns whose equal values can differ (numeric 2.00 and 2, float 0 and -0,
+    interval, jsonb, arrays, types unknown): all of them where the types are unknown."""
+    if len(types) != len(names):
+        return list(names)
+    return [n for n, t in zip(names, types)
+            if t not in IDENTICAL_WHEN_EQUAL and not t.startswith("character varying")]
+
+
 def bag_flush(node: Node, names=None) -> list[Step]:
     """Merge the delta into a history that holds one row per copy."""
     names = node.columns if names is None else names
@@ -252,8 +268,17 @@ def bag_flush(node: Node, names=None) -> list[Step]:
     if node.insert_only:
         return [Step(render("node/flush_insert_only", hist=node.hist, delta=node.delta,
                             columns=cols(names)), when, dynamic=False)]
+    differ = _identity(names, node.types if names == node.columns else ())
+
+    def texts(prefix: str | None) -> sql.Composable:
+        return sql.SQL("").join(sql.SQL(", ({})::text").format(
+            sql.Identifier(prefix, c) if prefix else sql.Identifier(c)) for c in differ)
+
     slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
-             "h_columns": cols(names, "h"), "n_columns": cols(names, "n")}
+             "h_columns": cols(names, "h"), "n_columns": cols(names, "n"),
+             "identity": texts(None), "h_identity": texts("h"),
+             "same_identity": sql.SQL("").join(sql.SQL(" AND ({})::text = ({})::text").format(
+                 sql.Identifier("h", c), sql.Identifier("n", c)) for c in differ)}
     return [Step(render("node/flush_retract", **slots), when),
             Step(render("node/flush_insert_signed", **slots), when)]
 

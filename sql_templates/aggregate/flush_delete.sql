@@ -1,8 +1,7 @@
--- A group that vanished: retracted, and no new row for it (found by the ctid of the row
--- its retraction names, which no update of this flush moved; on Citus, by its group).
--- The delta's rows are chosen in a subquery of their own, which Citus can run on the
--- coordinator and send to the shards (it plans no correlated subquery over a table of
--- the coordinator's).
+-- On Citus (else flush_delete_tid): a group that vanished, retracted and no new row for
+-- it, found by its group. The delta's rows are chosen in a subquery of their own, which
+-- Citus can run on the coordinator and send to the shards (it plans no correlated
+-- subquery over a table of the coordinator's).
 DELETE FROM {hist} AS h USING (
     SELECT * FROM {delta} AS d
      WHERE d.{sign} < 0

@@ -67,7 +67,8 @@ DECLARE
     argus_c_rebuilt boolean[];
     argus_fids bigint[] := ARRAY[]::bigint[];
     argus_fms float8[] := ARRAY[]::float8[];
-    argus_est real[] := argus.delta_estimates();  -- per node: its delta's statistics
+    argus_est real[] := argus.delta_estimates();  -- per node: its delta's rows per page
+    argus_pe float8;  -- the rows the planner estimates a delta holds
 {claimed}{declarations}
 BEGIN
     BEGIN
