@@ -89,31 +89,41 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         raise CycleInProgressError(
             "another argus cycle (or registration) is running on this database; this cycle "
             "did nothing, and the rows waiting will be claimed by the next one")
-    report_ = _report(row[0], row[1:-1], time.perf_counter() - started)
-    report_.failed = {**isolated, **report_.failed}
+    result = _report(row[0], row[1:-1], time.perf_counter() - started)
+    result.failed = {**isolated, **result.failed}
     if row[-1]:  # a period of settings.reoptimize_every ended
         from .adapt import reoptimize
 
-        report_.migrations = reoptimize(conn)
-    return report_
+        result.migrations = reoptimize(conn)
+    return result
 
 
 def _cycle(conn: psycopg.Connection, wait: bool, limit: tuple[str, str] | None):
-    """argus.cycle's row (None: another cycle was running), under the time limit."""
+    """argus.cycle's row (None: another cycle was running), under the time limit: armed
+    for the cycle's statement and given back after it, in the same round trip."""
+    cycle = ("SELECT * FROM argus.cycle(%s)", (wait,))
+    arm = ("SELECT set_config('statement_timeout', %s, %s)",)
     for again in (True, False):
         try:
-            if limit is not None:
-                conn.execute("SELECT set_config('statement_timeout', %s, %s)",
-                             (limit[0], not conn.autocommit))
-            try:
+            if limit is None:
                 # on an autocommit connection the statement is the transaction: no
-                # BEGIN/COMMIT; the report comes back in the same round trip (argus.cycle)
+                # BEGIN/COMMIT; the report comes back in the same round trip
                 with nullcontext() if conn.autocommit else conn.transaction():
-                    return conn.execute("SELECT * FROM argus.cycle(%s)", (wait,)).fetchone()
-            finally:
-                if limit is not None and conn.autocommit and not conn.closed:
-                    conn.execute("SELECT set_config('statement_timeout', %s, false)",
-                                 (limit[1],))
+                    return conn.execute(*cycle).fetchone()
+            if not conn.autocommit:
+                with conn.transaction():
+                    conn.execute(*arm, (limit[0], True))
+                    return conn.execute(*cycle).fetchone()
+            try:
+                with conn.pipeline():
+                    conn.execute(*arm, (limit[0], False))
+                    row = conn.execute(*cycle)
+                    conn.execute(*arm, (limit[1], False))
+                return row.fetchone()
+            except psycopg.Error:
+                if not conn.closed:  # (the statement that gave the limit back was skipped)
+                    conn.execute(*arm, (limit[1], False))
+                raise
         except psycopg.Error as exc:  # the server went away, or a bug of ours
             if not (again and STALE_WORKER in str(exc)):
                 raise CycleError(f"cycle failed and was rolled back: {exc}") from exc

@@ -127,7 +127,7 @@ def _checked_body(kind: str, body: object) -> dict:
         raise ArgusError(f"unknown request {kind!r}")
     if not isinstance(body, dict):
         raise ArgusError(f"a {kind} request's body must be a JSON object, not "
-                         f"{json_type(body)}")
+                         f"{_json_type(body)}")
     unknown = sorted(set(body) - set(shape))
     if unknown:
         raise ArgusError(f"a {kind} request's body has unknown fields: {', '.join(unknown)} "
@@ -138,8 +138,8 @@ def _checked_body(kind: str, body: object) -> dict:
                 raise ArgusError(f"a {kind} request's body has no {field!r}")
         elif not isinstance(body[field], types):
             raise ArgusError(f"a {kind} request's body: {field!r} must be "
-                             f"{' or '.join(json_type(t()) for t in types)}, not "
-                             f"{json_type(body[field])}")
+                             f"{' or '.join(_json_type(t()) for t in types)}, not "
+                             f"{_json_type(body[field])}")
     if kind == "create_stream" and not all(isinstance(t, str) for t in body["columns"].values()):
         raise ArgusError("a create_stream request's body: columns map names to types "
                          "(strings)")
@@ -166,7 +166,7 @@ def _registrar_now(conn: psycopg.Connection, role: str) -> bool:
     return now
 
 
-def json_type(value: object) -> str:
+def _json_type(value: object) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
             type(None): "null", int: "a number", float: "a number"}.get(type(value), "?")
 
@@ -180,9 +180,8 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, text: str, role: 
     body = _checked_body(kind, body)
     # a registrar's request runs under the cycles' time limit (settings.node_timeout):
     # a query whose planning or backfill computes for hours is refused, not waited for
-    conn.execute("SELECT set_config('statement_timeout', coalesce((SELECT "
-                 "(extract(epoch FROM node_timeout) * 1000)::bigint::text FROM "
-                 "argus_catalog.settings), '0'), true)")
+    conn.execute("SELECT set_config('statement_timeout', coalesce(argus.node_timeout(), '0'), "
+                 "true)")
     if not _registrar_now(conn, role):
         raise PermissionDeniedError(f"role {role!r} is no longer a registrar of this "
                                     f"database: its request to {kind.replace('_', ' ')} "

@@ -187,9 +187,10 @@ class Builder(Reads):
         if isinstance(plan, Distinct):
             parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
-            # the parent may be a shared node with more columns than this plan reads
+            # the parent may be a shared node with more columns than this plan reads; two
+            # of the plan's columns may be one of the node's (`DISTINCT k AS a, k AS b`)
             columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
-                            for c in self.columns_of(plan.input))
+                            for c in dict.fromkeys(self.columns_of(plan.input)))
             self.names[plan] = self.names[plan.input]
             return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
         if isinstance(plan, Window):

@@ -43,11 +43,12 @@ def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composab
 
 
 def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
-    """A Top-K node's own rows as its parent's (the columns its expressions read;
-    the others NULL), when its new top rows can be ranked among its old ones and the
-    new rows instead of among the whole partition: the parent only gains rows, and the
-    node's one window function is the ranking it keeps by (a row ranked past k only
-    falls further; every row ranked before a kept row is kept). None otherwise."""
+    """A Top-K node's own rows of the touched partitions (argus_old, already read) as
+    its parent's (the columns its expressions read; the others NULL), when its new top
+    rows can be ranked among its old ones and the new rows instead of among the whole
+    partition: the parent only gains rows, and the node's one window function is the
+    ranking it keeps by (a row ranked past k only falls further; every row ranked
+    before a kept row is kept). None otherwise."""
     if node.spec.keep is None or node.spec.grouped or not parent.insert_only:
         return None
     trees = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs]
@@ -61,10 +62,10 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
             passed.setdefault(tree.name, column)
     if not {c.name for t in trees for c in t.find_all(exp.Column)} <= set(passed):
         return None
-    return sql.SQL("(SELECT {} FROM {})").format(sql.SQL(", ").join(
+    return sql.SQL("SELECT {} FROM argus_old AS {}").format(sql.SQL(", ").join(
         sql.SQL("{} AS {}").format(sql.Identifier(passed[c]), sql.Identifier(c)) if c in passed
         else sql.SQL("CAST(NULL AS {}) AS {}").format(sql.SQL(t), sql.Identifier(c))
-        for c, t in zip(parent.columns, parent.types)), node.hist)
+        for c, t in zip(parent.columns, parent.types)), T1)
 
 
 class WindowCompiler:
@@ -83,10 +84,13 @@ class WindowCompiler:
                 "kept": sql.SQL("TRUE") if node.spec.keep is None else sql.SQL(
                     "{} <= {}").format(sql.Identifier("argus_w", node.spec.keep[0]),
                                        sql.Literal(node.spec.keep[1])),
-                "parent_touched": _touched(_kept_as_parent_rows(node, parent) or parent.hist,
-                                           parent.columns,
-                                           [sql.SQL("({})").format(sql.SQL(e))  # `k > 1 = …`
-                                            for e in node.exprs[:len(keys)]], keys),
+                "parent_touched": _kept_as_parent_rows(node, parent) or _touched(
+                    parent.hist, parent.columns,
+                    [sql.SQL("({})").format(sql.SQL(e))  # `k > 1 = …`
+                     for e in node.exprs[:len(keys)]], keys),
+                "retracted": sql.SQL("") if parent.insert_only else sql.SQL(
+                    "\n        EXCEPT ALL\n        SELECT {} FROM {} AS {} WHERE {}.{} < 0"
+                ).format(parent.column_list, parent.delta, T1, T1, SIGN_ID),
                 "touched_here": _touched(node.hist, node.columns,
                                          [sql.Identifier("t1", k) for k in keys], keys)}
 
