@@ -277,7 +277,8 @@ def bag_flush(node: Node, names=None) -> list[Step]:
     slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
              "h_columns": cols(names, "h"), "n_columns": cols(names, "n"),
              "identity": texts(None), "h_identity": texts("h"),
-             "same_identity": sql.SQL("").join(sql.SQL(" AND ({})::text = ({})::text").format(
+             "same_identity": sql.SQL("").join(sql.SQL(
+                 " AND ({})::text IS NOT DISTINCT FROM ({})::text").format(
                  sql.Identifier("h", c), sql.Identifier("n", c)) for c in differ)}
     return [Step(render("node/flush_retract", **slots), when),
             Step(render("node/flush_insert_signed", **slots), when)]
