@@ -11,8 +11,12 @@ combine, and the final value as SQL over the bookkeeping columns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
-from .trees import qualified
+import sqlglot
+from sqlglot import exp
+
+from .trees import DIALECT, qualified
 
 # (suffix, change per input row, combine). "add": old + delta; "min"/"max": the extreme
 # of old and the inserted rows (re-read when rows were retracted); "distinct": from the
@@ -253,6 +257,25 @@ def _extreme_of(suffix: str, arg: str | None, merge: dict | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class Family:
+    index: int  # its first member's: names its aux table (d<index>)
+    value: str  # SQL over t1
+    members: tuple[tuple[Spec, str | None], ...]  # (COUNT(DISTINCT), its condition)
+
+    def count_column(self, spec: Spec) -> str:
+        return f"argus_n{spec.index}"
+
+
+def _filtered(arg: str) -> tuple[str, str | None]:
+    """`CASE WHEN c THEN x END` as (x, c); any other argument as (it, None)."""
+    tree = sqlglot.parse_one(arg, read=DIALECT)
+    ifs = tree.args.get("ifs") if isinstance(tree, exp.Case) else None
+    if ifs and len(ifs) == 1 and tree.args.get("default") is None and not tree.this:
+        return ifs[0].args["true"].sql(DIALECT), ifs[0].this.sql(DIALECT)
+    return arg, None
+
+
+@dataclass(frozen=True)
 class Model:
     groups: tuple[tuple[str, str], ...]  # (column, SQL over t1)
     specs: tuple[Spec, ...]
@@ -307,6 +330,22 @@ class Model:
     @property
     def distinct_specs(self) -> list[Spec]:
         return [s for s in self.specs if s.distinct]
+
+    @cached_property
+    def families(self) -> list[Family]:
+        """The COUNT(DISTINCT …) of one value, each perhaps under a FILTER (folded into
+        `CASE WHEN c THEN x END`): one aux table counts, per (group, x), the rows each
+        member's condition passes (Nexmark q15 counts the distinct bidders of a day four
+        ways: one table, not four)."""
+        found: dict[str, list[tuple[Spec, str | None]]] = {}
+        for spec in self.distinct_specs:
+            value, condition = _filtered(spec.arg)
+            found.setdefault(value, []).append((spec, condition))
+        return [Family(members[0][0].index, value, tuple(members))
+                for value, members in found.items()]
+
+    def family_of(self, spec: Spec) -> Family:
+        return next(f for f in self.families if any(m is spec for m, _ in f.members))
 
     @property
     def counted(self) -> bool:

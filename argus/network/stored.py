@@ -164,12 +164,30 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
                     sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
             if node.kind == "aggregate":
                 conn.execute(AggregateCompiler.tid_column(node))
+                _refamily(conn, node, net.nodes[node.parents[0]])
             if node.kind == "select" and node.spec.temporal:
                 node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
     return True
+
+
+def _refamily(conn: psycopg.Connection, node: Node, parent: Node) -> None:
+    """Older argus kept one aux table per COUNT(DISTINCT) (one argus_count column);
+    rebuild them as one per family of a value (AggregateCompiler.aux_create)."""
+    old = [f"n{node.id}_d{spec.index}" for spec in node.spec.distinct_specs]
+    if not conn.execute(
+            "SELECT EXISTS (SELECT FROM pg_attribute WHERE attname = 'argus_count'"
+            " AND attrelid = ANY(ARRAY(SELECT to_regclass(format('%%I.%%I', %s::text, t))"
+            " FROM unnest(%s::text[]) AS t)))", (NETWORK_SCHEMA, old)).fetchone()[0]:
+        return
+    for table in old:
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
+            sql.Identifier(NETWORK_SCHEMA, table)))
+    compiler = AggregateCompiler()
+    for statement in compiler.aux_create(node, parent) + compiler.aux_backfill(node, parent):
+        conn.execute(statement)
 
 
 def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> Node:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from ..aggregates import Book, Model, Spec, entries
+from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta,
@@ -107,14 +107,51 @@ class AggregateCompiler:
                                     "PARTITION BY {}").format(
                                     sql.SQL(", ").join(map(sql.SQL, model.group_exprs))))
 
-    def _values(self, model: Model, spec: Spec, source: sql.Identifier,
+    def _values(self, model: Model, family: Family, source: sql.Identifier,
                 count: str) -> sql.Composed:
-        """(group, value) pairs of COUNT(DISTINCT value) with their signed counts."""
+        """(group, value) pairs of a COUNT(DISTINCT value) family with each member's
+        signed count of rows (those its FILTER passes)."""
+        counts, conditions = [], []
+        for spec, condition in family.members:
+            counted = sql.SQL("sum({})").format(sql.SQL(count))
+            if condition is not None:
+                counted = sql.SQL("coalesce(sum({}) FILTER (WHERE {}), 0)").format(
+                    sql.SQL(count), sql.SQL(condition))
+                conditions.append(sql.SQL("({})").format(sql.SQL(condition)))
+            counts.append(sql.SQL(", {} AS {}").format(counted, sql.Identifier(f"dn{spec.index}")))
+        also = sql.SQL("") if len(conditions) < len(family.members) else sql.SQL(
+            " AND ({})").format(sql.SQL(" OR ").join(conditions))
         return render("aggregate/values", group_named=named(model.group_exprs, model.group_names),
                       comma=sql.SQL("") if model.is_global else sql.SQL(", "),
-                      x=sql.SQL(spec.arg), hash=expr_hash(model.group_exprs + [f"({spec.arg})"]),
-                      count=sql.SQL(count), source=source, t1=T1,
+                      x=sql.SQL(family.value), counts=sql.SQL("").join(counts), also=also,
+                      hash=expr_hash(model.group_exprs + [f"({family.value})"]),
+                      source=source, t1=T1,
                       group_exprs=sql.SQL(", ").join(map(sql.SQL, model.group_exprs)))
+
+    @staticmethod
+    def _member_columns(family: Family, prefix: str = "") -> sql.Composable:
+        return sql.SQL("").join(sql.SQL(", {}").format(
+            sql.Identifier(prefix + family.count_column(spec))) for spec, _ in family.members)
+
+    def aux_create(self, node: Node, parent: Node) -> list[sql.Composable]:
+        model = node.spec
+        return [render("aggregate/aux_create", aux=node.aux(f"d{family.index}"),
+                       x=sql.SQL(family.value), parent=parent.hist,
+                       counts=sql.SQL("").join(
+                           sql.SQL(", ADD COLUMN {} bigint NOT NULL").format(
+                               sql.Identifier(family.count_column(spec)))
+                           for spec, _ in family.members),
+                       group_named=named(model.group_exprs, model.group_names),
+                       comma=sql.SQL("") if model.is_global else sql.SQL(", "), t1=T1)
+                for family in model.families]
+
+    def aux_backfill(self, node: Node, parent: Node) -> list[sql.Composable]:
+        model = node.spec
+        return [render("aggregate/aux_backfill", aux=node.aux(f"d{family.index}"),
+                       key=cols(model.group_names + ["v"]),
+                       counts=self._member_columns(family),
+                       values=self._values(model, family, parent.hist, "1"))
+                for family in model.families]
 
     def create(self, node, parents):
         model, parent = node.spec, parents[0]
@@ -124,12 +161,7 @@ class AggregateCompiler:
                    node.hist, self.from_scratch(model, parent)),
                sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
                create_delta(node), self.tid_column(node)]
-        for spec in model.distinct_specs:
-            out.append(render("aggregate/aux_create", aux=node.aux(f"d{spec.index}"),
-                              x=sql.SQL(spec.arg), parent=parent.hist,
-                              **{k: v for k, v in self._slots(model).items()
-                                 if k in ("group_named", "comma", "t1")}))
-        return out + self.parent_index(node, parent)
+        return out + self.aux_create(node, parent) + self.parent_index(node, parent)
 
     @staticmethod
     def tid_column(node: Node) -> sql.Composed:
@@ -150,13 +182,9 @@ class AggregateCompiler:
 
     def backfill(self, node, parents):
         model, parent = node.spec, parents[0]
-        out = [sql.SQL("INSERT INTO {} ({}) {}").format(
-            node.hist, cols(model.stored + ["argus_hash"]), self.from_scratch(model, parent))]
-        for spec in model.distinct_specs:
-            out.append(render("aggregate/aux_backfill", aux=node.aux(f"d{spec.index}"),
-                              key=cols(model.group_names + ["v"]),
-                              values=self._values(model, spec, parent.hist, "1")))
-        return out
+        return [sql.SQL("INSERT INTO {} ({}) {}").format(
+            node.hist, cols(model.stored + ["argus_hash"]), self.from_scratch(model, parent)),
+            *self.aux_backfill(node, parent)]
 
     def _combine(self, node: Node, model: Model, spec: Spec, book: Book, parent: Node):
         """(merged bookkeeping column, extra CTE, its join) for one book."""
@@ -164,18 +192,29 @@ class AggregateCompiler:
         if book.combine == "add":
             return sql.SQL(", CASE WHEN dh.{b} IS NULL THEN o.{b} WHEN o.{b} IS NULL THEN dh.{b} "
                            "ELSE o.{b} + dh.{b} END AS {b}").format(b=b), None
-        if book.combine == "distinct":
-            cte = sql.Identifier(f"cd{k}")
+        if book.combine == "distinct":  # the family's CTE, computed with its first member
+            family = model.family_of(spec)
+            cte = sql.Identifier(f"cd{family.index}")
+            merge = sql.SQL(", coalesce(o.{b}, 0) + coalesce({cte}.{c}, 0) AS {b}").format(
+                b=b, cte=cte, c=sql.Identifier(f"c{k}"))
+            if family.index != k:
+                return merge, None
             gnames = model.group_names
-            return (sql.SQL(", coalesce(o.{b}, 0) + coalesce({cte}.c, 0) AS {b}").format(
-                        b=b, cte=cte),
-                    render("aggregate/count_distinct", k=sql.SQL(str(k)),
-                           comma=sql.SQL("") if model.is_global else sql.SQL(", "),
-                           x_groups=cols(gnames, "x"), x_hash=row_hash(gnames, "x"),
-                           aux=node.aux(f"d{spec.index}"),
-                           values=self._values(model, spec, parent.delta, "t1.argus_sign"),
-                           a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
-                           x_group_by=self._group_by(model, "x")))
+            return merge, render(
+                "aggregate/count_distinct", name=cte,
+                comma=sql.SQL("") if model.is_global else sql.SQL(", "),
+                changes=sql.SQL(", ").join(render(
+                    "aggregate/count_distinct_change", old=sql.Identifier(f"old{m.index}"),
+                    dn=sql.Identifier(f"dn{m.index}"), c=sql.Identifier(f"c{m.index}"))
+                    for m, _ in family.members),
+                olds=sql.SQL("").join(sql.SQL(", coalesce(a.{}, 0) AS {}").format(
+                    sql.Identifier(family.count_column(m)), sql.Identifier(f"old{m.index}"))
+                    for m, _ in family.members),
+                x_groups=cols(gnames, "x"), x_hash=row_hash(gnames, "x"),
+                aux=node.aux(f"d{family.index}"),
+                values=self._values(model, family, parent.delta, "t1.argus_sign"),
+                a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
+                x_group_by=self._group_by(model, "x"))
         if book.combine == "count":  # merged with its extreme's book
             return sql.SQL(""), None
         extreme = sql.SQL("least" if book.combine == "min" else "greatest")
@@ -320,12 +359,20 @@ class AggregateCompiler:
             if not grows(node, parent):  # groups vanish only when rows leave
                 steps.append(Step(render("aggregate/flush_delete" if node.sharded_by
                                          else "aggregate/flush_delete_tid", **slots), when))
-        for spec in model.distinct_specs:
+        for family in model.families:
+            counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"))
+                      for m, _ in family.members]
             steps.append(Step(render(
-                "aggregate/aux_flush", aux=node.aux(f"d{spec.index}"),
-                values=self._values(model, spec, parent.delta, "t1.argus_sign"),
+                "aggregate/aux_flush", aux=node.aux(f"d{family.index}"),
+                values=self._values(model, family, parent.delta, "t1.argus_sign"),
                 a_key=cols(gnames + ["v"], "a"), d_key=cols(gnames + ["v"], "d"),
-                key=cols(gnames + ["v"])), any_rows(parent)))
+                key=cols(gnames + ["v"]), counts=self._member_columns(family),
+                d_counts=sql.SQL("").join(sql.SQL(", d.{}").format(dn) for _, dn in counts),
+                vanish=sql.SQL(" AND ").join(sql.SQL("a.{} + d.{} = 0").format(n, dn)
+                                             for n, dn in counts),
+                moves=sql.SQL(" OR ").join(sql.SQL("d.{} <> 0").format(dn) for _, dn in counts),
+                updates=sql.SQL(", ").join(sql.SQL("{n} = a.{n} + d.{dn}").format(n=n, dn=dn)
+                                           for n, dn in counts)), any_rows(parent)))
         return steps
 
 
@@ -343,4 +390,4 @@ KIND = register(Kind(
     "aggregate", Model.of, AggregateCompiler(), describe, keeps_groups=True,
     probe=lambda node, parents: [Probe(T1, 0, node.spec.group_exprs
                                        + [s.arg for s in node.spec.specs if s.arg] or ["TRUE"])],
-    aux_tables=lambda node: [node.aux(f"d{s.index}") for s in node.spec.distinct_specs]))
+    aux_tables=lambda node: [node.aux(f"d{f.index}") for f in node.spec.families]))

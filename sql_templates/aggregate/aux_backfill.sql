@@ -1,2 +1,2 @@
-INSERT INTO {aux} ({key}, argus_hash, argus_count)
+INSERT INTO {aux} ({key}, argus_hash{counts})
 SELECT d.*  FROM ({values}) AS d

@@ -1,8 +1,9 @@
--- Apply the delta's (group, value) counts to the aux table; drop values that vanish.
+-- Apply the delta's (group, value) counts to the aux table; drop values no member
+-- counts any more.
 MERGE INTO {aux} AS a
 USING ({values}) AS d
    ON a.argus_hash = d.argus_hash AND CASE WHEN ROW({a_key}) IS NOT DISTINCT FROM ROW({d_key}) THEN true ELSE false END
- WHEN MATCHED AND a.argus_count + d.dn = 0 THEN DELETE
- WHEN MATCHED THEN UPDATE SET argus_count = a.argus_count + d.dn
- WHEN NOT MATCHED AND d.dn <> 0 THEN
-      INSERT ({key}, argus_hash, argus_count) VALUES ({d_key}, d.argus_hash, d.dn)
+ WHEN MATCHED AND {vanish} THEN DELETE
+ WHEN MATCHED AND ({moves}) THEN UPDATE SET {updates}
+ WHEN NOT MATCHED AND ({moves}) THEN
+      INSERT ({key}, argus_hash{counts}) VALUES ({d_key}, d.argus_hash{d_counts})
