@@ -18,7 +18,7 @@ from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
 from ..nodes import CODE_VERSION, Node, signature
 from ..nodes.aggregate import AggregateCompiler
 from ..nodes import lazy
-from ..nodes.base import var
+from ..nodes.base import tid_column, var
 from ..nodes.purge import purge_block
 from ..program import fill, flush_block, frame, node_block, probe_block
 from .placement import placed
@@ -157,13 +157,14 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
         net = load(conn)
         for node in net.nodes.values():
             # what stored networks of older argus may lack or hold: a view of a stream's
-            # claimed rows (no longer read), an aggregate's tid column, temporal
+            # claimed rows (no longer read), an tid column of an aggregate or window, temporal
             # definitions classified by older rules
             if node.kind == "stream":
                 conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
                     sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
+            if node.kind in ("aggregate", "window"):
+                conn.execute(tid_column(node))
             if node.kind == "aggregate":
-                conn.execute(AggregateCompiler.tid_column(node))
                 _refamily(conn, node, net.nodes[node.parents[0]])
             if node.kind == "select" and node.spec.temporal:
                 node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])

@@ -10,7 +10,8 @@ from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta,
-                   expr_hash, named, row_hash, same_row, unqualified, var, virtual)
+                   expr_hash, named, row_hash, same_row, tid_column, unqualified, var,
+                   virtual)
 
 
 def _found(node: Node, row: str, delta: str) -> sql.Composable:
@@ -160,14 +161,8 @@ class AggregateCompiler:
         out = [sql.SQL("CREATE TABLE {} WITH (fillfactor = 50) AS {} WITH NO DATA").format(
                    node.hist, self.from_scratch(model, parent)),
                sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
-               create_delta(node), self.tid_column(node)]
+               create_delta(node), tid_column(node)]
         return out + self.aux_create(node, parent) + self.parent_index(node, parent)
-
-    @staticmethod
-    def tid_column(node: Node) -> sql.Composed:
-        """The delta's rows carry the ctid of the group's row they change (delta.sql)."""
-        return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_ctid tid").format(
-            node.delta_table)
 
     @staticmethod
     def parent_index(node: Node, parent: Node) -> list[sql.Composable]:

@@ -32,7 +32,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 30
+CODE_VERSION = 31
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,13 @@ def delta_view(node: Node) -> bool:
 
 def create_delta(node: Node) -> sql.Composed:
     return render("node/create_delta", delta=node.delta_table, hist=node.hist, sign=SIGN_ID)
+
+
+def tid_column(node: Node) -> sql.Composed:
+    """The delta's rows carry the ctid of the history's row they change (aggregate,
+    window)."""
+    return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_ctid tid").format(
+        node.delta_table)
 
 
 def add_hash(node: Node) -> list[sql.Composable]:

@@ -18,8 +18,8 @@ from sqlglot import exp
 from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT
-from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, bag_flush, cols,
-                   create_delta, named, register, row_hash)
+from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, cols, create_delta,
+                   named, register, row_hash, tid_column, var)
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,13 @@ class WindowSpec:
 
 
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
-             names: list[str]) -> sql.Composed:
+             names: list[str], ctid: bool = False) -> sql.Composed:
     """The rows of `source` (alias t1) in the cycle's touched partitions: `keys` over
-    t1 are the partition keys, `names` their columns in argus_keys."""
+    t1 are the partition keys, `names` their columns in argus_keys; with `ctid`, each
+    row's (argus_ctid)."""
     listed = cols(columns, "t1")
+    if ctid:
+        listed = sql.SQL("{}, {}.ctid AS argus_ctid").format(listed, T1)
     if not keys:
         return sql.SQL("SELECT {} FROM {} AS {}").format(listed, source, T1)
     equal = sql.SQL(" AND ").join(sql.SQL("{} = {}").format(k, sql.Identifier("k", n))
@@ -92,14 +95,15 @@ class WindowCompiler:
                     "\n        EXCEPT ALL\n        SELECT {} FROM {} AS {} WHERE {}.{} < 0"
                 ).format(parent.column_list, parent.delta, T1, T1, SIGN_ID),
                 "touched_here": _touched(node.hist, node.columns,
-                                         [sql.Identifier("t1", k) for k in keys], keys)}
+                                         [sql.Identifier("t1", k) for k in keys], keys,
+                                         ctid=True)}
 
     def create(self, node, parents):
         keys = node.columns[:node.spec.keys]  # a cycle reads its touched partitions
         return [render("window/create", **self._slots(node, parents[0])), *add_hash(node),
                 *([sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, cols(keys))]
                   if keys else []),
-                create_delta(node)]
+                create_delta(node), tid_column(node)]
 
     def backfill(self, node, parents):
         return [render("window/backfill", **self._slots(node, parents[0]))]
@@ -110,7 +114,13 @@ class WindowCompiler:
                      any_rows(parents[0]))]
 
     def flush(self, node, parents):
-        return bag_flush(node)
+        """Retracted rows deleted by the ctids the delta carries, inserted ones appended
+        (a window node is never sharded: no Citus node reads ctids)."""
+        slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID,
+                 "columns": node.column_list}
+        when = sql.SQL("{} > 0").format(var(node.id))
+        return [Step(render("window/flush_delete", **slots), when),
+                Step(render("window/flush_insert", **slots), when)]
 
 
 def _describe(node: Node) -> list[str]:
