@@ -18,6 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg import sql
 
 from .errors import CycleError, CycleInProgressError
 
@@ -57,18 +58,15 @@ TIMED_OUT_RETRIES = 3
 _TIMEOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def timeout(conn: psycopg.Connection) -> tuple[str, str] | None:
-    """(settings.node_timeout, the session's own statement_timeout), read once per
-    connection (forget() after a change); None: no limit. A statement cannot arm its
-    own timer: the client arms it around the cycle."""
+def timeout(conn: psycopg.Connection) -> str | None:
+    """settings.node_timeout, read once per connection (forget() after a change); None:
+    no limit. A statement cannot arm its own timer: the client arms it for the cycle."""
     if conn not in _TIMEOUTS:
         try:
             with conn.transaction():
-                limit, own = conn.execute("SELECT argus.node_timeout(), "
-                                          "current_setting('statement_timeout')").fetchone()
+                _TIMEOUTS[conn] = conn.execute("SELECT argus.node_timeout()").fetchone()[0]
         except psycopg.errors.UndefinedFunction:
-            limit, own = None, None
-        _TIMEOUTS[conn] = None if limit is None else (limit, own)
+            _TIMEOUTS[conn] = None
     return _TIMEOUTS[conn]
 
 
@@ -98,32 +96,22 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     return result
 
 
-def _cycle(conn: psycopg.Connection, wait: bool, limit: tuple[str, str] | None):
-    """argus.cycle's row (None: another cycle was running), under the time limit: armed
-    for the cycle's statement and given back after it, in the same round trip."""
-    cycle = ("SELECT * FROM argus.cycle(%s)", (wait,))
-    arm = ("SELECT set_config('statement_timeout', %s, %s)",)
+def _cycle(conn: psycopg.Connection, wait: bool, limit: str | None):
+    """argus.cycle's row (None: another cycle was running), under the time limit armed
+    for the cycle's transaction alone."""
+    cycle = sql.SQL("SELECT * FROM argus.cycle({})").format(sql.Literal(wait))
+    if limit is not None:
+        cycle = sql.SQL("SELECT set_config('statement_timeout', {}, true); {}").format(
+            sql.Literal(limit), cycle)
     for again in (True, False):
         try:
-            if limit is None:
-                # on an autocommit connection the statement is the transaction: no
-                # BEGIN/COMMIT; the report comes back in the same round trip
-                with nullcontext() if conn.autocommit else conn.transaction():
-                    return conn.execute(*cycle).fetchone()
-            if not conn.autocommit:
-                with conn.transaction():
-                    conn.execute(*arm, (limit[0], True))
-                    return conn.execute(*cycle).fetchone()
-            try:
-                with conn.pipeline():
-                    conn.execute(*arm, (limit[0], False))
-                    row = conn.execute(*cycle)
-                    conn.execute(*arm, (limit[1], False))
-                return row.fetchone()
-            except psycopg.Error:
-                if not conn.closed:  # (the statement that gave the limit back was skipped)
-                    conn.execute(*arm, (limit[1], False))
-                raise
+            # on an autocommit connection one message of several statements is one
+            # implicit transaction (the limit is local to it) and one round trip
+            with nullcontext() if conn.autocommit else conn.transaction():
+                cur = conn.execute(cycle)
+                while cur.nextset():
+                    pass
+                return cur.fetchone()
         except psycopg.Error as exc:  # the server went away, or a bug of ours
             if not (again and STALE_WORKER in str(exc)):
                 raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
