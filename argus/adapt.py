@@ -26,14 +26,11 @@ from .frontend import functions
 from .frontend.analyze import Analyzed, analyze
 from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
-from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name,
-                    results_view)
+from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name)
 from .network import Builder, assemble, drop_unused, lazy
-from .nodes import T1
-from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept,
+from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept, results_view_sql,
                        output_check_sql, over_histories, row_bound)
 from .streams import stream_schemas
-from .templates import render
 
 RECENT = 10  # the cycles whose timings say what the old nodes cost
 WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
@@ -347,8 +344,7 @@ def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder
     kept = sql.Identifier(NETWORK_SCHEMA, f"q{query_id}_kept_{migration_id}")
     conn.execute(sql.SQL("CREATE TABLE {} AS SELECT * FROM {}").format(
         kept, changes_view(name)))
-    conn.execute(render("query/results_view", view=results_view(name), hist=top.hist, t1=T1,
-                        exprs=sql.SQL(", ").join(map(sql.SQL, output))))
+    conn.execute(results_view_sql(conn, name, output, top))
     conn.execute(changes_view_sql(name, output, top, last_run, kept))
     drop_kept(conn, query_id, but=kept)
     orders = json.dumps(builder.join_orders) if builder.join_orders else None

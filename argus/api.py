@@ -54,6 +54,7 @@ def _prepare(conn: psycopg.Connection) -> bool:
         catalog.migrate(conn)
         network.recompile_stale(conn)
         roles.setup(conn)
+        network.settle(conn)
         return True
     if (session.version != catalog.latest_version() or session.catalog_code != catalog.code()[0]
             or session.code_version < CODE_VERSION):
@@ -355,7 +356,12 @@ class Argus:
 
     def configure(self, **values: object) -> dict[str, object]:
         """Change settings, e.g. configure(maintenance="rebuild"); all or none."""
-        changed = settings.configure(self.conn, **values)
+        if "durability" in values:  # (what a crash emptied is rebuilt before it is kept)
+            network.rebuild_if_lost(self.conn)
+        with self.conn.transaction():
+            changed = settings.configure(self.conn, **values)
+            if "durability" in values:
+                network.persist(self.conn)
         cycle.forget(self.conn)  # (node_timeout is read once per connection)
         return changed
 

@@ -21,6 +21,7 @@ import psycopg
 from psycopg import sql
 
 from .errors import CycleError, CycleInProgressError
+from .network import durability
 
 
 @dataclass
@@ -79,7 +80,12 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     limit = timeout(conn)
     isolated: dict[str, str] = {}  # by runs that timed out, and ran again
     for attempt in range(TIMED_OUT_RETRIES + 1):
-        row = _cycle(conn, wait, limit)
+        try:
+            row = _cycle(conn, wait, limit)
+        except CycleError as exc:  # a crash emptied the network's unlogged tables
+            if durability.LOST not in str(exc) or not durability.rebuild_if_lost(conn):
+                raise
+            row = _cycle(conn, wait, limit)
         if row is None or row[1] != "timed_out" or attempt == TIMED_OUT_RETRIES:
             break
         isolated.update(row[6])

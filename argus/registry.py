@@ -305,11 +305,9 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     builder = Builder(conn, sharing, query=name)
     builder.row_bound = bound
     top, output = build_top(builder, name, analyzed, evaluate)
-    exprs = sql.SQL(", ").join(map(sql.SQL, output))
     try:
         with conn.transaction():
-            conn.execute(render("query/results_view", view=results_view(name), exprs=exprs,
-                                hist=top.hist, t1=T1))
+            conn.execute(results_view_sql(conn, name, output, top))
     except psycopg.errors.DuplicateColumn as exc:
         raise QueryError(f"query {name!r}: {exc.diag.message_primary}; give each output "
                          "column a distinct name with AS") from None
@@ -396,6 +394,17 @@ def _a_column(expr: str) -> bool:
 def _changes_of(top: Node) -> sql.Identifier:
     """Where the top node's changes of a cycle are."""
     return changes(top) if top.kind == "join" else top.delta
+
+
+def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top: Node
+                     ) -> sql.Composed:
+    """The query's answer, read through argus.intact() (refused while a crash's losses
+    are rebuilt: network.durability); on Citus without it (a view over distributed
+    tables runs its functions on the workers, which have no argus; its tables stay
+    logged)."""
+    return render("query/results_view", view=results_view(name), hist=top.hist, t1=T1,
+                  exprs=sql.SQL(", ").join(map(sql.SQL, output)),
+                  guard=sql.SQL("") if installed(conn) else sql.SQL(" WHERE argus.intact()"))
 
 
 def changes_view_sql(name: str, output: list[str], top, last_run: int,

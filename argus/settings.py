@@ -161,6 +161,11 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                   "migration, whatever zone the session running it has (changed only while "
                   "no query is registered; default: the zone of the session that installed "
                   "argus)"),
+    "durability": (_choice("derived", "logged"),
+                   "derived: the tables argus can recompute from the stream histories "
+                   "(node histories, aggregate states, answers) write no WAL (UNLOGGED): "
+                   "a crash empties them and argus rebuilds them from the histories; "
+                   "logged: every table survives a crash as it is"),
     "stale_staging_after": (_interval,
                             "a Spark load's staging table this old, that no live load "
                             "holds, was left by a load that died: the next load or cycle "

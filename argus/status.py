@@ -10,6 +10,7 @@ from psycopg import sql
 from .catalog import installed_version
 from . import roles
 from .network import idle_streams
+from .network.durability import lost
 from .names import MIGRATING, stream_inbox
 
 INBOX_COUNT_LIMIT = 1_000_000  # count waiting rows exactly up to here
@@ -54,10 +55,14 @@ def status_tables(conn: psycopg.Connection) -> list:
     staged, stale = conn.execute(
         """SELECT count(*), count(*) FILTER (WHERE s.created_at < now() - t.stale_staging_after)
              FROM argus_catalog.staging s, argus_catalog.settings t""").fetchone()
+    (durable,) = conn.execute("SELECT durability FROM argus_catalog.settings").fetchone()
     network = (f"{queries} queries, {nodes} nodes ({shared} shared by several queries); "
                f"sharing ratio {uses / nodes if nodes else 0:.2f} query uses per node; "
                f"{state:,} rows of node state; {staged} Spark loads staged"
-               + (f" ({stale} abandoned: the next load or cycle drops them)" if stale else ""))
+               + (f" ({stale} abandoned: the next load or cycle drops them)" if stale else "")
+               + f"; durability {durable}"
+               + (": its state was lost in a crash and is rebuilt when argus's owner next "
+                  "connects or runs a cycle" if lost(conn) else ""))
 
     runs = Table("run", "started", "ms", "status", "rows in", "nodes run", "error",
                  title="recent cycles", title_justify="left")

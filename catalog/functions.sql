@@ -276,6 +276,7 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
+    PERFORM argus.intact();  -- a crash emptied the network's state: rebuilt first
     -- event times of type timestamp or date are the same instants, and values the same
     -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pinned_session
     PERFORM set_config('TimeZone', v_settings.time_zone, true);
@@ -773,7 +774,7 @@ BEGIN
     EXECUTE format('GRANT EXECUTE ON FUNCTION argus.clock_now(), argus.clock_previous(), '
                    'argus.argus_now(), argus.numeric_sqrt(numeric), '
                    'argus.one_row(bigint, anyelement), argus.stream_schemas(), '
-                   'argus.session_info(), argus.query_status(text) TO %s', v_roles);
+                   'argus.session_info(), argus.query_status(text), argus.intact() TO %s', v_roles);
     -- readers: every query's answer and changes, and the catalog views
     EXECUTE format('GRANT USAGE ON SCHEMA argus_results, argus_changes TO %I', v_reader);
     EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus_results, argus_changes TO %I',
@@ -825,6 +826,69 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT (extract(epoch FROM node_timeout) * 1000)::bigint::text
       FROM argus_catalog.settings
 $$;
+
+-- Derived state (settings.durability, catalog/029): true while the network's unlogged
+-- tables hold its state; raises (every results view calls it) after a crash emptied
+-- them, until argus's owner rebuilds them (argus.network.durability), so that no answer
+-- is read empty or partial.
+CREATE OR REPLACE FUNCTION argus.intact() RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM argus_catalog.derived_intact)
+       AND (SELECT durability FROM argus_catalog.settings) = 'derived' THEN
+        RAISE EXCEPTION 'argus: the network''s state is being rebuilt after a crash; '
+                        'answers and cycles wait for it'
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'argus''s owner rebuilds it from the stream histories when it '
+                           'next connects or runs a cycle (argus run)';
+    END IF;
+    RETURN true;
+END $$;
+
+-- Every table of the network's state (argus_net, deltas aside: always unlogged) made
+-- UNLOGGED or LOGGED as settings.durability says (only node p_node's, if given), and
+-- results views made before argus.intact() existed guarded by it. On Citus they stay
+-- logged (its views run argus.intact() on the workers, which have no argus). The
+-- number of tables changed.
+CREATE OR REPLACE FUNCTION argus.persist_derived(p_node bigint DEFAULT NULL) RETURNS int
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_derived boolean := (SELECT durability = 'derived' FROM argus_catalog.settings);
+    v_table regclass;
+    v_view record;
+    v_changed int := 0;
+BEGIN
+    IF to_regclass('pg_dist_partition') IS NOT NULL THEN
+        IF v_derived AND p_node IS NULL THEN
+            RAISE EXCEPTION 'argus: on Citus the network''s tables stay logged '
+                            '(durability logged)' USING ERRCODE = 'feature_not_supported';
+        END IF;
+        RETURN 0;
+    END IF;
+    FOR v_table IN
+        SELECT c.oid::regclass FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+         WHERE s.nspname = 'argus_net' AND c.relkind = 'r' AND c.relname !~ '_delta$'
+           AND c.relpersistence = CASE WHEN v_derived THEN 'p' ELSE 'u' END
+           AND (p_node IS NULL OR c.relname ~ ('^n' || p_node || '(_|$)'))
+    LOOP
+        EXECUTE format('ALTER TABLE %s SET %s', v_table,
+                       CASE WHEN v_derived THEN 'UNLOGGED' ELSE 'LOGGED' END);
+        v_changed := v_changed + 1;
+    END LOOP;
+    IF v_derived AND p_node IS NULL THEN
+        FOR v_view IN
+            SELECT c.oid::regclass AS view, pg_get_viewdef(c.oid) AS def
+              FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+             WHERE s.nspname = 'argus_results' AND c.relkind = 'v'
+               AND pg_get_viewdef(c.oid) !~ 'argus\.intact\(\)'
+        LOOP
+            EXECUTE format('CREATE OR REPLACE VIEW %s AS SELECT * FROM (%s) AS argus_v '
+                           'WHERE argus.intact()', v_view.view, rtrim(v_view.def, '; '));
+        END LOOP;
+        INSERT INTO argus_catalog.derived_intact DEFAULT VALUES ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN v_changed;
+END $$;
 
 -- A query's status for whoever may read its answer.
 CREATE OR REPLACE FUNCTION argus.query_status(p_name text)

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import argus
 from argus import citus_local
 from argus.cli import main
-from argus.errors import (ArgusError, CycleError, LoadError, QueryError,
+from argus.errors import (ArgusError, CycleError, LoadError, QueryError, SettingError,
                           UnknownColumnError,
                           UnknownStreamError, UnsupportedQueryError)
 
@@ -574,3 +574,20 @@ def test_random_queries_over_distributed_and_copied_streams_match_postgres(citus
     run_state_machine_as_test(Sharded, settings=machine_settings(PROPERTY_EXAMPLES, steps=10))
     print(f"\nCitus property test: {dict(stats)}")
     assert stats["registered"] > 0
+
+
+def test_on_citus_the_network_tables_stay_logged(citus_oracle):
+    """Durability 'derived' (unlogged node tables, rebuilt after a crash) is refused on
+    Citus, whose views run argus.intact() on the workers; a catalog made before Citus
+    was installed says 'logged' once its owner connects."""
+    db = citus_oracle.db
+    assert db.settings()["durability"] == "logged"
+    with pytest.raises(SettingError, match="on Citus the network's tables stay logged"):
+        db.configure(durability="derived")
+    citus_oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    citus_oracle.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
+                                        "GROUP BY sender")
+    assert {p for (p,) in db.conn.execute(
+        "SELECT c.relpersistence FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = 'argus_net' AND c.relkind = 'r' AND c.relname !~ '_delta$'")} \
+        == {"p"}

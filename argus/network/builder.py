@@ -38,6 +38,7 @@ from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Selec
                     Window)
 from ..trees import DIALECT, conjuncts, never_fails
 from . import lazy
+from .durability import persist
 from .groups import CatalogGroups
 from . import shards
 from .reads import Reads, load_node, network_bytes
@@ -587,12 +588,14 @@ class Builder(Reads):
         compiler = COMPILERS[kind]
         readable = list(map(lazy_nodes.readable, parents))  # (whole histories)
         execute_all(self.conn, compiler.create(node, readable))
+        persist(self.conn, node_id)  # (unlogged while still empty: settings.durability)
         node = dataclasses.replace(node, types=self._record_types(node))
         started = time.perf_counter()
         counted = None  # a virtual join's rows, as far as its backfill counted them
         taken = None  # the rows of an old answer whose table the new node took over
         if build_lazily:
             lazy.create_full(self.conn, node, parents)
+            persist(self.conn, node_id)
             self.pending_lazy.add(node.id)
         elif view_now:
             node, counted = self._view_instead(node, parents), limit

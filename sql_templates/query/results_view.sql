@@ -1,2 +1,2 @@
 -- argus_results.<query>: the current answer, exactly the query's output columns.
-CREATE OR REPLACE VIEW {view} AS SELECT {exprs} FROM {hist} AS {t1}
+CREATE OR REPLACE VIEW {view} AS SELECT {exprs} FROM {hist} AS {t1}{guard}
