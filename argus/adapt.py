@@ -27,7 +27,7 @@ from .frontend.analyze import Analyzed, analyze
 from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
 from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name)
-from .network import Builder, assemble, drop_unused, lazy
+from .network import Builder, assemble, drop_unused, lazy, rebuild_if_lost
 from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept, results_view_sql,
                        output_check_sql, over_histories, row_bound)
 from .streams import stream_schemas
@@ -83,6 +83,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
     if evaluate is not None and evaluate not in EVALUATIONS:
         raise QueryError(f"evaluate must be one of {', '.join(EVALUATIONS)}, "
                          f"not {evaluate!r}")
+    rebuild_if_lost(conn)  # (new nodes are filled from the states that exist)
     with conn.transaction(), pinned_session(conn):
         # for argus status, while it lasts (the transaction's setting)
         conn.execute("SELECT set_config('application_name', %s, true)",

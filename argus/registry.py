@@ -88,6 +88,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         raise
     if registrant is not None:
         _check_readable(conn, analyzed.streams, registrant)
+    network.rebuild_if_lost(conn)  # (a new node is filled from the nodes it reads)
     with conn.transaction(), pinned_session(conn):
         roles.become_owner(conn)
         # everything from here resolves names as a cycle does: no search_path of the
@@ -506,6 +507,7 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
     used (they missed the cycles since) from their parents' histories, in evaluation
     order, and mark it ok. If it still fails, nothing changes and the error says why."""
     name = check_name(name, "query")
+    network.rebuild_if_lost(conn)
     with conn.transaction(), pinned_session(conn):
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         info = query_info(conn, name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import re
 
 import psycopg
 import pytest
@@ -124,8 +125,18 @@ def test_durability_changes_on_a_live_network(network):
     crash(oracle.conn)  # (only deltas and the marker are unlogged now: nothing to rebuild)
     oracle.insert("transfers", batch(rng, 1000, datetime.date(2026, 1, 7)))
     oracle.run()
+    # a results view made before the crash check existed: guarded when turned derived
+    (text,) = oracle.conn.execute(
+        "SELECT pg_get_viewdef('argus_results.top2'::regclass)").fetchone()
+    oracle.conn.execute(sql.SQL("CREATE OR REPLACE VIEW argus_results.top2 AS {}").format(
+        sql.SQL(re.sub(r"\s*WHERE argus\.intact\(\)", "", text).rstrip("; "))))
     oracle.db.configure(durability="derived")
     assert persistence(oracle.conn, NETWORK_SCHEMA) == {"u"}
+    oracle.check()
+    crash(oracle.conn)
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+        with oracle.conn.transaction():
+            oracle.conn.execute("SELECT * FROM argus_results.top2")
     oracle.register("late", "SELECT sender, max(amount) AS top FROM transfers GROUP BY sender")
     assert persistence(oracle.conn, NETWORK_SCHEMA) == {"u"}
     oracle.insert("transfers", batch(rng, 2000, datetime.date(2026, 1, 8)))
