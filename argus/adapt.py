@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 import psycopg
+import sqlglot
 from psycopg import sql
 
 from . import roles
@@ -24,6 +25,7 @@ from .settings import pinned_session
 from .errors import MigrationError, QueryError, UnknownQueryError
 from .frontend import functions
 from .frontend.analyze import Analyzed, analyze
+from .frontend.temporal import calls_user_clock
 from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
 from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name)
@@ -31,6 +33,7 @@ from .network import Builder, assemble, drop_unused, lazy, rebuild_if_lost
 from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept, results_view_sql,
                        output_check_sql, over_histories, row_bound)
 from .streams import stream_schemas
+from .trees import DIALECT
 
 RECENT = 10  # the cycles whose timings say what the old nodes cost
 WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
@@ -66,12 +69,19 @@ def optimize(conn: psycopg.Connection, names: list[str] | None = None, *,
 
 
 def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
-    """One query of many: its failure is its decision (logged by nobody: rolled back),
-    and the others go on."""
+    """One query of many: its failure is its decision, logged (its own work was rolled
+    back) unless it was a dry run, and the others go on."""
     try:
         return migrate(conn, name, **how)
     except (psycopg.Error, QueryError, MigrationError) as exc:
-        return Decision(name, UNKNOWN, False, str(exc))
+        logged = None
+        if how.get("apply", True) and not conn.closed:
+            (strategy,) = conn.execute("SELECT migration FROM argus_catalog.settings").fetchone()
+            logged = _log(conn, query=name, strategy=strategy, migrated=False,
+                          forced=bool(how.get("force")), why=f"failed: {exc}",
+                          after_run=conn.execute("SELECT coalesce(max(run_id), 0) "
+                                                 "FROM argus_catalog.runs").fetchone()[0])
+        return Decision(name, UNKNOWN, False, str(exc), migration_id=logged)
 
 
 def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
@@ -280,9 +290,13 @@ def _switch_to(conn: psycopg.Connection, name: str, query_id: int, current: str,
     if own is None or own < WORTH_MS:
         return None
     if current == "incremental":
+        (canonical,) = conn.execute("SELECT canonical FROM argus_catalog.queries "
+                                    "WHERE query_id = %s", (query_id,)).fetchone()
+        if calls_user_clock(sqlglot.parse_one(canonical, read=DIALECT)):
+            return None  # (it cannot be re-run: build_top; its joins are planned again)
         # a re-run slower than the break-even is cut short there: a check never takes
         # longer than the query's own nodes take in one cycle
-        rerun = _rerun_ms(conn, query_id, own * (1 - min_gain) / RERUN_OVERHEAD)
+        rerun = _rerun_ms(conn, canonical, own * (1 - min_gain) / RERUN_OVERHEAD)
         return evaluation(current, own, None if rerun is None else rerun * RERUN_OVERHEAD,
                           None, min_gain)
     row = conn.execute(  # its nodes' time before the fallback made it re-run
@@ -295,11 +309,9 @@ def _how(evaluate: str) -> str:
     return "by re-running it" if evaluate == "rerun" else "incrementally"
 
 
-def _rerun_ms(conn: psycopg.Connection, query_id: int, limit_ms: float) -> float | None:
+def _rerun_ms(conn: psycopg.Connection, canonical: str, limit_ms: float) -> float | None:
     """The query run once over the stream histories, now: milliseconds; None if it ran
     past `limit_ms` (cancelled there)."""
-    (canonical,) = conn.execute("SELECT canonical FROM argus_catalog.queries "
-                                "WHERE query_id = %s", (query_id,)).fetchone()
     (previous,) = conn.execute("SELECT current_setting('statement_timeout')").fetchone()
     started = time.perf_counter()
     try:

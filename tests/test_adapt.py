@@ -6,6 +6,7 @@ makes the periodic re-plan migrate on its own."""
 
 from __future__ import annotations
 
+import datetime
 import random
 import threading
 import time
@@ -461,3 +462,38 @@ def test_jisc_with_one_column_probed_by_two(three):
         load(three, rows, 10)
         three.run()
     assert moved == 4
+
+
+def test_a_windowed_query_is_planned_again_every_period(oracle, monkeypatch):
+    """Issue 52: a query that reads the stream clock cannot be re-run, but the re-run
+    fallback (on by default) proposed it whenever re-running looked cheaper, the switch
+    failed, nothing was logged, and its joins were never planned again. Now every
+    period logs its decision, and the drift migrates it."""
+    from argus import adapt
+    monkeypatch.setattr(adapt, "RERUN_OVERHEAD", 1e-9)  # re-running looks free
+    db = oracle.db
+    db.configure(reoptimize_every=3)
+    for stream in ("r", "s", "t"):
+        oracle.create_stream(stream, {**COLUMNS, "at": "timestamptz"}, time_column="at")
+    rows, clock = Rows(13, keys=3000), datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+    def load(lows: tuple[float, float, float], n: int) -> None:
+        for stream, low in zip(("r", "s", "t"), lows):
+            oracle.insert(stream, [(*row, clock) for row in rows.batch(n, low_v=low)])
+
+    load((0.02, 0.5, 1.0), 1500)
+    oracle.run()
+    oracle.register("chain", "SELECT r.id AS a, s.id AS b, t.id AS c FROM r JOIN s "
+                             "ON r.k1 = s.k1 JOIN t ON s.k2 = t.k2 WHERE r.v < 500 "
+                             "AND t.v < 500 AND r.at > argus_now() - interval '1 hour'")
+    first = layout(db, "chain")
+    decisions = []
+    for _ in range(9):
+        load((1.0, 0.5, 0.02), 300)
+        decisions += oracle.run().migrations
+    assert len(decisions) == 3, [d.why for d in decisions]
+    assert not [d.why for d in decisions if "failed" in d.why or "clock" in d.why]
+    assert any(d.migrated for d in decisions), [d.why for d in decisions]
+    assert layout(db, "chain") != first
+    logged = db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone()[0]
+    assert logged == len(decisions)
