@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, citus
@@ -57,7 +58,7 @@ def handle_errors(func):
         try:
             return func(*args, **kwargs)
         except ArgusError as exc:
-            err_console.print(f"[red]error:[/] {exc}", highlight=False)
+            err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
             sys.exit(1)
     return wrapper
 
@@ -355,7 +356,7 @@ def _run_every(dsn: str | None, seconds: int, cycles: int | None, wait: bool,
                 db = db or _connect(dsn)
                 _run_once(db, wait, log)
             except (ArgusError, psycopg.OperationalError) as exc:
-                err_console.print(f"[red]error:[/] {exc}", highlight=False)
+                err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
                 if db is not None and db.conn.closed:
                     db = None  # reconnect at the next cycle
             done += 1
@@ -403,14 +404,14 @@ def _run_once(db, wait: bool, log: Path | None) -> None:
         err_console.print(f"[yellow]held back:[/] {n} rows of {stream} (event time too far "
                           "ahead of the server's clock): see argus quarantine", highlight=False)
     for query, error in report.failed.items():
-        err_console.print(f"[red]isolated:[/] query {query} failed: {error}; the others went "
-                          f"on (argus retry {query})", highlight=False)
+        err_console.print(f"[red]isolated:[/] query {query} failed: {escape(error)}; the "
+                          f"others went on (argus retry {query})", highlight=False)
     for d in report.migrations:  # (the periodic re-plan: settings.reoptimize_every)
         if d.migrated:
             console.print(f"  migrated {d.query}: " + "; ".join(
                 f"{a} → {b}" for a, b in d.prediction.trees) + f" ({d.build_ms:,.0f} ms)")
         elif not d.query:  # the re-plan itself failed; the cycle stands
-            err_console.print(f"[yellow]re-plan:[/] {d.why}", highlight=False)
+            err_console.print(f"[yellow]re-plan:[/] {escape(d.why)}", highlight=False)
     if log and any(d.migrated for d in report.migrations):
         log_cycle(log, tag(db.dsn), "migrated " + ", ".join(
             d.query for d in report.migrations if d.migrated))
@@ -422,7 +423,7 @@ def _report_requests(outcomes) -> None:
             console.print(f"request {o.request_id} of {o.requested_by}: {o.kind} {o.name} done")
         else:
             err_console.print(f"[red]request {o.request_id} of {o.requested_by} refused:[/] "
-                              f"{o.error}", highlight=False)
+                              f"{escape(str(o.error))}", highlight=False)
 
 
 @main.command()
@@ -907,7 +908,13 @@ def server_start() -> None:
     from .embedded import default_server
 
     s = default_server()
-    console.print(f"running: {s.ensure_running()} (data in {s.pgdata})")
+    console.print(f"running: {_masked(s, s.ensure_running())} (password in "
+                  f"{s.home / 'server.json'}, data in {s.pgdata})", soft_wrap=True)
+
+
+def _masked(server, dsn: str) -> str:
+    """The server's DSN without its password (a supervisor's log keeps what it prints)."""
+    return dsn.replace(server.settings()["password"], "********")
 
 
 @server.command("stop")
@@ -925,9 +932,8 @@ def server_status() -> None:
 
     s = default_server()
     if s.running():
-        dsn = s.dsn().replace(s.settings()["password"], "********")
-        console.print(f"running: {dsn} (password in {s.home / 'server.json'}, data in "
-                      f"{s.pgdata})", soft_wrap=True)
+        console.print(f"running: {_masked(s, s.dsn())} (password in "
+                      f"{s.home / 'server.json'}, data in {s.pgdata})", soft_wrap=True)
     else:
         stale = s.stale_pid()
         console.print(f"not running (data in {s.pgdata})"

@@ -45,7 +45,7 @@ def create_app(dsn: str, hosts: tuple[str, ...] = LOOPBACK):
     try:
         from flask import Flask, abort, jsonify, render_template
     except ImportError:
-        raise ArgusError("the dashboard needs Flask: pip install 'argus[dashboard]'") from None
+        raise ArgusError("the dashboard needs Flask: pip install -e '.[dashboard]'") from None
 
     app = Flask(__name__, template_folder="web")
     app.config["TRUSTED_HOSTS"] = list(hosts)

@@ -87,8 +87,11 @@ def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: 
             load(db, batch)
             report = db.run()
             seconds.append(report.seconds)
-            console.rule(f"cycle {i}: {report.total_in:,} new transfers, "
-                         f"{report.seconds * 1000:.1f} ms")
+            title = f"cycle {i}: {report.total_in:,} new transfers, {report.seconds * 1000:.1f} ms"
+            if console.is_terminal:
+                console.rule(title)
+            else:  # (off a terminal the console is as wide as a line may be: no rule)
+                console.print(f"── {title} ──")
             for name in QUERIES:
                 rows = db.new_results(name)
                 totals[name] = totals.get(name, 0) + len(rows)

@@ -85,7 +85,7 @@ def session(master: str | None = None, app: str = "argus", jdbc: bool = True):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise LoadError("Spark loading needs pyspark: pip install 'argus[spark]'") from None
+        raise LoadError("Spark loading needs pyspark: pip install -e '.[spark]'") from None
     builder = (SparkSession.builder
                .master(master or os.environ.get("ARGUS_SPARK_MASTER", DEFAULT_MASTER))
                .appName(app)

@@ -36,7 +36,7 @@ def _duckdb():
         import duckdb_extension_tpch
     except ImportError:
         raise ArgusError("TPC-H generation needs duckdb and duckdb-extension-tpch: "
-                         "pip install 'argus[tpch]'") from None
+                         "pip install -e '.[tpch]'") from None
     extension = glob.glob(os.path.join(os.path.dirname(duckdb_extension_tpch.__file__),
                                        "**", "*.duckdb_extension"), recursive=True)
     if not extension:

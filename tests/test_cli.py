@@ -219,3 +219,10 @@ def test_run_every_goes_on_after_the_server_drops_its_session(fresh_dsn):
     assert "error:" in out.output and "all_k: +2" in out.output
     with argus.connect(fresh_dsn) as db:
         assert sorted(db.results("all_k")) == [(1,), (2,)]
+
+
+def test_errors_keep_their_brackets(fresh_dsn):
+    """Issue 54: messages went through rich markup, which ate `[spark]` from install
+    hints and any bracketed text of the user's."""
+    out = invoke(fresh_dsn, "register", "a[spark]", "--sql", "SELECT 1")
+    assert out.exit_code == 1 and "a[spark]" in out.output, out.output
