@@ -50,6 +50,7 @@ def test_demo_runs_on_the_embedded_default(home):
                                        "--batch", "300"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "cycle 2" in result.output
+    assert "transfers: 1,000 rows of history loaded" in result.output  # (issue 54: 0)
     # off a terminal no line is as wide as the console may be (rules of 1,000,000 ─)
     assert max(map(len, result.output.splitlines())) < 300
     status = CliRunner().invoke(main, ["server", "status"])
