@@ -268,19 +268,26 @@ class Argus:
         for a cycle that another process is running."""
         return cycle.run(self.conn, wait=wait)
 
-    def results(self, name: str) -> list[tuple]:
-        """The query's current answer (QueryFailedError for a query isolated after a
-        failure: see `retry`)."""
-        registry.check_ok(self.conn, name)
-        return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
-            results_view(check_name(name, "query")))).fetchall()
+    def results(self, name: str, limit: int | None = None) -> list[tuple]:
+        """The query's current answer, or `limit` rows of it (QueryFailedError for a
+        query isolated after a failure: see `retry`)."""
+        return self._read(results_view, name, limit)
 
-    def new_results(self, name: str) -> list[tuple]:
-        """The last cycle's changes to the answer: each row with its sign (+1 inserted,
-        -1 retracted) as the last element."""
+    def new_results(self, name: str, limit: int | None = None) -> list[tuple]:
+        """The last cycle's changes to the answer (or `limit` of them): each row with its
+        sign (+1 inserted, -1 retracted) as the last element."""
+        return self._read(changes_view, name, limit)
+
+    def count_results(self, name: str, changes: bool = False) -> int:
+        """How many rows the answer (or the last cycle's changes) holds, read in place."""
         registry.check_ok(self.conn, name)
-        return self.conn.execute(sql.SQL("SELECT * FROM {}").format(
-            changes_view(check_name(name, "query")))).fetchall()
+        view = (changes_view if changes else results_view)(check_name(name, "query"))
+        return self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(view)).fetchone()[0]
+
+    def _read(self, view, name: str, limit: int | None) -> list[tuple]:
+        registry.check_ok(self.conn, name)
+        return self.conn.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(
+            view(check_name(name, "query"))), (limit,)).fetchall()
 
     @functools.cached_property
     def engine(self):
@@ -305,10 +312,15 @@ class Argus:
 
     # -- the quarantine ----------------------------------------------------------
 
-    def quarantined(self, stream: str | None = None) -> list[tuple]:
+    def quarantined(self, stream: str | None = None, limit: int | None = None) -> list[tuple]:
         """Rows a cycle held back (an event time too far ahead of the server's clock):
-        (id, stream, row as a dict, reason, held_at)."""
-        return quarantine.rows(self.conn, stream)
+        (id, stream, row as a dict, reason, held_at); the first `limit` of them."""
+        return quarantine.rows(self.conn, stream, limit)
+
+    def quarantine_summary(self, stream: str | None = None) -> list[tuple]:
+        """Per stream: (stream, rows held, earliest and latest event time, first and last
+        held at, reasons)."""
+        return quarantine.summary(self.conn, stream)
 
     def release_quarantine(self, stream: str | None = None,
                            ids: Iterable[int] | None = None) -> int:

@@ -489,26 +489,36 @@ def retry(name: str, dsn: str | None) -> None:
     """Put query NAME, isolated after a failure, back into the cycles (rebuilt)."""
     with _connect(dsn) as db:
         info = db.retry(name)
-        console.print(f"query {info.name} is back: {len(db.results(info.name))} rows now")
+        console.print(f"query {info.name} is back: {db.count_results(info.name):,} rows now")
 
 
 @main.group(invoke_without_command=True)
 @click.option("--stream", default=None, help="Only this stream's rows.")
+@click.option("--limit", default=0, show_default=True, help="Also list the first N rows held.")
 @dsn_option
 @click.pass_context
 @handle_errors
-def quarantine(ctx: click.Context, stream: str | None, dsn: str | None) -> None:
-    """Rows held back because their event time was too far ahead of the server's clock."""
+def quarantine(ctx: click.Context, stream: str | None, limit: int, dsn: str | None) -> None:
+    """Rows held back because their event time was too far ahead of the server's clock:
+    a summary per stream, and with --limit N the first N rows."""
     if ctx.invoked_subcommand is not None:  # `release` reads the group's options too
         ctx.obj = {"stream": stream, "dsn": dsn}
         return
     with _connect(dsn) as db:
-        rows = db.quarantined(stream)
-    table = Table("id", "stream", "row", "reason", "held at",
-                  title=f"quarantine: {len(rows)} rows", title_justify="left")
-    for quarantine_id, name, row, reason, held_at in rows:
-        table.add_row(str(quarantine_id), name, str(row), reason, str(held_at))
+        held = db.quarantine_summary(stream)
+        rows = db.quarantined(stream, limit) if limit else []
+    table = Table("stream", "rows held", "event times", "held", "reasons",
+                  title=f"quarantine: {sum(h[1] for h in held):,} rows", title_justify="left")
+    for name, count, first, last, since, until, reasons in held:
+        table.add_row(name, f"{count:,}", f"{first} … {last}", f"{since:%Y-%m-%d %H:%M} … "
+                      f"{until:%Y-%m-%d %H:%M}", reasons)
     console.print(table)
+    if rows:
+        table = Table("id", "stream", "row", "reason", "held at",
+                      title=f"the first {len(rows):,}", title_justify="left")
+        for quarantine_id, name, row, reason, held_at in rows:
+            table.add_row(str(quarantine_id), name, str(row), reason, str(held_at))
+        console.print(table)
 
 
 @quarantine.command("release")
@@ -538,9 +548,11 @@ def results(name: str, changes: bool, limit: int, dsn: str | None) -> None:
     """Print query NAME's current answer (or last changes)."""
     with _connect(dsn) as db:
         columns = [c for c, _ in db.query(name).columns] + (["argus_sign"] if changes else [])
-        rows = db.new_results(name) if changes else db.results(name)
-    table = Table(*columns, title=f"{name}: {len(rows)} rows", title_justify="left")
-    for row in rows[:limit]:
+        rows = db.new_results(name, limit) if changes else db.results(name, limit)
+        total = db.count_results(name, changes)
+    table = Table(*columns, title=f"{name}: {total:,} rows" + (
+        f", the first {len(rows):,}" if total > len(rows) else ""), title_justify="left")
+    for row in rows:
         table.add_row(*map(str, row))
     console.print(table)
 

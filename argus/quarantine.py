@@ -14,13 +14,28 @@ from .errors import UnknownStreamError
 from .names import check_name, stream_inbox
 
 
-def rows(conn: psycopg.Connection, stream: str | None = None) -> list[tuple]:
+def rows(conn: psycopg.Connection, stream: str | None = None,
+         limit: int | None = None) -> list[tuple]:
+    """The held rows (the first `limit` of them)."""
     name = None if stream is None else check_name(stream, "stream")
     return conn.execute(
         "SELECT quarantine_id, stream, row, reason || CASE WHEN dropped_at IS NULL THEN '' "
         "ELSE format(' (its stream was dropped at %%s: kept, never released)', dropped_at) "
         "END, held_at FROM argus_catalog.quarantine "
-        "WHERE %(s)s::text IS NULL OR stream = %(s)s ORDER BY quarantine_id",
+        "WHERE %(s)s::text IS NULL OR stream = %(s)s ORDER BY quarantine_id LIMIT %(n)s",
+        {"s": name, "n": limit}).fetchall()
+
+
+def summary(conn: psycopg.Connection, stream: str | None = None) -> list[tuple]:
+    """Per stream: (stream, rows held, earliest and latest event time as held, when the
+    first and last were held, the reasons) — without reading the rows out (a quarantine
+    may hold millions)."""
+    name = None if stream is None else check_name(stream, "stream")
+    return conn.execute(
+        "SELECT q.stream, count(*), min(q.row ->> s.time_column), max(q.row ->> s.time_column),"
+        " min(q.held_at), max(q.held_at), string_agg(DISTINCT q.reason, '; ') "
+        "FROM argus_catalog.quarantine q LEFT JOIN argus_catalog.streams s ON s.name = q.stream "
+        "WHERE %(s)s::text IS NULL OR q.stream = %(s)s GROUP BY q.stream ORDER BY q.stream",
         {"s": name}).fetchall()
 
 

@@ -226,3 +226,26 @@ def test_errors_keep_their_brackets(fresh_dsn):
     hints and any bracketed text of the user's."""
     out = invoke(fresh_dsn, "register", "a[spark]", "--sql", "SELECT 1")
     assert out.exit_code == 1 and "a[spark]" in out.output, out.output
+
+
+def test_quarantine_and_results_read_no_more_than_they_show(fresh_dsn):
+    """Issue 54: `argus quarantine` fetched every held row into one table (7 GB for two
+    million) and `argus results --limit 2` read a whole answer; now a summary per
+    stream, the rows only with --limit, and LIMIT on the server."""
+    import argus
+
+    with argus.connect(fresh_dsn) as db:
+        db.create_stream("u", {"id": "int", "t": "timestamptz"}, time_column="t")
+        db.register_query("ids", "SELECT id FROM u")
+        db.insert("u", [(i, f"2024-01-01 00:{i:02d}+00") for i in range(30)]
+                  + [(100 + i, "2204-01-01 00:00+00") for i in range(5)])
+        db.run()
+        assert [r[:2] for r in db.quarantine_summary()] == [("u", 5)]
+        assert len(db.quarantined(limit=2)) == 2 and len(db.results("ids", limit=3)) == 3
+    out = invoke(fresh_dsn, "quarantine")
+    assert out.exit_code == 0 and "quarantine: 5 rows" in out.output, out.output
+    assert "2204-01-01" in out.output and "'id': 100" not in out.output
+    out = invoke(fresh_dsn, "quarantine", "--limit", "2")
+    assert "the first 2" in out.output and "'id': 100" in out.output, out.output
+    out = invoke(fresh_dsn, "results", "ids", "--limit", "2")
+    assert "ids: 30 rows, the first 2" in out.output, out.output
