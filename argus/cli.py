@@ -277,7 +277,8 @@ def register(name: str, sql_text: str | None, path: Path | None, sharing: str | 
 @click.option("--header/--no-header", default=True, show_default=True,
               help="CSV: the first line names the columns.")
 @click.option("--load-id", default=None,
-              help="Loads with the same id happen once (default: path, size and mtime).")
+              help="Loads with the same id happen once (default: a SHA-256 digest of the "
+                   "content).")
 @click.option("--master", default=None, help="Spark master URL (default: local[2]).")
 @click.option("--batch-size", default=10_000, show_default=True, help="JDBC batch size.")
 @dsn_option
