@@ -952,6 +952,7 @@ def server_status() -> None:
         console.print(f"not running (data in {s.pgdata})"
                       + (f"; its postmaster.pid is stale: {stale}" if stale else ""),
                       soft_wrap=True)
+        sys.exit(1)  # (a supervisor's check: not running is a failure)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -78,6 +78,7 @@ def test_a_stale_pid_file_of_another_process_is_recovered(home):
         assert "another process" in server.stale_pid()
         status = CliRunner().invoke(main, ["server", "status"])
         assert "stale" in status.output and "another process" in status.output
+        assert status.exit_code == 1  # (issue 54: 0 when not running)
         with pytest.warns(UserWarning, match="stale postmaster.pid"):
             with argus.connect() as db:  # recovered: the server restarts, data intact
                 assert [s.name for s in db.streams()] == ["s"]

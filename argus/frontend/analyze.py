@@ -92,6 +92,10 @@ TIME_DEPENDENT: dict[type[exp.Expr], str] = {
        if hasattr(exp, name)},
 }
 
+# ... of them, the wall clock: a window is written against the stream clock instead
+CLOCKS = tuple(t for t, text in TIME_DEPENDENT.items()
+               if text.startswith(("now()", "CURRENT_DATE", "CURRENT_TIME", "LOCAL")))
+
 QUERY_TYPES = (exp.Select, exp.Union, exp.Except, exp.Intersect)
 
 # sqlglot nests `a OR b OR c …` one level per term, and argus walks trees recursively:
@@ -149,9 +153,12 @@ def _first_error(exc: ParseError) -> str:
 def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
     for node in tree.walk():
         if type(node) in TIME_DEPENDENT:
+            clock = type(node) in CLOCKS
             raise UnsupportedQueryError(
                 f"the function {TIME_DEPENDENT[type(node)]}",
-                "a continuous query must give the same answer whenever it is evaluated")
+                "a continuous query must give the same answer whenever it is evaluated"
+                + ("; for windows use argus_now(), the stream clock (the latest event "
+                   "time the cycles have seen)" if clock else ""))
         if isinstance(node, exp.Cast) and _temporal(node.to):
             refuse_moving(node)
         for kind, construct in constructs:
