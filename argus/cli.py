@@ -692,10 +692,14 @@ def status(dsn: str | None) -> None:
 @click.option("--batch", default=2_000, show_default=True, help="Rows per cycle.")
 @click.option("--spark", "use_spark", is_flag=True,
               help="Generate and load the data with Spark (needs the spark extra and Java).")
+@click.option("--into", default="argus_demo", show_default=True, metavar="NAME",
+              help="The database the demo makes on the server: dropped first if it exists.")
 @dsn_option
 @handle_errors
-def demo(cycles: int, history: int, batch: int, use_spark: bool, dsn: str | None) -> None:
-    """Run a demo: transfers, a few queries, several cycles (in database argus_demo)."""
+def demo(cycles: int, history: int, batch: int, use_spark: bool, into: str,
+         dsn: str | None) -> None:
+    """Run a demo: transfers, a few queries, several cycles, in a database of its own
+    (argus_demo, dropped and made anew, on the server of --dsn or the embedded one)."""
     from psycopg.conninfo import make_conninfo
 
     from .api import resolve_dsn
@@ -703,7 +707,7 @@ def demo(cycles: int, history: int, batch: int, use_spark: bool, dsn: str | None
 
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
     run_demo(admin, cycles=cycles, history=history, batch=batch, console=console,
-             explicit_dsn=bool(dsn), use_spark=use_spark)
+             explicit_dsn=bool(dsn), use_spark=use_spark, database=into)
 
 
 def _ints(text: str) -> tuple[int, ...]:

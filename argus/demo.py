@@ -37,12 +37,12 @@ QUERIES = {
 }
 
 
-def demo_dsn(admin_dsn: str) -> str:
+def demo_dsn(admin_dsn: str, database: str = DEMO_DATABASE) -> str:
     """Recreate the demo database on the server `admin_dsn` points at; return its DSN."""
-    roles.drop_database(admin_dsn, DEMO_DATABASE)
+    roles.drop_database(admin_dsn, database)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DEMO_DATABASE)))
-    return make_conninfo(admin_dsn, dbname=DEMO_DATABASE)
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    return make_conninfo(admin_dsn, dbname=database)
 
 
 def _loader(dsn: str, use_spark: bool, console: Console):
@@ -66,9 +66,12 @@ def _loader(dsn: str, use_spark: bool, console: Console):
 
 def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: int = 2_000,
              console: Console | None = None, explicit_dsn: bool = False,
-             use_spark: bool = False) -> dict[str, int]:
+             use_spark: bool = False, database: str = DEMO_DATABASE) -> dict[str, int]:
     console = console or Console()
-    dsn = demo_dsn(admin_dsn)
+    parts = conninfo_to_dict(admin_dsn)
+    console.print(f"[dim]database {database} on {parts.get('host')}:{parts.get('port')}: "
+                  "dropped if it exists, created anew[/]", highlight=False)
+    dsn = demo_dsn(admin_dsn, database)
     load = _loader(dsn, use_spark, console)
     totals: dict[str, int] = {}
     with Argus(dsn) as db:
@@ -101,10 +104,9 @@ def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: 
                     console.print(f"{name}: no new results")
         # the first cycle also compiles the network's program, once per session
         _compare(db, console, statistics.median(seconds[1:] or seconds))
-    parts = conninfo_to_dict(dsn)
     console.print(
         f"\nThe demo database stays on the server. Look at it with psql:\n"
-        f"  argus psql -d {DEMO_DATABASE}" + (" --dsn '…'" if explicit_dsn else "") + "\n"
+        f"  argus psql -d {database}" + (" --dsn '…'" if explicit_dsn else "") + "\n"
         f"  => SELECT * FROM argus_results.big_transfers;   -- the current answer\n"
         f"  => SELECT * FROM argus_changes.big_transfers;   -- the last cycle's changes\n"
         f"  => SELECT * FROM argus.runs;  SELECT * FROM argus.nodes;\n"

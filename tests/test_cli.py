@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from click.testing import CliRunner
 
 from argus import roles
@@ -76,10 +78,15 @@ def test_run_skips_when_another_cycle_holds_the_lock(fresh_dsn):
 
 
 def test_demo_runs_on_a_given_server(admin_dsn):
-    out = invoke(admin_dsn, "demo", "--cycles", "2", "--history", "2000", "--batch", "500")
+    """In a database of a name the test made unique (the default, argus_demo, may be a
+    user's on this server: issue 54)."""
+    name = f"argus_demo_t{os.getpid()}"
+    out = invoke(admin_dsn, "demo", "--cycles", "2", "--history", "2000", "--batch", "500",
+                 "--into", name)
     assert out.exit_code == 0, out.output
     assert "cycle 2" in out.output and "re-running" in out.output
-    roles.drop_database(admin_dsn, "argus_demo")
+    assert f"database {name} on" in out.output and f"argus psql -d {name}" in out.output
+    roles.drop_database(admin_dsn, name)
 
 
 def test_cli_rerun_and_back(fresh_dsn):
