@@ -54,6 +54,17 @@ def admin_dsn():
 
 
 @pytest.fixture(scope="session")
+def bench_database(admin_dsn):
+    """The benchmarks the tests run make a database of their own name (argus_bench may
+    be a user's)."""
+    name = f"argus_bench_t{os.getpid()}"
+    os.environ["ARGUS_BENCH_DATABASE"] = name
+    yield name
+    os.environ.pop("ARGUS_BENCH_DATABASE", None)
+    roles.drop_database(admin_dsn, name)
+
+
+@pytest.fixture(scope="session")
 def logical_admin_dsn(admin_dsn):
     """A server with wal_level = logical (capture by a replication slot): the tests'
     server if it has it, else a private embedded one set so for the session."""

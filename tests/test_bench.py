@@ -11,6 +11,8 @@ from argus import nexmark
 from argus.bench import Options
 from argus.cli import main
 
+pytestmark = pytest.mark.usefixtures("bench_database")  # (not argus_bench: a user's name)
+
 
 @pytest.mark.slow
 def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):

@@ -12,6 +12,8 @@ its cycle with re-running just that query, so that no query hides behind the oth
 
 from __future__ import annotations
 
+import os
+
 import statistics
 import time
 from collections import Counter
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from .. import roles
@@ -99,11 +102,13 @@ class Results:
 
 
 def fresh_database(dsn: str | None) -> str:
+    """The benchmarks' database made anew: argus_bench, or $ARGUS_BENCH_DATABASE."""
+    name = os.environ.get("ARGUS_BENCH_DATABASE") or DATABASE
     admin = make_conninfo(resolve_dsn(dsn), dbname="postgres")
-    roles.drop_database(admin, DATABASE)
+    roles.drop_database(admin, name)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {DATABASE}")  # our constant
-    return make_conninfo(admin, dbname=DATABASE)
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return make_conninfo(admin, dbname=name)
 
 
 def load(db: Argus, workload: Workload) -> None:
