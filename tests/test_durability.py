@@ -15,6 +15,7 @@ import pytest
 from psycopg import sql
 
 import argus
+from argus.errors import CycleError
 from argus.names import NETWORK_SCHEMA, STREAMS_SCHEMA
 from argus.status import status_tables
 
@@ -95,9 +96,15 @@ def test_a_new_network_keeps_its_derived_tables_unlogged(network):
     assert persistence(oracle.conn, STREAMS_SCHEMA) == {"p"}  # the histories survive
 
 
-def test_after_a_crash_answers_wait_for_the_rebuild_and_it_is_exact(network, fresh_dsn):
+def test_after_a_crash_answers_wait_for_the_rebuild_and_it_is_exact(network, fresh_dsn,
+                                                                      login):
     oracle, rng = network
+    role, writer_dsn = login("writer")
+    oracle.db.grant("writer", role, stream="transfers")
     assert crash(oracle.conn) > len(QUERIES)
+    with argus.connect(writer_dsn) as writer:  # a writer's cycle cannot rebuild: it says why
+        with pytest.raises(CycleError, match="rebuilt after a crash"):
+            writer.run()
     for read in ("SELECT * FROM argus_results.per_sender", "SELECT argus.run_cycle()"):
         with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState,
                            match="rebuilt after a crash"):
