@@ -103,8 +103,10 @@ def stream() -> None:
 @handle_errors
 def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
                   dsn: str | None) -> None:
-    """Create stream NAME, e.g. `argus stream create transfers tran_id:bigint
-    tran_date:date 'amount:numeric(14,2)'`."""
+    """Create stream NAME of COLUMN:TYPE columns.
+
+    For example: `argus stream create transfers tran_id:bigint tran_date:date
+    'amount:numeric(14,2)' --time-column tran_date`."""
     with _connect(dsn) as db:
         db.create_stream(name, _column_spec(columns), time_column=time_column)
         console.print(f"stream {name} created; load rows into argus_inbox.{name.lower()}")
@@ -133,7 +135,9 @@ def table() -> None:
 @dsn_option
 @handle_errors
 def table_create(name: str, columns: tuple[str, ...], key: str, dsn: str | None) -> None:
-    """Create table NAME, e.g. `argus table create accounts id:bigint customer:text
+    """Create table NAME of COLUMN:TYPE columns, changed by its --key.
+
+    For example: `argus table create accounts id:bigint customer:text
     'balance:numeric(12,2)' --key id`. Its changes go into argus_inbox.NAME: a row per
     change, argus_op 'i' (insert, the default), 'u' (update by key) or 'd' (delete)."""
     with _connect(dsn) as db:
@@ -922,6 +926,7 @@ def server() -> None:
 @server.command("start")
 @handle_errors
 def server_start() -> None:
+    """Start the embedded server (if it is not running) and print its DSN, password masked."""
     from .embedded import default_server
 
     s = default_server()
@@ -937,6 +942,7 @@ def _masked(server, dsn: str) -> str:
 @server.command("stop")
 @handle_errors
 def server_stop() -> None:
+    """Stop the embedded server."""
     from .embedded import default_server
 
     console.print("stopped" if default_server().stop() else "not running")
@@ -945,6 +951,7 @@ def server_stop() -> None:
 @server.command("status")
 @handle_errors
 def server_status() -> None:
+    """Whether the embedded server runs (exit 1 if not), its DSN and data directory."""
     from .embedded import default_server
 
     s = default_server()

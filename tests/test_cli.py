@@ -256,3 +256,20 @@ def test_quarantine_and_results_read_no_more_than_they_show(fresh_dsn):
     assert "the first 2" in out.output and "'id': 100" in out.output, out.output
     out = invoke(fresh_dsn, "results", "ids", "--limit", "2")
     assert "ids: 30 rows, the first 2" in out.output, out.output
+
+
+def test_every_command_says_what_it_does():
+    """Issue 54: `stream create` and `table create` were listed as "Create stream NAME,
+    e.g." (click cuts a short help at its first period), `server start/stop/status` as
+    nothing."""
+    import click
+
+    def commands(group, path=()):
+        for name, command in group.commands.items():
+            yield (*path, name), command
+            if isinstance(command, click.Group):
+                yield from commands(command, (*path, name))
+
+    for path, command in commands(main):
+        short = command.get_short_help_str(limit=200)
+        assert short and not short.endswith(("e.g.", "e.g")), (" ".join(path), short)
