@@ -143,10 +143,16 @@ def _depth(tree: exp.Expr) -> int:
 
 
 def _first_error(exc: ParseError) -> str:
+    """sqlglot's first error, where it is and the text there: `…tran_id >>>FROM<<<
+    transfers`."""
     if exc.errors:
         err = exc.errors[0]
         where = f" at line {err.get('line')}, column {err.get('col')}" if err.get("line") else ""
-        return f"{err.get('description')}{where}"
+        text = ""
+        if err.get("highlight"):
+            before, after = err.get("start_context") or "", err.get("end_context") or ""
+            text = f": {before[-30:]}>>>{err['highlight']}<<<{after[:30]}"
+        return f"{err.get('description')}{where}{text}"
     return str(exc)
 
 
