@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg import sql
 
 from . import (alchemy, catalog, citus, cycle, network, quarantine, registry, requests, roles,
@@ -76,7 +77,12 @@ class Argus:
         try:
             self.conn = psycopg.connect(dsn, autocommit=True, application_name="argus")
         except psycopg.OperationalError as exc:
-            raise ServerError(f"cannot connect to PostgreSQL: {exc}".strip()) from None
+            hint = ""
+            if exc.sqlstate == "3D000" or "does not exist" in str(exc) and "database" in str(exc):
+                name = conninfo_to_dict(dsn).get("dbname", "NAME")
+                hint = (f"; create it first (createdb {name}, or CREATE DATABASE in psql): "
+                        "argus then installs its catalog there at the first connection")
+            raise ServerError(f"cannot connect to PostgreSQL: {str(exc).strip()}{hint}") from None
         except psycopg.ProgrammingError as exc:  # (libpq could not read the DSN)
             raise ServerError(f"not a PostgreSQL connection string: {exc}".strip()) from None
         try:

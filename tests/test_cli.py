@@ -273,3 +273,11 @@ def test_every_command_says_what_it_does():
     for path, command in commands(main):
         short = command.get_short_help_str(limit=200)
         assert short and not short.endswith(("e.g.", "e.g")), (" ".join(path), short)
+
+
+def test_a_database_that_does_not_exist_is_named_with_what_to_do(admin_dsn):
+    from psycopg.conninfo import make_conninfo
+
+    out = invoke(make_conninfo(admin_dsn, dbname=f"argus_absent_{os.getpid()}"), "status")
+    assert out.exit_code == 1 and f"createdb argus_absent_{os.getpid()}" in out.output, \
+        out.output
