@@ -100,9 +100,11 @@ class Argus:
     # -- streams ---------------------------------------------------------------
 
     def create_stream(self, name, columns: Mapping[str, str] | None = None,
-                      time_column: str | None = None) -> StreamSchema:
+                      time_column: str | None = None,
+                      if_not_exists: bool = False) -> StreamSchema:
         """A stream `name` of `columns` (name -> PostgreSQL type); or `name` an
-        SQLAlchemy Table, declaring its name and columns."""
+        SQLAlchemy Table, declaring its name and columns. `if_not_exists`: keep a stream
+        declared so already (one declared otherwise is refused)."""
         if alchemy.is_table(name) and columns is None:
             table = alchemy.table_of(name)
             name, columns = table.name, alchemy.columns_of(table)
@@ -112,7 +114,8 @@ class Argus:
             requests.submit(self.conn, "create_stream", name,
                             {"columns": dict(columns), "time_column": time_column})
             return streams.stream_schemas(self.conn)[check_name(name, "stream")]
-        return streams.create_stream(self.conn, name, columns, time_column)
+        return streams.create_stream(self.conn, name, columns, time_column,
+                                     if_not_exists=if_not_exists)
 
     def create_table(self, name: str, columns: Mapping[str, str],
                      primary_key: str | Iterable[str]) -> StreamSchema:

@@ -99,16 +99,19 @@ def stream() -> None:
 @click.argument("name")
 @click.argument("columns", nargs=-1, required=True, metavar="COLUMN:TYPE...")
 @click.option("--time-column", default=None, help="The stream's event-time column.")
+@click.option("--if-not-exists", is_flag=True,
+              help="Keep a stream declared so already (one declared otherwise is refused).")
 @dsn_option
 @handle_errors
 def stream_create(name: str, columns: tuple[str, ...], time_column: str | None,
-                  dsn: str | None) -> None:
+                  if_not_exists: bool, dsn: str | None) -> None:
     """Create stream NAME of COLUMN:TYPE columns.
 
     For example: `argus stream create transfers tran_id:bigint tran_date:date
     'amount:numeric(14,2)' --time-column tran_date`."""
     with _connect(dsn) as db:
-        db.create_stream(name, _column_spec(columns), time_column=time_column)
+        db.create_stream(name, _column_spec(columns), time_column=time_column,
+                         if_not_exists=if_not_exists)
         console.print(f"stream {name} created; load rows into argus_inbox.{name.lower()}")
 
 

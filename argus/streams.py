@@ -53,10 +53,24 @@ def parse_column_type(column: str, spec: object) -> ColumnType:
     return ColumnType(parsed.sql(dialect=DIALECT), not_null)
 
 
+def _as_declared(conn: psycopg.Connection, column_defs: sql.Composable) -> list[str]:
+    """Columns as the catalog records them (name, type as PostgreSQL spells it, NOT
+    NULL), of a table made of them and dropped at once."""
+    with conn.transaction(force_rollback=True):
+        conn.execute(sql.SQL("CREATE TEMP TABLE argus_declared ({})").format(column_defs))
+        return [r for (r,) in conn.execute(
+            "SELECT ROW(attname, format_type(atttypid, atttypmod), attnotnull)::text "
+            "FROM pg_attribute WHERE attrelid = 'argus_declared'::regclass AND attnum > 0 "
+            "ORDER BY attnum")]
+
+
 def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str],
                   time_column: str | None = None,
-                  primary_key: Iterable[str] | None = None) -> StreamSchema:
-    """`primary_key`: a table (argus.tables), whose rows change by that key."""
+                  primary_key: Iterable[str] | None = None,
+                  if_not_exists: bool = False) -> StreamSchema:
+    """`primary_key`: a table (argus.tables), whose rows change by that key.
+    `if_not_exists`: a stream declared so already is kept (one declared otherwise is
+    refused, saying how)."""
     name = check_name(name, "stream")
     if not isinstance(columns, Mapping) or not columns:
         raise InvalidNameError(f"stream {name!r}: columns must be a non-empty dict of "
@@ -74,19 +88,32 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                                    f"one of its columns ({', '.join(types)})")
     key = tables.check_key(name, primary_key, types, time_column)
 
+    column_defs = sql.SQL(", ").join(
+        sql.SQL("{} {}{}").format(sql.Identifier(c), sql.SQL(t.sql),
+                                  sql.SQL(" NOT NULL" if t.not_null else ""))
+        for c, t in types.items())
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         roles.become_owner(conn)
-        if conn.execute("SELECT 1 FROM argus_catalog.streams WHERE name = %s",
-                        (name,)).fetchone():
-            raise DuplicateNameError(f"stream {name!r} already exists")
+        existing = conn.execute(
+            """SELECT s.time_column, s.primary_key, array_agg(ROW(c.name, c.type, c.not_null)::text
+                                                              ORDER BY c.position)
+                 FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
+                WHERE s.name = %s GROUP BY s.time_column, s.primary_key""", (name,)).fetchone()
+        if existing is not None:
+            declared = (time_column, None if key is None else list(key),
+                        _as_declared(conn, column_defs))
+            if if_not_exists and tuple(existing) == declared:
+                return stream_schemas(conn)[name]
+            raise DuplicateNameError(
+                f"stream {name!r} already exists" + (
+                    ", declared otherwise (its columns, time column or key differ)"
+                    if if_not_exists else
+                    " (if_not_exists=True, or --if-not-exists, keeps one declared the same)"
+                    if key is None else ""))
         if conn.execute("SELECT to_regclass(%s)",
                         (stream_history(name).as_string(conn),)).fetchone()[0]:
             raise DuplicateNameError(f"a table {STREAMS_SCHEMA}.{name} already exists")
-        column_defs = sql.SQL(", ").join(
-            sql.SQL("{} {}{}").format(sql.Identifier(c), sql.SQL(t.sql),
-                                      sql.SQL(" NOT NULL" if t.not_null else ""))
-            for c, t in types.items())
         try:
             conn.execute(render("stream/create_history", history=stream_history(name),
                                 column_defs=column_defs))

@@ -101,9 +101,18 @@ def test_streams_refuse_bad_declarations(db):
     with pytest.raises(argus.DuplicateNameError, match="declared twice"):
         db.create_stream("s", {"a": "int", "A": "int"})
     assert snapshot(db.conn) == before
-    db.create_stream("s", {"a": "int"})
-    with pytest.raises(argus.DuplicateNameError, match="already exists"):
+    db.create_stream("s", {"a": "int", "t": "timestamptz"}, time_column="t")
+    with pytest.raises(argus.DuplicateNameError, match="already exists .*if_not_exists"):
         db.create_stream("S", {"a": "int"})
+    # issue 54: kept when declared the same, however its types are spelled
+    kept = db.create_stream("s", {"A": "integer", "t": "timestamp with time zone"},
+                            time_column="t", if_not_exists=True)
+    assert kept.columns == (("a", "integer"), ("t", "timestamp with time zone"))
+    for columns, time_column in (({"a": "bigint", "t": "timestamptz"}, "t"),
+                                 ({"a": "int", "t": "timestamptz"}, None),
+                                 ({"a": "int"}, None)):
+        with pytest.raises(argus.DuplicateNameError, match="declared otherwise"):
+            db.create_stream("s", columns, time_column=time_column, if_not_exists=True)
 
 
 def test_dropping_a_stream_in_use_is_refused(transfers):
