@@ -20,6 +20,7 @@ from ..names import CYCLE_LOCK
 from ..nodes import lazy
 from ..nodes.base import virtual
 from ..program import rebuild
+from ..settings import pinned_session
 from .reads import load
 from .stored import execute_all
 
@@ -47,9 +48,10 @@ def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:
     lock: the nodes rebuilt (None: nothing was lost)."""
     if not lost(conn):
         return None
-    with conn.transaction():
+    with conn.transaction(), pinned_session(conn):  # (evaluated as cycles evaluate)
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         roles.become_owner(conn)
+        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         if not lost(conn):
             return None  # another session rebuilt it while this one waited
         net = load(conn)
