@@ -76,11 +76,11 @@ def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
     except (psycopg.Error, QueryError, MigrationError) as exc:
         logged = None
         if how.get("apply", True) and not conn.closed:
-            (strategy,) = conn.execute("SELECT migration FROM argus_catalog.settings").fetchone()
-            logged = _log(conn, query=name, strategy=strategy, migrated=False,
-                          forced=bool(how.get("force")), why=f"failed: {exc}",
-                          after_run=conn.execute("SELECT coalesce(max(run_id), 0) "
-                                                 "FROM argus_catalog.runs").fetchone()[0])
+            strategy, last_run = conn.execute(
+                "SELECT migration, (SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
+                "FROM argus_catalog.settings").fetchone()
+            logged = _log(conn, query=name, strategy=strategy, migrated=False, after_run=last_run,
+                          forced=bool(how.get("force")), why=f"failed: {exc}")
         return Decision(name, UNKNOWN, False, str(exc), migration_id=logged)
 
 

@@ -28,19 +28,26 @@ from .stored import execute_all
 LOST = "state is being rebuilt after a crash"
 
 
+# a crash emptied the network's unlogged tables (derived_intact's one row with them)
+_LOST = ("SELECT durability = 'derived' AND NOT EXISTS (SELECT FROM argus_catalog.derived_intact)"
+         " FROM argus_catalog.settings")
+
+
 def settle(conn: psycopg.Connection) -> list[int] | None:
-    """At an owner's connect: a network on Citus keeps its tables logged (a catalog
-    made before Citus was installed says so now); a crash's losses rebuilt."""
-    conn.execute("UPDATE argus_catalog.settings SET durability = 'logged' "
-                 "WHERE durability = 'derived' AND to_regclass('pg_dist_partition') IS NOT NULL")
-    return rebuild_if_lost(conn)
+    """At an owner's connect, in one round trip when nothing was lost: a network on
+    Citus keeps its tables logged (a catalog made before Citus was installed says so
+    now); a crash's losses rebuilt."""
+    (lost_now,) = conn.execute(
+        "WITH citus AS (UPDATE argus_catalog.settings SET durability = 'logged' "
+        "WHERE durability = 'derived' AND to_regclass('pg_dist_partition') IS NOT NULL "
+        "RETURNING 1) SELECT NOT EXISTS (SELECT FROM citus) AND lost FROM (" + _LOST
+        + ") AS l(lost)").fetchone()
+    return rebuild_if_lost(conn) if lost_now else None
 
 
 def lost(conn: psycopg.Connection) -> bool:
     """Did a crash empty the network's unlogged tables?"""
-    return conn.execute("SELECT durability = 'derived' AND NOT EXISTS "
-                        "(SELECT FROM argus_catalog.derived_intact) "
-                        "FROM argus_catalog.settings").fetchone()[0]
+    return conn.execute(_LOST).fetchone()[0]
 
 
 def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:

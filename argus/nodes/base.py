@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -252,20 +253,31 @@ def add_hash(node: Node) -> list[sql.Composable]:
     return [] if node.insert_only else [render("node/add_hash", hist=node.hist)]
 
 
-# Types whose equal values are the same value (their equality compares bytes): a row
-# of them needs no more than equality to be told apart from another (bag_flush).
-IDENTICAL_WHEN_EQUAL = frozenset("""smallint integer bigint boolean date text bytea uuid
-    "char" name oid""".split()) | {"timestamp without time zone", "timestamp with time zone",
-                                  "time without time zone"}
+# Types whose equal values are the same value (their equality compares bytes), as
+# format_type spells them without a typmod: a row of them needs no more than equality to
+# be told apart from another. Not numeric (2.00 and 2), float (0 and -0), interval (1 day
+# and 24 hours), jsonb, arrays. Text-like types only under a deterministic collation.
+IDENTICAL_WHEN_EQUAL = frozenset("""smallint integer bigint boolean date bytea uuid oid
+    """.split()) | {"timestamp without time zone", "timestamp with time zone",
+                    "time without time zone"}
+TEXT_LIKE = frozenset({"text", "character varying", '"char"', "name"})
+_TYPMOD = re.compile(r"\(\d+\)")
+
+
+def identical_when_equal(pg_type: str, text: bool = True) -> bool:
+    """Are equal values of this type the same value? `text`: take text-like types to
+    have a deterministic collation (argus's flushes do; a deferred join's changes do
+    not, argus.nodes.join)."""
+    bare = _TYPMOD.sub("", pg_type)
+    return bare in IDENTICAL_WHEN_EQUAL or text and bare in TEXT_LIKE
 
 
 def _identity(names, types) -> list[str]:
-    """The columns whose equal values can differ (numeric 2.00 and 2, float 0 and -0,
-    interval, jsonb, arrays, types unknown): all of them where the types are unknown."""
+    """The columns whose equal values can differ: all of them where the types are
+    unknown."""
     if len(types) != len(names):
         return list(names)
-    return [n for n, t in zip(names, types)
-            if t not in IDENTICAL_WHEN_EQUAL and not t.startswith("character varying")]
+    return [n for n, t in zip(names, types) if not identical_when_equal(t)]
 
 
 def bag_flush(node: Node, names=None) -> list[Step]:

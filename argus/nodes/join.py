@@ -3,7 +3,6 @@ partners."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -15,7 +14,8 @@ from ..templates import render
 from ..trees import DIALECT
 from . import lazy
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
-                   bag_flush, cols, create_delta, named, signed_slots, virtual)
+                   bag_flush, cols, create_delta, identical_when_equal, named, signed_slots,
+                   virtual)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class JoinCompiler:
         if deferred(node):
             slots |= {"view": changes(node), "sign": SIGN_ID, "left_delta": left.delta_table,
                       "right_delta": right.delta_table}
-            if all(map(_exact, node.types)):
+            if all(identical_when_equal(t, text=False) for t in node.types):
                 views.append(render("join/changes_exact", **slots))
             else:
                 views.append(render("join/changes", s_columns=cols(node.columns, "s"),
@@ -155,17 +155,6 @@ class JoinCompiler:
         if lazy.keys(node):
             return [lazy.flush(node)]
         return [] if virtual(node) else bag_flush(node)
-
-
-# Types whose equality is identity: equal values print the same (not numeric's 1.0 and
-# 1.00, float's -0 and 0, interval's 1 day and 24 hours, char's trailing blanks, nor
-# text, whose collation may be a case-insensitive one).
-_EXACT = re.compile(r"(smallint|integer|bigint|date|timestamp(\(\d\))? with(out)? time zone"
-                    r"|boolean|uuid|bytea)")
-
-
-def _exact(pg_type: str) -> bool:
-    return _EXACT.fullmatch(pg_type) is not None
 
 
 def deferred(node: Node) -> bool:
