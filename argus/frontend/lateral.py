@@ -73,11 +73,13 @@ def lateral_functions(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]
                     raise UnsupportedQueryError(
                         f"LATERAL {shown} AS {alias}({column})",
                         f"name its column apart from {name}'s columns")
-            inner = exp.select(*(exp.Column(this=exp.to_identifier(c, quoted=True),
-                                            table=ident.copy()) for c in columns),
-                               *(exp.Alias(this=call, alias=exp.to_identifier(column))
+            inner = exp.select(*(exp.Alias(this=call, alias=exp.to_identifier(column))
                                  for call, column in calls)).from_(item.copy())
             _push_down(select, inner, name)
+            inner.set("expressions", [
+                *(exp.Column(this=exp.to_identifier(c, quoted=True), table=ident.copy())
+                  for c in _read_above(select, joins[0], name, columns)),
+                *inner.expressions])
             for ref in list(select.find_all(exp.Column)):
                 if ref.table and folded(ref.args["table"]) == folded(exp.to_identifier(alias)):
                     ref.set("table", ident.copy())
@@ -125,6 +127,21 @@ def _stream_first(select: exp.Select) -> None:
 def _is_function_item(item: exp.Expr) -> bool:
     return isinstance(item, exp.Unnest) or (isinstance(item, exp.Table)
                                             and isinstance(item.this, exp.Func))
+
+
+def _read_above(select: exp.Select, call: exp.Join, name: str, columns: list[str]
+                ) -> list[str]:
+    """The FROM item's columns the query reads besides the function `call` (all of them
+    under a star): each row the function expands is copied, so a column no one reads
+    is not (Nexmark q5's hopping windows: 2 of the bid's 7 columns, 5 times)."""
+    if any(isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+           for e in select.expressions):
+        return columns
+    own = folded(exp.to_identifier(name))
+    skip = {id(n) for n in call.walk()}
+    read = {c.name.lower() for c in select.find_all(exp.Column) if id(c) not in skip
+            and (not c.table or folded(c.args["table"]) == own)}
+    return [c for c in columns if c.lower() in read]
 
 
 def _push_down(select: exp.Select, inner: exp.Select, name: str) -> None:

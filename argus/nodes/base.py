@@ -249,8 +249,13 @@ def tid_column(node: Node) -> sql.Composed:
         node.delta_table)
 
 
-def add_hash(node: Node) -> list[sql.Composable]:
-    return [] if node.insert_only else [render("node/add_hash", hist=node.hist)]
+def add_hash(node: Node, indexed: bool = True) -> list[sql.Composable]:
+    """argus_hash on a signed node's history; `indexed` unless its flush deletes by ctid
+    (an index of random hashes is the dearest one to keep: ~2 µs a row)."""
+    if node.insert_only:
+        return []
+    return [render("node/add_hash", hist=node.hist),
+            *([render("node/hash_index", hist=node.hist)] if indexed else [])]
 
 
 # Types whose equal values are the same value (their equality compares bytes), as

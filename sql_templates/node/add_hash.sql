@@ -1,4 +1,3 @@
--- Nodes on the signed path carry a hash of each row's value, indexed, so that a
--- retraction finds the copies it removes without scanning the history.
-ALTER TABLE {hist} ADD COLUMN argus_hash bigint;
-CREATE INDEX ON {hist} (argus_hash)
+-- Nodes on the signed path carry a hash of each row's value, indexed (node/hash_index)
+-- where a retraction finds the copies it removes by it rather than by their ctids.
+ALTER TABLE {hist} ADD COLUMN argus_hash bigint
