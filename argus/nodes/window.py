@@ -47,7 +47,8 @@ def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composab
 
 def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
     """A Top-K node's own rows of the touched partitions (argus_old, already read) as
-    its parent's (the columns its expressions read; the others NULL), when its new top
+    its parent's (the columns its expressions read; the others NULL), each with its
+    ctid and its rank (window/delta_topk), when its new top
     rows can be ranked among its old ones and the new rows instead of among the whole
     partition: the parent only gains rows, and the node's one window function is the
     ranking it keeps by (a row ranked past k only falls further; every row ranked
@@ -65,14 +66,18 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
             passed.setdefault(tree.name, column)
     if not {c.name for t in trees for c in t.find_all(exp.Column)} <= set(passed):
         return None
-    return sql.SQL("SELECT {} FROM argus_old AS {}").format(sql.SQL(", ").join(
-        sql.SQL("{} AS {}").format(sql.Identifier(passed[c]), sql.Identifier(c)) if c in passed
-        else sql.SQL("CAST(NULL AS {}) AS {}").format(sql.SQL(t), sql.Identifier(c))
-        for c, t in zip(parent.columns, parent.types)), T1)
+    return sql.SQL("SELECT {}, {}.argus_ctid, {}.{} AS argus_rank FROM argus_old AS {}").format(
+        sql.SQL(", ").join(
+            sql.SQL("{} AS {}").format(sql.Identifier(passed[c]), sql.Identifier(c))
+            if c in passed
+            else sql.SQL("CAST(NULL AS {}) AS {}").format(sql.SQL(t), sql.Identifier(c))
+            for c, t in zip(parent.columns, parent.types)),
+        T1, T1, sql.Identifier(node.spec.keep[0]), T1)
 
 
 class WindowCompiler:
-    def _slots(self, node: Node, parent: Node) -> dict:
+    def _slots(self, node: Node, parent: Node, old_rows: sql.Composable | None = None
+               ) -> dict:
         keys = node.columns[:node.spec.keys]
         group_by = sql.SQL(" GROUP BY {}").format(sql.SQL(", ").join(
             map(sql.Literal, range(1, len(keys) + 1)))) if node.spec.grouped and keys \
@@ -87,7 +92,7 @@ class WindowCompiler:
                 "kept": sql.SQL("TRUE") if node.spec.keep is None else sql.SQL(
                     "{} <= {}").format(sql.Identifier("argus_w", node.spec.keep[0]),
                                        sql.Literal(node.spec.keep[1])),
-                "parent_touched": _kept_as_parent_rows(node, parent) or _touched(
+                "parent_touched": old_rows or _touched(
                     parent.hist, parent.columns,
                     [sql.SQL("({})").format(sql.SQL(e))  # `k > 1 = …`
                      for e in node.exprs[:len(keys)]], keys),
@@ -109,9 +114,18 @@ class WindowCompiler:
         return [render("window/backfill", **self._slots(node, parents[0]))]
 
     def evaluate(self, node, parents):
-        return [Step(render("window/delta", delta=node.delta_table,
-                            parent_delta=parents[0].delta, **self._slots(node, parents[0])),
-                     any_rows(parents[0]))]
+        old_rows = _kept_as_parent_rows(node, parents[0])
+        if old_rows is None:
+            statement = render("window/delta", delta=node.delta_table,
+                               parent_delta=parents[0].delta, **self._slots(node, parents[0]))
+        else:
+            statement = render(
+                "window/delta_topk", delta=node.delta_table, parent_delta=parents[0].delta,
+                rank=sql.Identifier(node.spec.keep[0]),
+                n_columns=cols(node.columns, "n"), n_hash=row_hash(node.columns, "n"),
+                o_columns=cols(node.columns, "o"), o_hash=row_hash(node.columns, "o"),
+                **self._slots(node, parents[0], old_rows))
+        return [Step(statement, any_rows(parents[0]))]
 
     def flush(self, node, parents):
         """Retracted rows deleted by the ctids the delta carries, inserted ones appended

@@ -4,9 +4,9 @@
 -- the node holds for them, in one pass: per row value, +1 for each copy the new rows
 -- have more of, -1 for each they have fewer of (NULLs equal), each retracted copy with
 -- the ctid of a held row of that value, which the flush deletes (window/flush_delete).
--- A Top-K node keeps only the rows ranked within k (kept). The node's rows of the
--- touched partitions are read once (argus_old), and are the parent's rows there too
--- for a Top-K over a parent that only grows; a parent that only grows retracts nothing
+-- A Top-K node keeps only the rows ranked within k (kept); over a parent that only
+-- grows, it is maintained by window/delta_topk. The node's rows of the touched
+-- partitions are read once (argus_old); a parent that only grows retracts nothing
 -- ({retracted}: nothing).
 INSERT INTO {delta} ({columns}, argus_hash, {sign}, argus_ctid)
 WITH argus_keys AS MATERIALIZED (
