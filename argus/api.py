@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg import sql
 
 from . import (alchemy, catalog, citus, cycle, network, quarantine, registry, requests, roles,
-               settings, slot, streams, tables, track)
+               settings, slot, streams, subscriptions, tables, track)
 from . import loads as load_ops
 from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
@@ -286,6 +286,16 @@ class Argus:
         """The last cycle's changes to the answer (or `limit` of them): each row with its
         sign (+1 inserted, -1 retracted) as the last element."""
         return self._read(changes_view, name, limit)
+
+    def subscribe(self, name: str, consumer: str | None = None, since: int | None = None,
+                  timeout: float | None = None) -> Iterator[subscriptions.Changes]:
+        """Query `name`'s answer, then each committed cycle's changes to it, in order
+        (argus.subscriptions): `for changes in db.subscribe("big"): ...`."""
+        return subscriptions.subscribe(self.dsn, name, consumer, since, timeout)
+
+    def acknowledge(self, name: str, consumer: str, position: int) -> None:
+        """Consumer `consumer` of query `name` has every change up to `position`."""
+        subscriptions.acknowledge(self.conn, name, consumer, position)
 
     def count_results(self, name: str, changes: bool = False) -> int:
         """How many rows the answer (or the last cycle's changes) holds, read in place."""

@@ -566,6 +566,45 @@ def results(name: str, changes: bool, limit: int, dsn: str | None) -> None:
 
 
 @main.command()
+@click.argument("name")
+@click.option("--since", type=int, default=None,
+              help="Follow from this position (a cycle's run id) instead of printing the "
+                   "answer first.")
+@click.option("--consumer", default=None,
+              help="A name under which argus keeps the position reached, to resume there.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl",
+              show_default=True)
+@click.option("--timeout", type=float, default=None,
+              help="Stop after so many seconds without a change (default: run until Ctrl-C).")
+@dsn_option
+@handle_errors
+def subscribe(name: str, since: int | None, consumer: str | None, fmt: str,
+              timeout: float | None, dsn: str | None) -> None:
+    """Print query NAME's answer, then each committed cycle's changes to it, as they
+    happen, one line per row with its position and sign (+1 in, -1 out)."""
+    import csv
+    import json
+
+    with _connect(dsn) as db:
+        writer, header = csv.writer(sys.stdout), False
+        try:
+            for changes in db.subscribe(name, consumer, since, timeout):
+                names = changes.columns[:-1]
+                for *values, sign in changes.rows:
+                    if fmt == "jsonl":
+                        print(json.dumps({"position": changes.position, "sign": sign,
+                                          "row": dict(zip(names, values))}, default=str))
+                    else:
+                        if not header:
+                            writer.writerow(["position", "sign", *names])
+                            header = True
+                        writer.writerow([changes.position, sign, *values])
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            pass
+
+
+@main.command()
 @click.argument("name", required=False)
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Write the query's nodes as a picture (SVG) to this file.")

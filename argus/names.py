@@ -24,9 +24,10 @@ NETWORK_SCHEMA = "argus_net"  # history and delta tables of the network's nodes
 RESULTS_SCHEMA = "argus_results"  # one view per query: its current answer
 CHANGES_SCHEMA = "argus_changes"  # one view per query: the last cycle's signed changes
 STAGING_SCHEMA = "argus_staging"  # per-load tables Spark writes before the load commits
+LOG_SCHEMA = "argus_log"  # one table per subscribed query: its changes by position
 
 SCHEMAS = (API_SCHEMA, CATALOG_SCHEMA, STREAMS_SCHEMA, INBOX_SCHEMA, NETWORK_SCHEMA,
-           RESULTS_SCHEMA, CHANGES_SCHEMA, STAGING_SCHEMA)
+           RESULTS_SCHEMA, CHANGES_SCHEMA, STAGING_SCHEMA, LOG_SCHEMA)
 
 SIGN = "argus_sign"  # +1 insert / -1 retraction, on every delta table and changes view
 RESERVED_PREFIX = "argus_"  # user columns may not start with it, so SIGN never collides
@@ -110,3 +111,7 @@ def results_view(query: str) -> sql.Identifier:
 
 def changes_view(query: str) -> sql.Identifier:
     return sql.Identifier(CHANGES_SCHEMA, query)
+
+
+def change_log(query: str) -> sql.Identifier:
+    return sql.Identifier(LOG_SCHEMA, query)

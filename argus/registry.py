@@ -25,8 +25,8 @@ from .nodes.join import changes
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError, UnsupportedQueryError)
-from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, changes_view,
-                    check_name, results_view, std_alias, stream_history, stream_inbox)
+from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, change_log,
+                    changes_view, check_name, results_view, std_alias, stream_history, stream_inbox)
 from .network import Builder, assemble, drop_unused, execute_all, lazy
 from .network.placement import installed
 from .mqo.sharing import Sharing
@@ -447,6 +447,7 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
             raise UnknownQueryError(f"unknown query {name!r}")
         conn.execute("DELETE FROM argus_catalog.grants WHERE query = %s", (name,))
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(change_log(name)))
         drop_kept(conn, row[0])
         dropped = drop_unused(conn)
         assemble(conn, check=())  # no new code

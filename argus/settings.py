@@ -80,7 +80,8 @@ def _interval(text: object) -> str:
     return str(text)
 
 
-INTERVALS = ("max_clock_lead", "keep_runs_for", "stale_staging_after", "node_timeout")
+INTERVALS = ("max_clock_lead", "keep_runs_for", "stale_staging_after", "node_timeout",
+             "keep_changes")
 
 # name -> (parse, what it does)
 SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
@@ -155,6 +156,9 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                   "the cycle log (argus.runs) keeps this many cycles at most (null: all)"),
     "keep_runs_for": (_optional(_interval),
                       "the cycle log keeps the cycles of this long at most (null: all)"),
+    "keep_changes": (_optional(_interval),
+                     "a subscribed query's log keeps changes this long at most, though not "
+                     "every consumer acknowledged them (null: until they all did)"),
     "time_zone": (_text,
                   "the time zone that event times of type timestamp or date are read in "
                   "(against argus_now(), the horizon) by every cycle, registration and "

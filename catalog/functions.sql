@@ -259,6 +259,7 @@ DECLARE
     v_diagnose bigint;
     v_check    record;
     v_state    text;
+    v_queries  json;
 BEGIN
     -- Under REPEATABLE READ the snapshot predates the wait for the cycle lock: a load
     -- committed meanwhile would be unseen by the claim, then truncated with the inbox.
@@ -469,7 +470,8 @@ BEGIN
                         FROM changed WHERE name <> ALL(v_failed)),
            isolated = nullif(v_failed, '{}')
      WHERE run_id = v_run
-    RETURNING (SELECT bool_or(r.resized) FROM r), rows_in INTO v_resized, v_rows_in;
+    RETURNING (SELECT bool_or(r.resized) FROM r), rows_in, queries
+         INTO v_resized, v_rows_in, v_queries;
     -- A history that doubled or halved since the plans kept for small deltas were made
     -- (settings.plan_kept_rows) has every session make them again (at its next cycle's
     -- start).
@@ -477,6 +479,12 @@ BEGIN
         UPDATE argus_catalog.settings SET plans_reset_run = v_run;
     END IF;
     PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
+    IF EXISTS (SELECT FROM argus_catalog.change_logs) THEN  -- (subscribed queries only)
+        PERFORM argus.log_changes(v_run, v_queries, v_settings.keep_changes);
+    END IF;
+    -- delivered to every LISTEN argus_cycle when the cycle commits (argus.subscriptions)
+    PERFORM pg_notify('argus_cycle', argus.cycle_payload(v_run, v_queries, NOT EXISTS (
+        SELECT FROM argus_catalog.grants WHERE query IS NOT NULL)));
     IF current_setting('argus.cycled', true) = 'on' AND v_rows_in <= v_settings.plan_kept_rows THEN
         PERFORM set_config('argus.plans_kept', 'on', false);
     END IF;
@@ -765,7 +773,7 @@ BEGIN
             SELECT role FROM argus_catalog.grants) AS roles(r);
     -- nothing for PUBLIC: not the schemas, not argus's functions
     EXECUTE 'REVOKE ALL ON SCHEMA argus, argus_catalog, argus_streams, argus_inbox, argus_net, '
-            'argus_results, argus_changes, argus_staging FROM PUBLIC';
+            'argus_results, argus_changes, argus_staging, argus_log FROM PUBLIC';
     EXECUTE 'REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA argus, argus_net FROM PUBLIC';
     -- every role of argus: who it is, the streams it may see, the clock (what
     -- argus_now() and views reading the clock need), a readable query's status
@@ -774,11 +782,17 @@ BEGIN
     EXECUTE format('GRANT EXECUTE ON FUNCTION argus.clock_now(), argus.clock_previous(), '
                    'argus.argus_now(), argus.numeric_sqrt(numeric), '
                    'argus.one_row(bigint, anyelement), argus.stream_schemas(), '
-                   'argus.session_info(), argus.query_status(text), argus.intact() TO %s', v_roles);
+                   'argus.session_info(), argus.query_status(text), argus.intact(), '
+                   'argus.readable_query(text), argus.changed_queries(bigint), '
+                   'argus.position(), argus.subscribe(text, text), argus.log_since(text), '
+                   'argus.check_position(text, bigint, bigint), '
+                   'argus.changes_since(text, bigint), argus.acknowledge(text, text, bigint), '
+                   'argus.unsubscribe(text, text) TO %s', v_roles);
     -- readers: every query's answer and changes, and the catalog views
-    EXECUTE format('GRANT USAGE ON SCHEMA argus_results, argus_changes TO %I', v_reader);
-    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus_results, argus_changes TO %I',
+    EXECUTE format('GRANT USAGE ON SCHEMA argus_results, argus_changes, argus_log TO %I',
                    v_reader);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus_results, argus_changes, argus_log '
+                   'TO %I', v_reader);
     EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA argus TO %I', v_reader);
     -- writers: every inbox, loads and cycles
     EXECUTE format('GRANT USAGE ON SCHEMA argus_inbox, argus_staging TO %I', v_writer);
@@ -794,6 +808,11 @@ BEGIN
                            v_grant.role);
             EXECUTE format('GRANT SELECT ON argus_results.%I, argus_changes.%I TO %I',
                            v_grant.query, v_grant.query, v_grant.role);
+            IF to_regclass(format('argus_log.%I', v_grant.query)) IS NOT NULL THEN
+                EXECUTE format('GRANT USAGE ON SCHEMA argus_log TO %I', v_grant.role);
+                EXECUTE format('GRANT SELECT ON argus_log.%I TO %I', v_grant.query,
+                               v_grant.role);
+            END IF;
         ELSIF v_grant.kind = 'reader' THEN
             EXECUTE format('GRANT USAGE ON SCHEMA argus_streams TO %I', v_grant.role);
             EXECUTE format('GRANT SELECT ON argus_streams.%I TO %I', v_grant.stream, v_grant.role);
@@ -991,4 +1010,209 @@ BEGIN
     END IF;
     RETURN EXISTS (SELECT 1 FROM argus_catalog.loads
                     WHERE stream = p_stream AND load_id = p_load_id);
+END $$;
+
+-- Continuous results (catalog/030_subscriptions.sql, argus.subscriptions) --------------
+
+-- A query the session's role may read, by name; an error naming it otherwise.
+CREATE OR REPLACE FUNCTION argus.readable_query(p_name text) RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_query bigint;
+BEGIN
+    SELECT query_id INTO v_query FROM argus_catalog.queries
+     WHERE name = p_name AND argus.may_read_query(p_name);
+    IF v_query IS NULL THEN
+        RAISE EXCEPTION 'argus: no query named % that this role may read', quote_literal(p_name)
+              USING ERRCODE = 'undefined_object',
+                    HINT = 'SELECT name FROM argus.queries lists them';
+    END IF;
+    RETURN v_query;
+END $$;
+
+-- The payload of the notification on channel argus_cycle after a committed cycle: its
+-- run id and, where `p_names` (no role was granted single queries: whoever may read
+-- one may list them all, argus.queries), the queries whose answers changed, as many as
+-- fit under PostgreSQL's 8,000 bytes ("truncated": the others did not). Otherwise
+-- listeners ask argus.changed_queries(run), which names only those they may read.
+CREATE OR REPLACE FUNCTION argus.cycle_payload(p_run bigint, p_queries json, p_names boolean)
+RETURNS text LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_names text[] := '{}';
+    v_name  text;
+    v_size  int := 0;
+BEGIN
+    IF NOT p_names THEN
+        RETURN json_build_object('run', p_run)::text;
+    END IF;
+    FOR v_name IN SELECT k FROM json_object_keys(coalesce(p_queries, '{}')) AS k ORDER BY k LOOP
+        v_size := v_size + octet_length(to_json(v_name)::text) + 2;
+        IF v_size > 7500 THEN
+            RETURN json_build_object('run', p_run, 'queries', v_names, 'truncated', true)::text;
+        END IF;
+        v_names := v_names || v_name;
+    END LOOP;
+    RETURN json_build_object('run', p_run, 'queries', v_names, 'truncated', false)::text;
+END $$;
+
+-- The queries whose answers cycle `p_run` changed, of those the session's role may read.
+CREATE OR REPLACE FUNCTION argus.changed_queries(p_run bigint) RETURNS SETOF text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT k FROM argus_catalog.runs r, json_object_keys(coalesce(r.queries, '{}')) AS k
+     WHERE r.run_id = p_run AND argus.may_read_query(k) ORDER BY k
+$$;
+
+-- The position a consumer is at when it reads the answer: the last cycle this
+-- transaction's snapshot sees (argus.subscriptions reads it and the answer in one
+-- REPEATABLE READ snapshot).
+CREATE OR REPLACE FUNCTION argus.position() RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs
+$$;
+
+-- A cycle's changes of the subscribed queries it changed, appended to their logs at
+-- the cycle's position, read from their changes views (net, whatever keeps them: a
+-- clock, a migration, a deferred join); then each log cut below what every named
+-- consumer has acknowledged, or what is older than `p_keep`.
+CREATE OR REPLACE FUNCTION argus.log_changes(p_run bigint, p_queries json, p_keep interval)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_log  record;
+    v_aged bigint := (SELECT max(run_id) FROM argus_catalog.runs
+                       WHERE p_keep IS NOT NULL AND finished_at < now() - p_keep);
+    v_cut  bigint;
+BEGIN
+    FOR v_log IN SELECT l.query_id, q.name, l.since,
+                        (SELECT min(c.position) FROM argus_catalog.consumers c
+                          WHERE c.query_id = l.query_id) AS acknowledged
+                   FROM argus_catalog.change_logs l JOIN argus_catalog.queries q USING (query_id)
+    LOOP
+        IF (p_queries::jsonb) ? v_log.name THEN
+            EXECUTE format('INSERT INTO argus_log.%I SELECT $1, c.* FROM argus_changes.%I AS c',
+                           v_log.name, v_log.name) USING p_run;
+        END IF;
+        v_cut := greatest(v_log.acknowledged, v_aged);
+        IF v_cut > v_log.since THEN
+            EXECUTE format('DELETE FROM argus_log.%I WHERE argus_position <= $1', v_log.name)
+              USING v_cut;
+            UPDATE argus_catalog.change_logs SET since = v_cut WHERE query_id = v_log.query_id;
+        END IF;
+    END LOOP;
+END $$;
+
+-- Keep query `p_query`'s changes from now on (a table argus_log.<query> of them), and,
+-- with `p_consumer`, a named consumer's position: where it left off, or, new, the
+-- last cycle (it starts from the answer: argus.subscriptions). Waits for a running
+-- cycle, so that no cycle's changes fall between the position and the log.
+DROP FUNCTION IF EXISTS argus.subscribe(text, text);
+CREATE FUNCTION argus.subscribe(p_query text, p_consumer text DEFAULT NULL)
+RETURNS TABLE (log_position bigint, new_consumer boolean)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_query    bigint := argus.readable_query(p_query);
+    v_position bigint;
+    v_new      boolean := p_consumer IS NULL;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
+    v_position := argus.position();
+    IF NOT EXISTS (SELECT FROM argus_catalog.change_logs WHERE query_id = v_query) THEN
+        EXECUTE format('CREATE TABLE argus_log.%I AS SELECT 0::bigint AS argus_position, c.* '
+                       'FROM argus_changes.%I AS c WITH NO DATA', p_query, p_query);
+        EXECUTE format('CREATE INDEX ON argus_log.%I (argus_position)', p_query);
+        INSERT INTO argus_catalog.change_logs (query_id, since) VALUES (v_query, v_position);
+        PERFORM argus.apply_privileges();  -- its readers may read its log
+    END IF;
+    IF p_consumer IS NOT NULL THEN
+        INSERT INTO argus_catalog.consumers (query_id, consumer, position)
+        VALUES (v_query, p_consumer, v_position) ON CONFLICT DO NOTHING;
+        v_new := FOUND;
+        SELECT c.position INTO v_position FROM argus_catalog.consumers c
+         WHERE c.query_id = v_query AND c.consumer = p_consumer;
+    END IF;
+    RETURN QUERY SELECT v_position, v_new;
+END $$;
+
+-- The oldest position a reader of query `p_query`'s log may resume from (the log holds
+-- every change after it); an error if the query has no log.
+CREATE OR REPLACE FUNCTION argus.log_since(p_query text) RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_since bigint;
+BEGIN
+    SELECT since INTO v_since FROM argus_catalog.change_logs
+     WHERE query_id = argus.readable_query(p_query);
+    IF v_since IS NULL THEN
+        RAISE EXCEPTION 'argus: query % keeps no log of its changes', quote_literal(p_query)
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = format('SELECT * FROM argus.subscribe(%L) starts one', p_query);
+    END IF;
+    RETURN v_since;
+END $$;
+
+-- Raises unless a reader that has every change up to `p_position` can go on from the
+-- log (`p_since`: argus.log_since, read after the changes).
+CREATE OR REPLACE FUNCTION argus.check_position(p_query text, p_position bigint, p_since bigint)
+RETURNS void LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_position < p_since THEN
+        RAISE EXCEPTION 'argus: the changes of query % after position % are no longer kept '
+                        '(the log holds those after position %)', quote_literal(p_query),
+                        p_position, p_since
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'start again from the current answer (a new consumer, or no '
+                           'position), or keep changes longer: argus config keep_changes';
+    END IF;
+END $$;
+
+-- Query `p_query`'s changes after position `p_position`, in order (a cycle's
+-- retractions before its insertions), each row as jsonb (for any client;
+-- argus.subscriptions reads argus_log.<query> with its types).
+CREATE OR REPLACE FUNCTION argus.changes_since(p_query text, p_position bigint)
+RETURNS TABLE (log_position bigint, sign smallint, change jsonb)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM argus.log_since(p_query);  -- (a clear error if it has no log)
+    RETURN QUERY EXECUTE format(
+        'SELECT l.argus_position, l.argus_sign, to_jsonb(l) - ''argus_position'' - ''argus_sign'' '
+        'FROM argus_log.%I AS l WHERE l.argus_position > $1 '
+        'ORDER BY l.argus_position, l.argus_sign',
+        p_query) USING p_position;
+    -- read after the rows: a cut that took rows this read needed is seen
+    PERFORM argus.check_position(p_query, p_position, argus.log_since(p_query));
+END $$;
+
+-- A named consumer has every change of query `p_query` up to `p_position`: the log
+-- may drop them once every consumer has them. Call it in the transaction that
+-- applies them, and a consumer that crashes resumes exactly where it left off.
+CREATE OR REPLACE FUNCTION argus.acknowledge(p_query text, p_consumer text, p_position bigint)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    UPDATE argus_catalog.consumers
+       SET position = greatest(position, least(p_position, argus.position())),
+           acknowledged_at = now()
+     WHERE query_id = argus.readable_query(p_query) AND consumer = p_consumer;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'argus: query % has no consumer named %', quote_literal(p_query),
+              quote_literal(p_consumer) USING ERRCODE = 'undefined_object',
+              HINT = format('SELECT * FROM argus.subscribe(%L, %L) adds it', p_query, p_consumer);
+    END IF;
+END $$;
+
+-- Forget a consumer of query `p_query`; with none named, the query's whole log (for
+-- argus's owner).
+CREATE OR REPLACE FUNCTION argus.unsubscribe(p_query text, p_consumer text DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_query bigint := argus.readable_query(p_query);
+BEGIN
+    IF p_consumer IS NOT NULL THEN
+        DELETE FROM argus_catalog.consumers WHERE query_id = v_query AND consumer = p_consumer;
+    ELSIF pg_has_role(session_user, current_user, 'MEMBER') THEN
+        PERFORM pg_advisory_xact_lock(1095911253, 83);
+        DELETE FROM argus_catalog.change_logs WHERE query_id = v_query;
+        EXECUTE format('DROP TABLE IF EXISTS argus_log.%I', p_query);
+    ELSE
+        RAISE EXCEPTION 'argus: only argus''s owner drops a query''s change log'
+              USING ERRCODE = 'insufficient_privilege';
+    END IF;
 END $$;

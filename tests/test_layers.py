@@ -20,7 +20,7 @@ LAYERS = [
     ("node kinds and the cycle program", {"nodes", "program"}),
     ("the network in PostgreSQL", {"roles", "catalog", "network"}),
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
-                    "registry", "requests", "cycle",
+                    "registry", "requests", "cycle", "subscriptions",
                     "quarantine", "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
                     "optimize", "adapt", "picture", "audit"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",

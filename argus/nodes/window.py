@@ -105,7 +105,8 @@ class WindowCompiler:
 
     def create(self, node, parents):
         keys = node.columns[:node.spec.keys]  # a cycle reads its touched partitions
-        return [render("window/create", **self._slots(node, parents[0])), *add_hash(node, indexed=False),
+        return [render("window/create", **self._slots(node, parents[0])),
+                *add_hash(node, indexed=False),
                 *([sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, cols(keys))]
                   if keys else []),
                 create_delta(node), tid_column(node)]

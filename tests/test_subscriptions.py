@@ -1,0 +1,207 @@
+"""Continuous results that reach the application (argus.subscriptions): a consumer's
+copy of an answer, built from the answer once and then from each cycle's logged
+changes, equals the answer after every cycle; one that crashes resumes with every
+change once; each committed cycle notifies LISTEN argus_cycle; a log that no longer
+keeps a reader's changes says so."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import random
+from collections import Counter
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from argus.cli import main
+from argus.errors import UnknownQueryError
+from argus.subscriptions import ChangesLostError
+
+from .conftest import TRANSFERS
+from .oracle import _normalize
+
+QUERIES = {
+    "per_sender": "SELECT sender, count(*) AS n, sum(amount) AS total, "
+                  "count(DISTINCT receiver) AS receivers FROM transfers GROUP BY sender",
+    "top2": "SELECT sender, amount, rn FROM (SELECT sender, amount, row_number() OVER "
+            "(PARTITION BY sender ORDER BY amount DESC, tran_id) AS rn FROM transfers) x "
+            "WHERE rn <= 2",
+    "big": "SELECT DISTINCT receiver FROM transfers WHERE amount > 90",
+}
+NAMES = [f"acct{i}" for i in range(8)]
+
+
+def bag(rows) -> Counter:
+    return Counter(tuple(_normalize(v) for v in row) for row in rows)
+
+
+def apply(copy: Counter, rows) -> None:
+    for *values, sign in rows:
+        copy[tuple(_normalize(v) for v in values)] += sign
+        assert copy[tuple(_normalize(v) for v in values)] >= 0, "a retraction of a row not held"
+    for key in [k for k, n in copy.items() if n == 0]:
+        del copy[key]
+
+
+def load(oracle, rng: random.Random, first: int, n: int = 40) -> None:
+    day = datetime.date(2026, 1, 1) + datetime.timedelta(days=first // 100)
+    oracle.insert("transfers", [(first + i, day, rng.choice(NAMES), rng.choice(NAMES),
+                                 round(rng.uniform(1, 100), 2)) for i in range(n)])
+
+
+@pytest.fixture
+def subscribed(oracle):
+    oracle.create_stream("transfers", TRANSFERS, time_column="tran_date")
+    for name, text in QUERIES.items():
+        oracle.register(name, text)
+    rng = random.Random(53)
+    load(oracle, rng, 0)
+    oracle.run()
+    return oracle, rng
+
+
+def test_a_consumer_that_crashes_resumes_with_every_change_once(subscribed):
+    """Each consumer's copy equals the answer after every cycle. One 'crashes' after
+    receiving a cycle's changes and before asking for more (they were not
+    acknowledged): the resumed subscription delivers that cycle again, the same rows,
+    and nothing twice once applied by position."""
+    oracle, rng = subscribed
+    db = oracle.db
+    copies = {name: Counter() for name in QUERIES}
+    applied = dict.fromkeys(QUERIES, -1)
+    crashed, redelivered = None, 0
+    for cycle in range(1, 9):
+        for name in copies:
+            seen = []
+            for changes in db.subscribe(name, consumer="app", timeout=0.2):
+                if changes.position > applied[name]:
+                    apply(copies[name], changes.rows)
+                    applied[name] = changes.position
+                else:  # the one a crash left unacknowledged: the same again
+                    assert (name, changes.position, bag(changes.rows)) == crashed
+                    redelivered += 1
+                seen.append(changes.position)
+                if cycle % 2 == 0 and name == "top2" and not changes.snapshot:
+                    crashed = (name, changes.position, bag(changes.rows))
+                    break  # gone before acknowledging it
+            assert seen == sorted(set(seen))
+            assert copies[name] == bag(db.results(name)), f"{name} after cycle {cycle}"
+        load(oracle, rng, cycle * 100, n=rng.choice([0, 5, 40]))
+        if cycle == 5:  # a query dropped while the others are followed
+            oracle.unregister("big")
+            del copies["big"]
+        oracle.run()
+    assert redelivered >= 2
+
+
+def test_sql_consumers_acknowledge_in_their_own_transaction(subscribed):
+    """From SQL: changes_since gives each change as jsonb after a position; a consumer
+    that applies them and acknowledges in one transaction, and crashes (rolls back)
+    once, holds every change exactly once."""
+    oracle, rng = subscribed
+    db = oracle.db
+    conn = db.conn
+    position, new = conn.execute("SELECT * FROM argus.subscribe('per_sender', 'sql')").fetchone()
+    assert new
+    conn.execute("CREATE TABLE copy (sender text PRIMARY KEY, n bigint, total numeric, "
+                 "receivers bigint)")
+    conn.execute("INSERT INTO copy SELECT * FROM argus_results.per_sender")
+    for cycle in range(1, 6):
+        load(oracle, rng, cycle * 100)
+        oracle.run()
+        for attempt in ("crash", "commit"):
+            try:
+                with conn.transaction():
+                    (start,) = conn.execute("SELECT position FROM argus_catalog.consumers "
+                                            "WHERE consumer = 'sql'").fetchone()
+                    rows = conn.execute("SELECT * FROM argus.changes_since('per_sender', %s)",
+                                        (start,)).fetchall()
+                    for _, sign, change in rows:
+                        if sign < 0:
+                            conn.execute("DELETE FROM copy WHERE sender = %s", (change["sender"],))
+                        else:
+                            conn.execute("INSERT INTO copy SELECT * FROM jsonb_populate_record("
+                                         "NULL::copy, %s)", (json.dumps(change),))
+                    if rows:
+                        conn.execute("SELECT argus.acknowledge('per_sender', 'sql', %s)",
+                                     (rows[-1][0],))
+                    if attempt == "crash":
+                        raise RuntimeError("killed before committing")
+            except RuntimeError:
+                pass
+        assert bag(conn.execute("SELECT * FROM copy")) == bag(db.results("per_sender"))
+
+
+def test_each_committed_cycle_notifies_listeners(subscribed, login):
+    oracle, rng = subscribed
+    db = oracle.db
+    with psycopg.connect(db.dsn, autocommit=True) as listener:
+        listener.execute("LISTEN argus_cycle")
+        load(oracle, rng, 100)
+        report = oracle.run()
+        oracle.run()  # nothing new: no query changed
+        payloads = [json.loads(n.payload) for n in listener.notifies(timeout=2, stop_after=2)]
+    assert payloads[0]["run"] == report.run_id
+    assert payloads[0]["queries"] == sorted(QUERIES) and not payloads[0]["truncated"]
+    assert payloads[1] == {"run": report.run_id + 1, "queries": [], "truncated": False}
+    # once a role may read some queries only, the payload names none; the role asks
+    role, dsn = login("sub")
+    db.grant("reader", role, query="top2")
+    with psycopg.connect(dsn, autocommit=True) as reader:
+        reader.execute("LISTEN argus_cycle")
+        load(oracle, rng, 200)
+        report = oracle.run()
+        (note,) = list(reader.notifies(timeout=2, stop_after=1))
+        assert json.loads(note.payload) == {"run": report.run_id}
+        named = [q for (q,) in reader.execute("SELECT argus.changed_queries(%s)",
+                                              (report.run_id,))]
+        assert named == ["top2"]
+        with pytest.raises(psycopg.errors.UndefinedObject, match="no query named 'big'"):
+            reader.execute("SELECT * FROM argus.subscribe('big')")
+        assert reader.execute("SELECT * FROM argus.subscribe('top2')").fetchone()[0] \
+            == report.run_id
+
+
+def test_a_log_that_no_longer_keeps_changes_says_so(subscribed):
+    oracle, rng = subscribed
+    db = oracle.db
+    first = next(db.subscribe("per_sender", consumer="slow", timeout=0.1)).position
+    for cycle in range(1, 4):
+        load(oracle, rng, cycle * 100)
+        oracle.run()
+    logged = db.conn.execute("SELECT count(DISTINCT argus_position) FROM argus_log.per_sender")
+    assert logged.fetchone()[0] == 3  # slow acknowledged nothing past its snapshot
+    db.acknowledge("per_sender", "slow", first + 2)
+    load(oracle, rng, 500)
+    oracle.run()  # cut below what every consumer has
+    assert db.conn.execute("SELECT min(argus_position) FROM argus_log.per_sender"
+                           ).fetchone()[0] == first + 3
+    with pytest.raises(ChangesLostError, match=f"after position {first} are no longer kept"):
+        next(db.subscribe("per_sender", since=first, timeout=0.1))
+    db.configure(keep_changes="0 seconds")  # then what is older goes, acknowledged or not
+    load(oracle, rng, 600)
+    oracle.run()
+    with pytest.raises(ChangesLostError, match="keep_changes"):
+        next(db.subscribe("per_sender", consumer="slow", timeout=0.1))
+    with pytest.raises(UnknownQueryError, match="no query named 'nope'"):
+        next(db.subscribe("nope"))
+    db.unregister_query("per_sender")
+    assert db.conn.execute("SELECT to_regclass('argus_log.per_sender')").fetchone()[0] is None
+    assert db.conn.execute("SELECT count(*) FROM argus_catalog.change_logs").fetchone()[0] == 0
+
+
+def test_the_cli_streams_an_answer_and_its_changes(subscribed):
+    oracle, rng = subscribed
+    db = oracle.db
+    result = CliRunner().invoke(main, ["subscribe", "big", "--timeout", "0.5", "--dsn", db.dsn],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert {line["row"]["receiver"] for line in lines} == {r for (r,) in db.results("big")}
+    assert {(line["position"], line["sign"]) for line in lines} \
+        == {(db.conn.execute("SELECT argus.position()").fetchone()[0], 1)}
+    # no log for a query no one subscribed to
+    assert db.conn.execute("SELECT count(*) FROM argus_catalog.change_logs").fetchone()[0] == 1
