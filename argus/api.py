@@ -112,7 +112,8 @@ class Argus:
             raise QueryError(f"stream {name!r}: no columns")
         if not self.owner:
             requests.submit(self.conn, "create_stream", name,
-                            {"columns": dict(columns), "time_column": time_column})
+                            {"columns": [list(c) for c in dict(columns).items()],
+                             "time_column": time_column})
             return streams.stream_schemas(self.conn)[check_name(name, "stream")]
         return streams.create_stream(self.conn, name, columns, time_column,
                                      if_not_exists=if_not_exists)

@@ -327,20 +327,67 @@ def drop(name: str, dsn: str | None) -> None:
                    "first costs less than a new `argus run`'s).")
 @click.option("--cycles", type=click.IntRange(min=1), default=None,
               help="With --every: stop after this many cycles (failed ones count).")
+@click.option("--follow", is_flag=True,
+              help="Go on running a cycle as soon as rows arrive (woken by each load's "
+                   "notification), and carrying out registrars' requests as they come.")
+@click.option("--min-interval", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              metavar="SECONDS",
+              help="With --follow: at most one cycle per this many seconds (loads in "
+                   "between wait for the next one).")
 @dsn_option
 @handle_errors
-def run(wait: bool, log: Path | None, every: str | None, cycles: int | None,
-        dsn: str | None) -> None:
-    """Run one cycle: claim new rows, update every query, report."""
+def run(wait: bool, log: Path | None, every: str | None, cycles: int | None, follow: bool,
+        min_interval: float, dsn: str | None) -> None:
+    """Run one cycle: claim new rows, update every query, report. Exit status 3 when a
+    query failed in it and was isolated (the others went on), 1 when the cycle failed."""
     from .schedule import interval
 
+    if follow:
+        if every is not None:
+            raise ArgusError("--follow and --every are two ways to go on: choose one")
+        _run_follow(dsn, min_interval, log)
+        return
     if every is None:
         if cycles is not None:
             raise ArgusError("--cycles goes with --every")
         with _connect(dsn) as db:
-            _run_once(db, wait, log)
+            if _run_once(db, wait, log):
+                sys.exit(ISOLATED)
         return
     _run_every(dsn, interval(every), cycles, wait, log)
+
+
+ISOLATED = 3  # argus run's exit status when a query was isolated in the cycle
+
+
+def _run_follow(dsn: str | None, min_seconds: float, log: Path | None) -> None:
+    """A cycle whenever a load commits (LISTEN argus_rows), at most one per
+    `min_seconds`; requests as they come (argus_requests). Ctrl-C or SIGTERM stop it."""
+    import signal
+    import time
+
+    import psycopg
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with _connect(dsn) as db, psycopg.connect(db.dsn, autocommit=True) as listener:
+            listener.execute("LISTEN argus_rows")
+            listener.execute("LISTEN argus_requests")
+            console.print("following: a cycle whenever rows arrive (Ctrl-C stops)")
+            last = float("-inf")
+            while True:
+                time.sleep(max(0.0, min_seconds - (time.monotonic() - last)))
+                last = time.monotonic()
+                _run_once(db, True, log)
+                for _ in listener.notifies(stop_after=1):
+                    pass
+    except KeyboardInterrupt:
+        err_console.print("stopped")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_every(dsn: str | None, seconds: int, cycles: int | None, wait: bool,
@@ -379,8 +426,8 @@ def _run_every(dsn: str | None, seconds: int, cycles: int | None, wait: bool,
             db.close()
 
 
-def _run_once(db, wait: bool, log: Path | None) -> None:
-    """One cycle and its report."""
+def _run_once(db, wait: bool, log: Path | None) -> bool:
+    """One cycle and its report; whether a query was isolated in it."""
     from .schedule import log_cycle, tag
 
     if db.owner:
@@ -391,7 +438,7 @@ def _run_once(db, wait: bool, log: Path | None) -> None:
         err_console.print(f"skipped: {exc}")
         if log:
             log_cycle(log, tag(db.dsn), "skipped: another cycle was running")
-        return
+        return False
     except ArgusError as exc:
         if log:
             log_cycle(log, tag(db.dsn), f"failed: {exc}")
@@ -423,6 +470,7 @@ def _run_once(db, wait: bool, log: Path | None) -> None:
     if log and any(d.migrated for d in report.migrations):
         log_cycle(log, tag(db.dsn), "migrated " + ", ".join(
             d.query for d in report.migrations if d.migrated))
+    return bool(report.failed)
 
 
 def _report_requests(outcomes) -> None:

@@ -113,7 +113,8 @@ def _message(kind: str, name: str, exc: Exception) -> str:
 
 # What a request's body holds, by kind: field -> (the JSON types it may have, required).
 BODIES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
-    "create_stream": {"columns": ((dict,), True), "time_column": ((str, type(None)), False)},
+    # columns: [[name, type], …] in order (an object's keys lose their order in jsonb)
+    "create_stream": {"columns": ((list, dict), True), "time_column": ((str, type(None)), False)},
     "register": {"sql": ((str,), True), "evaluate": ((str,), False), "force": ((bool,), False)},
     "unregister": {},
     "drop_stream": {},
@@ -140,9 +141,15 @@ def _checked_body(kind: str, body: object) -> dict:
             raise ArgusError(f"a {kind} request's body: {field!r} must be "
                              f"{' or '.join(_json_type(t()) for t in types)}, not "
                              f"{_json_type(body[field])}")
-    if kind == "create_stream" and not all(isinstance(t, str) for t in body["columns"].values()):
-        raise ArgusError("a create_stream request's body: columns map names to types "
-                         "(strings)")
+    if kind == "create_stream":
+        columns = body["columns"]
+        pairs = list(columns.items()) if isinstance(columns, dict) else columns
+        if not all(isinstance(p, (list, tuple)) and len(p) == 2
+                   and all(isinstance(x, str) for x in p)
+                   for p in pairs):
+            raise ArgusError("a create_stream request's body: columns are [name, type] pairs "
+                             "(strings), in order")
+        body = {**body, "columns": dict(pairs)}
     return body
 
 

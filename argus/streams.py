@@ -125,6 +125,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                                 history=stream_history(name)))
         else:
             tables.create_inbox(conn, name, key, [c for c, t in types.items() if t.not_null])
+        conn.execute(render("stream/notify_rows", inbox=stream_inbox(name)))
         (node_id,) = conn.execute(
             """INSERT INTO argus_catalog.nodes (kind, join_level, sequence_id, signature,
                                                 definition, hist_schema, hist_name, insert_only)

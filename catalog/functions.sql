@@ -278,6 +278,12 @@ BEGIN
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
     PERFORM argus.intact();  -- a crash emptied the network's state: rebuilt first
+    IF EXISTS (SELECT FROM argus_catalog.requests WHERE status = 'pending') THEN
+        RAISE NOTICE 'argus: % request(s) to register or drop wait for an argus process of '
+                     'the owner (argus worker, argus run --follow, or argus run): a cycle '
+                     'run from SQL cannot parse queries',
+                     (SELECT count(*) FROM argus_catalog.requests WHERE status = 'pending');
+    END IF;
     -- event times of type timestamp or date are the same instants, and values the same
     -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pinned_session
     PERFORM set_config('TimeZone', v_settings.time_zone, true);
@@ -801,6 +807,9 @@ BEGIN
     -- registrars: their own requests
     EXECUTE format('GRANT SELECT, INSERT (kind, name, body) ON argus_catalog.requests TO %I',
                    v_registrar);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION argus.register(text, text, text), '
+                   'argus.unregister(text), argus.create_stream(text, json, text), '
+                   'argus.drop_stream(text) TO %I', v_registrar);
     -- single roles
     FOR v_grant IN SELECT * FROM argus_catalog.grants LOOP
         IF v_grant.kind = 'reader' AND v_grant.query IS NOT NULL THEN
@@ -1216,3 +1225,61 @@ BEGIN
               USING ERRCODE = 'insufficient_privilege';
     END IF;
 END $$;
+
+-- Loads wake `argus run --follow` (LISTEN argus_rows): each statement writing an inbox
+-- notifies once, when it commits (sql_templates/stream/notify_rows.sql; the inboxes of
+-- streams made before it get the trigger here).
+CREATE OR REPLACE FUNCTION argus.rows_arrived() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM pg_notify('argus_rows', TG_TABLE_NAME);
+    RETURN NULL;
+END $$;
+DO $$
+DECLARE
+    v_inbox regclass;
+BEGIN
+    FOR v_inbox IN SELECT c.oid::regclass FROM pg_class c
+                     JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = 'argus_inbox' AND c.relkind = 'r'
+                      AND NOT EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = c.oid
+                                         AND t.tgname = 'argus_rows')
+    LOOP
+        EXECUTE format('CREATE TRIGGER argus_rows AFTER INSERT ON %s FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION argus.rows_arrived()', v_inbox);
+    END LOOP;
+END $$;
+
+-- Registration from SQL: a request (argus_catalog.requests), as a registrar's, from
+-- whoever may make one (the owner, registrars), returning its id; an owner's argus
+-- process carries it out: `argus worker`, `argus run --follow`, the next `argus run`.
+-- (Registering parses and plans the query in Python: SQL alone cannot. A cycle run
+-- from SQL says when requests wait: argus.run_cycle.)
+CREATE OR REPLACE FUNCTION argus.register(p_name text, p_sql text, p_evaluate text DEFAULT NULL)
+RETURNS bigint LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO argus_catalog.requests (kind, name, body)
+    VALUES ('register', p_name, jsonb_strip_nulls(jsonb_build_object('sql', p_sql,
+                                                                     'evaluate', p_evaluate)))
+    RETURNING request_id
+$$;
+CREATE OR REPLACE FUNCTION argus.unregister(p_name text) RETURNS bigint
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO argus_catalog.requests (kind, name, body) VALUES ('unregister', p_name, '{}')
+    RETURNING request_id
+$$;
+-- p_columns: '{"column": "type", …}', json (not jsonb: its keys keep their order)
+CREATE OR REPLACE FUNCTION argus.create_stream(p_name text, p_columns json,
+                                               p_time_column text DEFAULT NULL)
+RETURNS bigint LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO argus_catalog.requests (kind, name, body)
+    VALUES ('create_stream', p_name, jsonb_strip_nulls(jsonb_build_object(
+                'columns', (SELECT jsonb_agg(jsonb_build_array(c.key, c.value) ORDER BY c.n)
+                              FROM json_each_text(p_columns) WITH ORDINALITY AS c(key, value, n)),
+                'time_column', p_time_column)))
+    RETURNING request_id
+$$;
+CREATE OR REPLACE FUNCTION argus.drop_stream(p_name text) RETURNS bigint
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO argus_catalog.requests (kind, name, body) VALUES ('drop_stream', p_name, '{}')
+    RETURNING request_id
+$$;

@@ -110,8 +110,10 @@ def test_a_registrar_registers_over_streams_it_may_read(network, login, worker):
             registrar.register_query("spy", "SELECT secret FROM t")
         with pytest.raises(PermissionDeniedError, match="created by role"):
             registrar.unregister_query("a")
-        registrar.create_stream("own", {"id": "int"})
-        registrar.insert("own", [(5,)])
+        registrar.create_stream("own", {"id": "int", "label": "text", "at": "date"})
+        own = next(s for s in registrar.streams() if s.name == "own")
+        assert [c for c, _ in own.columns] == ["id", "label", "at"]
+        registrar.insert("own", [(5, "x", None)])  # in the order declared (not jsonb's)
         registrar.register_query("own_q", "SELECT id FROM own")
         registrar.run()
         assert registrar.results("own_q") == [(5,)]

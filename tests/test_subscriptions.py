@@ -9,6 +9,9 @@ from __future__ import annotations
 import datetime
 import json
 import random
+import subprocess
+import sys
+import time
 from collections import Counter
 
 import psycopg
@@ -205,3 +208,55 @@ def test_the_cli_streams_an_answer_and_its_changes(subscribed):
         == {(db.conn.execute("SELECT argus.position()").fetchone()[0], 1)}
     # no log for a query no one subscribed to
     assert db.conn.execute("SELECT count(*) FROM argus_catalog.change_logs").fetchone()[0] == 1
+
+
+def test_psql_alone_with_run_follow(db):
+    """Everything from SQL: a stream and a query registered by functions (requests that
+    `argus run --follow` carries out as they come, in the stream's declared column
+    order), rows inserted into the inbox, each cycle run as soon as they commit, and the
+    changes read from the log; a cycle run from SQL says when requests wait."""
+    conn = db.conn
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    conn.execute("""SELECT argus.create_stream('t', '{"v": "int", "id": "bigint"}')""")
+    conn.execute("SELECT argus.run_cycle()")
+    assert any("wait for an argus process" in n for n in notices)
+    follow = subprocess.Popen([sys.executable, "-m", "argus", "run", "--follow", "--dsn", db.dsn],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        (request,) = conn.execute(
+            "SELECT argus.register('pos', 'SELECT id, v FROM t WHERE v > 0')").fetchone()
+        for _ in range(200):
+            status = conn.execute("SELECT status, error FROM argus_catalog.requests "
+                                  "WHERE request_id = %s", (request,)).fetchone()
+            if status[0] != "pending":
+                break
+            time.sleep(0.05)
+        assert status == ("done", None)
+        assert [c for c, _ in db.query("pos").columns] == ["id", "v"]
+        position, _ = conn.execute("SELECT * FROM argus.subscribe('pos')").fetchone()
+        conn.execute("INSERT INTO argus_inbox.t VALUES (5, 1), (-5, 2)")  # (v, id)
+        for _ in range(200):
+            rows = conn.execute("SELECT * FROM argus.changes_since('pos', %s)",
+                                (position,)).fetchall()
+            if rows:
+                break
+            time.sleep(0.05)
+        assert [(sign, change) for _, sign, change in rows] == [(1, {"id": 1, "v": 5})]
+    finally:
+        follow.terminate()
+        out, err = follow.communicate(timeout=30)
+    assert follow.returncode == 0, err
+    assert "following" in out and "stopped" in err
+
+
+def test_run_exits_3_when_a_query_was_isolated(db):
+    db.create_stream("t", {"id": "bigint", "v": "int"})
+    db.register_query("ratio", "SELECT id, 10 / v AS r FROM t")
+    db.register_query("fine", "SELECT id FROM t")
+    db.insert("t", [(1, 2)])
+    assert CliRunner().invoke(main, ["run", "--dsn", db.dsn]).exit_code == 0
+    db.insert("t", [(2, 0)])
+    result = CliRunner().invoke(main, ["run", "--dsn", db.dsn])
+    assert result.exit_code == 3 and "isolated" in result.output
+    assert sorted(db.results("fine")) == [(1,), (2,)]
