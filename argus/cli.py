@@ -286,13 +286,35 @@ def register(name: str, sql_text: str | None, path: Path | None, sharing: str | 
 @click.option("--load-id", default=None,
               help="Loads with the same id happen once (default: a SHA-256 digest of the "
                    "content).")
+@click.option("--engine", type=click.Choice(["auto", "local", "spark"]), default="auto",
+              show_default=True,
+              help="local: PostgreSQL's COPY (CSV only, a stream's rows); spark: Spark over "
+                   "JDBC; auto: local for CSV, Spark for the rest.")
 @click.option("--master", default=None, help="Spark master URL (default: local[2]).")
 @click.option("--batch-size", default=10_000, show_default=True, help="JDBC batch size.")
 @dsn_option
 @handle_errors
 def load(path: Path, stream: str, fmt: str | None, header: bool, load_id: str | None,
-         master: str | None, batch_size: int, dsn: str | None) -> None:
-    """Load a CSV, Parquet or JSON file into STREAM with Spark, exactly once."""
+         engine: str, master: str | None, batch_size: int, dsn: str | None) -> None:
+    """Load a CSV, Parquet or JSON file (or a directory of them) into STREAM, exactly
+    once: CSV by COPY, the others with Spark."""
+    fmt = (fmt or _format_of(path) or ("csv" if engine == "local" else "parquet")).lower()
+    if engine == "local" and fmt != "csv":
+        raise ArgusError(f"--engine local loads CSV only, not {fmt}: use --engine spark")
+    if engine != "spark" and fmt == "csv":
+        from .files import load_csv
+
+        def say(message: str) -> None:
+            err_console.print(f"[dim]{escape(message)}[/]")
+
+        with _connect(dsn) as db:
+            done = load_csv(db.conn, path, stream, header, load_id, progress=say)
+        for file, _ in done.skipped:
+            console.print(f"{file} was loaded before: skipped")
+        if done.loaded or not done.skipped:
+            console.print(f"{done.rows:,} rows loaded into {done.stream}; the next cycle "
+                          "claims them")
+        return
     from .spark import load_file
 
     result = load_file(str(path), stream, dsn, fmt=fmt, header=header, load_id=load_id,
@@ -303,6 +325,14 @@ def load(path: Path, stream: str, fmt: str | None, header: bool, load_id: str | 
     else:
         console.print(f"{result.rows:,} rows loaded into {result.stream} "
                       f"(load id {result.load_id}); the next cycle claims them")
+
+
+def _format_of(path: Path) -> str | None:
+    """A file's format by its suffix; a directory's, when all its files share one."""
+    from .files import data_files
+
+    suffixes = {p.suffix for p in data_files(path)} if path.is_dir() else {path.suffix}
+    return suffixes.pop().lstrip(".") or None if len(suffixes) == 1 else None
 
 
 @main.command()

@@ -22,7 +22,6 @@ in $ARGUS_JDBC_PACKAGES (for machines that reach a Maven repository).
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
 import re
 import time
@@ -35,6 +34,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from .api import resolve_dsn
 from .errors import LoadError, UnknownStreamError
+from .files import data_files, file_id
 from .loads import (LoadResult, already_loaded, commit_staged, drop_staging, load_lock,
                     prepare_staging, staging_table, sweep_staging)
 from .names import check_name
@@ -258,27 +258,6 @@ def _csv_line(file: str, values: list) -> int | None:
             if fields == wanted:
                 return reader.line_num
     return None
-
-
-def file_id(path: Path) -> str:
-    """A load id for a file, or a directory of files, from their content (SHA-256 of
-    the bytes, and of each file's path relative to the directory): the same data loads
-    once whatever its name or modification time, and changed data loads again."""
-    digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(data_files(path))
-    for file in files:
-        if file != path:
-            digest.update(str(file.relative_to(path)).encode())
-        with open(file, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def data_files(directory: Path) -> list[Path]:
-    """The data files of a directory as Spark reads them (not _SUCCESS, .crc, hidden)."""
-    return [p for p in directory.rglob("*") if p.is_file()
-            and not p.name.startswith(("_", ".")) and not p.name.endswith(".crc")]
 
 
 def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = None,

@@ -20,7 +20,7 @@ LAYERS = [
     ("node kinds and the cycle program", {"nodes", "program"}),
     ("the network in PostgreSQL", {"roles", "catalog", "network"}),
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
-                    "registry", "requests", "cycle", "subscriptions",
+                    "registry", "requests", "cycle", "subscriptions", "files",
                     "quarantine", "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
                     "optimize", "adapt", "picture", "audit"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",

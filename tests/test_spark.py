@@ -129,7 +129,8 @@ def test_argus_load_reads_a_csv_file_once(events, fresh_dsn, tmp_path, monkeypat
 
     def load():
         result = CliRunner().invoke(main, ["load", "--stream", "events", str(data),
-                                           "--dsn", fresh_dsn], catch_exceptions=False)
+                                           "--engine", "spark", "--dsn", fresh_dsn],
+                                    catch_exceptions=False)
         assert result.exit_code == 0, result.output
         return result.output
 
