@@ -111,7 +111,10 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
 def _cycle(conn: psycopg.Connection, wait: bool, limit: str | None):
     """argus.cycle's row (None: another cycle was running), under the time limit armed
     for the cycle's transaction alone."""
-    cycle = sql.SQL("SELECT * FROM argus.cycle({})").format(sql.Literal(wait))
+    # a client that goes away (killed) has the server cancel its cycle within a second,
+    # not run it to the end holding the cycle lock
+    cycle = sql.SQL("SELECT set_config('client_connection_check_interval', '1s', true); "
+                    "SELECT * FROM argus.cycle({})").format(sql.Literal(wait))
     if limit is not None:
         cycle = sql.SQL("SELECT set_config('statement_timeout', {}, true); {}").format(
             sql.Literal(limit), cycle)
@@ -124,10 +127,25 @@ def _cycle(conn: psycopg.Connection, wait: bool, limit: str | None):
                 while cur.nextset():
                     pass
                 return cur.fetchone()
-        except psycopg.Error as exc:  # the server went away, or a bug of ours
+        except psycopg.Error as exc:  # cancelled, the server went away, or a bug of ours
             if not (again and STALE_WORKER in str(exc)):
-                raise CycleError(f"cycle failed and was rolled back: {exc}") from exc
+                raise CycleError(f"cycle failed and was rolled back{_recorded(conn, exc)}: "
+                                 f"{exc}") from exc
     return None
+
+
+def _recorded(conn: psycopg.Connection, exc: psycopg.Error) -> str:
+    """Record a cycle the server rolled back as a run of its own (argus.runs shows
+    it); what to say of it."""
+    if conn.closed or conn.broken:
+        return ""
+    try:
+        with nullcontext() if conn.autocommit else conn.transaction():
+            (run_id,) = conn.execute("SELECT argus.record_rollback(%s)",
+                                     (str(exc).strip(),)).fetchone()
+    except psycopg.Error:  # (an older catalog, a role without the function)
+        return ""
+    return f" (run {run_id})"
 
 
 def report(conn: psycopg.Connection, run_id: int, seconds: float = 0.0) -> CycleReport:

@@ -769,7 +769,8 @@ DECLARE
                       'argus.count_load(text, text, bigint), '
                       'argus.sweep_staging(), argus.prepare_staging(text, text), '
                       'argus.drop_staging(text, text), argus.commit_staged(text, text, text), '
-                      'argus.loaded(text, text), argus.node_timeout()';
+                      'argus.loaded(text, text), argus.node_timeout(), '
+                      'argus.record_rollback(text)';
 BEGIN
     IF v_prefix IS NULL THEN
         RETURN;
@@ -1284,4 +1285,13 @@ CREATE OR REPLACE FUNCTION argus.drop_stream(p_name text) RETURNS bigint
 LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     INSERT INTO argus_catalog.requests (kind, name, body) VALUES ('drop_stream', p_name, '{}')
     RETURNING request_id
+$$;
+
+-- A cycle the server rolled back whole (catalog/031_rolled_back_runs.sql), recorded by
+-- the client that ran it: a run of its own, with the error.
+CREATE OR REPLACE FUNCTION argus.record_rollback(p_error text) RETURNS bigint
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO argus_catalog.runs (started_at, finished_at, status, error)
+    VALUES (now(), clock_timestamp(), 'rolled_back', left(p_error, 2000))
+    RETURNING run_id
 $$;

@@ -274,3 +274,64 @@ def test_loads_cycles_and_kills_interleave_with_every_row_once(db, fresh_dsn, tm
     oracle.accumulated.clear()
     oracle.run()  # every answer equals its SQL from scratch
     assert "run " in (tmp_path / "c.log").read_text()
+
+
+def _waiting_cycle(dsn: str, timeout: float = 20.0) -> int | None:
+    """The pid of a backend whose cycle waits for a lock, once there is one (asked
+    outside any transaction: pg_stat_activity is read once per transaction)."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = "
+                               "'Lock' AND query LIKE '%argus.cycle%'").fetchone()
+            if row:
+                return row[0]
+            time.sleep(0.05)
+    return None
+
+
+def test_a_cancelled_cycle_is_recorded_and_a_killed_clients_cycle_stops(db, fresh_dsn):
+    """A cycle cancelled on the server rolls back whole: its client records it as a run
+    'rolled_back' with the error (the run id it took is no longer a silent gap). A
+    client killed while its cycle runs has the server cancel the cycle within a
+    second or so, instead of running it to the end holding the cycle lock."""
+    db.create_stream("t", {"id": "int"})
+    db.register_query("q", "SELECT id FROM t")
+    with psycopg.connect(fresh_dsn, autocommit=True) as blocker:
+        blocker.execute("BEGIN")
+        blocker.execute("LOCK TABLE argus_streams.t IN ACCESS EXCLUSIVE MODE")
+        db.insert("t", [(1,)])
+        failure = []
+        worker = threading.Thread(target=lambda: failure.append(_run_and_catch(fresh_dsn)))
+        worker.start()
+        pid = _waiting_cycle(fresh_dsn)
+        assert pid is not None
+        blocker.execute("SELECT pg_cancel_backend(%s)", (pid,))
+        worker.join(30)
+        assert failure and "rolled back (run" in failure[0] and "canceling" in failure[0]
+        status, error = db.conn.execute("SELECT status, error FROM argus.runs "
+                                        "ORDER BY run_id DESC LIMIT 1").fetchone()
+        assert status == "rolled_back" and "canceling statement" in error
+        # a client killed mid-cycle: its backend goes, and the lock with it
+        client = subprocess.Popen([sys.executable, "-m", "argus", "run", "--wait",
+                                   "--dsn", fresh_dsn])
+        pid = _waiting_cycle(fresh_dsn)
+        assert pid is not None
+        client.kill()
+        client.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _waiting_cycle(fresh_dsn, timeout=0.1):
+            time.sleep(0.1)
+        assert _waiting_cycle(fresh_dsn, timeout=0.1) is None
+        blocker.execute("COMMIT")
+    report = db.run()  # the rows wait for this one, claimed once
+    assert report.rows_in == {"t": 1} and db.results("q") == [(1,)]
+
+
+def _run_and_catch(dsn: str) -> str:
+    with argus.connect(dsn) as other:
+        try:
+            other.run()
+        except argus.CycleError as exc:
+            return str(exc)
+    return "no error"
