@@ -349,10 +349,12 @@ class Argus:
         raise `max_clock_lead` first (`configure`) if their times are right."""
         return quarantine.release(self.conn, stream, ids)
 
-    def explain(self, name: str) -> str:
+    def explain(self, name: str, code: bool = False) -> str:
+        """Query `name`'s nodes: what each computes, keeps and costs (with `code`, the
+        SQL each runs)."""
         from .explain import explain
 
-        return explain(self.conn, name)
+        return explain(self.conn, name, code)
 
     # -- settings --------------------------------------------------------------
 

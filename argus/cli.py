@@ -692,12 +692,14 @@ def subscribe(name: str, since: int | None, consumer: str | None, fmt: str,
                    "(of query NAME's nodes, or all). Needs a superuser's session.")
 @click.option("--rows", default="10,1000", show_default=True,
               help="With --audit: the sample's rows per stream, e.g. 10,1000.")
+@click.option("--code", is_flag=True, help="Also the SQL each node runs, and the views.")
 @dsn_option
 @handle_errors
-def explain(name: str | None, svg_path: Path | None, audit: bool, rows: str,
+def explain(name: str | None, svg_path: Path | None, audit: bool, rows: str, code: bool,
             dsn: str | None) -> None:
-    """Show query NAME's nodes and the SQL each runs (or, with --svg, draw them; with
-    --audit, what each statement did for its delta)."""
+    """Show query NAME's nodes: what each computes, keeps and costs (with --code, the SQL
+    each runs; with --svg, draw them; with --audit, what each statement did for its
+    delta)."""
     with _connect(dsn) as db:
         if audit:
             from . import audit as node_audit
@@ -714,7 +716,7 @@ def explain(name: str | None, svg_path: Path | None, audit: bool, rows: str,
         if name is None:
             raise click.UsageError("name a query (or --audit)")
         if svg_path is None:
-            click.echo(db.explain(name))
+            click.echo(db.explain(name, code))
             return
         from .picture import of_query
 

@@ -70,7 +70,9 @@ def _costed(order: dict) -> str:
             f"{order['state']:,} rows held)")
 
 
-def explain(conn: psycopg.Connection, name: str) -> str:
+def explain(conn: psycopg.Connection, name: str, code: bool = False) -> str:
+    """The query's nodes: what each computes, keeps and cost; with `code`, the SQL each
+    runs and the query's views too."""
     info = query_info(conn, name)
     net = network.load(conn)
     canonical, join_orders = conn.execute(
@@ -166,6 +168,8 @@ def explain(conn: psycopg.Connection, name: str) -> str:
             out.append(f"      layout today (argus optimize --dry-run): {p.change}, {p.why}"
                        + (f"; {saves}" if saves else ""))
         cycle_block, flush_block = blocks[node.id]
+        if not code:
+            continue
         if node.kind == "stream":
             out.append("      cycle code (claim; one statement for all streams):")
             out.append(text(claim([(stream_of[node.id], node, None)])))
@@ -176,6 +180,9 @@ def explain(conn: psycopg.Connection, name: str) -> str:
         if flush_block is not None:
             out.append("      flush code (end of cycle):")
             out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
+    if not code:
+        out.append("  (the SQL each node runs, and the query's views: with --code)")
+        return "\n".join(out)
     out.append("  views:")
     for view in (results_view(info.name), changes_view(info.name)):
         (definition,) = conn.execute("SELECT pg_get_viewdef(%s::regclass, true)",

@@ -9,6 +9,7 @@ nothing to draw and opens anywhere.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
@@ -36,7 +37,7 @@ class Box:
 
     @property
     def width(self) -> float:
-        return 130 + min(110.0, 14 * math.log10(self.rows + 1))
+        return max(130 + min(110.0, 14 * math.log10(self.rows + 1)), 16 + 7.4 * len(self.label))
 
 
 def _ranks(parents: dict[int, list[int]]) -> dict[int, int]:
@@ -156,11 +157,36 @@ def _drawn(conn: psycopg.Connection, nodes_sql: str, args: tuple,
     boxes = []
     for node_id, kind, level, order, rows, ms in conn.execute(nodes_sql, args):
         node = nodes[node_id]
-        label = (f"stream {node.hist_ref[1]}" if kind == "stream" else f"{kind} {node_id}")
+        label = _label(node, describe(node))
         boxes.append(Box(node_id, kind, label, rows, ms, level, order,
-                         "\n".join([label, *describe(node)])))
+                         "\n".join([f"{kind} {node_id}", *describe(node)])))
     ids = [b.node_id for b in boxes]
     edges = conn.execute("SELECT parent_id, child_id FROM argus_catalog.edges "
                          "WHERE parent_id = ANY(%s) AND child_id = ANY(%s) "
                          "ORDER BY child_id, parent_id", (ids, ids)).fetchall()
     return svg(boxes, [tuple(e) for e in edges], queries)
+
+
+_SYMBOLS = {"select": "σ", "aggregate": "γ", "distinct": "δ", "setop": "∪", "window": "ω",
+            "recursive": "μ", "rerun": "↻"}
+_JOINS = {"inner": "⋈", "left": "⟕", "semi": "⋉", "anti": "▷"}
+_QUALIFIED = re.compile(r'"t\d+"\.|"')
+
+
+def _label(node, described: list[str]) -> str:
+    """What a box computes, in a few symbols: σ amount > 1000, ⋈ sender = receiver,
+    γ sender, ω top 10 (the node's id is on hover)."""
+    if node.kind == "stream":
+        return f"stream {node.hist_ref[1]}"
+    if node.kind == "join":
+        text = f"{_JOINS.get(node.spec.kind, '⋈')} {node.spec.condition}"
+    elif node.kind == "window":
+        keep = node.spec.keep
+        text = f"ω top {keep[1]}" if keep else f"ω over {node.spec.keys} key(s)"
+    else:
+        first = described[0] if described else node.kind
+        for lead in ("where ", "group by "):
+            first = first.removeprefix(lead)
+        text = f"{_SYMBOLS.get(node.kind, node.kind)} {first}"
+    text = _QUALIFIED.sub("", text)
+    return text if len(text) <= 34 else text[:33] + "…"

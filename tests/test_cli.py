@@ -39,6 +39,8 @@ def test_cli_walkthrough(fresh_dsn, tmp_path):
     out = invoke(fresh_dsn, "results", "small", "--changes")
     assert "argus_sign" in out.output
     out = invoke(fresh_dsn, "explain", "big")
+    assert "where" in out.output and "INSERT INTO" not in out.output
+    out = invoke(fresh_dsn, "explain", "big", "--code")
     assert "INSERT INTO" in out.output
     out = invoke(fresh_dsn, "status")
     assert "2 queries, 2 nodes" in out.output and "transfers" in out.output
@@ -153,6 +155,10 @@ def test_explain_draws_the_query_s_nodes(fresh_dsn, tmp_path):
     assert drawn == nodes and {"stream", "join", "aggregate"} <= set(drawn.values())
     assert len([e for e in root.iterfind("s:line", ns) if e.get("data-parent")]) == edges
     assert any("query joined" in "".join(g.itertext()) for g in root.iterfind("s:g", ns))
+    labels = {g.get("data-kind"): next(g.iterfind("s:text", ns)).text
+              for g in root.iterfind("s:g", ns) if g.get("class") == "node"}
+    assert labels["join"].startswith("⋈ ") and "=" in labels["join"]  # what each computes
+    assert labels["aggregate"].startswith("γ ") and labels["stream"] in ("stream t", "stream u")
     out = invoke(fresh_dsn, "explain", "nope", "--svg", str(tmp_path / "n.svg"))
     assert out.exit_code == 1 and "unknown query 'nope'" in out.output
 

@@ -84,8 +84,10 @@ def test_registration_info_and_explain(transfers):
     assert info.columns == [("tran_id", "bigint"), ("dbl", "numeric")]
     assert [(n.kind, n.created) for n in info.nodes] == [("stream", False), ("select", True)]
     text = transfers.db.explain("big")
-    assert '"t1"."amount" > 10' in text
-    assert "INSERT INTO" in text and "CREATE VIEW" in text and "insert-only path" in text
+    assert '"t1"."amount" > 10' in text and "insert-only path" in text
+    assert "INSERT INTO" not in text and "with --code" in text  # the short form
+    text = transfers.db.explain("big", code=True)
+    assert "INSERT INTO" in text and "CREATE VIEW" in text
 
 
 def test_streams_refuse_bad_declarations(db):
