@@ -122,6 +122,17 @@ def explain(conn: psycopg.Connection, name: str, code: bool = False) -> str:
                  FROM argus_catalog.migrations WHERE query = %s AND migrated
                 ORDER BY migration_id DESC LIMIT 1""", (info.name,)):
         out.append(f"  migrated {at} after run {run}: {trees} ({why})")
+    for at, run, migrated, why, old, new, old_ms in conn.execute(
+            """SELECT at::timestamp(0), after_run, migrated, why, predicted_old,
+                      predicted_new, old_ms
+                 FROM argus_catalog.migrations WHERE query = %s
+                ORDER BY migration_id DESC LIMIT 1""", (info.name,)):
+        costs = "" if old is None or new is None else (
+            f"; predicted row operations per cycle: its tree {old:,.0f}, the best "
+            f"alternative {new:,.0f}")
+        measured = "" if old_ms is None else f"; its nodes measured {old_ms:,.1f} ms per cycle"
+        out.append(f"  last re-planned {at} after run {run}: "
+                   f"{'migrated' if migrated else 'kept'} ({why}){costs}{measured}")
     out.append("  nodes, in evaluation order (join_level, sequence_id):")
     for ref in info.nodes:
         node = net.nodes[ref.id]

@@ -277,6 +277,11 @@ def test_drift_makes_the_periodic_replan_migrate(three):
     assert layout(db, "chain") != first
     logged = db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone()[0]
     assert logged == len(decisions)
+    last = decisions[-1]
+    shown = next(line for line in db.explain("chain").splitlines() if "last re-planned" in line)
+    assert ("migrated" if last.migrated else "kept") in shown and last.why in shown
+    if last.prediction.current is not None:
+        assert f"its tree {last.prediction.current:,.0f}" in shown
 
 
 @pytest.mark.parametrize("old,new,min_gain,go", [
@@ -497,3 +502,8 @@ def test_a_windowed_query_is_planned_again_every_period(oracle, monkeypatch):
     assert layout(db, "chain") != first
     logged = db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone()[0]
     assert logged == len(decisions)
+    last = decisions[-1]
+    shown = next(line for line in db.explain("chain").splitlines() if "last re-planned" in line)
+    assert ("migrated" if last.migrated else "kept") in shown and last.why in shown
+    if last.prediction.current is not None:
+        assert f"its tree {last.prediction.current:,.0f}" in shown
