@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import sys
@@ -69,10 +70,21 @@ def _connect(dsn: str | None, sharing: str | None = None):
     return connect(dsn, sharing)
 
 
+class _Said(logging.Handler):
+    """argus's log messages (a rebuild's progress) on the terminal, as the rest."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(f"[dim]{escape(record.getMessage())}[/]", highlight=False)
+
+
 @click.group()
 @click.version_option(__version__, prog_name="argus")
 def main() -> None:
     """argus: incremental continuous queries on PostgreSQL."""
+    logger = logging.getLogger("argus")
+    if not any(isinstance(h, _Said) for h in logger.handlers):
+        logger.addHandler(_Said())
+        logger.setLevel(logging.INFO)
 
 
 @main.command()

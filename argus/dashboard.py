@@ -15,6 +15,7 @@ from psycopg import sql
 
 from .errors import ArgusError, PermissionDeniedError
 from .names import changes_view, check_name, results_view, stream_inbox
+from .network.durability import lost
 from .network.reads import load_node
 from .picture import COLOURS, of_network
 from .status import INBOX_COUNT_LIMIT  # (an inbox is counted this far)
@@ -74,7 +75,8 @@ def create_app(dsn: str, hosts: tuple[str, ...] = LOOPBACK):
         with read() as conn:
             return render_template("dashboard.html", network=of_network(conn),
                                    cycles=_cycles_chart(conn), queries=_queries(conn),
-                                   streams=_streams(conn), colours=COLOURS)
+                                   streams=_streams(conn), colours=COLOURS,
+                                   database=conn.info.dbname, lost=lost(conn))
 
     @app.get("/node/<int:node_id>")
     def node(node_id: int):

@@ -126,3 +126,22 @@ def test_a_role_that_may_not_read_the_catalog_is_told_at_once(db, login):
     db.grant("reader", role, query="a")  # its answer, not the network
     with pytest.raises(PermissionDeniedError, match=f"role '{role}' may not read argus's"):
         create_app(dsn)
+
+
+def test_after_a_crash_the_page_says_answers_wait_for_the_rebuild(db):
+    from argus.dashboard import create_app
+
+    from .test_durability import crash
+
+    db.create_stream("t", {"id": "int"})
+    db.register_query("n", "SELECT count(*) AS n FROM t")
+    db.insert("t", [(1,), (2,)])
+    db.run()
+    client = create_app(db.dsn).test_client()
+    page = client.get("/").get_data(as_text=True)
+    assert f"argus: {db.conn.info.dbname}" in page and "A crash emptied" not in page
+    crash(db.conn)
+    page = client.get("/")
+    assert page.status_code == 200 and "A crash emptied" in page.get_data(as_text=True)
+    answer = client.get("/query/n").get_json()  # the view refuses, and says why
+    assert answer["answer"]["rows"] == [] and "rebuilt after a crash" in answer["answer"]["error"]

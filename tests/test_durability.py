@@ -7,6 +7,7 @@ with an immediate shutdown mid-cycle."""
 from __future__ import annotations
 
 import datetime
+import logging
 import random
 import re
 
@@ -97,7 +98,7 @@ def test_a_new_network_keeps_its_derived_tables_unlogged(network):
 
 
 def test_after_a_crash_answers_wait_for_the_rebuild_and_it_is_exact(network, fresh_dsn,
-                                                                      login):
+                                                                      login, caplog):
     oracle, rng = network
     role, writer_dsn = login("writer")
     oracle.db.grant("writer", role, stream="transfers")
@@ -111,8 +112,13 @@ def test_after_a_crash_answers_wait_for_the_rebuild_and_it_is_exact(network, fre
             with oracle.conn.transaction():
                 oracle.conn.execute(read)
     assert any("lost in a crash" in t for t in status_tables(oracle.conn) if isinstance(t, str))
-    with argus.connect(fresh_dsn) as db:  # argus's owner connects: it rebuilds
-        assert db.results("top2")
+    with caplog.at_level(logging.INFO, logger="argus"):
+        with argus.connect(fresh_dsn) as db:  # argus's owner connects: it rebuilds
+            assert db.results("top2")
+    said = [r.getMessage() for r in caplog.records]  # with progress, node by node
+    nodes = int(re.search(r"rebuilding its (\d+) nodes", said[0]).group(1))
+    assert nodes > len(QUERIES) and "the network is rebuilt" in said[-1]
+    assert [m for m in said if "rebuilt node" in m][-1].count(f"{nodes} of {nodes}") == 1
     oracle.check()
     more(oracle, rng, 1000, datetime.date(2026, 1, 7))
     oracle.update("accounts", [("acct1", "renamed")])

@@ -11,6 +11,9 @@ when it next connects or runs a cycle.
 
 from __future__ import annotations
 
+import logging
+import time
+
 import psycopg
 from psycopg import sql
 
@@ -23,6 +26,8 @@ from ..program import rebuild
 from ..settings import pinned_session
 from .reads import load
 from .stored import execute_all
+
+log = logging.getLogger(__name__)  # (argus's command line prints its messages)
 
 # (in argus.intact()'s message: a cycle refused for it rebuilds and runs again)
 LOST = "state is being rebuilt after a crash"
@@ -62,10 +67,13 @@ def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:
         if not lost(conn):
             return None  # another session rebuilt it while this one waited
         net = load(conn)
+        todo = [n for n in net.nodes.values() if n.kind != "stream" and not virtual(n)]
+        log.info("argus: a crash emptied the network's state; rebuilding its %d nodes from "
+                 "the stream histories", len(todo))
+        started = time.perf_counter()
         rebuilt = []
-        for node in net.nodes.values():
-            if node.kind == "stream" or virtual(node):
-                continue  # (logged, or a view)
+        for node in todo:  # (streams and views are logged, or nothing)
+            at = time.perf_counter()
             if lazy.is_lazy(node):  # empty with no key done: completed as probed
                 for table in (node.hist, lazy.done(node)):
                     conn.execute(sql.SQL("DELETE FROM {}").format(table))
@@ -73,6 +81,10 @@ def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:
                 parents = [lazy.readable(net.nodes[p]) for p in node.parents]
                 execute_all(conn, rebuild(node, parents))
             rebuilt.append(node.id)
+            log.info("argus: rebuilt node %d (%s), %d of %d, in %.1f s", node.id, node.kind,
+                     len(rebuilt), len(todo), time.perf_counter() - at)
+        log.info("argus: the network is rebuilt (%.1f s); cycles go on",
+                 time.perf_counter() - started)
         conn.execute("INSERT INTO argus_catalog.derived_intact DEFAULT VALUES")
     return rebuilt
 
