@@ -2,7 +2,7 @@
 
 from .api import Argus, connect
 from .cycle import CycleReport
-from .errors import (ArgusError, CatalogError, CycleError, CycleInProgressError,
+from .errors import (ArgusError, CatalogError, ChangesLostError, CycleError, CycleInProgressError,
                      DuplicateNameError, InvalidNameError, LoadError, QueryError,
                      QueryFailedError, QuerySyntaxError, ServerError, SettingError,
                      UnknownColumnError, UnknownQueryError, UnknownStreamError,
@@ -12,7 +12,8 @@ from .registry import QueryInfo
 __version__ = "0.1.0"
 
 __all__ = [
-    "Argus", "ArgusError", "CatalogError", "CycleError", "CycleInProgressError",
+    "Argus", "ArgusError", "CatalogError", "ChangesLostError", "CycleError",
+    "CycleInProgressError",
     "CycleReport", "DuplicateNameError", "InvalidNameError", "LoadError", "QueryError",
     "QueryFailedError", "QueryInfo", "QuerySyntaxError", "ServerError", "SettingError",
     "UnknownColumnError", "UnknownQueryError", "UnknownStreamError", "UnsupportedQueryError",

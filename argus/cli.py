@@ -344,7 +344,9 @@ def _format_of(path: Path) -> str | None:
     from .files import data_files
 
     suffixes = {p.suffix for p in data_files(path)} if path.is_dir() else {path.suffix}
-    return suffixes.pop().lstrip(".") or None if len(suffixes) == 1 else None
+    if len(suffixes) != 1:
+        return None
+    return suffixes.pop().lstrip(".") or None
 
 
 @main.command()
@@ -423,7 +425,10 @@ def _run_follow(dsn: str | None, min_seconds: float, log: Path | None) -> None:
             while True:
                 time.sleep(max(0.0, min_seconds - (time.monotonic() - last)))
                 last = time.monotonic()
-                _run_once(db, True, log)
+                try:
+                    _run_once(db, True, log)
+                except ArgusError as exc:  # a failed cycle: its rows wait for the next
+                    err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
                 for _ in listener.notifies(stop_after=1):
                     pass
     except KeyboardInterrupt:

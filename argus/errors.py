@@ -57,6 +57,11 @@ class LoadError(ArgusError):
     """Rows that could not be loaded into a stream; nothing was loaded."""
 
 
+class ChangesLostError(ArgusError):
+    """A subscriber asked for changes its query's log no longer keeps (argus.subscriptions):
+    it starts again from the answer."""
+
+
 class CycleError(ArgusError):
     """A cycle that failed; it was rolled back and recorded in argus.runs."""
 

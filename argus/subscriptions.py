@@ -16,14 +16,10 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from .errors import ArgusError, UnknownQueryError
+from .errors import ArgusError, ChangesLostError, UnknownQueryError
 from .names import SIGN, change_log, check_name, results_view
 
 CHANNEL = "argus_cycle"
-
-
-class ChangesLostError(ArgusError):
-    """A reader asked for changes the log no longer keeps."""
 
 
 @dataclass(frozen=True)

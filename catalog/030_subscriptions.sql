@@ -12,7 +12,7 @@ CREATE TABLE argus_catalog.change_logs (
 CREATE TABLE argus_catalog.consumers (
     query_id        bigint NOT NULL REFERENCES argus_catalog.change_logs ON DELETE CASCADE,
     consumer        text NOT NULL CHECK (consumer <> ''),
-    position        bigint NOT NULL,  -- every change up to it is acknowledged
+    position        bigint,  -- every change up to it is acknowledged (NULL: not the answer yet)
     acknowledged_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (query_id, consumer)
 );

@@ -1113,9 +1113,10 @@ BEGIN
 END $$;
 
 -- Keep query `p_query`'s changes from now on (a table argus_log.<query> of them), and,
--- with `p_consumer`, a named consumer's position: where it left off, or, new, the
--- last cycle (it starts from the answer: argus.subscriptions). Waits for a running
--- cycle, so that no cycle's changes fall between the position and the log.
+-- with `p_consumer`, a named consumer's position: where it left off, or, new (or not
+-- past the answer it started from), the last cycle and new_consumer: it starts from
+-- the answer (argus.subscriptions). Waits for a running cycle, so that no cycle's
+-- changes fall between the position and the log.
 DROP FUNCTION IF EXISTS argus.subscribe(text, text);
 CREATE FUNCTION argus.subscribe(p_query text, p_consumer text DEFAULT NULL)
 RETURNS TABLE (log_position bigint, new_consumer boolean)
@@ -1134,11 +1135,11 @@ BEGIN
         INSERT INTO argus_catalog.change_logs (query_id, since) VALUES (v_query, v_position);
         PERFORM argus.apply_privileges();  -- its readers may read its log
     END IF;
-    IF p_consumer IS NOT NULL THEN
-        INSERT INTO argus_catalog.consumers (query_id, consumer, position)
-        VALUES (v_query, p_consumer, v_position) ON CONFLICT DO NOTHING;
-        v_new := FOUND;
-        SELECT c.position INTO v_position FROM argus_catalog.consumers c
+    IF p_consumer IS NOT NULL THEN  -- new, or not past its first answer: from the answer
+        INSERT INTO argus_catalog.consumers (query_id, consumer)
+        VALUES (v_query, p_consumer) ON CONFLICT DO NOTHING;
+        SELECT coalesce(c.position, v_position), c.position IS NULL INTO v_position, v_new
+          FROM argus_catalog.consumers c
          WHERE c.query_id = v_query AND c.consumer = p_consumer;
     END IF;
     RETURN QUERY SELECT v_position, v_new;

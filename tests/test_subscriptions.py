@@ -19,8 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from argus.cli import main
-from argus.errors import UnknownQueryError
-from argus.subscriptions import ChangesLostError
+from argus.errors import ChangesLostError, UnknownQueryError
 
 from .conftest import TRANSFERS
 from .oracle import _normalize
@@ -106,11 +105,15 @@ def test_sql_consumers_acknowledge_in_their_own_transaction(subscribed):
     oracle, rng = subscribed
     db = oracle.db
     conn = db.conn
-    position, new = conn.execute("SELECT * FROM argus.subscribe('per_sender', 'sql')").fetchone()
-    assert new
+    _, new = conn.execute("SELECT * FROM argus.subscribe('per_sender', 'sql')").fetchone()
+    assert new  # a consumer starts from the answer, read in one snapshot with its position
     conn.execute("CREATE TABLE copy (sender text PRIMARY KEY, n bigint, total numeric, "
                  "receivers bigint)")
-    conn.execute("INSERT INTO copy SELECT * FROM argus_results.per_sender")
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        conn.execute("INSERT INTO copy SELECT * FROM argus_results.per_sender")
+        conn.execute("SELECT argus.acknowledge('per_sender', 'sql', argus.position())")
+    assert not conn.execute("SELECT * FROM argus.subscribe('per_sender', 'sql')").fetchone()[1]
     for cycle in range(1, 6):
         load(oracle, rng, cycle * 100)
         oracle.run()
