@@ -28,22 +28,27 @@ from .test_scenarios import parse, stream_spec
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = bool(os.environ.get("ARGUS_UPDATE_GOLDEN"))
-KINDS = ("stream", "select", "join", "aggregate", "distinct", "setop")
+KINDS = ("stream", "select", "join", "aggregate", "distinct", "setop", "window", "recursive",
+         "rerun")  # (not lazy: made by a migration, not by a registration)
 
 
-def networks() -> list[tuple[str, dict[str, tuple[dict[str, str], str | None]], dict[str, str]]]:
-    """(title, streams: name -> (columns, time column), queries: name -> SQL)."""
+def networks() -> list[tuple[str, dict[str, tuple[dict[str, str], str | None]],
+                              dict[str, str], set[str]]]:
+    """(title, streams: name -> (columns, time column), queries: name -> SQL, the
+    queries registered to be re-run: written `rerun name: …`)."""
     out = []
     for title, steps in parse(GOLDEN / "networks.txt"):
-        streams, queries = {}, {}
+        streams, queries, rerun = {}, {}, set()
         for verb, text in steps:
             if verb == "stream":
                 name, columns, time = stream_spec(text)
                 streams[name] = (columns, time)
-            elif verb == "query":
+            elif verb in ("query", "rerun"):
                 name, _, query = text.partition(":")
                 queries[name.strip()] = query.strip()
-        out.append((title, streams, queries))
+                if verb == "rerun":
+                    rerun.add(name.strip())
+        out.append((title, streams, queries, rerun))
     return out
 
 
@@ -88,7 +93,7 @@ def compiled(recorded: dict) -> dict[str, str]:
 
 def plans() -> str:
     lines = []
-    for title, streams, queries in networks():
+    for title, streams, queries, _ in networks():
         schemas = {name: StreamSchema(name, tuple(columns.items()), time)
                    for name, (columns, time) in streams.items()}
         for name, query in queries.items():
@@ -130,7 +135,7 @@ def record(dsn: str) -> None:
     from argus import network, roles
 
     recorded = {}
-    for title, streams, queries in networks():
+    for title, streams, queries, rerun in networks():
         name = "argus_golden"
         roles.drop_database(dsn, name)
         with psycopg.connect(dsn, autocommit=True) as admin:
@@ -140,7 +145,8 @@ def record(dsn: str) -> None:
                 for stream, (columns, time) in streams.items():
                     db.create_stream(stream, columns, time_column=time)
                 for query, text in queries.items():
-                    db.register_query(query, text)
+                    db.register_query(query, text,
+                                      evaluate="rerun" if query in rerun else "incremental")
                 net = network.load(db.conn)
                 times = dict(db.conn.execute(
                     "SELECT node_id::text, time_column FROM argus_catalog.streams").fetchall())
