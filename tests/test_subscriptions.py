@@ -269,3 +269,26 @@ def test_run_exits_3_when_a_query_was_isolated(db):
     result = CliRunner().invoke(main, ["run", "--dsn", db.dsn])
     assert result.exit_code == 3 and "isolated" in result.output
     assert sorted(db.results("fine")) == [(1,), (2,)]
+
+
+def test_a_consumer_follows_a_query_across_its_migrations(subscribed):
+    """Migrations move a query to other nodes between two cycles (re-run, then
+    incremental again): its log goes on, and the consumer's copy stays its answer."""
+    oracle, rng = subscribed
+    db = oracle.db
+    copy: Counter = Counter()
+    followed = db.subscribe("per_sender", consumer="m", timeout=0.2)
+    steps = ["rerun", None, "incremental", None, None]
+    for cycle, evaluate in enumerate(steps, 1):
+        if evaluate is not None:
+            (decision,) = db.migrate(["per_sender"], evaluate=evaluate)
+            assert decision.migrated, decision.why
+        for changes in followed:
+            apply(copy, changes.rows)
+        assert copy == bag(db.results("per_sender")), f"after cycle {cycle}"
+        load(oracle, rng, cycle * 100)
+        oracle.run()
+        followed = db.subscribe("per_sender", consumer="m", timeout=0.2)
+    for changes in followed:
+        apply(copy, changes.rows)
+    assert copy == bag(db.results("per_sender"))
