@@ -1051,8 +1051,13 @@ def dashboard(host: str, port: int, allowed: tuple[str, ...], dsn: str | None) -
         hosts += (socket.gethostname(), socket.getfqdn())
         err_console.print(f"[yellow]warning:[/] the page has no login: whoever reaches "
                           f"{host}:{port} reads every query's answer")
+    app = create_app(target, tuple(dict.fromkeys(hosts)))
+    try:  # a production WSGI server, not Flask's development one
+        from waitress import serve
+    except ImportError:
+        raise ArgusError("the dashboard needs waitress: pip install -e '.[dashboard]'") from None
     console.print(f"argus dashboard on http://{host}:{port}/ (Ctrl-C stops it)")
-    create_app(target, tuple(dict.fromkeys(hosts))).run(host=host, port=port)
+    serve(app, host=host, port=port, threads=4, _quiet=True)
 
 
 # -- the embedded server -------------------------------------------------------------

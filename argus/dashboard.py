@@ -185,11 +185,26 @@ def _cycles_chart(conn: psycopg.Connection) -> str:
                          f'width="{bar}" height="{h:.1f}" fill="{COLOURS.get(kind, "#bab0ac")}">'
                          f'<title>cycle {run_id}: {kind} {ms:,.1f} ms, {rows_in:,} rows in'
                          '</title></rect>')
-        parts.append(f'<text x="{40 + i * (bar + 6) + bar / 2}" y="{height + 26}" '
-                     f'font-size="9" text-anchor="middle">{rows_in:,}</text>')
+        x, y = 40 + i * (bar + 6) + bar / 2, height + 20
+        parts.append(f'<text x="{x}" y="{y}" font-size="9" text-anchor="end" '
+                     f'transform="rotate(-50 {x} {y})">{_compact(rows_in)}</text>')
     return (f'<svg class="cycles" xmlns="http://www.w3.org/2000/svg" '
-            f'width="{60 + len(runs) * (bar + 6)}" height="{height + 40}" '
+            f'width="{60 + len(runs) * (bar + 6)}" height="{height + 60}" '
             'font-family="sans-serif">'
             f'<text x="0" y="12" font-size="10">{tallest:,.1f} ms</text>'
-            f'<text x="0" y="{height + 26}" font-size="9">rows in</text>'
+            f'<text x="0" y="{height + 56}" font-size="9">rows in</text>'
             + "".join(parts) + "</svg>")
+
+
+def _compact(n: int) -> str:
+    """A count in a few characters, for a chart's axis: 950, 12k, 1.5M.
+
+    >>> [_compact(n) for n in (950, 1_000, 12_345, 100_000, 1_500_000)]
+    ['950', '1k', '12k', '100k', '1.5M']
+    """
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f}".rstrip("0").rstrip(".") + unit if value < 10 \
+                else f"{value:.0f}{unit}"
+    return str(n)

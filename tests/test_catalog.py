@@ -9,7 +9,7 @@ import pytest
 
 import argus
 from argus.frontend import analyze
-from argus import catalog, names, network, schedule, streams
+from argus import catalog, dashboard, names, network, schedule, streams
 
 
 def test_migrate_is_idempotent_and_versioned(fresh_dsn):
@@ -66,7 +66,7 @@ def test_catalog_views_exist_for_psql_users(db):
         db.conn.execute(f"SELECT * FROM argus.{view}").fetchall()  # noqa: S608 - constants
 
 
-@pytest.mark.parametrize("module", [analyze, catalog, names, schedule, streams])
+@pytest.mark.parametrize("module", [analyze, catalog, dashboard, names, schedule, streams])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0

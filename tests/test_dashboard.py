@@ -19,15 +19,16 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 @pytest.fixture
 def served(db):
-    from werkzeug.serving import make_server
+    """The page as `argus dashboard` serves it (waitress)."""
+    waitress = pytest.importorskip("waitress.server", reason="waitress is not installed")
 
     from argus.dashboard import create_app
 
-    server = make_server("127.0.0.1", 0, create_app(db.dsn), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    server = waitress.create_server(create_app(db.dsn), host="127.0.0.1", port=0, threads=2)
+    thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
+    yield f"http://127.0.0.1:{server.effective_port}/"
+    server.close()
 
 
 @pytest.fixture
@@ -73,12 +74,16 @@ def test_the_dashboard_draws_the_network_and_answers_clicks(db, served, browser)
              for g in browser.find_elements(By.CSS_SELECTOR, ".network g.node")}
     assert drawn == nodes
     assert browser.find_elements(By.CSS_SELECTOR, "svg.cycles rect.bar")
+    labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "svg.cycles text")]
+    assert "5" in labels and f"argus: {db.conn.info.dbname}" in browser.title + \
+        browser.find_element(By.TAG_NAME, "h1").text
     shared = next(n for n, kind in nodes.items() if kind == "join")
     browser.find_element(By.CSS_SELECTOR, f'.network g.node[data-node="{shared}"]').click()
     panel = browser.find_element(By.ID, "panel")
     WebDriverWait(browser, 10).until(lambda _: f"node {shared}: join" in panel.text)
     assert "used by: big, huge" in panel.text and "last cycles:" in panel.text
     assert "INSERT INTO" in panel.text  # its code
+    assert "  kind: inner" in panel.text and "\\\"" not in panel.text  # fields, not JSON
     browser.find_element(By.CSS_SELECTOR, 'a.query[data-query="big"]').click()
     answer = browser.find_element(By.ID, "answer")
     WebDriverWait(browser, 10).until(lambda _: "answer" in answer.text)
