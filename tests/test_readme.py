@@ -55,3 +55,30 @@ def test_each_example_refused_however_registered_is_refused_re_run(transfers, co
                                                                    example):
     with pytest.raises(QueryError):
         transfers.db.register_query("q", example, evaluate="rerun")
+
+
+def _blocks(language: str, after: str) -> list[str]:
+    """The README's ```language code blocks in the section headed `after`."""
+    text = README.read_text()
+    section = text[text.index(f"\n## {after}\n"):]
+    section = section[:section.find("\n## ", 1)]
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+def test_the_python_quickstart_runs_as_written(fresh_dsn, monkeypatch, capsys):
+    """The README's first Python example, verbatim, on a fresh database ($ARGUS_DSN, as
+    its comment says), giving the answers its comments show."""
+    from decimal import Decimal
+
+    monkeypatch.setenv("ARGUS_DSN", fresh_dsn)
+    code = _blocks("python", "Python")[0]
+    body, end = code.split("db.unregister_query", 1)
+    namespace: dict = {}
+    exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - our README
+    shown = [m.groups() for m in re.finditer(r"^(db\.\w+\(\"big\"\))\s+# [^:\n]+: (\[[^…\n]*\])$",
+                                            body, re.M)]
+    assert shown, "the example shows no answer"
+    for expression, answer in shown:
+        assert eval(expression, namespace) == eval(answer, {"Decimal": Decimal}), expression
+    exec(compile("db.unregister_query" + end, "README.md", "exec"), namespace)  # noqa: S102
+    assert "query big" in capsys.readouterr().out  # print(db.explain("big"))
