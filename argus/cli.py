@@ -394,7 +394,7 @@ def run(wait: bool, log: Path | None, every: str | None, cycles: int | None, fol
     if every is None:
         if cycles is not None:
             raise ArgusError("--cycles goes with --every")
-        with _connect(dsn) as db:
+        with _connected(dsn, log) as db:
             if _run_once(db, wait, log):
                 sys.exit(ISOLATED)
         return
@@ -402,6 +402,19 @@ def run(wait: bool, log: Path | None, every: str | None, cycles: int | None, fol
 
 
 ISOLATED = 3  # argus run's exit status when a query was isolated in the cycle
+
+
+def _connected(dsn: str | None, log: Path | None):
+    """_connect, with a failure (the server down, say) in the cycle log too: cron's
+    cycles fail where the README says they log."""
+    from .schedule import log_cycle, tag
+
+    try:
+        return _connect(dsn)
+    except ArgusError as exc:
+        if log:
+            log_cycle(log, tag(dsn) if dsn else "embedded", f"failed: {exc}")
+        raise
 
 
 def _run_follow(dsn: str | None, min_seconds: float, log: Path | None) -> None:
@@ -1007,6 +1020,10 @@ def schedule(every: str | None, cron_expr: str | None, pg_cron: bool, log: Path 
         console.print(f"pg_cron job {job} runs SELECT argus.run_cycle() on {expression!r}")
     else:
         entry = sched.schedule_cron(target, expression, log)
+        if not sched.cron_running():
+            err_console.print("[yellow]warning:[/] no cron daemon runs on this machine: the "
+                              "entry does nothing until one does (Debian: apt-get install "
+                              "cron, then service cron start)", highlight=False)
         console.print(f"crontab: {entry.schedule} argus run (database {entry.target}); "
                       f"one line per cycle in {log or sched.default_log(entry.target)}")
 

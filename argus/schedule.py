@@ -145,13 +145,44 @@ def _remember_password(dsn: str) -> str:
 
 
 def command_line(dsn: str, log: Path) -> str:
-    """The shell command cron runs: this argus, this database, logging to `log`."""
+    """The shell command cron runs: this argus, this database, logging to `log`. On the
+    embedded server, by its database's name only: `argus run` starts the server when
+    it is down (after a reboot), where a fixed DSN would find nothing listening."""
     argus = Path(sys.executable).with_name("argus")
     program = shlex.quote(str(argus)) if argus.exists() else (
         f"{shlex.quote(sys.executable)} -m argus.cli")
+    logging = f"--log {shlex.quote(str(log))} >> {shlex.quote(str(log))}.err 2>&1"
+    database = _embedded_database(dsn)
+    if database is not None:
+        return f"{program} run -d {shlex.quote(database)} {logging}"
     return (f"PGPASSFILE={shlex.quote(str(passfile()))} "
-            f"ARGUS_DSN={shlex.quote(_remember_password(dsn))} {program} run "
-            f"--log {shlex.quote(str(log))} >> {shlex.quote(str(log))}.err 2>&1")
+            f"ARGUS_DSN={shlex.quote(_remember_password(dsn))} {program} run {logging}")
+
+
+def _embedded_database(dsn: str) -> str | None:
+    """The database `dsn` names on this user's embedded server; None for another server."""
+    from .embedded import default_server
+
+    server = default_server()
+    try:
+        port = server.settings()["port"]
+    except (OSError, ValueError, KeyError):
+        return None  # (no embedded server here)
+    parts = conninfo_to_dict(dsn)
+    if parts.get("host") in ("127.0.0.1", "localhost") and str(parts.get("port")) == str(port):
+        return parts.get("dbname") or "postgres"
+    return None
+
+
+def cron_running() -> bool:
+    """Whether a cron daemon runs on this machine (a process named cron or crond)."""
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() in ("cron", "crond"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def schedule_cron(dsn: str, expression: str, log: Path | None = None) -> Entry:
@@ -178,11 +209,14 @@ def unschedule_cron(dsn: str) -> bool:
 
 def log_cycle(path: Path, target: str, line: str) -> None:
     """Append one timestamped line for a cycle of `target` to `path`, rotated at 1 MB
-    (five files kept)."""
+    (five files kept); the output cron keeps beside it (`path`.err) rotated as well."""
     import logging
     from logging.handlers import RotatingFileHandler
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    errors = path.with_name(path.name + ".err")  # (what cron's shell appends to)
+    if errors.exists() and errors.stat().st_size > 1 << 20:
+        errors.replace(errors.with_name(errors.name + ".1"))
     handler = RotatingFileHandler(path, maxBytes=1 << 20, backupCount=5)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     record = logging.LogRecord("argus", logging.INFO, "", 0, f"{target} {line}", None, None)

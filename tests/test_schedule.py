@@ -122,3 +122,34 @@ def test_the_cycle_log_is_timestamped_and_names_the_database(db, fresh_dsn, tmp_
     assert out.exit_code == 0, out.output
     line = log.read_text().strip()
     assert line[:4].isdigit() and sched.tag(fresh_dsn) in line and "run 1:" in line
+
+
+def test_a_cycle_that_cannot_connect_says_so_in_its_log(tmp_path):
+    """Cron's cycles fail where they log: a server that is down is a line in the log,
+    not only in the .err file cron's shell appends to."""
+    log = tmp_path / "db.log"
+    down = "postgresql://postgres@127.0.0.1:1/nowhere"  # (port 1: nothing listens)
+    out = cli("run", "--log", str(log), "--dsn", down)
+    assert out.exit_code == 1
+    line = log.read_text().strip()
+    assert "127.0.0.1:1/nowhere failed: cannot connect" in line
+    err = tmp_path / "db.log.err"  # rotated at 1 MB, as the log is
+    err.write_bytes(b"x" * (1 << 20) + b"\\n")
+    cli("run", "--log", str(log), "--dsn", down)
+    assert (tmp_path / "db.log.err.1").exists() and not err.exists()
+
+
+def test_a_schedule_on_the_embedded_server_names_its_database_not_a_dsn(tmp_path,
+                                                                       monkeypatch):
+    """After a reboot the embedded server is down: a crontab line with its DSN fixed
+    found nothing listening; by the database's name, `argus run` starts it."""
+    from argus.embedded import EmbeddedServer
+
+    server = EmbeddedServer(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "server.json").write_text('{"port": 54329, "password": "pw"}')
+    monkeypatch.setattr("argus.embedded.default_server", lambda: server)
+    line = sched.command_line(server.dsn("shop"), tmp_path / "shop.log")
+    assert " run -d shop --log " in line and "ARGUS_DSN" not in line and "pw" not in line
+    other = sched.command_line("postgresql://app@db.example:5432/shop", tmp_path / "x.log")
+    assert "ARGUS_DSN=" in other
