@@ -157,3 +157,18 @@ def test_rewritten_queries_keep_postgresqls_column_names(transfers, query):
     got = [c.name for c in transfers.conn.execute("SELECT * FROM argus_results.q LIMIT 0"
                                                   ).description]
     assert got == expected
+
+
+def test_a_slow_backfill_says_so_node_by_node(transfers, caplog, monkeypatch):
+    """A sign of life on long work: each node built slower than SLOW_BUILD_SECONDS is
+    said to be as it is built (argus's log, which the command line prints)."""
+    import logging
+
+    from argus.network import builder
+
+    monkeypatch.setattr(builder, "SLOW_BUILD_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger="argus"):
+        info = transfers.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
+                                                "GROUP BY sender")
+    built = [r.getMessage() for r in caplog.records if "built from its parents" in r.getMessage()]
+    assert len(built) == len([n for n in info.nodes if n.created])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import time
 
 import psycopg
@@ -45,6 +46,8 @@ from .reads import Reads, load_node, network_bytes
 from .stored import execute_all, store_blocks
 
 SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
+SLOW_BUILD_SECONDS = 1.0  # a node built slower than this is said to be, as it is built
+log = logging.getLogger(__name__)  # (argus's command line prints its messages)
 
 # Columns of a table and whether their type can be hashed (has a default hash opclass,
 # directly, through its base or element type, or by binary coercion).
@@ -622,6 +625,9 @@ class Builder(Reads):
                 "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
                 (parents[0].id,)).fetchone()
         self._counted(node, (time.perf_counter() - started) * 1000, counted)
+        if (seconds := time.perf_counter() - started) > SLOW_BUILD_SECONDS:  # a sign of life
+            log.info("argus: node %d (%s) built from its parents in %.1f s", node.id, kind,
+                     seconds)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
         # statements over the new history made it 2.6x slower at 150 queries
         if not virtual(node) and not build_lazily and not (copy is not None and taken):
