@@ -347,7 +347,8 @@ def _check_parquet_files(spark, path: Path, schema) -> None:
     them, and every NOT NULL one: checked file by file, before anything is written."""
     files = [path] if path.is_file() else sorted(data_files(path))
     columns = dict(schema.columns)
-    reference = None
+    reference: dict[str, str] | None = None  # the first file's columns and types
+    first = None
     for file in files:
         fields = {f.name.lower(): f for f in spark.read.parquet(str(file)).schema.fields}
         problems = [f"column {n!r} is not in stream {schema.name!r}"
@@ -358,13 +359,18 @@ def _check_parquet_files(spark, path: Path, schema) -> None:
             if family and spark_type != "StringType" and spark_type not in _ACCEPTS[family]:
                 problems.append(f"column {n!r} has type {field.dataType.simpleString()}, which "
                                 f"cannot feed {columns[n]}")
-        if reference is not None and set(fields) != reference:
+        types = {n: f.dataType.simpleString() for n, f in fields.items()}
+        if reference is not None and set(fields) != set(reference):
             problems.append(f"its columns ({', '.join(sorted(fields))}) differ from the other "
                             f"files' ({', '.join(sorted(reference))})")
+        elif reference is not None:  # (Spark would fail writing, naming no file)
+            problems += [f"column {n!r} is {t} here but {reference[n]} in {first}"
+                         for n, t in types.items() if t != reference[n]]
         if problems:
             raise LoadError(f"cannot load {path}, nothing was loaded: file {file}: "
                             + "; ".join(problems))
-        reference = set(fields)
+        if reference is None:
+            reference, first = types, file
 
 
 __all__ = ["jdbc_jar", "jdbc_target", "load", "load_file", "session", "staging_table"]

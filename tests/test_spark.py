@@ -287,6 +287,14 @@ def test_parquet_files_with_other_columns_fail_naming_the_file(spark, events, fr
         .write.parquet(str(folder / "b"))  # a column missing
     with pytest.raises(argus.LoadError, match=r"file .*/b/part-.*differ from the other"):
         spark_mod.load_file(str(folder), "events", fresh_dsn, fmt="parquet")
+    mixed = tmp_path / "mixed"  # the same columns, one of another type in each file
+    spark.createDataFrame([(4, "2024-01-01", 1.0)], "id long, day string, v double") \
+        .write.parquet(str(mixed / "a"))
+    spark.sql("SELECT 5L AS id, '2024-01-01' AS day, CAST(2.5 AS decimal(10,2)) AS v") \
+        .write.parquet(str(mixed / "b"))
+    with pytest.raises(argus.LoadError,
+                       match=r"file .*/b/part-.*'v' is decimal\(10,2\) here but double in .*/a/"):
+        spark_mod.load_file(str(mixed), "events", fresh_dsn, fmt="parquet")
     spark.createDataFrame([(3, True)], "id long, v boolean").write.parquet(str(tmp_path / "c"))
     with pytest.raises(argus.LoadError, match=r"file .*/c/part-.*'v' has type boolean"):
         spark_mod.load_file(str(tmp_path / "c"), "events", fresh_dsn, fmt="parquet")
