@@ -20,7 +20,7 @@ import psycopg
 from psycopg import sql
 
 from .errors import LoadError, UnknownStreamError
-from .loads import _claim_id
+from .loads import claim_id
 from .names import check_name, stream_inbox
 from .streams import stream_schemas
 from .tables import refuse_tracked
@@ -74,12 +74,12 @@ def load_csv(conn: psycopg.Connection, path: Path, stream: str, header: bool = T
         raise LoadError(f"no data files in {path}")
     loaded, skipped = [], []
     with conn.transaction():
-        if load_id is not None and not _claim_id(conn, load_id, name, str(path)):
+        if load_id is not None and not claim_id(conn, load_id, name, str(path)):
             return FilesLoaded(name, 0, [], [(path, load_id)])
         for file in files:
             columns = _columns(file, schema.column_names, header)
             own_id = load_id or file_id(file)
-            if load_id is None and not _claim_id(conn, own_id, name, str(file)):
+            if load_id is None and not claim_id(conn, own_id, name, str(file)):
                 skipped.append((file, own_id))
                 continue
             rows = _copy(conn, file, name, columns, header)

@@ -37,7 +37,7 @@ class LoadResult:
     duplicate: bool = False  # the id was loaded before: nothing was loaded this time
 
 
-def _claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) -> bool:
+def claim_id(conn: psycopg.Connection, load_id: str, stream: str, source: str) -> bool:
     """Record the load id in the current transaction; False if it was loaded before.
     A concurrent load of the same id waits here until the first one commits."""
     return conn.execute("SELECT argus.claim_load(%s, %s, %s)",
@@ -105,7 +105,7 @@ def _load(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
             return LoadResult(None, name, copy_rows(conn, name, columns, rows, plain,
                                                     named))
     with conn.transaction():
-        if not _claim_id(conn, load_id, name, "copy"):
+        if not claim_id(conn, load_id, name, "copy"):
             return LoadResult(load_id, name, 0, duplicate=True)
         count = copy_rows(conn, name, columns, rows, plain, named)
         conn.execute("SELECT argus.count_load(%s, %s, %s)", (load_id, name, count))
