@@ -260,6 +260,7 @@ DECLARE
     v_check    record;
     v_state    text;
     v_queries  json;
+    v_pending  bigint;
 BEGIN
     -- Under REPEATABLE READ the snapshot predates the wait for the cycle lock: a load
     -- committed meanwhile would be unseen by the claim, then truncated with the inbox.
@@ -278,11 +279,11 @@ BEGIN
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
     PERFORM argus.intact();  -- a crash emptied the network's state: rebuilt first
-    IF EXISTS (SELECT FROM argus_catalog.requests WHERE status = 'pending') THEN
+    SELECT count(*) INTO v_pending FROM argus_catalog.requests WHERE status = 'pending';
+    IF v_pending > 0 THEN
         RAISE NOTICE 'argus: % request(s) to register or drop wait for an argus process of '
                      'the owner (argus worker, argus run --follow, or argus run): a cycle '
-                     'run from SQL cannot parse queries',
-                     (SELECT count(*) FROM argus_catalog.requests WHERE status = 'pending');
+                     'run from SQL cannot parse queries', v_pending;
     END IF;
     -- event times of type timestamp or date are the same instants, and values the same
     -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pinned_session

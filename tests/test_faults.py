@@ -60,6 +60,11 @@ def assert_exactly_once(db, expected_ids: range) -> None:
     assert claimed == len(expected_ids), "the cycle log does not add up to the rows claimed"
 
 
+def crash(server: EmbeddedServer) -> None:
+    """An immediate shutdown: PostgreSQL's crash, recovered at the next start."""
+    server._pgexec("pg_ctl", "-D", str(server.pgdata), "-m", "immediate", "-w", "stop")
+
+
 def wait_until_cycle_runs(process: subprocess.Popen) -> None:
     """Until the process's cycle is executing on the server (or the process ended)."""
     deadline = time.time() + 30
@@ -201,7 +206,7 @@ def test_a_server_crash_mid_cycle_loses_nothing(tmp_path):
                     time.sleep(0.005)
             time.sleep(rng.uniform(0.0, 0.15))  # into the cycle: claiming, evaluating, flushing
             mid_cycle += worker.poll() is None
-            server._pgexec("pg_ctl", "-D", str(server.pgdata), "-m", "immediate", "-w", "stop")
+            crash(server)
             worker.wait()
             server.ensure_running()  # crash recovery
         with argus.connect(dsn) as db:
@@ -347,6 +352,8 @@ with argus.connect(sys.argv[2]) as db:
 """
 
 
+@pytest.mark.slow
+@pytest.mark.embedded
 def test_a_server_crash_mid_registration_or_migration_loses_nothing(tmp_path):
     """Immediate shutdowns (crashes) while queries register and migrate, with the
     network's state unlogged (durability derived): after each restart argus's owner
@@ -374,9 +381,9 @@ def test_a_server_crash_mid_registration_or_migration_loses_nothing(tmp_path):
             _until_locked(dsn, worker)
             time.sleep(rng.uniform(0.0, 0.3))
             cut += worker.poll() is None
-            server._pgexec("pg_ctl", "-D", str(server.pgdata), "-m", "immediate", "-w", "stop")
+            crash(server)
             worker.wait()
-            server.ensure_running()
+            server.ensure_running()  # crash recovery
             with argus.connect(dsn) as db:  # rebuilds what the crash emptied
                 batch = rows(rng, len(loaded), 500)
                 db.insert("tr", batch)

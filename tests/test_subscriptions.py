@@ -23,15 +23,10 @@ from argus.errors import ChangesLostError, UnknownQueryError
 
 from .conftest import TRANSFERS
 from .oracle import _normalize
+from .test_durability import QUERIES as DURABILITY_QUERIES
 
-QUERIES = {
-    "per_sender": "SELECT sender, count(*) AS n, sum(amount) AS total, "
-                  "count(DISTINCT receiver) AS receivers FROM transfers GROUP BY sender",
-    "top2": "SELECT sender, amount, rn FROM (SELECT sender, amount, row_number() OVER "
-            "(PARTITION BY sender ORDER BY amount DESC, tran_id) AS rn FROM transfers) x "
-            "WHERE rn <= 2",
-    "big": "SELECT DISTINCT receiver FROM transfers WHERE amount > 90",
-}
+QUERIES = {name: DURABILITY_QUERIES[name] for name in ("per_sender", "top2")} | {
+    "big": "SELECT DISTINCT receiver FROM transfers WHERE amount > 90"}
 NAMES = [f"acct{i}" for i in range(8)]
 
 
