@@ -379,7 +379,7 @@ def test_a_server_crash_mid_registration_or_migration_loses_nothing(tmp_path):
             worker = subprocess.Popen([sys.executable, "-c", DDL_SCRIPT, action, dsn, name, what],
                                       stderr=subprocess.DEVNULL)
             _until_locked(dsn, worker)
-            time.sleep(rng.uniform(0.0, 0.3))
+            time.sleep(rng.uniform(0.0, 0.05))
             cut += worker.poll() is None
             crash(server)
             worker.wait()
