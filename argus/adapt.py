@@ -12,6 +12,7 @@ exact throughout. A failed migration rolls back whole: the old layout keeps work
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -80,15 +81,18 @@ def _tried(conn: psycopg.Connection, name: str, **how) -> Decision:
                 "SELECT migration, (SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
                 "FROM argus_catalog.settings").fetchone()
             logged = _log(conn, query=name, strategy=strategy, migrated=False, after_run=last_run,
-                          forced=bool(how.get("force")), why=f"failed: {exc}")
+                          forced=bool(how.get("force")), why=f"failed: {exc}",
+                          triggered=how.get("trigger"))
         return Decision(name, UNKNOWN, False, str(exc), migration_id=logged)
 
 
 def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
-            apply: bool = True, evaluate: str | None = None) -> Decision:
+            apply: bool = True, evaluate: str | None = None,
+            trigger: str | None = None) -> Decision:
     """Decide, and migrate: to `evaluate` when given; else, when settings.rerun_fallback
     is on, between incremental and re-running by their costs (`_switch_to`); else (or
-    when that keeps the evaluation) to the query's joins planned again."""
+    when that keeps the evaluation) to the query's joins planned again. `trigger`: why
+    Zhu's trigger asked for it (logged with the decision)."""
     name = check_name(name, "query")
     if evaluate is not None and evaluate not in EVALUATIONS:
         raise QueryError(f"evaluate must be one of {', '.join(EVALUATIONS)}, "
@@ -118,7 +122,8 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if switch is not None:
             target, why = switch
             log = {"query": name, "after_run": last_run, "strategy": strategy,
-                   "forced": evaluate is not None, "old_nodes": sorted(_own_nodes(conn, query_id)),
+                   "forced": evaluate is not None, "triggered": trigger,
+                   "old_nodes": sorted(_own_nodes(conn, query_id)),
                    "old_evaluate": current, "new_evaluate": target}
             if target == current:
                 if not apply:
@@ -149,7 +154,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if force and prediction.current is not None:
             go, why = True, f"forced ({why})"
         log = {"query": name, "after_run": last_run, "strategy": strategy, "forced": force,
-               "predicted_old": prediction.current, "predicted_new": prediction.best,
+               "triggered": trigger, "predicted_old": prediction.current, "predicted_new": prediction.best,
                "build_rows": prediction.build, "old_nodes": sorted(mine),
                "old_trees": [t[0] for t in prediction.trees],
                "new_trees": [t[1] for t in prediction.trees]}
@@ -229,18 +234,42 @@ def reoptimize(conn: psycopg.Connection) -> list[Decision]:
                          f"the periodic re-plan failed: {exc}")]
 
 
+def replan_triggered(conn: psycopg.Connection, costs: dict[str, list[float]]
+                     ) -> list[Decision]:
+    """Zhu's trigger (argus.replan_triggered named them): the queries whose joins
+    write far more per row in than after they were last planned, planned again at
+    once; it never fails the cycle that ran before it."""
+    try:
+        if not _may_replan(conn):
+            return []
+        out = []
+        for name, (now, then) in sorted(costs.items()):
+            trigger = (f"its joins now write {now:,.0f} rows per 1,000 rows in, "
+                       f"{then:,.0f} after it was last planned")
+            decision = _tried(conn, name, trigger=trigger)
+            out.append(dataclasses.replace(decision, why=f"{trigger}: {decision.why}"))
+        return out
+    except psycopg.Error as exc:
+        return [Decision("", UNKNOWN, False, f"the triggered re-plan failed: {exc}")]
+
+
+def _may_replan(conn: psycopg.Connection) -> bool:
+    """Only a session that may act as argus's owner plans queries again after its
+    cycles (a writer's cycles do not)."""
+    try:
+        owner = roles.owner_role(conn)
+    except psycopg.errors.InsufficientPrivilege:  # (a writer reads no catalog)
+        return False
+    return owner is None or conn.execute(
+        "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]
+
+
 def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     """The periodic check (settings.reoptimize_every): migrate the queries that gain.
     A query whose migration fails keeps its layout; the others go on. Only queries whose
     own nodes took WORTH_MS per cycle or more are planned again (planning one costs
-    tens of milliseconds), the least recently planned first, for CHECK_SECONDS at most;
-    and only by a session that may act as argus's owner (a writer's cycles do not)."""
-    try:
-        owner = roles.owner_role(conn)
-    except psycopg.errors.InsufficientPrivilege:  # (a writer reads no catalog)
-        return []
-    if owner is not None and not conn.execute(
-            "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]:
+    tens of milliseconds), the least recently planned first, for CHECK_SECONDS at most."""
+    if not _may_replan(conn):
         return []
     # decisions against migrating, older than the cycle log keeps (keep_runs*), go
     conn.execute("DELETE FROM argus_catalog.migrations WHERE NOT migrated "

@@ -39,7 +39,7 @@ class CycleReport:
     # their changes view holds (no cycle counts them)
     deferred: list[str] = field(default_factory=list)
     # the queries planned again after it (argus.adapt.Decision), when it ended a period
-    # of settings.reoptimize_every
+    # of settings.reoptimize_every or showed a query's joins far costlier than predicted
     migrations: list = field(default_factory=list, repr=False)
 
     @property
@@ -99,12 +99,14 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         raise CycleInProgressError(
             "another argus cycle (or registration) is running on this database; this cycle "
             "did nothing, and the rows waiting will be claimed by the next one")
-    result = _report(row[0], row[1:-1], time.perf_counter() - started)
+    *report, triggered, period_ended = row
+    result = _report(report[0], report[1:], time.perf_counter() - started)
     result.failed = {**isolated, **result.failed}
-    if row[-1]:  # a period of settings.reoptimize_every ended
-        from .adapt import reoptimize
+    if period_ended or triggered:  # (settings.reoptimize_every; Zhu's trigger)
+        from . import adapt
 
-        result.migrations = reoptimize(conn)
+        result.migrations = adapt.reoptimize(conn) if period_ended else \
+            adapt.replan_triggered(conn, triggered)
     return result
 
 

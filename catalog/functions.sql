@@ -671,19 +671,76 @@ BEGIN
     RETURN coalesce((SELECT p_run % reoptimize_every = 0 FROM argus_catalog.settings), false);
 END $$;
 
+-- Zhu's trigger (issue 52): the queries whose own joins now write far more per row
+-- that comes in than they did after the query was last planned — more than 3 times, in
+-- the last 2 cycles that took rows against the first 3 after its last decision (or
+-- after its joins were made), and at least 1,000 rows — as {query: [rows written per
+-- 1,000 in, now; and then]}; argus.adapt plans them again at once. Measured against
+-- itself, not an estimate: a drift shows whatever the estimates were, and a decision
+-- that kept the layout sets the level again. None in a cycle that ends a period (all
+-- are planned then). Written: a node's inserts or retractions, whichever are more (a
+-- window's purge retracts what it inserted). Only queries whose joins wrote 500 rows or
+-- more in this cycle are looked at.
+CREATE OR REPLACE FUNCTION argus.replan_triggered(p_run bigint) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM argus_catalog.settings
+                    WHERE reoptimize_every IS NOT NULL AND p_run % reoptimize_every <> 0) THEN
+        RETURN NULL;
+    END IF;
+    RETURN (
+        WITH own AS (  -- the joins of one query only, that wrote much in this cycle
+                 SELECT qn.query_id, qn.node_id, n.created_at
+                   FROM argus_catalog.run_nodes w
+                   JOIN argus_catalog.nodes n ON n.node_id = w.node_id AND n.kind = 'join'
+                   JOIN argus_catalog.query_nodes qn ON qn.node_id = w.node_id
+                  WHERE w.run_id = p_run AND NOT EXISTS (
+                        SELECT FROM argus_catalog.query_nodes o
+                         WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)),
+             q AS (SELECT own.query_id, array_agg(own.node_id) AS nodes, max(own.created_at) AS made
+                     FROM own GROUP BY own.query_id),
+             runs AS (  -- the cycles that took rows since its last decision, numbered
+                 SELECT q.query_id, r.run_id, i.rows_in,
+                        row_number() OVER (PARTITION BY q.query_id ORDER BY r.run_id) AS first,
+                        row_number() OVER (PARTITION BY q.query_id ORDER BY r.run_id DESC) AS last,
+                        (SELECT sum(greatest(m.inserted, m.retracted))
+                           FROM argus_catalog.run_nodes m
+                          WHERE m.run_id = r.run_id AND m.node_id = ANY(q.nodes)) AS written
+                   FROM q JOIN argus_catalog.queries qq USING (query_id)
+                   JOIN argus_catalog.runs r ON r.status = 'ok' AND r.run_id <= p_run
+                        AND r.started_at > q.made
+                        AND r.run_id > coalesce((SELECT max(m.after_run) FROM argus_catalog.migrations m
+                                                  WHERE m.query = qq.name), 0)
+                   CROSS JOIN LATERAL (SELECT sum(s.rows) AS rows_in FROM argus_catalog.run_streams s
+                                        WHERE s.run_id = r.run_id) i
+                  WHERE i.rows_in > 0 AND qq.status = 'ok' AND qq.evaluate = 'incremental'),
+             cost AS (SELECT query_id,
+                             1000 * sum(written) FILTER (WHERE last <= 2)
+                                  / sum(rows_in) FILTER (WHERE last <= 2) AS now,
+                             1000 * sum(written) FILTER (WHERE first <= 3)
+                                  / sum(rows_in) FILTER (WHERE first <= 3) AS since,
+                             sum(written) FILTER (WHERE last <= 2) AS written
+                        FROM runs GROUP BY query_id HAVING count(*) >= 5)
+        SELECT jsonb_object_agg(qq.name, jsonb_build_array(round(c.now), round(c.since)))
+          FROM cost c JOIN argus_catalog.queries qq USING (query_id)
+         WHERE c.written >= 1000 AND c.now > 3 * c.since);
+END $$;
+
 -- One cycle and its report in one statement: a round trip less per cycle than
 -- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.
 DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
 CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,
-               held jsonb, failed jsonb, queries json, reoptimize boolean)
+               held jsonb, failed jsonb, queries json, replan jsonb, reoptimize boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_run bigint := argus.run_cycle(wait);
 BEGIN
     IF v_run IS NOT NULL THEN
-        -- reoptimize: this cycle ends a period of settings.reoptimize_every (argus.adapt)
-        RETURN QUERY SELECT v_run, r.*, argus.reoptimize_due(v_run)
+        -- reoptimize: this cycle ends a period of settings.reoptimize_every; replan:
+        -- the queries Zhu's trigger names (argus.adapt)
+        RETURN QUERY SELECT v_run, r.*, argus.replan_triggered(v_run),
+                            argus.reoptimize_due(v_run)
                        FROM argus.cycle_report(v_run) r;
     END IF;
 END $$;
@@ -765,7 +822,7 @@ DECLARE
     v_grant record;
     v_roles text;
     v_writing text := 'argus.run_cycle(boolean), argus.cycle_report(bigint), argus.cycle(boolean), '
-                      'argus.reoptimize_due(bigint), '
+                      'argus.reoptimize_due(bigint), argus.replan_triggered(bigint), '
                       'argus.claim_load(text, text, text), '
                       'argus.count_load(text, text, bigint), '
                       'argus.sweep_staging(), argus.prepare_staging(text, text), '

@@ -121,7 +121,8 @@ SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at
 -- operations per cycle, next to what the query's own nodes measured: their time per
 -- cycle over the 10 cycles before it (old_ms) and the 10 after it (new_ms).
 CREATE VIEW argus.migrations AS
-SELECT m.migration_id, m.query, m.at, m.after_run, m.strategy, m.migrated, m.forced, m.why,
+SELECT m.migration_id, m.query, m.at, m.after_run, m.strategy, m.migrated, m.forced,
+       m.triggered, m.why,
        m.old_trees, m.new_trees, m.predicted_old, m.predicted_new, m.build_rows, m.build_ms,
        m.old_ms, m.lazy_nodes,
        (SELECT count(*) FROM argus_catalog.nodes n

@@ -507,3 +507,31 @@ def test_a_windowed_query_is_planned_again_every_period(oracle, monkeypatch):
     assert ("migrated" if last.migrated else "kept") in shown and last.why in shown
     if last.prediction.current is not None:
         assert f"its tree {last.prediction.current:,.0f}" in shown
+
+
+def test_joins_that_write_far_more_than_after_their_plan_trigger_a_replan(three):
+    """Zhu's trigger (issue 52): with no period due, a query whose joins begin to
+    write far more per row in than after it was planned (its filter on r stops
+    filtering) is planned again after the first cycle that shows it, the decision
+    logged with what the joins wrote; steady cycles trigger nothing; answers stay exact
+    (the oracle)."""
+    db = three.db
+    db.configure(reoptimize_every=1000)
+    rows = Rows(5, keys=300)
+    load(three, rows, 1500, low_v=0.02)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    steady = []
+    for _ in range(8):
+        load(three, rows, 100, low_v=0.02)
+        steady += three.run().migrations
+    assert steady == [], [d.why for d in steady]
+    load(three, rows, 100, low_v=1.0)  # r.v < 500 now passes every row of r
+    decisions = three.run().migrations
+    assert [d.query for d in decisions] == ["chain"]
+    assert "now write" in decisions[0].why and "after it was last planned" in decisions[0].why
+    (logged,) = db.conn.execute("SELECT triggered FROM argus_catalog.migrations").fetchone()
+    assert decisions[0].why.startswith(logged)
+    for _ in range(3):  # (the decision sets the level again: no trigger right after)
+        load(three, rows, 100, low_v=1.0)
+        assert three.run().migrations == []
