@@ -154,7 +154,8 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if force and prediction.current is not None:
             go, why = True, f"forced ({why})"
         log = {"query": name, "after_run": last_run, "strategy": strategy, "forced": force,
-               "triggered": trigger, "predicted_old": prediction.current, "predicted_new": prediction.best,
+               "triggered": trigger, "predicted_old": prediction.current,
+               "predicted_new": prediction.best,
                "build_rows": prediction.build, "old_nodes": sorted(mine),
                "old_trees": [t[0] for t in prediction.trees],
                "new_trees": [t[1] for t in prediction.trees]}
