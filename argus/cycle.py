@@ -39,7 +39,8 @@ class CycleReport:
     # their changes view holds (no cycle counts them)
     deferred: list[str] = field(default_factory=list)
     # the queries planned again after it (argus.adapt.Decision), when it ended a period
-    # of settings.reoptimize_every or showed a query's joins far costlier than predicted
+    # of settings.reoptimize_every or showed a query's joins writing far more per row in
+    # than after its last plan (Zhu's trigger)
     migrations: list = field(default_factory=list, repr=False)
 
     @property

@@ -535,3 +535,47 @@ def test_joins_that_write_far_more_than_after_their_plan_trigger_a_replan(three)
     for _ in range(3):  # (the decision sets the level again: no trigger right after)
         load(three, rows, 100, low_v=1.0)
         assert three.run().migrations == []
+
+
+def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
+    """Issue 52's windowed flip: the filter on a stops filtering and the one on c
+    starts to. In the first cycles after it the windows still hold mostly old rows, on
+    which the old tree is the cheaper; a re-plan that took them as they are kept it
+    until they had turned over (10 cycles). Planned as the windows will be, the query
+    migrates as soon as the trigger sees the drift, with no period due. (The answers:
+    the oracle, after every cycle.)"""
+    db = oracle.db
+    db.configure(reoptimize_every=1000)
+    streams = {"a": {"k": "int", "x": "int", "t": "timestamptz"},
+               "b": {"k": "int", "y": "int", "t": "timestamptz"},
+               "c": {"y": "int", "z": "int", "t": "timestamptz"}}
+    for name, columns in streams.items():
+        oracle.create_stream(name, columns, time_column="t")
+    rng, start = random.Random(52), datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+    def minute(m: int, drifted: bool) -> None:
+        at = start + datetime.timedelta(minutes=m)
+        oracle.insert("a", [(rng.randrange(300), rng.randrange(5 if drifted else 100), at)
+                            for _ in range(300)])
+        oracle.insert("b", [(rng.randrange(300), rng.randrange(30), at) for _ in range(300)])
+        oracle.insert("c", [(rng.randrange(30), rng.randrange(100 if drifted else 5), at)
+                            for _ in range(30)])
+
+    minute(0, False)
+    oracle.run()
+    window = "argus_now() - interval '10 minutes'"
+    oracle.register("flip", f"SELECT a.k, a.x, b.y, c.z FROM a JOIN b ON a.k = b.k "
+                            f"JOIN c ON b.y = c.y WHERE a.x < 5 AND c.z < 5 AND a.t > {window} "
+                            f"AND b.t > {window} AND c.t > {window}")
+    first = layout(db, "flip")
+    for m in range(1, 13):  # (as the windows fill, the joins write more: a re-plan keeps)
+        minute(m, False)
+        assert not [d for d in oracle.run().migrations if d.migrated]
+    assert layout(db, "flip") == first
+    decisions = []
+    for m in range(13, 15):
+        minute(m, True)
+        decisions += oracle.run().migrations
+    assert [d.migrated for d in decisions] == [True], [d.why for d in decisions]
+    assert "now write" in decisions[0].why
+    assert layout(db, "flip") != first

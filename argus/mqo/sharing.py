@@ -142,6 +142,11 @@ class Network(Protocol):
         """The share of a source's rows in the last cycle that satisfy `conds` (None:
         it had none)."""
 
+    def turned_over(self, node_id: int) -> tuple[float, float] | None:
+        """A sliding window's rows once it holds only rows like the last cycles', and
+        its changes per cycle then (None: not a sliding window, or no rows came
+        lately)."""
+
     def recent_link(self, block: Block, linked: frozenset[int], conds,
                     rows: Mapping[int, float]) -> float | None:
         """The selectivity of the conditions `conds` linking two instances as the last
@@ -248,7 +253,10 @@ class BlockBuilder:
         """A re-plan's estimates with what the last cycles saw, for the data drifts
         away from the history's statistics: each source's new rows per cycle over the
         last few cycles, the share of the last cycle's rows passing each instance's
-        local conditions, and the rows of the node computing them where one exists."""
+        local conditions, and the rows of the node computing them where one exists —
+        of a sliding window, the rows it will hold once it has turned over: a layout is
+        chosen for the cycles to come (migration_horizon), which a window's old rows
+        leave within its span."""
         rows, rates = dict(estimates.rows), dict(estimates.rates)
         inflow = {s: self.builder.observed(s) for s in estimates.inflow}
         inflow = {s: estimates.inflow[s] if r is None else r for s, r in inflow.items()}
@@ -263,6 +271,10 @@ class BlockBuilder:
                 if local else []
             if exact:
                 rows[i] = max(float(min(exact, key=_cost).node.rows), 1.0)
+            turned = self.builder.turned_over(source)
+            if turned is not None:  # (a window the drift has not yet filled: as it will be)
+                rows[i], inflow[source] = max(turned[0] * share, 1.0), turned[1]
+                rates[i] = turned[1] * share
         recent = {}
         for linked in estimates.links:
             if len(linked) == 2:

@@ -19,7 +19,7 @@ from ..mqo.order import Estimates
 from ..mqo.sharing import source_atoms
 from .. import plans
 from ..names import NETWORK_SCHEMA
-from ..nodes import Node
+from ..nodes import Node, virtual
 from .placement import installed, placed, replicated
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
@@ -196,6 +196,30 @@ class Reads:
             "SELECT count(*) FILTER (WHERE {}), count(*) FROM {} AS t1").format(
                 sql.SQL(predicate), source.delta)).fetchone()
         return passed / total if total else None
+
+    def turned_over(self, node_id: int) -> tuple[float, float] | None:
+        """A sliding window (a temporal selection whose rows leave as the clock moves)
+        once it holds only rows like the last cycles': its rows — its parent's within
+        the window's span, times the share of the parent's new rows it took in the last
+        cycle that brought any — and its changes per cycle: as many rows leave as
+        come."""
+        node = self.load(node_id)
+        if not (node.kind == "select" and node.definition.get("temporal")
+                and node.definition.get("monotone") and len(node.parents) == 1) \
+                or virtual(self.load(node.parents[0])):  # (counting a view runs it)
+            return None
+        last = self.conn.execute(
+            """SELECT coalesce(t.inserted, 0), c.inserted FROM argus_catalog.run_nodes c
+                 LEFT JOIN argus_catalog.run_nodes t ON t.run_id = c.run_id AND t.node_id = %s
+                WHERE c.node_id = %s AND c.inserted > 0 ORDER BY c.run_id DESC LIMIT 1""",
+            (node.id, node.parents[0])).fetchone()
+        if last is None:
+            return None
+        took, came = last
+        span = " AND ".join(f"({c})" for c in node.definition["clock_conjuncts"])
+        (inside,) = self.conn.execute(sql.SQL("SELECT count(*) FROM {} AS t1 WHERE {}").format(
+            self.load(node.parents[0]).hist, sql.SQL(span))).fetchone()
+        return inside * took / came, 2.0 * took
 
     def estimate(self, source_id: int, instance: int, conds) -> float:
         """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
