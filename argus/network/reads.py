@@ -25,7 +25,6 @@ from .placement import installed, placed, replicated
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
 FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
-STALE_ROWS, STALE_SHARE = 50, 0.1  # statistics older than this many changed rows: again
 
 _LOAD = """
 SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
@@ -301,26 +300,20 @@ class Reads:
                              self._once(("citus",), lambda: installed(self.conn)))
 
     def _analyzed(self, node: Node) -> None:
-        """Without statistics, PostgreSQL's estimates are guesses, and with old ones
-        they describe the data as it was (a window that drifted, autovacuum off or not
-        yet due): gather them first when none were, or when STALE_SHARE of the rows
-        changed since. Once per registration or re-plan. Not for a history Citus holds:
-        the coordinator does not plan over its own statistics of it, and its ANALYZE (a
-        command per shard, in parallel) fails in a transaction that used a reference
-        table's copy on the coordinator."""
+        """Without statistics, PostgreSQL's estimates are guesses: gather them first.
+        (Only then: gathered again as the rows change — tried for issue 52 — they made
+        PostgreSQL plan the cycles' probes of the new joins worse, not better: the drift
+        bench's migrated queries took 37 ms per cycle instead of 22.) Not for a history
+        Citus holds: the coordinator does not plan over its own statistics of it, and
+        its ANALYZE (a command per shard, in parallel) fails in a transaction that used
+        a reference table's copy on the coordinator."""
         if node.sharded_by or node.kind == "stream" and node.hist_ref[1] in self._once(
                 ("placed",), lambda: placed(self.conn)):
             return
-        self._once(("analyzed", node.hist_ref), lambda: self._analyze(node))
-
-    def _analyze(self, node: Node) -> None:
-        stale = self.conn.execute(
-            """SELECT s.last_analyze IS NULL AND s.last_autoanalyze IS NULL
-                      OR s.n_mod_since_analyze > %s + %s * greatest(c.reltuples, 0)
-                 FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-                WHERE s.relid = %s::regclass""",
-            (STALE_ROWS, STALE_SHARE, node.hist.as_string(self.conn))).fetchone()
-        if stale is not None and stale[0]:
+        never = self.conn.execute(
+            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
+            "WHERE relid = %s::regclass", (node.hist.as_string(self.conn),)).fetchone()
+        if never is not None and never[0]:
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
 
     def own_nodes(self) -> frozenset[int]:
