@@ -11,6 +11,7 @@ run in argus.runs.
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections import Counter
@@ -111,11 +112,28 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
     return result
 
 
+log = logging.getLogger(__name__)  # (argus's command line prints its messages)
+_HEARD: weakref.WeakSet = weakref.WeakSet()
+
+
+def _heard(conn: psycopg.Connection) -> None:
+    """The cycle's own notices (a node that took over a second, requests that wait),
+    passed on to argus's log as they arrive: a sign of life during a long cycle."""
+    def said(diag: psycopg.errors.Diagnostic) -> None:
+        if (diag.message_primary or "").startswith("argus: "):
+            log.info("%s", diag.message_primary)
+
+    if conn not in _HEARD:
+        _HEARD.add(conn)
+        conn.add_notice_handler(said)
+
+
 def _cycle(conn: psycopg.Connection, wait: bool, limit: str | None):
     """argus.cycle's row (None: another cycle was running), under the time limit armed
     for the cycle's transaction alone."""
     # a client that goes away (killed) has the server cancel its cycle within a second,
     # not run it to the end holding the cycle lock
+    _heard(conn)
     cycle = sql.SQL("SELECT set_config('client_connection_check_interval', '1s', true); "
                     "SELECT * FROM argus.cycle({})").format(sql.Literal(wait))
     if limit is not None:

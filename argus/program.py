@@ -15,6 +15,8 @@ from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, 
 from .nodes import COMPILERS, KINDS, lazy
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 
+SLOW_NODE_MS = 1000  # a node that takes longer says so as the cycle runs (a NOTICE)
+
 
 def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False
                ) -> sql.Composable:
@@ -81,7 +83,8 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     if node.kind == "select" and node.spec.temporal:
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
-                  counts=counts, id=sql.Literal(node.id),
+                  counts=counts, id=sql.Literal(node.id), kind=sql.Literal(node.kind),
+                  slow=sql.Literal(SLOW_NODE_MS),
                   analyze=sql.SQL("") if delta_view(node) else analyze_delta(node))
 
 
@@ -159,7 +162,8 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
                            sql.SQL("        EXECUTE {};").format(
                                sql.Literal(s.as_string(conn))) for s in rebuild(node, parents)))
     return render("program/flush_block", condition=condition, body=apply,
-                  id=sql.Literal(node.id))
+                  id=sql.Literal(node.id), kind=sql.Literal(node.kind),
+                  slow=sql.Literal(SLOW_NODE_MS))
 
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -27,6 +29,8 @@ from .templates import render
 from .trees import DIALECT
 
 _NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
+
+log = logging.getLogger(__name__)  # (argus's command line prints its messages)
 
 
 @dataclass(frozen=True)
@@ -236,24 +240,47 @@ def copy_rows(conn: psycopg.Connection, name: str, columns: tuple[str, ...],
     width = len(columns)
     if plain is None:
         plain = plain_rows(rows, width)
-    count = 0
+    count, said = 0, _Progress(name, named)
     try:
         with conn.cursor() as cur, \
                 cur.copy(_copy_statement(name, None if plain and not named else columns)) \
                 as copy:
             write = copy.write_row
             if plain:
-                for row in rows:
-                    write(row)
+                for start in range(0, len(rows), PROGRESS_ROWS):
+                    for row in rows[start:start + PROGRESS_ROWS]:
+                        write(row)
+                    said(min(start + PROGRESS_ROWS, len(rows)))
                 count = len(rows)
             else:
                 for count, row in enumerate(rows, 1):
                     write(row if type(row) is tuple and len(row) == width
                           else _as_tuple(row, columns, count))
+                    if count % PROGRESS_ROWS == 0:
+                        said(count)
     except psycopg.Error as exc:
         raise LoadError(f"loading into {'table' if named else 'stream'} {name!r} failed, "
                         f"nothing was loaded: {_copy_error(exc)}") from None
     return count
+
+
+PROGRESS_ROWS = 100_000  # a long load says how far it got, at most every PROGRESS_SECONDS
+PROGRESS_SECONDS = 5.0
+
+
+class _Progress:
+    """A sign of life on a long load, through argus's log (the command line prints it)."""
+
+    def __init__(self, name: str, table: bool) -> None:
+        self.what = f"{'table' if table else 'stream'} {name!r}"
+        self.started = self.last = time.perf_counter()
+
+    def __call__(self, rows: int) -> None:
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_SECONDS:
+            self.last = now
+            log.info("argus: %s rows copied into %s's inbox so far (%.0f s)",
+                     f"{rows:,}", self.what, now - self.started)
 
 
 def _as_tuple(row: object, columns: tuple[str, ...], number: int) -> tuple:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 import argus
 
 from .catalog_snapshot import snapshot
+from .conftest import TRANSFERS
 from .fixtures import cases
 
 REFUSALS = cases("refusals.txt")
@@ -172,3 +175,31 @@ def test_a_slow_backfill_says_so_node_by_node(transfers, caplog, monkeypatch):
                                                 "GROUP BY sender")
     built = [r.getMessage() for r in caplog.records if "built from its parents" in r.getMessage()]
     assert len(built) == len([n for n in info.nodes if n.created])
+
+
+def test_long_cycles_and_loads_say_how_far_they_got(transfers, caplog, monkeypatch):
+    """Signs of life during long work: a node of a cycle that takes longer than
+    SLOW_NODE_MS says so as the cycle runs (a NOTICE, passed on to argus's log, which
+    the command line prints), and a long load says how many rows it copied so far."""
+    import logging
+
+    from argus import program, streams
+
+    monkeypatch.setattr(program, "SLOW_NODE_MS", -1)  # (every node is slow)
+    monkeypatch.setattr(streams, "PROGRESS_ROWS", 10)
+    monkeypatch.setattr(streams, "PROGRESS_SECONDS", 0.0)
+    info = transfers.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
+                                            "GROUP BY sender")
+    rows = [(i, datetime.date(2026, 1, 1), f"s{i % 4}", "r", 1) for i in range(35)]
+    with caplog.at_level(logging.INFO, logger="argus"):
+        transfers.insert("transfers", rows)  # (plain tuples: copied in slices)
+        transfers.insert("transfers", [dict(zip(TRANSFERS, r)) for r in rows[:20]])
+        transfers.run()
+    said = [r.getMessage() for r in caplog.records]
+    copied = [m for m in said if "copied into stream 'transfers'" in m]
+    assert [m.split(" rows")[0] for m in copied] == ["argus: 10", "argus: 20", "argus: 30",
+                                                     "argus: 35", "argus: 10", "argus: 20"]
+    ours = {n.id for n in info.nodes}
+    computed = {int(m.split()[2]) for m in said if " computed " in m}
+    maintained = {int(m.split()[2]) for m in said if " maintained its history " in m}
+    assert ours & computed and ours & maintained, said

@@ -12,4 +12,8 @@
         argus_ins := argus_ins || argus_i;
         argus_ret := argus_ret || argus_r;
         argus_ms := argus_ms || extract(epoch FROM clock_timestamp() - argus_t) * 1000;
+        IF argus_ms[cardinality(argus_ms)] > {slow} THEN  -- a sign of life on long cycles
+            RAISE NOTICE 'argus: node % (%) computed % changes in % s', {id}, {kind},
+                argus_i + argus_r, round(argus_ms[cardinality(argus_ms)]::numeric / 1000, 1);
+        END IF;
     END IF;
