@@ -18,6 +18,7 @@ from psycopg import sql
 
 from .errors import ArgusError, ChangesLostError, UnknownQueryError
 from .names import SIGN, change_log, check_name, results_view
+from .registry import check_ok
 
 CHANNEL = "argus_cycle"
 
@@ -58,7 +59,8 @@ def subscribe(dsn: str, name: str, consumer: str | None = None, since: int | Non
     acknowledged when it asks for the next changes (a consumer that crashes while
     handling some gets them again; to have them exactly once, call
     `argus.acknowledge` in the transaction that applies them). `timeout`: stop after
-    so many seconds without a change (None: never)."""
+    so many seconds without a change (None: never). A query that fails and is isolated
+    raises QueryFailedError once its logged changes are read."""
     name = check_name(name, "query")
     with psycopg.connect(dsn, autocommit=True, application_name="argus subscribe") as conn:
         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
@@ -84,6 +86,7 @@ def subscribe(dsn: str, name: str, consumer: str | None = None, since: int | Non
                 if batches:
                     idle_since = time.monotonic()
                     continue
+                check_ok(conn, name)  # (an isolated query logs nothing more: say so)
                 left = None if timeout is None else timeout - (time.monotonic() - idle_since)
                 if left is not None and left <= 0:
                     return

@@ -1241,6 +1241,8 @@ END $$;
 CREATE OR REPLACE FUNCTION argus.changes_since(p_query text, p_position bigint)
 RETURNS TABLE (log_position bigint, sign smallint, change jsonb)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_rows bigint;
 BEGIN
     PERFORM argus.log_since(p_query);  -- (a clear error if it has no log)
     RETURN QUERY EXECUTE format(
@@ -1248,8 +1250,28 @@ BEGIN
         'FROM argus_log.%I AS l WHERE l.argus_position > $1 '
         'ORDER BY l.argus_position, l.argus_sign',
         p_query) USING p_position;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
     -- read after the rows: a cut that took rows this read needed is seen
     PERFORM argus.check_position(p_query, p_position, argus.log_since(p_query));
+    IF v_rows = 0 THEN  -- nothing more: an isolated query logs nothing until retried
+        PERFORM argus.check_running(p_query);
+    END IF;
+END $$;
+
+-- Raises for a query that failed and is isolated (its answer and log stand still).
+CREATE OR REPLACE FUNCTION argus.check_running(p_query text) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_error text;
+BEGIN
+    SELECT concat_ws('; row: ', q.error, q.culprit) INTO v_error FROM argus_catalog.queries q
+     WHERE q.query_id = argus.readable_query(p_query) AND q.status <> 'ok';
+    IF FOUND THEN
+        RAISE EXCEPTION 'argus: query % failed and is isolated: its changes stop until it '
+                        'runs again: %', quote_literal(p_query), v_error
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = format('fix what failed, then: argus retry %s', p_query);
+    END IF;
 END $$;
 
 -- A named consumer has every change of query `p_query` up to `p_position`: the log

@@ -287,3 +287,30 @@ def test_a_consumer_follows_a_query_across_its_migrations(subscribed):
     for changes in followed:
         apply(copy, changes.rows)
     assert copy == bag(db.results("per_sender"))
+
+
+def test_a_consumer_of_a_query_that_fails_is_told(db):
+    """A query isolated after a failure logs nothing more: its consumer, in Python or
+    SQL, gets what was logged before, then an error naming the failure, not
+    silence."""
+    from argus.errors import QueryFailedError
+
+    db.create_stream("t", {"id": "bigint", "v": "int"})
+    db.register_query("ratio", "SELECT id, 10 / v AS r FROM t")
+    db.insert("t", [(1, 2)])
+    db.run()
+    changes = db.subscribe("ratio", consumer="app", timeout=5)
+    assert next(changes).rows == [(1, 5, 1)]  # (the answer, as a snapshot)
+    position = db.conn.execute("SELECT argus.position()").fetchone()[0]
+    db.insert("t", [(2, 5)])
+    db.run()
+    assert next(changes).rows == [(2, 2, 1)]
+    db.insert("t", [(3, 0)])
+    assert db.run().failed.keys() == {"ratio"}
+    with pytest.raises(QueryFailedError, match="division by zero"):
+        next(changes)
+    rows = db.conn.execute("SELECT log_position, change FROM argus.changes_since('ratio', %s)",
+                           (position,)).fetchall()
+    assert [r[1] for r in rows] == [{"id": 2, "r": 2}]  # (what was logged is still read)
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="isolated"):
+        db.conn.execute("SELECT * FROM argus.changes_since('ratio', %s)", (rows[-1][0],))
