@@ -8,6 +8,7 @@ covers all data like the SQL itself.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 
 import psycopg
@@ -35,6 +36,9 @@ from .templates import render
 from .frontend.temporal import (at_previous_clock, calls_user_clock, clock_once, reads_clock,
                                 rewrite_user_calls)
 from .trees import DIALECT
+
+log = logging.getLogger(__name__)  # (argus's command line prints its messages)
+
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -139,6 +143,8 @@ def _claim_waiting(conn: psycopg.Connection, name: str, streams) -> None:
         for s in idle))]
     if not waiting:
         return
+    log.info("argus: rows wait in the inbox of %s, which no query read until %r: a cycle "
+             "claims them first, so that its answer covers them", ", ".join(waiting), name)
     conn.execute("SET LOCAL argus.claim_waiting = on")
     status, error = conn.execute("SELECT status, error FROM argus.cycle(true)").fetchone()
     conn.execute("SET LOCAL argus.claim_waiting = off")

@@ -53,7 +53,8 @@ def test_an_idle_stream_is_appended_to_its_history_once(transfers, size):
 
 
 @pytest.mark.parametrize("locked", [False, True], ids=["claimed", "taken-whole"])
-def test_an_idle_stream_waits_in_its_inbox_until_it_grows_or_is_read(transfers, locked):
+def test_an_idle_stream_waits_in_its_inbox_until_it_grows_or_is_read(transfers, locked,
+                                                                      caplog):
     """An idle stream's rows wait in its inbox, written once, and move no clock, until
     the inbox passes unread_inbox_bytes: then one cycle claims them all (quarantine
     included), and the clock moves to them. A query registered over an idle stream
@@ -83,8 +84,11 @@ def test_an_idle_stream_waits_in_its_inbox_until_it_grows_or_is_read(transfers, 
     transfers.insert("transfers", rows(600, 40))
     transfers.insert("other", [(1, before)])
     assert transfers.run().rows_in == {"other": 1, "transfers": 0}
-    transfers.register("by_sender", "SELECT sender, count(*), sum(amount) FROM transfers "
-                                    "GROUP BY sender")  # the oracle checks it has all 550
+    with caplog.at_level("INFO", logger="argus"):
+        transfers.register("by_sender", "SELECT sender, count(*), sum(amount) FROM transfers "
+                                        "GROUP BY sender")  # the oracle checks it has all 550
+    assert any("rows wait in the inbox of transfers, which no query read until 'by_sender'"
+               in r.getMessage() for r in caplog.records)  # (it says why it ran a cycle)
     assert (count(db, "argus_inbox.transfers"), count(db, "argus_streams.transfers")) == (0, 550)
     transfers.insert("transfers", rows(700, 5))
     assert transfers.run().rows_in == {"other": 0, "transfers": 5}  # read now: every cycle
