@@ -1,12 +1,14 @@
 """The README says true things: every example of its tables of refused constructs is
 refused, naming the construct, with nothing changed; those it says a re-run query may
-hold register with evaluate='rerun' and are exact."""
+hold register with evaluate='rerun' and are exact; its Python quickstart and its psql
+consumer run as written."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from argus import QueryError
@@ -82,3 +84,35 @@ def test_the_python_quickstart_runs_as_written(fresh_dsn, monkeypatch, capsys):
         assert eval(expression, namespace) == eval(answer, {"Decimal": Decimal}), expression
     exec(compile("db.unregister_query" + end, "README.md", "exec"), namespace)  # noqa: S102
     assert "query big" in capsys.readouterr().out  # print(db.explain("big"))
+
+
+def test_the_psql_subscription_runs_as_written(db):
+    """The README's psql consumer (Delivering results), statement by statement as psql
+    would send them, over a query 'big' with a consumer 'billing': each runs, the
+    snapshot is the answer, LISTEN hears the next cycle, and changes_since gives its
+    changes."""
+    import json
+
+    (block,) = _blocks("sql", "Delivering results")
+    code = "\n".join(line.split("--")[0] for line in block.splitlines())
+    statements = [s.strip() for s in code.split(";") if s.strip()]
+    db.create_stream("t", {"id": "bigint", "v": "int"})
+    db.register_query("big", "SELECT id, v FROM t WHERE v > 10")
+    db.insert("t", [(1, 20), (2, 5)])
+    db.run()
+    read, run = {}, None
+    with psycopg.connect(db.dsn, autocommit=True) as psql:
+        for statement in statements:
+            if list(read)[-1:] == ["LISTEN argus_cycle"]:  # a cycle, heard
+                db.insert("t", [(3, 30)])
+                run = db.run().run_id
+                notice = next(psql.notifies(timeout=5, stop_after=1))
+                assert json.loads(notice.payload)["queries"] == ["big"]
+            if run is not None:  # (the example's positions: the cycle's, the one before)
+                statement = statement.replace("42", str(run)).replace("41", str(run - 1))
+            cursor = psql.execute(statement)
+            read[statement] = cursor.fetchall() if cursor.description else None
+    (snapshot,) = [rows for s, rows in read.items() if "argus_results.big" in s]
+    assert [row[1:] for row in snapshot] == [(1, 20)]
+    (changes,) = [rows for s, rows in read.items() if "changes_since" in s]
+    assert [row[1:] for row in changes] == [(1, {"id": 3, "v": 30})]
