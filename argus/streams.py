@@ -279,7 +279,7 @@ class _Progress:
         now = time.perf_counter()
         if now - self.last >= PROGRESS_SECONDS:
             self.last = now
-            log.info("argus: %s rows copied into %s's inbox so far (%.0f s)",
+            log.info("argus: %s rows copied into the inbox of %s so far (%.0f s)",
                      f"{rows:,}", self.what, now - self.started)
 
 

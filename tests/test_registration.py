@@ -196,7 +196,7 @@ def test_long_cycles_and_loads_say_how_far_they_got(transfers, caplog, monkeypat
         transfers.insert("transfers", [dict(zip(TRANSFERS, r)) for r in rows[:20]])
         transfers.run()
     said = [r.getMessage() for r in caplog.records]
-    copied = [m for m in said if "copied into stream 'transfers'" in m]
+    copied = [m for m in said if "copied into the inbox of stream 'transfers'" in m]
     assert [m.split(" rows")[0] for m in copied] == ["argus: 10", "argus: 20", "argus: 30",
                                                      "argus: 35", "argus: 10", "argus: 20"]
     ours = {n.id for n in info.nodes}
