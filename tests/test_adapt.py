@@ -579,3 +579,46 @@ def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
     assert [d.migrated for d in decisions] == [True], [d.why for d in decisions]
     assert "now write" in decisions[0].why
     assert layout(db, "flip") != first
+
+
+def test_a_window_whose_rate_flips_is_planned_at_its_new_rate(oracle):
+    """Issue 52's rate flip: a's rate falls tenfold and c's rises tenfold, no filter
+    changes. A window is costed at its last cycle's rate over the cycles its span holds
+    (the clock's pace), not as the rows it holds now: the query migrates within two
+    periods of the flip, where it waited until the windows had turned over."""
+    db = oracle.db
+    db.configure(reoptimize_every=3)
+    for name, columns in (("a", {"id": "bigint", "k": "int"}),
+                          ("b", {"id": "bigint", "k": "int", "y": "int"}),
+                          ("c", {"id": "bigint", "y": "int"})):
+        oracle.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
+    rng, start, ids = random.Random(9), datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), [0]
+
+    def minute(m: int, flipped: bool) -> None:
+        at = start + datetime.timedelta(minutes=m)
+
+        def rows(n: int, width: int) -> list[tuple]:
+            ids[0] += n
+            return [(ids[0] - i, *(rng.randrange(900) for _ in range(width)), at)
+                    for i in range(n)]
+
+        oracle.insert("a", rows(90 if flipped else 900, 1))
+        oracle.insert("b", rows(900, 2))
+        oracle.insert("c", rows(900 if flipped else 90, 1))
+
+    minute(0, False)
+    oracle.run()
+    window = "argus_now() - interval '10 minutes'"
+    oracle.register("chain", f"SELECT a.id AS a, b.id AS b, c.id AS c FROM a JOIN b ON "
+                             f"a.k = b.k JOIN c ON b.y = c.y WHERE a.t > {window} AND "
+                             f"b.t > {window} AND c.t > {window}")
+    first = layout(db, "chain")
+    for m in range(1, 13):
+        minute(m, False)
+        assert not [d for d in oracle.run().migrations if d.migrated]
+    assert layout(db, "chain") == first
+    moved = []
+    for m in range(13, 19):  # (two periods after the flip)
+        minute(m, True)
+        moved += [d for d in oracle.run().migrations if d.migrated]
+    assert moved and layout(db, "chain") != first

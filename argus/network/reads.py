@@ -198,9 +198,10 @@ class Reads:
 
     def turned_over(self, node_id: int) -> tuple[float, float] | None:
         """A sliding window (a temporal selection whose rows leave as the clock moves)
-        once it holds only rows like the last cycles': its rows — its parent's within
-        the window's span, times the share of the parent's new rows it took in the last
-        cycle that brought any — and its changes per cycle: as many rows leave as
+        once it holds only rows like the last cycles': its rows — the rows it took in
+        the last cycle that brought any, times the cycles its span holds at the pace the
+        clock moved then (else, its parent's rows within the span times the share of
+        its new rows it took) — and its changes per cycle: as many rows leave as
         come."""
         node = self.load(node_id)
         if not (node.kind == "select" and node.definition.get("temporal")
@@ -215,10 +216,30 @@ class Reads:
         if last is None:
             return None
         took, came = last
+        cycles = self._span_in_cycles(node)
+        if cycles is not None:
+            return took * cycles, 2.0 * took
         span = " AND ".join(f"({c})" for c in node.definition["clock_conjuncts"])
         (inside,) = self.conn.execute(sql.SQL("SELECT count(*) FROM {} AS t1 WHERE {}").format(
             self.load(node.parents[0]).hist, sql.SQL(span))).fetchone()
         return inside * took / came, 2.0 * took
+
+    def _span_in_cycles(self, node: Node) -> float | None:
+        """How many cycles a window's span holds at the pace the clock moved in the
+        last cycle that moved it (None: one bound of its own, or the clock stood)."""
+        bounds = node.definition.get("bounds") or []
+        if len(bounds) != 1 or bounds[0][1] not in (">", ">="):
+            return None
+        bound = bounds[0]
+        try:
+            with self.conn.transaction():  # (a bound PostgreSQL cannot subtract: none)
+                (cycles,) = self.conn.execute(sql.SQL(
+                    "SELECT extract(epoch FROM c.now - ({})) / nullif(extract(epoch FROM "
+                    "c.now - c.previous), 0) FROM argus_catalog.clock AS c").format(
+                        sql.SQL(bound[2]))).fetchone()
+        except psycopg.Error:
+            return None
+        return None if cycles is None or cycles <= 0 else float(cycles)
 
     def estimate(self, source_id: int, instance: int, conds) -> float:
         """PostgreSQL's estimate of a source's rows that satisfy `conds` (over the
