@@ -322,9 +322,10 @@ class Reads:
 
     def _analyzed(self, node: Node) -> None:
         """Without statistics, PostgreSQL's estimates are guesses: gather them first.
-        (Only then: gathered again as the rows change — tried for issue 52 — they made
-        PostgreSQL plan the cycles' probes of the new joins worse, not better: the drift
-        bench's migrated queries took 37 ms per cycle instead of 22.) Not for a history
+        (Only then: gathered again for the sources a re-plan reads — tried for issue 52 —
+        they left the network's statistics half new, half old, and PostgreSQL planned
+        the cycles' probes of the new joins worse: the drift bench's migrated queries
+        took 37 ms per cycle instead of 22; docs/adapt.md.) Not for a history
         Citus holds: the coordinator does not plan over its own statistics of it, and
         its ANALYZE (a command per shard, in parallel) fails in a transaction that used
         a reference table's copy on the coordinator."""
