@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import psycopg
 from click.testing import CliRunner
+from psycopg.conninfo import make_conninfo
 
 from argus import roles
 from argus.cli import main
@@ -88,6 +91,18 @@ def test_demo_runs_on_a_given_server(admin_dsn):
     assert out.exit_code == 0, out.output
     assert "cycle 2" in out.output and "re-running" in out.output
     assert f"database {name} on" in out.output and f"argus psql -d {name}" in out.output
+    # the README's psql session after `argus demo`, statement by statement
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    typed = [line.split("argus_demo=> ", 1)[1] for line in readme.splitlines()
+             if line.startswith("argus_demo=> ")]
+    assert typed, "the README shows no psql session after the demo"
+    with psycopg.connect(make_conninfo(admin_dsn, dbname=name), autocommit=True) as psql:
+        read = {}
+        for statement in typed:
+            cursor = psql.execute(statement)
+            read[statement] = cursor.fetchall() if cursor.description else None
+    (changes,) = [rows for s, rows in read.items() if "argus_changes.big_transfers" in s]
+    assert [row[0] for row in changes] == [9000001], changes  # (the row typed in, +1)
     roles.drop_database(admin_dsn, name)
 
 
