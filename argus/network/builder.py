@@ -1039,9 +1039,13 @@ class Builder(Reads):
         if node not in self.created or node.definition.get("indexes") is not None:
             return
         self.forget()
-        tables = [self._table_of(parent, columns) for parent, columns in keys]
-        created = [[table.hist_ref[0], self._index(table, columns)]
-                   for table, columns in filter(None, tables)]
+        created = []
+        for parent, columns in keys:
+            found = self._table_of(parent, columns)
+            if found is not None:
+                table, columns = found
+                name = self._having_index(parent, table, columns) or self._index(table, columns)
+                created.append([table.hist_ref[0], name])
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
@@ -1076,6 +1080,32 @@ class Builder(Reads):
             node, columns = found
         return node, columns
 
+    def _having_index(self, parent: Node, table: Node, columns: list[str]) -> str | None:
+        """A selection over an aggregate's groups (a HAVING) is a view of them: a join
+        reading it would scan every group for the few that pass (TPC-H Q18: 150,000
+        groups for 5, 19 ms a cycle). Its join key is indexed on the groups that pass
+        it only, a partial index, which both probes and lists them. (The groups' sums
+        that the predicate reads are then indexed: their updates are no longer HOT.)
+        None: not such a selection, or a predicate PostgreSQL cannot index."""
+        predicate = parent.definition.get("predicate")
+        if not (parent.kind == "select" and virtual(parent) and predicate
+                and not parent.definition.get("temporal") and table.kind == "aggregate"
+                and parent.parents == (table.id,)):
+            return None
+        tree = sqlglot.parse_one(predicate, read=DIALECT)
+        for column in tree.find_all(exp.Column):
+            column.set("table", None)
+        name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns)}_n{parent.id}_idx")
+        try:
+            with self.conn.transaction():
+                self.conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE {}").format(
+                    sql.Identifier(name), table.hist,
+                    sql.SQL(", ").join(map(sql.Identifier, columns)),
+                    sql.SQL(tree.sql(DIALECT))))
+        except psycopg.Error:  # (a function that is not IMMUTABLE, a column it computes)
+            return None
+        return name
+
     def _index(self, parent: Node, columns: list[str]) -> str:
         """The name of an index of argus's on the parent led by `columns`: one that
         exists, else a new one, which replaces those it extends (whose columns lead it),
@@ -1088,6 +1118,7 @@ class Builder(Reads):
                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                 WHERE i.indrelid = %s::regclass AND c.relname LIKE 'argus\_%%'
                   AND NOT 0 = ANY (i.indkey)  -- not an aggregate's expression index
+                  AND i.indpred IS NULL  -- nor a HAVING's partial one (_having_index)
                 GROUP BY c.relname ORDER BY c.relname""",
             (parent.hist.as_string(self.conn),)).fetchall()
         for name, indexed in existing:
