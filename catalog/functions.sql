@@ -679,8 +679,9 @@ END $$;
 -- itself, not an estimate: a drift shows whatever the estimates were, and a decision
 -- that kept the layout sets the level again. None in a cycle that ends a period (all
 -- are planned then). Written: a node's inserts or retractions, whichever are more (a
--- window's purge retracts what it inserted). Only queries whose joins wrote 500 rows or
--- more in this cycle are looked at.
+-- window's purge retracts what it inserted). It runs after every cycle, so it reads
+-- little: only queries whose joins wrote in this cycle, and of each only 7 cycles
+-- found by the cycle log's key (per-node statistics are kept 500 cycles: none older).
 CREATE OR REPLACE FUNCTION argus.replan_triggered(p_run bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -689,41 +690,48 @@ BEGIN
         RETURN NULL;
     END IF;
     RETURN (
-        WITH own AS (  -- the joins of one query only, that wrote much in this cycle
-                 SELECT qn.query_id, qn.node_id, n.created_at
+        WITH q AS (  -- the queries whose own joins wrote in this cycle, and those joins
+                 SELECT qq.name, array_agg(n.node_id) AS nodes, max(n.created_at) AS made,
+                        greatest(p_run - 500, coalesce((
+                            SELECT max(m.after_run) FROM argus_catalog.migrations m
+                             WHERE m.query = qq.name), 0)) AS after
                    FROM argus_catalog.run_nodes w
                    JOIN argus_catalog.nodes n ON n.node_id = w.node_id AND n.kind = 'join'
                    JOIN argus_catalog.query_nodes qn ON qn.node_id = w.node_id
+                   JOIN argus_catalog.queries qq ON qq.query_id = qn.query_id
+                        AND qq.status = 'ok' AND qq.evaluate = 'incremental'
                   WHERE w.run_id = p_run AND NOT EXISTS (
                         SELECT FROM argus_catalog.query_nodes o
-                         WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)),
-             q AS (SELECT own.query_id, array_agg(own.node_id) AS nodes, max(own.created_at) AS made
-                     FROM own GROUP BY own.query_id),
-             runs AS (  -- the cycles that took rows since its last decision, numbered
-                 SELECT q.query_id, r.run_id, i.rows_in,
-                        row_number() OVER (PARTITION BY q.query_id ORDER BY r.run_id) AS first,
-                        row_number() OVER (PARTITION BY q.query_id ORDER BY r.run_id DESC) AS last,
+                         WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)
+                  GROUP BY qq.name),
+             runs AS (  -- the first 5 cycles that took rows since (then: the first 3)
+                        -- and the last 2 (now)
+                 SELECT q.name, c.now, c.run_id, c.rows_in,
                         (SELECT sum(greatest(m.inserted, m.retracted))
                            FROM argus_catalog.run_nodes m
-                          WHERE m.run_id = r.run_id AND m.node_id = ANY(q.nodes)) AS written
-                   FROM q JOIN argus_catalog.queries qq USING (query_id)
-                   JOIN argus_catalog.runs r ON r.status = 'ok' AND r.run_id <= p_run
-                        AND r.started_at > q.made
-                        AND r.run_id > coalesce((SELECT max(m.after_run) FROM argus_catalog.migrations m
-                                                  WHERE m.query = qq.name), 0)
-                   CROSS JOIN LATERAL (SELECT sum(s.rows) AS rows_in FROM argus_catalog.run_streams s
-                                        WHERE s.run_id = r.run_id) i
-                  WHERE i.rows_in > 0 AND qq.status = 'ok' AND qq.evaluate = 'incremental'),
-             cost AS (SELECT query_id,
-                             1000 * sum(written) FILTER (WHERE last <= 2)
-                                  / sum(rows_in) FILTER (WHERE last <= 2) AS now,
-                             1000 * sum(written) FILTER (WHERE first <= 3)
-                                  / sum(rows_in) FILTER (WHERE first <= 3) AS since,
-                             sum(written) FILTER (WHERE last <= 2) AS written
-                        FROM runs GROUP BY query_id HAVING count(*) >= 5)
-        SELECT jsonb_object_agg(qq.name, jsonb_build_array(round(c.now), round(c.since)))
-          FROM cost c JOIN argus_catalog.queries qq USING (query_id)
-         WHERE c.written >= 1000 AND c.now > 3 * c.since);
+                          WHERE m.run_id = c.run_id AND m.node_id = ANY(q.nodes)) AS written
+                   FROM q CROSS JOIN LATERAL (
+                        (SELECT false AS now, r.run_id, r.rows_in FROM argus_catalog.runs r
+                          WHERE r.run_id > q.after AND r.run_id <= p_run AND r.status = 'ok'
+                            AND r.rows_in > 0 AND r.started_at > q.made
+                          ORDER BY r.run_id LIMIT 5)
+                        UNION ALL
+                        (SELECT true, r.run_id, r.rows_in FROM argus_catalog.runs r
+                          WHERE r.run_id > q.after AND r.run_id <= p_run AND r.status = 'ok'
+                            AND r.rows_in > 0 AND r.started_at > q.made
+                          ORDER BY r.run_id DESC LIMIT 2)) c),
+             cost AS (SELECT name,
+                             1000 * sum(written) FILTER (WHERE now)
+                                  / sum(rows_in) FILTER (WHERE now) AS now,
+                             1000 * sum(written) FILTER (WHERE NOT now AND rank <= 3)
+                                  / sum(rows_in) FILTER (WHERE NOT now AND rank <= 3) AS since,
+                             sum(written) FILTER (WHERE now) AS written
+                        FROM (SELECT runs.*, row_number() OVER (PARTITION BY name, now
+                                                                ORDER BY run_id) AS rank
+                                FROM runs) ranked
+                       GROUP BY name HAVING count(*) FILTER (WHERE NOT now) = 5)
+        SELECT jsonb_object_agg(name, jsonb_build_array(round(now), round(since)))
+          FROM cost WHERE written >= 1000 AND now > 3 * since);
 END $$;
 
 -- One cycle and its report in one statement: a round trip less per cycle than
