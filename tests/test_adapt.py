@@ -537,6 +537,29 @@ def test_joins_that_write_far_more_than_after_their_plan_trigger_a_replan(three)
         assert three.run().migrations == []
 
 
+WINDOWED = {"a": {"k": "int", "x": "int"}, "b": {"k": "int", "y": "int"},
+            "c": {"y": "int", "z": "int"}}  # (and a time column t)
+
+
+def until_the_flip(oracle, name: str, columns: str, filters: list[str], minute) -> tuple:
+    """Over the caller's streams a, b, c (WINDOWED's): minute 0 loaded, the query
+    `SELECT columns FROM a ⋈ b ON k ⋈ c ON y WHERE filters` over their last 10 minutes
+    registered, and 12 steady minutes, in which no re-plan migrates it (as the windows
+    fill, the joins write more: a re-plan keeps). Its layout before the flip."""
+    window = "argus_now() - interval '10 minutes'"
+    where = " AND ".join([*filters, *(f"{s}.t > {window}" for s in WINDOWED)])
+    minute(0, False)
+    oracle.run()
+    oracle.register(name, f"SELECT {columns} FROM a JOIN b ON a.k = b.k JOIN c ON b.y = c.y "
+                          f"WHERE {where}")
+    first = layout(oracle.db, name)
+    for m in range(1, 13):
+        minute(m, False)
+        assert not [d for d in oracle.run().migrations if d.migrated]
+    assert layout(oracle.db, name) == first
+    return first
+
+
 def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
     """Issue 52's windowed flip: the filter on a stops filtering and the one on c
     starts to. In the first cycles after it the windows still hold mostly old rows, on
@@ -546,11 +569,8 @@ def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
     the oracle, after every cycle.)"""
     db = oracle.db
     db.configure(reoptimize_every=1000)
-    streams = {"a": {"k": "int", "x": "int", "t": "timestamptz"},
-               "b": {"k": "int", "y": "int", "t": "timestamptz"},
-               "c": {"y": "int", "z": "int", "t": "timestamptz"}}
-    for name, columns in streams.items():
-        oracle.create_stream(name, columns, time_column="t")
+    for name, columns in WINDOWED.items():
+        oracle.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
     rng, start = random.Random(52), datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
     def minute(m: int, drifted: bool) -> None:
@@ -561,17 +581,8 @@ def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
         oracle.insert("c", [(rng.randrange(30), rng.randrange(100 if drifted else 5), at)
                             for _ in range(30)])
 
-    minute(0, False)
-    oracle.run()
-    window = "argus_now() - interval '10 minutes'"
-    oracle.register("flip", f"SELECT a.k, a.x, b.y, c.z FROM a JOIN b ON a.k = b.k "
-                            f"JOIN c ON b.y = c.y WHERE a.x < 5 AND c.z < 5 AND a.t > {window} "
-                            f"AND b.t > {window} AND c.t > {window}")
-    first = layout(db, "flip")
-    for m in range(1, 13):  # (as the windows fill, the joins write more: a re-plan keeps)
-        minute(m, False)
-        assert not [d for d in oracle.run().migrations if d.migrated]
-    assert layout(db, "flip") == first
+    first = until_the_flip(oracle, "flip", "a.k, a.x, b.y, c.z", ["a.x < 5", "c.z < 5"],
+                           minute)
     decisions = []
     for m in range(13, 15):
         minute(m, True)
@@ -588,35 +599,23 @@ def test_a_window_whose_rate_flips_is_planned_at_its_new_rate(oracle):
     periods of the flip, where it waited until the windows had turned over."""
     db = oracle.db
     db.configure(reoptimize_every=3)
-    for name, columns in (("a", {"id": "bigint", "k": "int"}),
-                          ("b", {"id": "bigint", "k": "int", "y": "int"}),
-                          ("c", {"id": "bigint", "y": "int"})):
-        oracle.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
+    for name, columns in WINDOWED.items():
+        oracle.create_stream(name, {"id": "bigint", **columns, "t": "timestamptz"},
+                             time_column="t")
     rng, start, ids = random.Random(9), datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), [0]
 
     def minute(m: int, flipped: bool) -> None:
         at = start + datetime.timedelta(minutes=m)
 
-        def rows(n: int, width: int) -> list[tuple]:
+        def rows(n: int) -> list[tuple]:
             ids[0] += n
-            return [(ids[0] - i, *(rng.randrange(900) for _ in range(width)), at)
-                    for i in range(n)]
+            return [(ids[0] - i, rng.randrange(900), rng.randrange(900), at) for i in range(n)]
 
-        oracle.insert("a", rows(90 if flipped else 900, 1))
-        oracle.insert("b", rows(900, 2))
-        oracle.insert("c", rows(900 if flipped else 90, 1))
+        oracle.insert("a", rows(90 if flipped else 900))
+        oracle.insert("b", rows(900))
+        oracle.insert("c", rows(900 if flipped else 90))
 
-    minute(0, False)
-    oracle.run()
-    window = "argus_now() - interval '10 minutes'"
-    oracle.register("chain", f"SELECT a.id AS a, b.id AS b, c.id AS c FROM a JOIN b ON "
-                             f"a.k = b.k JOIN c ON b.y = c.y WHERE a.t > {window} AND "
-                             f"b.t > {window} AND c.t > {window}")
-    first = layout(db, "chain")
-    for m in range(1, 13):
-        minute(m, False)
-        assert not [d for d in oracle.run().migrations if d.migrated]
-    assert layout(db, "chain") == first
+    first = until_the_flip(oracle, "chain", "a.id AS a, b.id AS b, c.id AS c", [], minute)
     moved = []
     for m in range(13, 19):  # (two periods after the flip)
         minute(m, True)
