@@ -54,6 +54,33 @@ def _base(category: str | None) -> str | None:
     return category.split(":")[0] if category else category
 
 
+def fixed_scale(arg: str, scales: dict[str, int]) -> int | None:
+    """The scale every value of the numeric expression `arg` has, when its columns'
+    (`scales`: t1's numeric columns declared with a scale, and its integers at 0) and
+    PostgreSQL's arithmetic fix it: + and - keep the larger scale, * adds them
+    (numeric_add, numeric_mul). None when it may vary from row to row (a division, a
+    function, CASE): its sums keep the largest scale of their rows."""
+    def scale(node: exp.Expression) -> int | None:
+        if isinstance(node, exp.Paren | exp.Neg):
+            return scale(node.this)
+        if isinstance(node, exp.Column):
+            return scales.get(node.name) if node.table == "t1" else None
+        if isinstance(node, exp.Literal) and node.is_number:
+            whole, _, decimals = node.name.partition(".")
+            return len(decimals) if (whole + decimals).isdigit() else None
+        if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+            left, right = scale(node.this), scale(node.expression)
+            if left is None or right is None:
+                return None
+            return left + right if isinstance(node, exp.Mul) else max(left, right)
+        return None
+
+    try:
+        return scale(sqlglot.parse_one(arg, read=DIALECT))
+    except sqlglot.errors.ParseError:
+        return None
+
+
 def _sums(category: str, squares: bool) -> list[tuple[str, str, str]]:
     value = _VALUE.get(_base(category), _VALUE["other"])
     books = [("s", f"sum({{s}} * {value})", "add")]

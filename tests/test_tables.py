@@ -317,23 +317,36 @@ def test_deletes_of_keys_the_table_does_not_have_are_counted_and_ignored(account
 
 def test_sums_over_a_declared_scale_print_as_postgresql_prints_them(oracle):
     """A numeric(12,2) column's sums, averages and variances keep no largest scale
-    (every value has two decimals); an undeclared numeric's and an expression's do.
-    The oracle compares numbers by value, so the answers are compared here as text,
-    after inserts, updates and deletes."""
+    (every value has two decimals), nor do sums of arithmetic that fixes the scale
+    (+, - and * of such columns, integers and literals); an undeclared numeric's and a
+    division's do. The oracle compares numbers by value, so the answers are compared
+    here as text, after inserts, updates and deletes."""
     db = oracle.db
     oracle.create_table("prices", {"id": "int", "g": "text", "p": "numeric(12,2)",
-                                   "q": "numeric"}, primary_key="id")
-    query = ("SELECT g, sum(p) AS sp, avg(p) AS ap, var_samp(p) AS vp, sum(q) AS sq, "
-             "avg(q) AS aq, sum(p * q) AS spq FROM prices GROUP BY g")
+                                   "q": "numeric", "r": "numeric(6,3)", "n": "int"},
+                        primary_key="id")
+    columns = {"sp": "sum(p)", "ap": "avg(p)", "vp": "var_samp(p)", "sq": "sum(q)",
+               "aq": "avg(q)", "spq": "sum(p * q)", "spr": "sum(p * (1 - r))",
+               "snr": "sum(-p - r * n + 0.5)", "apr": "avg(p * 2.50 * (1 + r))",
+               "sd": "sum(p / 4)"}
+    query = ("SELECT g, " + ", ".join(f"{f} AS {c}" for c, f in columns.items())
+             + " FROM prices GROUP BY g")
     oracle.register("sums", query)
     definition = db.conn.execute("SELECT definition FROM argus_catalog.nodes "
                                  "WHERE kind = 'aggregate'").fetchone()[0]
-    assert {e[2]: e[4] for e in definition["aggregates"]}['"t1"."p"'] == "numeric:2"
+    kept = {e[2]: e[4] for e in definition["aggregates"]}
+    assert kept['"t1"."p"'] == "numeric:2"
+    assert kept['"t1"."p" * (1 - "t1"."r")'] == "numeric:5"
+    assert kept['-"t1"."p" - "t1"."r" * "t1"."n" + 0.5'] == "numeric:3"
+    assert kept['"t1"."p" * 2.50 * (1 + "t1"."r")'] == "numeric:7"
+    assert kept['"t1"."p" / 4'] == kept['"t1"."q"'] == "numeric"  # a largest scale kept
     rng = random.Random(4)
     present = set()
+    shown = "ROW(g, " + ", ".join(columns) + ")::text"
     for _ in range(12):
         rows = [(i, rng.choice("xy"), rng.choice(["1.5", "2", "0.125", "-3.25"]),
-                 rng.choice(["1", "1.0", "0.5", "2.250"])) for i in rng.sample(range(30), 5)]
+                 rng.choice(["1", "1.0", "0.5", "2.250"]), rng.choice(["0.05", "1", "0.125"]),
+                 rng.randint(-3, 3)) for i in rng.sample(range(30), 5)]
         oracle.insert("prices", [r for r in rows if r[0] not in present])
         oracle.update("prices", [r for r in rows if r[0] in present])
         present |= {r[0] for r in rows}
@@ -341,9 +354,7 @@ def test_sums_over_a_declared_scale_print_as_postgresql_prints_them(oracle):
         oracle.delete("prices", gone)
         present -= set(gone)
         oracle.run()
-        actual = {r[0] for r in db.conn.execute(
-            "SELECT ROW(g, sp, ap, vp, sq, aq, spq)::text FROM argus_results.sums")}
+        actual = {r[0] for r in db.conn.execute(f"SELECT {shown} FROM argus_results.sums")}
         scratch = query.replace("prices", "argus_streams.prices")
-        expected = {r[0] for r in db.conn.execute(
-            f"SELECT ROW(g, sp, ap, vp, sq, aq, spq)::text FROM ({scratch}) s")}
+        expected = {r[0] for r in db.conn.execute(f"SELECT {shown} FROM ({scratch}) s")}
         assert actual == expected

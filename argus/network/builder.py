@@ -17,7 +17,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..aggregates import Model, entries
+from ..aggregates import Model, entries, fixed_scale
 from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
@@ -210,22 +210,22 @@ class Builder(Reads):
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
 
     def _declared_scales(self, parent: Node, args: list[str]) -> dict[str, str]:
-        """"numeric:<scale>" for the arguments that are a column of the parent declared
-        with a scale (numeric(12,2)): its sums need no largest scale kept
+        """"numeric:<scale>" for the arguments whose every value has one scale: a
+        column of the parent declared with it (numeric(12,2)), or arithmetic that fixes
+        it (l_extendedprice * (1 - l_discount)): their sums need no largest scale kept
         (argus.aggregates)."""
-        columns = {}
-        for arg in args:
-            tree = sqlglot.parse_one(arg, read=DIALECT)
-            if isinstance(tree, exp.Column) and tree.table == "t1":
-                columns[tree.name] = arg
-        if not columns:
+        if not args:
             return {}
-        rows = self.conn.execute(
-            """SELECT attname, (atttypmod - 4) & 65535 FROM pg_attribute
-                WHERE attrelid = to_regclass(%s) AND attname = ANY(%s) AND atttypmod >= 4
-                  AND atttypid = 'numeric'::regtype""",
-            (parent.hist.as_string(self.conn), list(columns))).fetchall()
-        return {columns[name]: f"numeric:{scale}" for name, scale in rows}
+        scales = dict(self.conn.execute(
+            """SELECT attname, CASE WHEN atttypid = 'numeric'::regtype
+                                    THEN (atttypmod - 4) & 65535 ELSE 0 END
+                 FROM pg_attribute
+                WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped
+                  AND (atttypid = 'numeric'::regtype AND atttypmod >= 4
+                       OR atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype))""",
+            (parent.hist.as_string(self.conn),)).fetchall())
+        fixed = {arg: fixed_scale(arg, scales) for arg in args}
+        return {arg: f"numeric:{scale}" for arg, scale in fixed.items() if scale is not None}
 
     def _recursive(self, plan: Recursive) -> Node:
         """A WITH RECURSIVE relation (argus.nodes.recursive): its non-recursive branches'
