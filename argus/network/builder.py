@@ -34,6 +34,7 @@ from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes import lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
+from ..nodes.window import suffix as window_suffix
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
@@ -276,8 +277,10 @@ class Builder(Reads):
         plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
         keys = list(itertools.takewhile(plain.__contains__,
                                         (c.expr for c in columns[:definition["keys"]])))
-        if keys:  # a cycle reads the parent's rows of the partitions it touched
-            self._record_indexes(node, [(parent, [plain[k] for k in keys])])
+        if keys:  # a cycle reads the parent's rows of the partitions it touched (from
+            plan = window_suffix(node)  # their frontiers on, by the ORDER BY column)
+            by = [plain[plan.order]] if plan is not None and plan.order in plain else []
+            self._record_indexes(node, [(parent, [plain[k] for k in keys] + by)])
         return node
 
     def _recomputed_groups(self, plan: Aggregate) -> Node:

@@ -5,7 +5,9 @@ sum(DISTINCT) …), a row per group computed again the same way.
 The partition keys all the node's windows share are its first columns (argus_p0, …);
 with none, the parent is one partition, computed again whenever it changes. Top-K per
 group (a selection `rn <= k` above, argus.frontend.topk) keeps only the rows ranked
-within k."""
+within k. When every function reads only the rows ordered before its own (LAG, running
+aggregates, ROW_NUMBER), only a touched partition's rows from its first change on are
+computed again (Suffix): a stream appended in order costs its new rows only."""
 
 from __future__ import annotations
 
@@ -29,20 +31,121 @@ class WindowSpec:
     grouped: bool = False  # GROUP BY the keys: a row per partition (its aggregates)
 
 
+# Window functions whose value at a row depends only on the rows ordered before it:
+# LAG reads a fixed number of them back; a running aggregate (the frame from the
+# partition's start to the row) and ROW_NUMBER continue from the value of the last
+# row before (their carry), combined as below with their value over the rows after.
+_CARRIED = {exp.Sum: "CASE WHEN {c} IS NULL THEN {w} WHEN {w} IS NULL THEN {c} "
+                     "ELSE {c} + {w} END",
+            exp.Count: "coalesce({c}, 0) + {w}", exp.RowNumber: "coalesce({c}, 0) + {w}",
+            exp.Min: "least({c}, {w})", exp.Max: "greatest({c}, {w})"}
+_FLOATS = {"real", "double precision"}  # (sums carried would round otherwise)
+
+
+@dataclass(frozen=True)
+class Suffix:
+    """How a window node computes again only the rows of a touched partition ordered at
+    or after its first changed row (its frontier, the least ORDER BY value among the
+    parent's changes there): the rows before it keep their values when every window
+    function reads only rows ordered before its own (window/delta_suffix)."""
+    order: str  # the ORDER BY expression over the parent (t1), ascending
+    column: str  # the node's column that passes it through
+    lookback: int  # the rows before the frontier LAG reads
+    carries: tuple[tuple[str, str], ...]  # (node column, how its carry combines)
+    exprs: tuple[str, ...]  # the node's expressions over the suffix and the lookback rows
+
+
+def suffix(node: Node) -> Suffix | None:
+    """The node's Suffix, or None: it keeps the top k, groups, has no partitions, or a
+    function reads rows after its own (LEAD, a whole-partition frame, RANK …), or an
+    ORDER BY other than one ascending column it passes through."""
+    spec, keys = node.spec, node.exprs[:node.spec.keys]
+    if spec.keep is not None or spec.grouped or not keys:
+        return None
+    order, lookback, carries, exprs = None, 0, [], []
+    types = node.types or (None,) * len(node.columns)  # (none before its table exists)
+    for column, text, pg_type in zip(node.columns, node.exprs, types):
+        tree = sqlglot.parse_one(text, read=DIALECT)
+        for window in tree.find_all(exp.Window):
+            ordered = window.args.get("order")
+            terms = ordered.expressions if ordered else []
+            if ([p.sql(DIALECT) for p in window.args.get("partition_by") or []] != list(keys)
+                    or len(terms) != 1 or terms[0].args.get("desc")
+                    or terms[0].args.get("nulls_first")
+                    or not isinstance(terms[0].this, exp.Column)):
+                return None
+            key = terms[0].this.sql(DIALECT)
+            if order not in (None, key):
+                return None
+            order = key
+            function = window.this
+            if isinstance(function, exp.Lag):
+                offset = function.args.get("offset")
+                if offset is not None and not (isinstance(offset, exp.Literal)
+                                               and offset.name.isdigit()):
+                    return None
+                lookback = max(lookback, int(offset.name) if offset is not None else 1)
+            elif window is tree and type(function) in _CARRIED and _from_start(window) \
+                    and not (isinstance(function, exp.Sum) and pg_type in _FLOATS):
+                carries.append((column, _CARRIED[type(function)]))
+                tree = _over_suffix(window)
+            else:
+                return None
+        exprs.append(tree.sql(DIALECT))
+    passed = [c for c, e in zip(node.columns, node.exprs) if e == order]
+    if order is None or not passed:
+        return None
+    return Suffix(order, passed[0], lookback, tuple(carries), tuple(exprs))
+
+
+def _from_start(window: exp.Window) -> bool:
+    """Its frame runs from the partition's start to the row (or its peers)."""
+    frame = window.args.get("spec")
+    return frame is None or (
+        str(frame.args.get("start", "")).upper() == "UNBOUNDED"
+        and str(frame.args.get("start_side", "")).upper() == "PRECEDING"
+        and str(frame.args.get("end") or "CURRENT ROW").upper() == "CURRENT ROW"
+        and not frame.args.get("exclude"))
+
+
+def _over_suffix(window: exp.Window) -> exp.Window:
+    """A carried function over the rows from the frontier on only (the lookback rows
+    are LAG's): ROW_NUMBER as their running count."""
+    function = window.this.copy()
+    window = window.copy()
+    if isinstance(function, exp.RowNumber):
+        function = exp.Count(this=exp.Star())
+        window.set("spec", exp.WindowSpec(kind="ROWS", start="UNBOUNDED",
+                                          start_side="PRECEDING", end="CURRENT ROW"))
+    window.set("this", exp.Filter(this=function, expression=exp.Where(
+        this=exp.not_(exp.column("argus_ctx", table="t1", quoted=True)))))
+    return window
+
+
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
-             names: list[str], ctid: bool = False) -> sql.Composed:
+             names: list[str], ctid: bool = False, order: sql.Composable | None = None
+             ) -> sql.Composed:
     """The rows of `source` (alias t1) in the cycle's touched partitions: `keys` over
     t1 are the partition keys, `names` their columns in argus_keys; with `ctid`, each
-    row's (argus_ctid)."""
+    row's (argus_ctid); with `order` (its ORDER BY over t1), only the rows from each
+    partition's frontier on (argus_keys.argus_e; NULL: all of them)."""
     listed = cols(columns, "t1")
     if ctid:
         listed = sql.SQL("{}, {}.ctid AS argus_ctid").format(listed, T1)
     if not keys:
         return sql.SQL("SELECT {} FROM {} AS {}").format(listed, source, T1)
-    equal = sql.SQL(" AND ").join(sql.SQL("{} = {}").format(k, sql.Identifier("k", n))
-                                  for k, n in zip(keys, names))
+    equal = _equal(keys, names)
+    if order is not None:
+        equal = sql.SQL("{} AND (k.argus_e IS NULL OR {o} >= k.argus_e OR {o} IS NULL)").format(
+            equal, o=order)
     return render("window/touched", columns=listed, source=source, t1=T1, equal=equal,
-                  keys=sql.SQL(", ").join(keys))
+                  keys=sql.SQL(", ").join(keys),
+                  k_keys=sql.SQL(", ").join(sql.Identifier("k", n) for n in names))
+
+
+def _equal(keys: list[sql.Composable], names: list[str], k: str = "k") -> sql.Composed:
+    return sql.SQL(" AND ").join(sql.SQL("{} = {}").format(e, sql.Identifier(k, n))
+                                 for e, n in zip(keys, names))
 
 
 def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
@@ -104,17 +207,67 @@ class WindowCompiler:
                                          ctid=True)}
 
     def create(self, node, parents):
-        keys = node.columns[:node.spec.keys]  # a cycle reads its touched partitions
+        keys = list(node.columns[:node.spec.keys])  # a cycle reads its touched partitions
+        plan = suffix(node)  # (from their frontiers on, by the ORDER BY column's order)
+        by = [plan.column] if plan is not None else []
         return [render("window/create", **self._slots(node, parents[0])),
                 *add_hash(node, indexed=False),
-                *([sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, cols(keys))]
+                *([sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, cols(keys + by))]
                   if keys else []),
                 create_delta(node), tid_column(node)]
 
     def backfill(self, node, parents):
         return [render("window/backfill", **self._slots(node, parents[0]))]
 
+    def _suffix_statement(self, node: Node, parent: Node, plan: Suffix) -> sql.Composed:
+        keys = list(node.columns[:node.spec.keys])
+        key_exprs = [sql.SQL("({})").format(sql.SQL(e)) for e in node.exprs[:len(keys)]]
+        order, o = sql.SQL("({})").format(sql.SQL(plan.order)), sql.Identifier(plan.column)
+        carried = {c: i for i, (c, _) in enumerate(plan.carries)}
+        before = sql.SQL("") if not plan.lookback else sql.SQL(
+            "\n     UNION ALL\n     SELECT b.*, true FROM argus_keys AS k CROSS JOIN LATERAL ("
+            "SELECT {} FROM {} AS {} WHERE {} AND {o} < k.argus_e ORDER BY {o} DESC LIMIT {})"
+            " AS b").format(cols(parent.columns, "t1"), parent.hist, T1,
+                            _equal(key_exprs, keys), sql.Literal(plan.lookback), o=order)
+        retracted = sql.SQL("") if parent.insert_only else sql.SQL(
+            "\n    EXCEPT ALL\n    SELECT {}, false FROM {} AS {} WHERE {}.{} < 0").format(
+                parent.column_list, parent.delta, T1, T1, SIGN_ID)
+        return render(
+            "window/delta_suffix", delta=node.delta_table, columns=node.column_list,
+            sign=SIGN_ID, t1=T1, parent_delta=parent.delta, hist=node.hist, o=o, order=order,
+            lookback=sql.Literal(plan.lookback), edge=sql.Literal(max(plan.lookback, 1) + 1),
+            key_exprs=named(node.exprs[:len(keys)], keys), keys=sql.SQL(", ").join(key_exprs),
+            key_positions=sql.SQL(", ").join(map(sql.Literal, range(1, len(keys) + 1))),
+            c_keys=cols(keys, "c"),
+            h_equal=_equal([sql.Identifier("h", k) for k in keys], keys, "c"),
+            carries=sql.SQL("").join(
+                sql.SQL(", CASE WHEN NOT (c.argus_whole OR b.argus_tied) THEN b.{c} END AS {c}")
+                .format(c=sql.Identifier(f"argus_c{i}")) for i in carried.values()),
+            carried=sql.SQL("").join(
+                sql.SQL(", (array_agg(h.{} ORDER BY h.{} DESC))[1] AS {}").format(
+                    sql.Identifier(c), o, sql.Identifier(f"argus_c{i}"))
+                for c, i in carried.items()),
+            touched_here=_touched(node.hist, node.columns, [sql.Identifier("t1", k) for k in keys],
+                                  keys, ctid=True, order=sql.Identifier("t1", plan.column)),
+            parent_touched=_touched(parent.hist, parent.columns, key_exprs, keys, order=order),
+            p_columns=parent.column_list, before=before, retracted=retracted,
+            named=named(plan.exprs, node.columns),
+            final=sql.SQL(", ").join(
+                sql.SQL("{} AS {}").format(
+                    sql.SQL(dict(plan.carries)[c]).format(
+                        c=sql.Identifier("k", f"argus_c{carried[c]}"), w=sql.Identifier("w", c))
+                    if c in carried else sql.Identifier("w", c), sql.Identifier(c))
+                for c in node.columns),
+            with_carries=sql.SQL("\n      LEFT JOIN argus_keys AS k ON {}").format(
+                _equal([sql.Identifier("w", k) for k in keys], keys)) if carried else sql.SQL(""),
+            o_keys=cols(keys, "o"), w_keys=cols(keys, "w"),
+            n_columns=cols(node.columns, "n"), n_hash=row_hash(node.columns, "n"),
+            d_columns=cols(node.columns, "d"), d_hash=row_hash(node.columns, "d"))
+
     def evaluate(self, node, parents):
+        plan = suffix(node)
+        if plan is not None:
+            return [Step(self._suffix_statement(node, parents[0], plan), any_rows(parents[0]))]
         old_rows = _kept_as_parent_rows(node, parents[0])
         if old_rows is None:
             statement = render("window/delta", delta=node.delta_table,

@@ -5,6 +5,6 @@
 SELECT {columns} FROM argus_keys AS k JOIN {source} AS {t1} ON {equal}
 UNION ALL
 SELECT {columns} FROM {source} AS {t1}
- WHERE EXISTS (SELECT FROM argus_keys AS k WHERE NOT (ROW(k.*) IS NOT NULL))
+ WHERE EXISTS (SELECT FROM argus_keys AS k WHERE NOT (ROW({k_keys}) IS NOT NULL))
    AND NOT (ROW({keys}) IS NOT NULL)
-   AND EXISTS (SELECT FROM argus_keys AS k WHERE ROW(k.*) IS NOT DISTINCT FROM ROW({keys}))
+   AND EXISTS (SELECT FROM argus_keys AS k WHERE ROW({k_keys}) IS NOT DISTINCT FROM ROW({keys}))
