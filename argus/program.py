@@ -13,6 +13,7 @@ from .names import stream_inbox
 from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .nodes import COMPILERS, KINDS, lazy
+from .nodes.select import passes_every_row
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 
 SLOW_NODE_MS = 1000  # a node that takes longer says so as the cycle runs (a NOTICE)
@@ -62,7 +63,9 @@ def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], c
 
 def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     steps = COMPILERS[node.kind].evaluate(node, parents)
-    if delta_view(node):
+    if delta_view(node) and passes_every_row(node, parents[0]):
+        code = render("select/count_parent", parent=sql.Literal(parents[0].id))
+    elif delta_view(node):
         code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
     elif not steps:
         return None

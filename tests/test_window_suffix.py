@@ -1,7 +1,8 @@
 """Window nodes that compute again only the rows from each touched partition's first
 change on (nodes.window.Suffix, issue 50): LAG and running aggregates over rows that
 arrive in order, late, tied, with NULL keys and ORDER BY values, and retracted by a
-table's updates and deletes; the oracle after every cycle.
+table's updates and deletes; the oracle after every cycle. And a Top-K's selection,
+which passes every row its window node keeps.
 
 Tied rows are made equal in every column the queries show (x is a function of o), so
 that the answers do not depend on how PostgreSQL orders ties."""
@@ -83,3 +84,26 @@ def test_windows_over_a_table_follow_its_updates_and_deletes(oracle):
             for name in ("lags", "running", "sessions"):
                 oracle.register(name, QUERIES[name].format(s=view))
                 assert suffix_nodes(oracle.db, name) == SUFFIX[name], name
+
+
+def test_a_top_k_reports_its_window_nodes_changes_as_its_own(oracle):
+    """rank ≤ k over a window node that keeps only the rows ranked within k passes every
+    row: the query's counts are the window node's, not a count of its view
+    (nodes.select.passes_every_row); they equal the answer's changes."""
+    from collections import Counter
+
+    rng = random.Random(3)
+    oracle.create_stream("bids", {"a": "int", "price": "int"})
+    oracle.register("top", "SELECT * FROM (SELECT a, price, row_number() OVER (PARTITION BY a "
+                           "ORDER BY price DESC) AS r FROM bids) b WHERE r <= 2")
+    (block,) = oracle.db.conn.execute(
+        "SELECT cycle_block FROM argus_catalog.nodes WHERE kind = 'select'").fetchone()
+    assert "array_position(argus_ids" in block and "count(*)" not in block
+    prices = rng.sample(range(1000), 60)
+    for _ in range(6):
+        before = Counter(oracle.db.results("top"))
+        oracle.insert("bids", [(rng.randrange(4), prices.pop()) for _ in range(rng.randint(1, 9))])
+        report = oracle.run()
+        after = Counter(oracle.db.results("top"))
+        assert (report.new_rows["top"], report.retracted["top"]) == (
+            sum((after - before).values()), sum((before - after).values()))

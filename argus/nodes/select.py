@@ -156,3 +156,19 @@ KIND = register(Kind(
     describe=lambda node: ([f"where {node.spec.predicate}"] if node.spec.predicate
                            else ["projection"]),
     probe=lambda node, parents: [Probe(T1, 0, [node.spec.predicate or "TRUE", *node.exprs])]))
+
+
+def passes_every_row(node: Node, parent: Node) -> bool:
+    """A virtual selection of a rank ≤ k over a window node that keeps only the rows
+    ranked within k (its Top-K): every row passes, so its changes are its parent's, and
+    so are their counts."""
+    keep = parent.definition.get("keep") if parent.kind == "window" else None
+    if not keep or node.spec.predicate is None:
+        return False
+    tree = sqlglot.parse_one(node.spec.predicate, read=DIALECT)
+    tree = tree.this if isinstance(tree, exp.Paren) else tree
+    if not isinstance(tree, exp.LTE | exp.LT) \
+            or tree.this != exp.column(keep[0], table="t1", quoted=True) \
+            or not (isinstance(tree.expression, exp.Literal) and tree.expression.is_int):
+        return False
+    return int(tree.expression.name) - isinstance(tree, exp.LT) >= keep[1]
