@@ -22,6 +22,7 @@ in $ARGUS_JDBC_PACKAGES (for machines that reach a Maven repository).
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import re
 import time
@@ -185,13 +186,13 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
                 return LoadResult(load_id, name, 0, duplicate=True)
             table = prepare_staging(conn, name, load_id)
             try:
-                return _write(conn, df, pairs, name, table, load_id, batch_size, source,
-                              dsn, say)
+                return _write(conn, df, pairs, dict(schema.columns), name, table, load_id,
+                              batch_size, source, dsn, say)
             finally:
                 drop_staging(conn, name, load_id)  # moved, or failed: nothing left behind
 
 
-def _write(conn, df, pairs, name, table, load_id, batch_size, source, dsn, say):
+def _write(conn, df, pairs, types, name, table, load_id, batch_size, source, dsn, say):
     from pyspark.sql import functions as F
 
     tagged = df.select(*[F.col(f"`{src}`").alias(dst) for src, dst in pairs],
@@ -207,7 +208,7 @@ def _write(conn, df, pairs, name, table, load_id, batch_size, source, dsn, say):
         message = re.sub(r'of relation "load_[0-9a-f]+"', f"of stream {name!r}",
                          _spark_error(exc).split(" (Failing row contains")[0])
         raise LoadError(f"load {load_id!r} into stream {name!r} failed, nothing was loaded: "
-                        f"{message}{_culprit(df, pairs, exc)}") from None
+                        f"{message}{_culprit(df, pairs, exc, types)}") from None
     say("moving the staged rows into the inbox")
     result = commit_staged(conn, name, load_id, source)
     seconds = time.perf_counter() - started
@@ -216,13 +217,15 @@ def _write(conn, df, pairs, name, table, load_id, batch_size, source, dsn, say):
     return result
 
 
-def _culprit(df, pairs, exc: Exception) -> str:
+def _culprit(df, pairs, exc: Exception, types: dict[str, str]) -> str:
     """Where the value PostgreSQL refused is: the file and the row (its values), found
-    in the DataFrame by the value or the column PostgreSQL named."""
+    in the DataFrame by the value or the column PostgreSQL named, or, when it named
+    neither (a value too long, a numeric overflow, an integer out of range), by the
+    stream's columns of the type it named (`types`: stream column -> type)."""
     from pyspark.sql import functions as F
 
     text = str(exc)
-    value = re.search(r'ERROR: [^\n]*?: "((?:[^"]|"")*)"', text)
+    value = re.search(r'ERROR: [^\n]*?"((?:[^"]|"")*)"', text)  # (the first quoted)
     column = re.search(r'ERROR: null value in column "([^"]+)"', text)
     names = {dst: src for src, dst in pairs}
     try:
@@ -232,6 +235,8 @@ def _culprit(df, pairs, exc: Exception) -> str:
             wanted = value.group(1).replace('""', '"')
             found = df.where(F.greatest(*[F.col(f"`{src}`").cast("string") == F.lit(wanted)
                                           for src, _ in pairs] + [F.lit(False)]))
+        elif (beyond := _beyond(text, {src: types[dst] for src, dst in pairs})) is not None:
+            found = df.where(beyond)
         else:
             return ""
         row = found.select("*", F.input_file_name().alias("argus_file")).first()
@@ -243,6 +248,41 @@ def _culprit(df, pairs, exc: Exception) -> str:
     where = f" in file {row['argus_file']}" if row["argus_file"] else ""
     line = _csv_line(row["argus_file"] or "", list(values.values()))
     return f"; the row{where}{f', line {line}' if line else ''}: {values}"
+
+
+_INTEGERS = {"smallint": (2**15, ("smallint", "int2")),
+             "integer": (2**31, ("integer", "int", "int4")),
+             "bigint": (2**63, ("bigint", "int8"))}
+
+
+def _beyond(text: str, types: dict[str, str]):
+    """A Spark condition true of the rows whose value in some column of the type a
+    PostgreSQL error names does not fit it (the error quotes no value), or None."""
+    from pyspark.sql import functions as F
+
+    def col(name: str):
+        return F.col(f"`{name}`")
+
+    if found := re.search(r"value too long for type (character varying|character)\((\d+)\)",
+                          text):
+        spelled = "varchar|character varying" if found.group(1) != "character" \
+            else "char|character|bpchar"
+        length = int(found.group(2))
+        conditions = [F.length(col(c)) > length for c, t in types.items()
+                      if re.fullmatch(rf"({spelled})\s*\(\s*{length}\s*\)", t)]
+    elif found := re.search(r"precision (\d+), scale (\d+)", text):
+        precision, scale = int(found.group(1)), int(found.group(2))
+        limit = 10.0 ** (precision - scale) - 0.5 * 10.0 ** -scale  # (rounds past it)
+        conditions = [F.abs(col(c).cast("double")) >= limit for c, t in types.items()
+                      if re.fullmatch(rf"(numeric|decimal)\s*\(\s*{precision}\s*,\s*"
+                                      rf"{scale}\s*\)", t)]
+    elif found := re.search(r"\b(smallint|integer|bigint) out of range", text):
+        bound, spelled = _INTEGERS[found.group(1)]
+        conditions = [~col(c).cast("decimal(38,0)").between(-bound, bound - 1)
+                      for c, t in types.items() if t.lower() in spelled]
+    else:
+        return None
+    return functools.reduce(lambda a, b: a | b, conditions) if conditions else None
 
 
 def _csv_line(file: str, values: list) -> int | None:

@@ -365,3 +365,31 @@ def test_a_writer_role_loads_with_spark_and_nothing_else(spark, events, fresh_ds
     assert sorted(events.results("big")) == [(2, 7.25)]
     assert events.conn.execute("SELECT count(*) FROM pg_tables "
                                "WHERE schemaname = 'argus_staging'").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("3,toolong,1,2.5", r"value too long for type character varying\(4\)"),
+    ("3,ok,1,123456789.5", r"numeric field overflow"),
+    ("3,ok,40000,2.5", r'value "40000" is out of range for type smallint'),
+])
+def test_a_value_the_server_quotes_not_names_the_file_and_the_row(db, fresh_dsn, tmp_path,
+                                                                   bad, message):
+    """A value too long, a numeric overflow: PostgreSQL quotes no value, so the row is
+    found by the stream's columns of the type it names (an integer read as text it
+    quotes)."""
+    db.create_stream("sized", {"id": "bigint", "code": "varchar(4)", "n": "smallint",
+                               "v": "numeric(10,2)"})
+    data = tmp_path / "sized.csv"
+    data.write_text(f"id,code,n,v\n1,ab,1,2.5\n2,cd,2,3.5\n{bad}\n4,ef,4,4.5\n")
+    with pytest.raises(argus.LoadError, match=message + r".*file .*sized.csv, line 4: .*'id': "
+                                              r"'?3'?"):
+        spark_mod.load_file(str(data), "sized", fresh_dsn)
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.sized").fetchone()[0] == 0
+
+
+def test_an_integer_out_of_range_from_a_dataframe_names_the_row(spark, db, fresh_dsn):
+    """A typed value (a long into a smallint) is refused without its value quoted."""
+    db.create_stream("small", {"id": "bigint", "n": "smallint"})
+    df = spark.createDataFrame([(1, 5), (2, 40000), (3, 7)], "id long, n long")
+    with pytest.raises(argus.LoadError, match=r"smallint out of range.*the row: .*'id': 2"):
+        spark_mod.load(df, "small", fresh_dsn)
