@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import os
 import re
 import time
@@ -36,7 +37,7 @@ from psycopg.conninfo import conninfo_to_dict
 from .api import resolve_dsn
 from .errors import LoadError, UnknownStreamError
 from .files import data_files, file_id
-from .loads import (LoadResult, already_loaded, commit_staged, drop_staging, load_lock,
+from .loads import (LoadResult, already_loaded, claim_id, commit_staged, drop_staging, load_lock,
                     prepare_staging, staging_table, sweep_staging)
 from .names import check_name
 from .streams import stream_schemas
@@ -166,8 +167,10 @@ def _spark_error(exc: Exception) -> str:
 
 def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
          batch_size: int = 10_000, source: str = "spark",
-         progress: Callable[[str], None] | None = None) -> LoadResult:
-    """Write a DataFrame into `stream`'s inbox exactly once (see the module's doc)."""
+         progress: Callable[[str], None] | None = None,
+         files: dict[Path, str] | None = None) -> LoadResult:
+    """Write a DataFrame into `stream`'s inbox exactly once (see the module's doc);
+    `files`: the ids of the files it reads, recorded with it (load_file)."""
     say = progress or (lambda message: None)
     dsn = resolve_dsn(dsn)
     name = check_name(stream, "stream")
@@ -187,12 +190,13 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
             table = prepare_staging(conn, name, load_id)
             try:
                 return _write(conn, df, pairs, dict(schema.columns), name, table, load_id,
-                              batch_size, source, dsn, say)
+                              batch_size, source, dsn, say, files or {})
             finally:
                 drop_staging(conn, name, load_id)  # moved, or failed: nothing left behind
 
 
-def _write(conn, df, pairs, types, name, table, load_id, batch_size, source, dsn, say):
+def _write(conn, df, pairs, types, name, table, load_id, batch_size, source, dsn, say,
+           files: dict[Path, str]):
     from pyspark.sql import functions as F
 
     tagged = df.select(*[F.col(f"`{src}`").alias(dst) for src, dst in pairs],
@@ -210,7 +214,13 @@ def _write(conn, df, pairs, types, name, table, load_id, batch_size, source, dsn
         raise LoadError(f"load {load_id!r} into stream {name!r} failed, nothing was loaded: "
                         f"{message}{_culprit(df, pairs, exc, types)}") from None
     say("moving the staged rows into the inbox")
-    result = commit_staged(conn, name, load_id, source)
+    with conn.transaction():
+        result = commit_staged(conn, name, load_id, source)
+        for file, own_id in files.items():  # (a file another load took meanwhile: none)
+            if not result.duplicate and not claim_id(conn, own_id, name, str(file)):
+                raise LoadError(f"load {load_id!r} into stream {name!r}: file {file} was "
+                                "loaded by another load meanwhile; nothing was loaded: run "
+                                "the load again")
     seconds = time.perf_counter() - started
     say(f"{result.rows:,} rows in {seconds:.1f} s ({result.rows / max(seconds, 1e-9):,.0f} "
         "rows/s)")
@@ -304,13 +314,21 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
               header: bool = True, load_id: str | None = None, master: str | None = None,
               batch_size: int = 10_000,
               progress: Callable[[str], None] | None = None) -> LoadResult:
-    """Load a CSV, Parquet or JSON file (or directory of them) with Spark."""
+    """Load a CSV, Parquet or JSON file (or directory of them) with Spark. A directory
+    without a given `load_id` is loaded file by file's content: files loaded before
+    (alone or with another directory) are skipped and said to be, and each file loaded
+    is recorded with the load, so that it is never loaded twice."""
+    say = progress or (lambda message: None)
     file = Path(path)
     if not file.exists():
         raise LoadError(f"no such file or directory: {path}")
     fmt = (fmt or file.suffix.lstrip(".") or "parquet").lower()
     if fmt not in ("csv", "parquet", "json"):
         raise LoadError(f"unknown format {fmt!r}: use csv, parquet or json")
+    files = [file] if file.is_file() else sorted(data_files(file))
+    if not files:
+        raise LoadError(f"no data files in {path}")
+    ids = {f: file_id(f) for f in files} if load_id is None and file.is_dir() else {}
     load_id = load_id or file_id(file)
     with psycopg.connect(resolve_dsn(dsn), autocommit=True) as conn:
         schema = stream_schemas(conn).get(check_name(stream, "stream"))
@@ -318,16 +336,25 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
             raise UnknownStreamError(f"unknown stream {stream!r}")
         if already_loaded(conn, schema.name, load_id):  # said before Spark starts (seconds)
             return LoadResult(load_id, schema.name, 0, duplicate=True)
+        skipped = [f for f, i in ids.items() if already_loaded(conn, schema.name, i)]
+    for f in skipped:
+        say(f"{f} was loaded before: skipped")
+        del ids[f]
+    if skipped:
+        if not ids:
+            return LoadResult(load_id, schema.name, 0, duplicate=True)
+        files = list(ids)  # the files left, as one load of its own
+        load_id = "sha256:" + hashlib.sha256(" ".join(ids.values()).encode()).hexdigest()
     try:
         spark = session(master)
         if fmt == "csv":
-            df = _read_csv(spark, file, schema.column_names, header)
+            df = _read_csv(spark, file, files, schema.column_names, header)
         else:
             if fmt == "parquet":
-                _check_parquet_files(spark, file, schema)
-            df = spark.read.format(fmt).load(str(file))
+                _check_parquet_files(spark, file, files, schema)
+            df = _reader(spark, file, files).format(fmt).load([str(f) for f in files])
         return load(df, stream, dsn, load_id, batch_size, source=str(file),
-                    progress=progress)
+                    progress=progress, files=ids)
     except LoadError:
         raise
     except Exception as exc:  # the JVM went away (killed, out of memory), …
@@ -338,7 +365,15 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
         raise
 
 
-def _read_csv(spark, file: Path, columns: tuple[str, ...], header: bool):
+def _reader(spark, path: Path, files: list[Path]):
+    """A reader of `files`, of `path` (a directory: its partition columns, key=value
+    directories, read as when the directory is)."""
+    reader = spark.read
+    return reader.option("basePath", str(path)) if path.is_dir() else reader
+
+
+def _read_csv(spark, file: Path, files: list[Path], columns: tuple[str, ...],
+              header: bool):
     """Read CSV strictly: every row must have exactly the header's fields (FAILFAST), all
     as strings, which PostgreSQL parses; a malformed row fails naming file and line."""
     from pyspark.sql import functions as F
@@ -346,28 +381,27 @@ def _read_csv(spark, file: Path, columns: tuple[str, ...], header: bool):
 
     names = list(columns)
     if header:
-        first = next(iter(data_files(file) if file.is_dir() else [file]), None)
-        with open(first, encoding="utf-8", errors="replace") as handle:
+        with open(files[0], encoding="utf-8", errors="replace") as handle:
             names = [n.strip().strip('"') for n in handle.readline().rstrip("\r\n").split(",")]
     fields = [StructField(n, StringType()) for n in names]
-    reader = (spark.read.schema(StructType(fields)).option("header", str(header).lower())
-              .option("enforceSchema", "false"))
-    strict = reader.option("mode", "FAILFAST").csv(str(file))
+    reader = (_reader(spark, file, files).schema(StructType(fields))
+              .option("header", str(header).lower()).option("enforceSchema", "false"))
+    strict = reader.option("mode", "FAILFAST").csv([str(f) for f in files])
     try:  # parses every field of every row once (a bare count() would parse none)
         strict.agg(F.sum(F.hash(*[F.col(f"`{n}`") for n in names]))).collect()
     except Exception as exc:
         if type(exc).__module__.startswith("py4j") and "Java" not in type(exc).__name__:
             raise  # the JVM itself: load_file says so
-        found = _malformed(file, len(fields), header)
+        found = _malformed(files, len(fields), header)
         raise LoadError(f"cannot load {file}, nothing was loaded: "
                         f"{found or _spark_error(exc)}") from None
     return strict
 
 
-def _malformed(file: Path, width: int, header: bool) -> str | None:
+def _malformed(files: list[Path], width: int, header: bool) -> str | None:
     """The first malformed CSV record (only on a failure: a plain scan in Python): its
     file, the line it starts on, and what is wrong."""
-    for path in [file] if file.is_file() else sorted(data_files(file)):
+    for path in files:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
             reader = csv.reader(handle, strict=True)
             start = 1
@@ -382,10 +416,9 @@ def _malformed(file: Path, width: int, header: bool) -> str | None:
     return None
 
 
-def _check_parquet_files(spark, path: Path, schema) -> None:
+def _check_parquet_files(spark, path: Path, files: list[Path], schema) -> None:
     """Every Parquet file must have only the stream's columns, with types that can feed
     them, and every NOT NULL one: checked file by file, before anything is written."""
-    files = [path] if path.is_file() else sorted(data_files(path))
     columns = dict(schema.columns)
     reference: dict[str, str] | None = None  # the first file's columns and types
     first = None

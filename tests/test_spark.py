@@ -393,3 +393,28 @@ def test_an_integer_out_of_range_from_a_dataframe_names_the_row(spark, db, fresh
     df = spark.createDataFrame([(1, 5), (2, 40000), (3, 7)], "id long, n long")
     with pytest.raises(argus.LoadError, match=r"smallint out of range.*the row: .*'id': 2"):
         spark_mod.load(df, "small", fresh_dsn)
+
+
+def test_a_directory_skips_the_files_loaded_before_and_says_so(spark, events, fresh_dsn,
+                                                              tmp_path):
+    """Each file of a directory is identified by its content: a file loaded alone, or
+    with another directory, is not loaded again with this one; Hive-style partition
+    columns (day=…) are read as when the whole directory is."""
+    root = tmp_path / "parts"
+    for day, ids in (("2024-01-01", [1, 2]), ("2024-01-02", [3]), ("2024-01-03", [4, 5])):
+        spark.createDataFrame([(i, 1.5) for i in ids], "id long, v double").coalesce(1) \
+            .write.parquet(str(root / f"day={day}"))
+    first = next((root / "day=2024-01-01").glob("part-*.parquet"))
+    spark_mod.load_file(str(first), "events", fresh_dsn)  # one file alone: no day column
+    said = []
+    done = spark_mod.load_file(str(root), "events", fresh_dsn, progress=said.append)
+    assert done.rows == 3 and any(str(first) in m and "skipped" in m for m in said)
+    assert inbox(events) == [(1, None, 1.5), (2, None, 1.5),
+                             (3, datetime.date(2024, 1, 2), 1.5),
+                             (4, datetime.date(2024, 1, 3), 1.5),
+                             (5, datetime.date(2024, 1, 3), 1.5)]
+    assert spark_mod.load_file(str(root), "events", fresh_dsn).duplicate
+    spark.createDataFrame([(6, 2.5)], "id long, v double").coalesce(1) \
+        .write.parquet(str(root / "day=2024-01-04"))
+    assert spark_mod.load_file(str(root), "events", fresh_dsn).rows == 1  # only the new file
+    assert [r[0] for r in inbox(events)] == [1, 2, 3, 4, 5, 6]
