@@ -87,11 +87,9 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         except CycleError as exc:  # a crash emptied the network's unlogged tables?
             if durability.LOST not in str(exc):
                 raise
-            try:
-                rebuilt = durability.rebuild_if_lost(conn)
+            try:  # (or another session rebuilt it meanwhile; or nothing to rebuild)
+                durability.rebuild_if_lost(conn)
             except psycopg.Error:  # a role that may not rebuild: argus's owner will
-                rebuilt = None
-            if not rebuilt:
                 raise exc from None
             row = _cycle(conn, wait, limit)
         if row is None or row[1] != "timed_out" or attempt == TIMED_OUT_RETRIES:
