@@ -235,7 +235,7 @@ class WindowCompiler:
         return render(
             "window/delta_suffix", delta=node.delta_table, columns=node.column_list,
             sign=SIGN_ID, t1=T1, parent_delta=parent.delta, hist=node.hist, o=o, order=order,
-            lookback=sql.Literal(plan.lookback), edge=sql.Literal(max(plan.lookback, 1) + 1),
+            edge=sql.Literal(max(plan.lookback, 1) + 1),
             key_exprs=named(node.exprs[:len(keys)], keys), keys=sql.SQL(", ").join(key_exprs),
             key_positions=sql.SQL(", ").join(map(sql.Literal, range(1, len(keys) + 1))),
             c_keys=cols(keys, "c"),

@@ -2,7 +2,7 @@
 -- running aggregates and ROW_NUMBER: nodes.window.Suffix): in each partition the
 -- parent's changes touched, only the rows ordered at or after the first change (its
 -- frontier, argus_e) can change value. They are computed again over the parent's rows
--- from the frontier on, with the {lookback} rows before it that LAG reads (argus_ctx),
+-- from the frontier on, with the rows just before it that LAG reads (argus_ctx),
 -- a running function continuing from its value at the last row before it (its carry,
 -- argus_c<i>), and compared with the node's rows from the frontier on, as window/delta
 -- compares whole partitions; the new rows of a partition that holds none from its
