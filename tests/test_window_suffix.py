@@ -25,9 +25,14 @@ QUERIES = {
     "sessions": f"SELECT p, o, sum(g) OVER ({W}) AS session "  # (tied rows' g differ)
                 f"FROM (SELECT p, o, CASE WHEN o - lag(o) OVER ({W}) <= 3 THEN 0 ELSE 1 END "
                 f"AS g FROM {{s}}) x",
+    "mixed": f"SELECT p, o, x, lag(x, 2) OVER ({W}) AS l2, row_number() OVER ({W}) AS rn, "
+             f"sum(x) OVER ({W}) AS s FROM {{s}}",
     "floats": f"SELECT p, o, sum(f) OVER ({W} ROWS UNBOUNDED PRECEDING) AS s FROM {{s}}",
+    "descending": "SELECT p, o, x, lag(x) OVER (PARTITION BY p ORDER BY o DESC) AS l1 "
+                  "FROM {s}",
 }
-SUFFIX = {"lags": 1, "running": 1, "sessions": 2, "floats": 0}  # window nodes that use it
+SUFFIX = {"lags": 1, "running": 1, "sessions": 2, "mixed": 1, "floats": 0,
+          "descending": 0}  # the window nodes that use it
 
 
 def row(rng: random.Random, o: int | None) -> tuple:
@@ -81,7 +86,7 @@ def test_windows_over_a_table_follow_its_updates_and_deletes(oracle):
         present -= set(gone)
         oracle.run()
         if step == 0:
-            for name in ("lags", "running", "sessions"):
+            for name in ("lags", "running", "sessions", "mixed"):
                 oracle.register(name, QUERIES[name].format(s=view))
                 assert suffix_nodes(oracle.db, name) == SUFFIX[name], name
 
