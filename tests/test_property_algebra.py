@@ -249,6 +249,28 @@ class Batches(RuleBasedStateMachine):
             self.db.drop_stream(f"{self.prefix}_{name}")
 
 
+class Registering(Batches):
+    """Batches, and the grammar's random queries registered (those refused because a
+    window purged rows they need are counted) and layouts changed between steps."""
+    queries = Bundle("queries")
+
+    @rule(target=queries, query=QUERIES)
+    def register(self, query):
+        name = f"{self.prefix}_{alias()}"
+        try:
+            self.oracle.register(name, self._sql(query[0]))
+        except QueryError as exc:  # windowed queries purged what this one needs
+            assert "were purged" in str(exc), exc
+            self.stats["refused"] += 1
+            return multiple()
+        self.stats["queries"] += 1
+        return name
+
+    @rule(layout=LAYOUTS)
+    def layout(self, layout):
+        self.db.configure(**layout)
+
+
 def machine_settings(examples: int, steps: int) -> settings:
     return settings(max_examples=examples, stateful_step_count=steps, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -263,31 +285,13 @@ def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
     db.configure(maintenance=maintenance)
     stats = {"queries": 0, "cycles": 0, "refused": 0}
 
-    class Algebra(Batches):
-        queries = Bundle("queries")
-
+    class Algebra(Registering):
         def __init__(self) -> None:
             super().__init__(db, stats)
 
-        @rule(target=queries, query=QUERIES)
-        def register(self, query):
-            name = f"{self.prefix}_{alias()}"
-            try:
-                self.oracle.register(name, self._sql(query[0]))
-            except QueryError as exc:  # windowed queries purged what this one needs
-                assert "were purged" in str(exc), exc
-                stats["refused"] += 1
-                return multiple()
-            stats["queries"] += 1
-            return name
-
-        @rule(name=consumes(queries))
+        @rule(name=consumes(Registering.queries))
         def drop(self, name):
             self.oracle.unregister(name)
-
-        @rule(layout=LAYOUTS)
-        def layout(self, layout):
-            db.configure(**layout)
 
     run_state_machine_as_test(Algebra, settings=machine_settings(
         EXAMPLES if maintenance == "auto" else EXAMPLES // 3, steps=12))
