@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from .errors import ArgusError, ChangesLostError, UnknownQueryError
+from .errors import ArgusError, ChangesLostError, QueryFailedError, UnknownQueryError
 from .names import SIGN, change_log, check_name, results_view
-from .registry import check_ok
 
 CHANNEL = "argus_cycle"
 
@@ -39,6 +38,8 @@ def _errors(exc: psycopg.Error) -> ArgusError:
         return UnknownQueryError(text.removeprefix("argus: "))
     if exc.sqlstate == "55000" and "no longer kept" in text:
         return ChangesLostError(f"{text.removeprefix('argus: ')}: {exc.diag.message_hint}")
+    if exc.sqlstate == "55000" and "failed and is isolated" in text:
+        return QueryFailedError(f"{text.removeprefix('argus: ')}; {exc.diag.message_hint}")
     return ArgusError(text.removeprefix("argus: "))
 
 
@@ -86,7 +87,6 @@ def subscribe(dsn: str, name: str, consumer: str | None = None, since: int | Non
                 if batches:
                     idle_since = time.monotonic()
                     continue
-                check_ok(conn, name)  # (an isolated query logs nothing more: say so)
                 left = None if timeout is None else timeout - (time.monotonic() - idle_since)
                 if left is not None and left <= 0:
                     return
@@ -110,15 +110,17 @@ def _snapshot(conn: psycopg.Connection, name: str) -> Changes:
 def _read(conn: psycopg.Connection, name: str, position: int) -> list[Changes]:
     """The logged changes after `position`, a Changes per cycle (its retractions
     first); an error if the log no longer keeps all of them (asked after reading them:
-    a cut meanwhile shows)."""
+    a cut meanwhile shows), or, when there are none, if the query failed and is
+    isolated (it logs nothing more until retried: argus.check_running)."""
     with conn.cursor() as cur:
         cur.execute(sql.SQL("SELECT * FROM {} WHERE argus_position > %s ORDER BY "
                             "argus_position, {}").format(change_log(name), sql.Identifier(SIGN)),
                     (position,))
         columns = [c.name for c in cur.description][1:]
         rows = cur.fetchall()
-        cur.execute("SELECT argus.check_position(%s, %s, argus.log_since(%s))",
-                    (name, position, name))
+        cur.execute("SELECT argus.check_position(%s, %s, argus.log_since(%s))"
+                    + ("" if rows else ", argus.check_running(%s)"),
+                    (name, position, name) + (() if rows else (name,)))
     batches: list[Changes] = []
     for row in rows:
         if not batches or batches[-1].position != row[0]:
