@@ -115,6 +115,15 @@ class Oracle:
     def delete(self, table: str, keys: list) -> int:
         return self._changed(table, "delete", list(keys))
 
+    def churn(self, table: str, rows: list, present: set, gone: list) -> None:
+        """A table keyed by its first column: `rows` inserted where their key is new and
+        updated where it is `present`, then the keys `gone` deleted; `present` follows."""
+        self.insert(table, [r for r in rows if r[0] not in present])
+        self.update(table, [r for r in rows if r[0] in present])
+        present |= {r[0] for r in rows}
+        self.delete(table, gone)
+        present -= set(gone)
+
     def _changed(self, table: str, op: str, rows: list) -> int:
         """A table's update or delete in argus; its mirror's when a cycle claims it."""
         count = getattr(self.db, op)(table, rows)

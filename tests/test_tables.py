@@ -347,12 +347,8 @@ def test_sums_over_a_declared_scale_print_as_postgresql_prints_them(oracle):
         rows = [(i, rng.choice("xy"), rng.choice(["1.5", "2", "0.125", "-3.25"]),
                  rng.choice(["1", "1.0", "0.5", "2.250"]), rng.choice(["0.05", "1", "0.125"]),
                  rng.randint(-3, 3)) for i in rng.sample(range(30), 5)]
-        oracle.insert("prices", [r for r in rows if r[0] not in present])
-        oracle.update("prices", [r for r in rows if r[0] in present])
-        present |= {r[0] for r in rows}
-        gone = rng.sample(sorted(present), 2)
-        oracle.delete("prices", gone)
-        present -= set(gone)
+        oracle.churn("prices", rows, present,
+                     rng.sample(sorted(present | {r[0] for r in rows}), 2))
         oracle.run()
         actual = {r[0] for r in db.conn.execute(f"SELECT {shown} FROM argus_results.sums")}
         scratch = query.replace("prices", "argus_streams.prices")

@@ -82,12 +82,7 @@ def test_windows_over_a_table_follow_its_updates_and_deletes(oracle):
     present: set[int] = set()
     for step in range(12):
         new = [(i, *row(rng, rng.randrange(60))) for i in rng.sample(range(40), 6)]
-        oracle.insert("t", [r for r in new if r[0] not in present])
-        oracle.update("t", [r for r in new if r[0] in present])
-        present |= {r[0] for r in new}
-        gone = rng.sample(sorted(present), 2)
-        oracle.delete("t", gone)
-        present -= set(gone)
+        oracle.churn("t", new, present, rng.sample(sorted(present | {r[0] for r in new}), 2))
         oracle.run()
         if step == 0:
             for name in ("lags", "running", "sessions", "mixed"):
