@@ -345,10 +345,12 @@ def test_a_jvm_killed_during_a_load_is_a_clear_error(events, fresh_dsn, tmp_path
     assert inbox(events) == []
 
 
-def test_a_writer_role_loads_with_spark_and_nothing_else(spark, events, fresh_dsn, login):
+def test_a_writer_role_loads_with_spark_and_nothing_else(spark, events, fresh_dsn, login,
+                                                         tmp_path):
     """A writer of one stream (not a member of argus's owner role) loads a DataFrame
-    through a staging table the owner made for it, exactly once; its JDBC connection
-    may not write another load's staging table or another stream."""
+    through a staging table the owner made for it, exactly once, and a directory file by
+    file; its JDBC connection may not write another load's staging table or another
+    stream."""
     role, dsn = login("writer")
     events.create_stream("other", {"id": "bigint"})
     events.grant("writer", role, stream="events")
@@ -361,8 +363,14 @@ def test_a_writer_role_loads_with_spark_and_nothing_else(spark, events, fresh_ds
     with psycopg.connect(dsn, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT argus.prepare_staging('other', 'w-3')")
+    folder = tmp_path / "parts"
+    spark.createDataFrame([(3, 8.5)], "id long, v double").coalesce(1).write.parquet(
+        str(folder / "a"))
+    assert spark_mod.load_file(str(folder), "events", dsn).rows == 1  # (its file recorded)
+    assert spark_mod.load_file(str(next(folder.rglob("part-*.parquet"))), "events",
+                               dsn).duplicate
     events.run()
-    assert sorted(events.results("big")) == [(2, 7.25)]
+    assert sorted(events.results("big")) == [(2, 7.25), (3, 8.5)]
     assert events.conn.execute("SELECT count(*) FROM pg_tables "
                                "WHERE schemaname = 'argus_staging'").fetchone() == (0,)
 
