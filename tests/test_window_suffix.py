@@ -111,3 +111,25 @@ def test_a_top_k_reports_its_window_nodes_changes_as_its_own(oracle):
         after = Counter(oracle.db.results("top"))
         assert (report.new_rows["top"], report.retracted["top"]) == (
             sum((after - before).values()), sum((before - after).values()))
+
+
+def test_the_frontier_follows_postgresqls_order_of_nan_and_infinities(oracle):
+    """A float ORDER BY with NaN (after every number), ±Infinity and ±0, and running
+    numeric sums that meet NaN and Infinity: the suffix path's comparisons order them
+    as PostgreSQL's sort does."""
+    rng = random.Random(5)
+    oracle.create_stream("s", {"p": "int", "o": "float8", "x": "numeric"})
+    oracle.register("w", "SELECT p, o, x, lag(x) OVER (PARTITION BY p ORDER BY o) AS l, "
+                         "sum(x) OVER (PARTITION BY p ORDER BY o) AS s, "
+                         "count(*) OVER (PARTITION BY p ORDER BY o) AS c FROM s")
+    assert suffix_nodes(oracle.db, "w") == 1
+    specials = [(float("nan"), None), (float("inf"), "NaN"), (float("-inf"), "-Infinity"),
+                (1e308, "Infinity"), (0.0, "0"), (-0.0, "0"), (3.5, "3.5")]  # (o, x)
+    for _ in range(10):
+        rows = []
+        for _ in range(rng.randint(1, 5)):
+            o = round(rng.uniform(-10, 10), 2)
+            o, x = rng.choice([*specials, (o, str(o))])
+            rows.append((rng.choice([1, 2]), o, x))
+        oracle.insert("s", rows)
+        oracle.run()
