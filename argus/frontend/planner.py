@@ -392,6 +392,13 @@ class Planner:
                     c.used = True
                 rels[i] = self.filter(rel, [c.expr for c in mine])
 
+        # an uncorrelated IN (subquery) over one relation's columns, below the joins
+        for link in [s for s in sublinks if len(rels) > 1]:
+            i = self._filtered_by(link, rels, nullable | outer)
+            if i is not None:
+                rels[i] = self.sublink(rels[i], link)
+                sublinks.remove(link)
+
         # joins, left-deep
         current = rels[0]
         pending = list(range(1, len(rels)))
@@ -424,6 +431,24 @@ class Planner:
         for link in sublinks:
             current = self.sublink(current, link)
         return current, correlated
+
+    @staticmethod
+    def _filtered_by(link: exp.Expr, rels: list[Rel], excluded: set[str]) -> int | None:
+        """The relation an uncorrelated `x IN (subquery)` filters, when x reads that one
+        relation alone (not a LEFT join's padded side): the semi join then runs below
+        the joins. Its set is the subquery's answer, independent of the other relations
+        (TPC-H Q18's few large orders), so it shrinks what every join above it keeps and
+        probes; on top it would keep the whole join only to pass a few of its rows.
+        Correlated EXISTS stay on top: their filters are often weaker than the joins'
+        (TPC-H Q21)."""
+        query = link.args.get("query") if isinstance(link, exp.In) else None
+        if query is None:
+            return None
+        mine = aliases_of(link.this)
+        local = frozenset().union(*(r.aliases for r in rels))
+        if not mine or mine & excluded or aliases_of(query) & (local | excluded):
+            return None
+        return next((i for i, r in enumerate(rels) if mine <= r.aliases), None)
 
     @staticmethod
     def _is_sublink(c: exp.Expr) -> bool:
