@@ -406,7 +406,7 @@ ISOLATED = 3  # argus run's exit status when a query was isolated in the cycle
 
 def _connected(dsn: str | None, log: Path | None):
     """_connect, with a failure (the server down, say) in the cycle log too: cron's
-    cycles fail where the README says they log."""
+    cycles fail where docs/pipeline.md says they log."""
     from .schedule import log_cycle, tag
 
     try:
@@ -580,7 +580,7 @@ def grant_arguments(command):
 @main.command()
 @grant_arguments
 def grant(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
-    """Let ROLE read, write or register (see the README's Security section)."""
+    """Let ROLE read, write or register (see docs/security.md)."""
     with _connect(dsn) as db:
         db.grant(kind, role, query=query, stream=stream)
         what = f"query {query}" if query else f"stream {stream}" if stream else "everything"

@@ -295,7 +295,7 @@ class Gen:
                     "SELECT length(y.s) AS v, count(*) AS m FROM c y WHERE y.k = x.k "
                     "GROUP BY length(y.s)",
                     # (y.k = x.k - 1 overflowed for k = -2147483648 where PostgreSQL, lazily,
-                    # computed it for no row: a known difference, README)
+                    # computed it for no row: a known difference, docs/sql.md)
                     "SELECT DISTINCT y.k % 3 AS v, 0 AS m FROM c y WHERE y.k = x.k"])
                 q = (f"SELECT x.id, l.v, l.m FROM a x {side} LATERAL ({inner}) l{on} "
                      f"WHERE {where}")

@@ -1,4 +1,4 @@
-"""The package's layers (README, Layout): a module imports only from its own layer or
+"""The package's layers (docs/code-layout.md): a module imports only from its own layer or
 the layers below it, so the optimizer never depends on how nodes compile or run, and
 nothing below the surface depends on the API. Checked from the source, no server."""
 

@@ -1,7 +1,7 @@
-"""The README says true things: every example of its tables of refused constructs is
-refused, naming the construct, with nothing changed; those it says a re-run query may
-hold register with evaluate='rerun' and are exact; its Python quickstart and its psql
-consumer run as written."""
+"""The README and its pages in docs/ say true things: every example of the tables of
+refused constructs (docs/sql.md) is refused, naming the construct, with nothing changed;
+those it says a re-run query may hold register with evaluate='rerun' and are exact; the
+README's Python quickstart and the psql consumer (docs/results.md) run as written."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ import pytest
 from argus import QueryError
 
 README = Path(__file__).parent.parent / "README.md"
+DOCS = README.parent / "docs"
 
 
 def table(heading: str) -> list[tuple[str, str]]:
-    """(construct, example) rows of the README table whose first header is `heading`."""
-    lines = README.read_text().splitlines()
+    """(construct, example) rows of docs/sql.md's table whose first header is `heading`."""
+    lines = (DOCS / "sql.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"| {heading} |"))
     rows = []
     for line in lines[start + 2:]:
@@ -59,12 +60,13 @@ def test_each_example_refused_however_registered_is_refused_re_run(transfers, co
         transfers.db.register_query("q", example, evaluate="rerun")
 
 
-def _blocks(language: str, after: str) -> list[str]:
-    """The README's ```language code blocks in the section headed `after`."""
-    text = README.read_text()
-    section = text[text.index(f"\n## {after}\n"):]
-    section = section[:section.find("\n## ", 1)]
-    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+def _blocks(language: str, page: Path, after: str = "") -> list[str]:
+    """The ```language code blocks of `page` (in its section headed `after`, if given)."""
+    text = page.read_text()
+    if after:
+        text = text[text.index(f"\n## {after}\n"):]
+        text = text[:text.find("\n## ", 1)]
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
 def test_the_python_quickstart_runs_as_written(fresh_dsn, monkeypatch, capsys):
@@ -73,7 +75,7 @@ def test_the_python_quickstart_runs_as_written(fresh_dsn, monkeypatch, capsys):
     from decimal import Decimal
 
     monkeypatch.setenv("ARGUS_DSN", fresh_dsn)
-    code = _blocks("python", "Python")[0]
+    code = _blocks("python", README, "Python")[0]
     body, end = code.split("db.unregister_query", 1)
     namespace: dict = {}
     exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - our README
@@ -87,13 +89,13 @@ def test_the_python_quickstart_runs_as_written(fresh_dsn, monkeypatch, capsys):
 
 
 def test_the_psql_subscription_runs_as_written(db):
-    """The README's psql consumer (Delivering results), statement by statement as psql
+    """The psql consumer of docs/results.md, statement by statement as psql
     would send them, over a query 'big' with a consumer 'billing': each runs, the
     snapshot is the answer, LISTEN hears the next cycle, and changes_since gives its
     changes."""
     import json
 
-    (block,) = _blocks("sql", "Delivering results")
+    (block,) = _blocks("sql", DOCS / "results.md")
     code = "\n".join(line.split("--")[0] for line in block.splitlines())
     statements = [s.strip() for s in code.split(";") if s.strip()]
     db.create_stream("t", {"id": "bigint", "v": "int"})
