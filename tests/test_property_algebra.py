@@ -186,8 +186,16 @@ def relation(draw, depth: int):
         return sql, renamed(len(lcols))
     if kind in ("in", "not_in"):
         negation = "NOT " if kind == "not_in" else ""
-        sql = (f"SELECT {project(a, lcols)} FROM ({left}) {a} "
-               f"WHERE {a}.{lk} {negation}IN (SELECT {b}.{rk} FROM ({right}) {b})")
+        tested, joined = f"{a}.{lk}", ""
+        how = draw(st.sampled_from(["", "JOIN", "LEFT JOIN", "padded"]))
+        if how:  # another relation joined: the IN may run below the join, on its side
+            third, tcols = draw(relation(depth - 1))
+            c, tk = alias(), draw(st.sampled_from(tcols))
+            joined = (f" {'LEFT JOIN' if how == 'padded' else how} ({third}) {c} "
+                      f"ON {c}.{tk} = {a}.{draw(st.sampled_from(lcols))}")
+            tested = f"{c}.{tk}" if how == "padded" else tested
+        sql = (f"SELECT {project(a, lcols)} FROM ({left}) {a}{joined} "
+               f"WHERE {tested} {negation}IN (SELECT {b}.{rk} FROM ({right}) {b})")
         return sql, renamed(len(lcols))
     if kind == "scalar":  # compared with an aggregate of the other side, correlated or not
         agg = draw(st.sampled_from(AGGREGATES[:6])).format(x=f"{b}.{rk}")
