@@ -159,6 +159,11 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
                "build_rows": prediction.build, "old_nodes": sorted(mine),
                "old_trees": [t[0] for t in prediction.trees],
                "new_trees": [t[1] for t in prediction.trees]}
+        if not go and not force:
+            members = _sharers(conn, query_id)
+            if len(members) > 1:
+                return _together(conn, members, analyzed, apply, trigger,
+                                 (last_run, strategy, min_gain, horizon, growth))
         if not apply:
             return Decision(name, prediction, go, why, force)
         if not go:
@@ -167,6 +172,109 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
                      Replan(frozenset(mine), uses, "other" if force else "best", growth),
                      current, strategy)
+
+
+@dataclass(frozen=True)
+class _Member:
+    """A query planned again with others that share its joins."""
+
+    name: str
+    query_id: int
+    sql: str
+    old_top: int
+    sharing: Sharing
+    uses: frozenset[int]
+
+
+def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
+    """This query, then the incremental, running ones sharing a join node with it."""
+    return [_Member(name, qid, text, top, Sharing(shared_as, join_sharing=joins),
+                    frozenset(uses))
+            for name, qid, text, top, shared_as, joins, uses in conn.execute(
+                """SELECT q.name, q.query_id, q.sql, q.output_node, q.sharing, q.join_sharing,
+                          ARRAY(SELECT u.node_id FROM argus_catalog.query_nodes u
+                                 WHERE u.query_id = q.query_id)
+                     FROM argus_catalog.queries q
+                    WHERE q.status = 'ok' AND q.evaluate = 'incremental'
+                      AND q.join_orders IS NOT NULL
+                      AND (q.query_id = %(q)s OR EXISTS (
+                          SELECT FROM argus_catalog.query_nodes mine
+                            JOIN argus_catalog.nodes n
+                                 ON n.node_id = mine.node_id AND n.kind = 'join'
+                            JOIN argus_catalog.query_nodes o ON o.node_id = mine.node_id
+                           WHERE mine.query_id = %(q)s AND o.query_id = q.query_id))
+                    ORDER BY q.query_id <> %(q)s, q.name""", {"q": query_id})]
+
+
+def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyzed,
+              apply: bool, trigger: str | None, settings: tuple) -> Decision:
+    """Queries sharing joins, planned again as one: a join they share is free to each
+    alone (its upkeep serves the others), so none leaves it however costly it became.
+    Priced for all of them — each node they alone use paid once, by the first that
+    builds it; the others reuse it for free — they migrate together (in this
+    transaction: all or none), or those whose best trees differ part, the node staying
+    with the queries that still want it."""
+    last_run, strategy, min_gain, horizon, growth = settings
+    first = members[0]
+    hidden = _only_used_by(conn, [m.query_id for m in members])
+    texts = {first.name: analyzed} | {m.name: _analyzed(conn, m.sql) for m in members[1:]}
+    kept, best = {}, {}
+    with conn.transaction(force_rollback=True):  # predictions: nothing is kept
+        paid: set[int] = set()  # the layout they have, each node paid by its first user
+        for m in members:
+            replan = Replan(hidden - paid, m.uses, "keep", growth)
+            _build(conn, m.name, texts[m.name], m.sharing, replan, "incremental")
+            kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
+    with conn.transaction(force_rollback=True):
+        fresh: set[int] = set()  # the best layout, each new node paid by the first builder
+        for m in members:
+            replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
+            builder, top, _ = _build(conn, m.name, texts[m.name], m.sharing, replan,
+                                     "incremental")
+            best[m.name] = predict(replan.choices)
+            built = {n for n, _ in builder.ancestors(top.id)} - m.uses
+            conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",
+                         (m.query_id, sorted(built)))  # (in use: the next one finds them)
+            fresh |= built
+    known = all(p.current is not None for p in kept.values())
+    total = Prediction(sum(p.current for p in kept.values()) if known else None,
+                       sum(p.best for p in best.values()), sum(p.build for p in best.values()),
+                       [t for p in best.values() for t in p.trees])
+    go, reason = decide(total, min_gain, horizon)
+
+    def why(m: _Member) -> str:
+        others = ", ".join(o.name for o in members if o != m)
+        return f"together with {others}, which share its joins: {reason}"
+
+    log = {"after_run": last_run, "strategy": strategy, "forced": False, "triggered": trigger}
+    decision = Decision(first.name, total, go, why(first))
+    if not apply:
+        return decision
+    if not go:
+        return dataclasses.replace(decision, migration_id=_log(
+            conn, query=first.name, migrated=False, why=why(first), **log,
+            **_predicted(kept, best, first), old_nodes=sorted(hidden & first.uses)))
+    fresh, decision = set(), dataclasses.replace(decision, migrated=False)  # (its trees stay)
+    for m in members:
+        if not best[m.name].trees:  # its trees stay: it keeps its nodes, for the others too
+            fresh |= m.uses & hidden
+            continue
+        moved = _move(conn, m.name, m.query_id, texts[m.name], m.sharing, m.old_top,
+                      best[m.name], why(m), {"query": m.name, **log, **_predicted(kept, best, m),
+                                             "old_nodes": sorted(hidden & m.uses)},
+                      Replan(hidden, m.uses, "best", growth, frozenset(fresh)), "incremental",
+                      strategy)
+        decision = moved if m == first else decision
+        fresh |= {n for (n,) in conn.execute("SELECT node_id FROM argus_catalog.query_nodes "
+                                             "WHERE query_id = %s", (m.query_id,))} - m.uses
+    return decision
+
+
+def _predicted(kept: dict[str, Prediction], best: dict[str, Prediction], m: _Member) -> dict:
+    mine = best[m.name]
+    return {"predicted_old": kept[m.name].current, "predicted_new": mine.best,
+            "build_rows": mine.build, "old_trees": [t[0] for t in mine.trees],
+            "new_trees": [t[1] for t in mine.trees]}
 
 
 def _analyzed(conn: psycopg.Connection, sql_text: str) -> Analyzed:
@@ -268,8 +376,9 @@ def _may_replan(conn: psycopg.Connection) -> bool:
 def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     """The periodic check (settings.reoptimize_every): migrate the queries that gain.
     A query whose migration fails keeps its layout; the others go on. Only queries whose
-    own nodes took WORTH_MS per cycle or more are planned again (planning one costs
-    tens of milliseconds), the least recently planned first, for CHECK_SECONDS at most."""
+    nodes took WORTH_MS per cycle or more are planned again (planning one costs tens of
+    milliseconds; a node its users share counts for each of them by its share), the
+    least recently planned first, for CHECK_SECONDS at most."""
     if not _may_replan(conn):
         return []
     # decisions against migrating, older than the cycle log keeps (keep_runs*), go
@@ -280,13 +389,13 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
             """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
                            ORDER BY run_id DESC LIMIT %s)
                SELECT q.name FROM argus_catalog.queries q
-                WHERE q.status = 'ok' AND (SELECT sum(n.ms + coalesce(n.flush_ms, 0))
-                         FROM argus_catalog.query_nodes qn
-                         JOIN argus_catalog.run_nodes n USING (node_id) JOIN r USING (run_id)
-                        WHERE qn.query_id = q.query_id AND NOT EXISTS (
-                              SELECT FROM argus_catalog.query_nodes o
-                               WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)
-                      ) >= %s * (SELECT count(*) FROM r)
+                WHERE q.status = 'ok' AND (
+                      SELECT sum((n.ms + coalesce(n.flush_ms, 0))
+                                 / (SELECT count(*) FROM argus_catalog.query_nodes o
+                                     WHERE o.node_id = qn.node_id))
+                        FROM argus_catalog.query_nodes qn
+                        JOIN argus_catalog.run_nodes n USING (node_id) JOIN r USING (run_id)
+                       WHERE qn.query_id = q.query_id) >= %s * (SELECT count(*) FROM r)
                 ORDER BY (SELECT max(m.migration_id) FROM argus_catalog.migrations m
                            WHERE m.query = q.name) NULLS FIRST, q.name""",
             (RECENT, WORTH_MS)).fetchall():
@@ -358,13 +467,18 @@ def _rerun_ms(conn: psycopg.Connection, canonical: str, limit_ms: float) -> floa
 
 def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
     """The nodes this query alone uses (joins and everything else)."""
-    return {r[0] for r in conn.execute(
-        """SELECT q.node_id FROM argus_catalog.query_nodes q
+    return set(_only_used_by(conn, [query_id]))
+
+
+def _only_used_by(conn: psycopg.Connection, queries: list[int]) -> frozenset[int]:
+    """The nodes (not streams) that only these queries use."""
+    return frozenset(r[0] for r in conn.execute(
+        """SELECT DISTINCT q.node_id FROM argus_catalog.query_nodes q
              JOIN argus_catalog.nodes n USING (node_id)
-            WHERE q.query_id = %s AND n.kind <> 'stream'
+            WHERE q.query_id = ANY(%(q)s) AND n.kind <> 'stream'
               AND NOT EXISTS (SELECT FROM argus_catalog.query_nodes o
-                               WHERE o.node_id = q.node_id AND o.query_id <> q.query_id)""",
-        (query_id,))}
+                               WHERE o.node_id = q.node_id AND o.query_id <> ALL(%(q)s))""",
+        {"q": queries}))
 
 
 def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,

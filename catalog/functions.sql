@@ -690,7 +690,8 @@ BEGIN
         RETURN NULL;
     END IF;
     RETURN (
-        WITH q AS (  -- the queries whose own joins wrote in this cycle, and those joins
+        WITH q AS (  -- the queries whose joins wrote in this cycle, and those joins (a
+                     -- shared join names each user: argus.adapt plans them together)
                  SELECT qq.name, array_agg(n.node_id) AS nodes, max(n.created_at) AS made,
                         greatest(p_run - 500, coalesce((
                             SELECT max(m.after_run) FROM argus_catalog.migrations m
@@ -700,9 +701,7 @@ BEGIN
                    JOIN argus_catalog.query_nodes qn ON qn.node_id = w.node_id
                    JOIN argus_catalog.queries qq ON qq.query_id = qn.query_id
                         AND qq.status = 'ok' AND qq.evaluate = 'incremental'
-                  WHERE w.run_id = p_run AND NOT EXISTS (
-                        SELECT FROM argus_catalog.query_nodes o
-                         WHERE o.node_id = qn.node_id AND o.query_id <> qn.query_id)
+                  WHERE w.run_id = p_run
                   GROUP BY qq.name),
              runs AS (  -- the first 5 cycles that took rows since (then: the first 3)
                         -- and the last 2 (now)

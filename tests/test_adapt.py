@@ -621,3 +621,53 @@ def test_a_window_whose_rate_flips_is_planned_at_its_new_rate(oracle):
         minute(m, True)
         moved += [d for d in oracle.run().migrations if d.migrated]
     assert moved and layout(db, "chain") != first
+
+
+PER_T = ("SELECT t.k1, count(*) AS n FROM r JOIN s ON r.k1 = s.k1 JOIN t ON s.k2 = t.k2 "
+         "WHERE r.v < 500 AND t.v < 500 GROUP BY t.k1")
+
+
+def joins_of(db, name: str) -> set[int]:
+    return {n for (n,) in db.conn.execute(
+        "SELECT qn.node_id FROM argus_catalog.query_nodes qn JOIN argus_catalog.queries q "
+        "USING (query_id) JOIN argus_catalog.nodes n USING (node_id) "
+        "WHERE q.name = %s AND n.kind = 'join'", (name,))}
+
+
+def drifted(three, rows: Rows, cycles: int, lows=(("r", 1.0), ("s", 0.5), ("t", 0.02))):
+    decisions = []
+    for _ in range(cycles):
+        for stream, low in lows:
+            three.insert(stream, rows.batch(300, low_v=low))
+        decisions += three.run().migrations
+    return decisions
+
+
+def test_queries_sharing_their_joins_are_planned_again_together(three):
+    """The drift of test_drift_makes_the_periodic_replan_migrate, under two queries
+    that share the whole three-way join: to either alone its joins are free, so only
+    priced for both can they leave them. They migrate together, to one new join they
+    share, and the old joins are dropped."""
+    db = three.db
+    db.configure(reoptimize_every=3, rerun_fallback=False)
+    rows = Rows(13, keys=3000)
+    for stream, low in (("r", 0.02), ("s", 0.5), ("t", 1.0)):
+        three.insert(stream, rows.batch(1500, low_v=low))
+    three.run()
+    three.register("chain", QUERIES["chain"].replace("t.v < 900", "t.v < 500"))
+    three.register("per_t", PER_T)
+    before = joins_of(db, "chain")
+    assert before and before == joins_of(db, "per_t")  # one network for both
+    drifted(three, rows, 9)
+    log = db.conn.execute("SELECT after_run, query, migrated, why FROM argus_catalog.migrations "
+                          "ORDER BY migration_id").fetchall()
+    after = joins_of(db, "chain")
+    assert after == joins_of(db, "per_t") and not after & before, log
+    assert not db.conn.execute("SELECT count(*) FROM argus_catalog.nodes "
+                               "WHERE node_id = ANY(%s)", (sorted(before),)).fetchone()[0]
+    moved = db.conn.execute("SELECT query, why, predicted_old FROM argus_catalog.migrations "
+                            "WHERE migrated ORDER BY migration_id").fetchall()
+    assert {q for q, _, _ in moved} == {"chain", "per_t"}
+    assert all("together with" in why for _, why, _ in moved), moved
+    # the joins they share are paid once: by the first of them, free to the second
+    assert moved[0][2] > 0 and moved[1][2] == 0, moved

@@ -58,6 +58,9 @@ class Replan:
     uses: frozenset[int]  # every node it uses
     mode: str = "keep"
     growth: float | None = None  # settings.virtual_join_growth (joins as views)
+    # nodes queries planned again with this one built just before it (argus.adapt's
+    # group re-plan): free to reuse, even for what its own nodes compute
+    fresh: frozenset[int] = frozenset()
     choices: list[Choice] = field(default_factory=list)
 
     def choose(self, est: Estimates, mine: frozenset[frozenset[int]],

@@ -234,8 +234,9 @@ class BlockBuilder:
         used = {s: shared[:1] for s, found in covers.items()
                 if (shared := nodes(found, lambda n: n in replan.uses - replan.hidden))}
         shares = self.sharing.strategy != "none" and self.sharing.join_sharing
-        free = {s: shared for s, found in covers.items() if s not in mine or s in used
-                if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares}
+        free = {s: shared for s, found in covers.items()
+                if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares
+                and (s not in mine or s in used or nodes(shared, replan.fresh.__contains__))}
         whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
         exact = [m for m, _ in whole if not m.residual]  # (exactly the block's rows)
         self.answer = exact[0] if exact and replan.mode != "keep" else None
