@@ -123,7 +123,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             target, why = switch
             log = {"query": name, "after_run": last_run, "strategy": strategy,
                    "forced": evaluate is not None, "triggered": trigger,
-                   "old_nodes": sorted(_own_nodes(conn, query_id)),
+                   "old_nodes": sorted(_only_used_by(conn, [query_id])),
                    "old_evaluate": current, "new_evaluate": target}
             if target == current:
                 if not apply:
@@ -143,7 +143,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
         analyzed = _analyzed(conn, sql_text)
-        mine = _own_nodes(conn, query_id)
+        mine = _only_used_by(conn, [query_id])
         uses = frozenset(r[0] for r in conn.execute(
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
         replan = Replan(frozenset(mine), uses, growth=growth)
@@ -322,14 +322,14 @@ def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed
     if replan is None:  # a switch of evaluation: no join order predicted
         conn.execute("UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s "
                      "WHERE migration_id = %s",
-                     (build_ms, sorted(_own_nodes(conn, query_id)), migration_id))
+                     (build_ms, sorted(_only_used_by(conn, [query_id])), migration_id))
         return Decision(name, prediction, True, why, log["forced"], build_ms, migration_id)
     applied = predict(replan.choices)  # (forced: not the cheapest)
     conn.execute(
         """UPDATE argus_catalog.migrations SET build_ms = %s, new_nodes = %s,
                   predicted_new = %s, build_rows = %s, old_trees = %s, new_trees = %s
             WHERE migration_id = %s""",
-        (build_ms, sorted(_own_nodes(conn, query_id)), applied.best, applied.build,
+        (build_ms, sorted(_only_used_by(conn, [query_id])), applied.best, applied.build,
          [t[0] for t in applied.trees], [t[1] for t in applied.trees], migration_id))
     return Decision(name, applied, True, why, log["forced"], build_ms, migration_id)
 
@@ -425,7 +425,7 @@ def _switch_to(conn: psycopg.Connection, name: str, query_id: int, current: str,
             "AND new_evaluate IS NOT NULL ORDER BY migration_id DESC LIMIT 1",
             (name,)).fetchone() == (True,):
         return None
-    own = _recent_ms(conn, _own_nodes(conn, query_id))
+    own = _recent_ms(conn, _only_used_by(conn, [query_id]))
     if own is None or own < WORTH_MS:
         return None
     if current == "incremental":
@@ -465,13 +465,8 @@ def _rerun_ms(conn: psycopg.Connection, canonical: str, limit_ms: float) -> floa
     return (time.perf_counter() - started) * 1000
 
 
-def _own_nodes(conn: psycopg.Connection, query_id: int) -> set[int]:
-    """The nodes this query alone uses (joins and everything else)."""
-    return set(_only_used_by(conn, [query_id]))
-
-
 def _only_used_by(conn: psycopg.Connection, queries: list[int]) -> frozenset[int]:
-    """The nodes (not streams) that only these queries use."""
+    """The nodes (not streams) only these queries use: of one, its own nodes."""
     return frozenset(r[0] for r in conn.execute(
         """SELECT DISTINCT q.node_id FROM argus_catalog.query_nodes q
              JOIN argus_catalog.nodes n USING (node_id)
