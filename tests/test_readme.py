@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from argus import QueryError
 
@@ -118,3 +119,28 @@ def test_the_psql_subscription_runs_as_written(db):
     assert [row[1:] for row in snapshot] == [(1, 20)]
     (changes,) = [rows for s, rows in read.items() if "changes_since" in s]
     assert [row[1:] for row in changes] == [(1, {"id": 3, "v": 30})]
+
+
+def test_the_sqlalchemy_example_runs_as_written(fresh_dsn):
+    """The README's SQLAlchemy example, verbatim but for the engine's URL (the test's
+    database): the stream declared by a Table, the query a select(), and the answer read
+    back with pandas after rows arrive."""
+    sa = pytest.importorskip("sqlalchemy", reason="the sqlalchemy extra is not installed")
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    import argus
+
+    code = _blocks("python", README, "Python")[1]
+    parts = conninfo_to_dict(fresh_dsn)
+    url = sa.engine.URL.create("postgresql+psycopg", parts.get("user"), parts.get("password"),
+                               parts.get("host"), parts.get("port"), parts.get("dbname"))
+    body, last = code.rstrip().rsplit("\n", 1)
+    assert '"postgresql+psycopg://app@db/payments"' in body
+    body = body.replace('"postgresql+psycopg://app@db/payments"', "URL")
+    namespace = {"argus": argus, "pd": pd, "URL": url}
+    exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - our README
+    db = namespace["db"]
+    db.insert("transfers", [(1, "ann", 9_000), (2, "ann", 3_000), (3, "bob", 1_500)])
+    db.run()
+    frame = eval(last.split("#")[0], namespace)  # noqa: S307 - our README
+    assert frame.values.tolist() == [["ann", 12_000]]
+    db.close()
