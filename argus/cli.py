@@ -817,17 +817,21 @@ def optimize(dry_run: bool, queries: tuple[str, ...], force: bool, evaluate: str
 @handle_errors
 def config(name: str | None, value: str | None, dsn: str | None) -> None:
     """Show the database's settings, or set NAME to VALUE."""
-    from .settings import SETTINGS
+    from .settings import EXPERT, SETTINGS
 
-    with _connect(dsn) as db:
-        current = db.configure(**{name: value}) if value is not None else db.settings()
-    table = Table("setting", "value", "what it does")
-    for key, (_, doc) in SETTINGS.items():
-        if name is None or key == name:
-            table.add_row(key, str(current[key]), doc)
     if name is not None and name not in SETTINGS:
         raise click.UsageError(f"unknown setting {name!r} (settings: {', '.join(SETTINGS)})")
-    console.print(table)
+    with _connect(dsn) as db:
+        current = db.configure(**{name: value}) if value is not None else db.settings()
+    shown = [key for key in SETTINGS if name in (None, key)]
+    for title, keys in ((None, [k for k in shown if k not in EXPERT]),
+                        ("for experts: tuning whose defaults suit most networks",
+                         [k for k in shown if k in EXPERT])):
+        if keys:
+            table = Table("setting", "value", "what it does", title=title)
+            for key in keys:
+                table.add_row(key, str(current[key]), SETTINGS[key][1])
+            console.print(table)
 
 
 @main.command()

@@ -176,6 +176,12 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
                             "drops it"),
 }
 
+# Tuning whose defaults suit most networks: `argus config` lists these apart.
+EXPERT = frozenset({"maintenance", "random_page_cost", "plan_kept_rows", "truncate_delta_bytes",
+                    "truncate_inbox_bytes", "unread_inbox_bytes", "virtual_selectivity",
+                    "virtual_join_growth", "migration_min_gain", "migration_horizon",
+                    "stale_staging_after"})
+
 
 # What a session may set that changes a query's values (a date's instant, a
 # timestamp's text): every cycle, registration and migration evaluates with these, as

@@ -302,3 +302,20 @@ def test_a_database_that_does_not_exist_is_named_with_what_to_do(admin_dsn):
     out = invoke(make_conninfo(admin_dsn, dbname=f"argus_absent_{os.getpid()}"), "status")
     assert out.exit_code == 1 and f"createdb argus_absent_{os.getpid()}" in out.output, \
         out.output
+
+
+def test_config_lists_every_setting_with_the_experts_apart(fresh_dsn):
+    from argus.settings import EXPERT, SETTINGS
+
+    out = invoke(fresh_dsn, "config")
+    assert out.exit_code == 0, out.output
+    common, _, expert = out.output.partition("for experts")
+    assert expert and EXPERT < set(SETTINGS)
+    for key in SETTINGS:
+        assert key in (expert if key in EXPERT else common), key
+    out = invoke(fresh_dsn, "config", "purge", "off")
+    assert out.exit_code == 0 and "False" in out.output and "for experts" not in out.output
+    out = invoke(fresh_dsn, "config", "plan_kept_rows")
+    assert "for experts" in out.output and "purge" not in out.output
+    out = invoke(fresh_dsn, "config", "purg", "on")
+    assert out.exit_code != 0 and "unknown setting 'purg'" in out.output
