@@ -401,8 +401,16 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
             (RECENT, WORTH_MS)).fetchall():
         if out and time.perf_counter() - started > CHECK_SECONDS:
             break  # the next period goes on from the queries left (least recently first)
-        out.append(_tried(conn, name))
+        if not _moved_with_others(conn, name):
+            out.append(_tried(conn, name))
     return out
+
+
+def _moved_with_others(conn: psycopg.Connection, name: str) -> bool:
+    """Did `name` migrate after the last cycle, together with a query planned before it?"""
+    return conn.execute(
+        "SELECT EXISTS (SELECT FROM argus_catalog.migrations WHERE query = %s AND migrated "
+        "AND after_run = (SELECT max(run_id) FROM argus_catalog.runs))", (name,)).fetchone()[0]
 
 
 RERUN_OVERHEAD = 1.5  # a re-run node's cycle: the query, then its difference from the answer

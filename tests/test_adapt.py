@@ -663,6 +663,8 @@ def test_queries_sharing_their_joins_are_planned_again_together(three):
                           "ORDER BY migration_id").fetchall()
     after = joins_of(db, "chain")
     assert after == joins_of(db, "per_t") and not after & before, log
+    moved_after = {run for run, _, migrated, _ in log if migrated}
+    assert not [row for row in log if row[0] in moved_after and not row[2]], log  # not again
     assert not db.conn.execute("SELECT count(*) FROM argus_catalog.nodes "
                                "WHERE node_id = ANY(%s)", (sorted(before),)).fetchone()[0]
     moved = db.conn.execute("SELECT query, why, predicted_old FROM argus_catalog.migrations "
