@@ -142,6 +142,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
+        (path,) = conn.execute("SELECT current_setting('search_path')").fetchone()
         analyzed = _analyzed(conn, sql_text)
         mine = _only_used_by(conn, [query_id])
         uses = frozenset(r[0] for r in conn.execute(
@@ -162,7 +163,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if not go and not force:
             members = _sharers(conn, query_id)
             if len(members) > 1:
-                return _together(conn, members, analyzed, apply, trigger,
+                return _together(conn, members, analyzed, path, apply, trigger,
                                  (last_run, strategy, min_gain, horizon, growth))
         if not apply:
             return Decision(name, prediction, go, why, force)
@@ -207,7 +208,7 @@ def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
 
 
 def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyzed,
-              apply: bool, trigger: str | None, settings: tuple) -> Decision:
+              path: str, apply: bool, trigger: str | None, settings: tuple) -> Decision:
     """Queries sharing joins, planned again as one: a join they share is free to each
     alone (its upkeep serves the others), so none leaves it however costly it became.
     Priced for all of them — each node they alone use paid once, by the first that
@@ -217,7 +218,8 @@ def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyz
     last_run, strategy, min_gain, horizon, growth = settings
     first = members[0]
     hidden = _only_used_by(conn, [m.query_id for m in members])
-    texts = {first.name: analyzed} | {m.name: _analyzed(conn, m.sql) for m in members[1:]}
+    texts = {first.name: analyzed} | {m.name: _analyzed_under(conn, m.sql, path)
+                                      for m in members[1:]}
     kept, best = {}, {}
     with conn.transaction(force_rollback=True):  # predictions: nothing is kept
         paid: set[int] = set()  # the layout they have, each node paid by its first user
@@ -288,6 +290,15 @@ def _analyzed(conn: psycopg.Connection, sql_text: str) -> Analyzed:
     conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
     conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
     return analyzed
+
+
+def _analyzed_under(conn: psycopg.Connection, sql_text: str, path: str) -> Analyzed:
+    """The query analyzed as `_analyzed` analyzes it, under the session's search path
+    from before it was pinned (`path`), which stays pinned after."""
+    with conn.transaction(force_rollback=True):
+        conn.execute("SELECT set_config('search_path', %s, true)", (path,))
+        return analyze(sql_text, stream_schemas(conn),
+                       lambda names: functions.check(conn, names, None))
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,
