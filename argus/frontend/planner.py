@@ -393,7 +393,7 @@ class Planner:
                 rels[i] = self.filter(rel, [c.expr for c in mine])
 
         # an uncorrelated IN (subquery) over one relation's columns, below the joins
-        for link in [s for s in sublinks if len(rels) > 1]:
+        for link in list(sublinks) if len(rels) > 1 else []:
             i = self._filtered_by(link, rels, nullable | outer)
             if i is not None:
                 rels[i] = self.sublink(rels[i], link)

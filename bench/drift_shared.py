@@ -1,0 +1,94 @@
+"""Issue 52's drift workload under two queries that share its three-way join.
+
+Streams a(k, x, t), b(k, y, t), c(y, z, t), each read through a 10-minute window; each
+batch is one minute of event time (3,000 rows of a and b, 300 of c, times --scale).
+Two queries share `a ⋈ b ⋈ c` with `a.x < 5 AND c.z < 5`: its rows, and a count per
+c.z. Before the drift the filter on a passes 5% of its rows and the one on c all of
+them; after it, the other way round, so the best intermediate join flips. A join two
+queries share was free to each of them alone, so before argus planned sharers together
+neither ever left it: the static layout. Three layouts on the same rows: static
+(reoptimize_every null), adaptive (every 3 cycles) and Zhu's trigger alone (every 50).
+VACUUM ANALYZE after every cycle, untimed, as autovacuum would. Each answer is checked
+against its SQL over the stream histories after the last cycle.
+
+Usage: python bench/drift_shared.py [--dsn DSN] [--before 12] [--after 20] [--scale 1.0]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import statistics
+import time
+from collections import Counter
+
+import argus
+from argus.registry import over_histories
+from common import arguments, fresh_database  # bench/common.py
+
+WINDOW = "t > argus_now() - interval '10 minutes'"
+JOIN = ("FROM a JOIN b ON a.k = b.k JOIN c ON b.y = c.y WHERE a.x < 5 AND c.z < 5 "
+        f"AND a.{WINDOW} AND b.{WINDOW} AND c.{WINDOW}")
+QUERIES = {"rows": f"SELECT a.k, a.x, b.y, c.z {JOIN}",
+           "per_z": f"SELECT c.z, count(*) AS n, sum(a.x) AS sx {JOIN} GROUP BY c.z"}
+LAYOUTS = {"static": None, "every 3 cycles": 3, "Zhu's trigger alone": 50}
+
+
+def batch(rng: random.Random, minute: int, drifted: bool, scale: float) -> dict:
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=minute)
+
+    def t() -> dt.datetime:
+        return start + dt.timedelta(seconds=rng.random() * 60)
+
+    many, few = int(3000 * scale), int(300 * scale)
+    return {"a": [(rng.randrange(3000), rng.randrange(5 if drifted else 100), t())
+                  for _ in range(many)],
+            "b": [(rng.randrange(3000), rng.randrange(300), t()) for _ in range(many)],
+            "c": [(rng.randrange(300), rng.randrange(100 if drifted else 5), t())
+                  for _ in range(few)]}
+
+
+def run(dsn_arg, every: int | None, before: int, after: int, scale: float):
+    with argus.connect(fresh_database(dsn_arg)) as db:
+        for name, columns in (("a", {"k": "int", "x": "int"}), ("b", {"k": "int", "y": "int"}),
+                              ("c", {"y": "int", "z": "int"})):
+            db.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
+        db.configure(reoptimize_every=every, rerun_fallback=False)
+        rng = random.Random(7)
+        for stream, rows in batch(rng, 0, False, scale).items():
+            db.insert(stream, rows)
+        db.run()
+        for name, query in QUERIES.items():
+            db.register_query(name, query)
+        times = []
+        for minute in range(1, before + after + 1):
+            for stream, rows in batch(rng, minute, minute > before, scale).items():
+                db.insert(stream, rows)
+            started = time.perf_counter()
+            db.run()
+            times.append((time.perf_counter() - started) * 1000)
+            db.conn.execute("VACUUM ANALYZE")
+        exact = all(Counter(db.results(name)) == Counter(db.conn.execute(over_histories(
+            db.conn.execute("SELECT canonical FROM argus_catalog.queries WHERE name = %s",
+                            (name,)).fetchone()[0])).fetchall()) for name in QUERIES)
+        moved = db.conn.execute(
+            "SELECT after_run - %s, query FROM argus_catalog.migrations WHERE migrated "
+            "ORDER BY migration_id", (before + 1,)).fetchall()
+        return times, moved, exact
+
+
+def main() -> None:
+    args = arguments(__doc__, before=12, after=20, scale=1.0)
+    print("| layout | before the drift | after (last 8) | every cycle after the drift, total | "
+          "migrated (runs after the drift: query) | answers exact |")
+    print("|---|---:|---:|---:|---|---|")
+    for name, every in LAYOUTS.items():
+        times, moved, exact = run(args.dsn, every, args.before, args.after, args.scale)
+        print(f"| {name} | {statistics.median(times[args.before - 4:args.before]):,.0f} ms | "
+              f"{statistics.median(times[-8:]):,.0f} ms | "
+              f"{sum(times[args.before:]) / 1000:,.1f} s | "
+              f"{', '.join(f'{c}: {q}' for c, q in moved) or '—'} | {exact} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
