@@ -220,24 +220,7 @@ def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyz
     hidden = _only_used_by(conn, [m.query_id for m in members])
     texts = {first.name: analyzed} | {m.name: _analyzed_under(conn, m.sql, path)
                                       for m in members[1:]}
-    kept, best = {}, {}
-    with conn.transaction(force_rollback=True):  # predictions: nothing is kept
-        paid: set[int] = set()  # the layout they have, each node paid by its first user
-        for m in members:
-            replan = Replan(hidden - paid, m.uses, "keep", growth)
-            _build(conn, m.name, texts[m.name], m.sharing, replan, "incremental")
-            kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
-    with conn.transaction(force_rollback=True):
-        fresh: set[int] = set()  # the best layout, each new node paid by the first builder
-        for m in members:
-            replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
-            builder, top, _ = _build(conn, m.name, texts[m.name], m.sharing, replan,
-                                     "incremental")
-            best[m.name] = predict(replan.choices)
-            built = {n for n, _ in builder.ancestors(top.id)} - m.uses
-            conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",
-                         (m.query_id, sorted(built)))  # (in use: the next one finds them)
-            fresh |= built
+    kept, best = _priced(conn, members, texts, hidden, growth)
     known = all(p.current is not None for p in kept.values())
     total = Prediction(sum(p.current for p in kept.values()) if known else None,
                        sum(p.best for p in best.values()), sum(p.build for p in best.values()),
@@ -270,6 +253,33 @@ def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyz
         fresh |= {n for (n,) in conn.execute("SELECT node_id FROM argus_catalog.query_nodes "
                                              "WHERE query_id = %s", (m.query_id,))} - m.uses
     return decision
+
+
+def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, Analyzed],
+            hidden: frozenset[int], growth: float | None
+            ) -> tuple[dict[str, Prediction], dict[str, Prediction]]:
+    """Each member's prediction for the layout they have (each node paid by its first
+    user) and for the best one (each new node paid by its first builder), both built
+    and rolled back."""
+    kept, best = {}, {}
+    with conn.transaction(force_rollback=True):
+        paid: set[int] = set()
+        for m in members:
+            replan = Replan(hidden - paid, m.uses, "keep", growth)
+            _build(conn, m.name, texts[m.name], m.sharing, replan, "incremental")
+            kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
+    with conn.transaction(force_rollback=True):
+        fresh: set[int] = set()
+        for m in members:
+            replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
+            builder, top, _ = _build(conn, m.name, texts[m.name], m.sharing, replan,
+                                     "incremental")
+            best[m.name] = predict(replan.choices)
+            built = {n for n, _ in builder.ancestors(top.id)} - m.uses
+            conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",
+                         (m.query_id, sorted(built)))  # (in use: the next one finds them)
+            fresh |= built
+    return kept, best
 
 
 def _predicted(kept: dict[str, Prediction], best: dict[str, Prediction], m: _Member) -> dict:
