@@ -110,14 +110,15 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
             raise UnknownQueryError(f"unknown query {name!r}")
         query_id, sql_text, old_top, status, shared_as, join_sharing, current, joins = row
         sharing = Sharing(shared_as, join_sharing=join_sharing)
-        layout, strategy, min_gain, horizon, growth, fallback = conn.execute(
+        # (the search path: the one the queries of a group re-plan are analyzed under)
+        layout, strategy, min_gain, horizon, growth, fallback, path, last_run = conn.execute(
             "SELECT layout, migration, migration_min_gain, migration_horizon, "
-            "virtual_join_growth, rerun_fallback FROM argus_catalog.settings").fetchone()
+            "virtual_join_growth, rerun_fallback, current_setting('search_path'), "
+            "(SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
+            "FROM argus_catalog.settings").fetchone()
         if status != "ok":
             raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
                              f"until it runs again (argus retry {name})")
-        (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
-                                   ).fetchone()
         switch = _switch_to(conn, name, query_id, current, evaluate, fallback, min_gain)
         if switch is not None:
             target, why = switch
@@ -142,7 +143,6 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
-        (path,) = conn.execute("SELECT current_setting('search_path')").fetchone()
         analyzed = _analyzed(conn, sql_text)
         mine = _only_used_by(conn, [query_id])
         uses = frozenset(r[0] for r in conn.execute(
@@ -405,7 +405,7 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     # decisions against migrating, older than the cycle log keeps (keep_runs*), go
     conn.execute("DELETE FROM argus_catalog.migrations WHERE NOT migrated "
                  "AND after_run < (SELECT min(run_id) FROM argus_catalog.runs)")
-    out, started = [], time.perf_counter()
+    out, started, moved = [], time.perf_counter(), set()
     for (name,) in conn.execute(
             """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
                            ORDER BY run_id DESC LIMIT %s)
@@ -422,16 +422,18 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
             (RECENT, WORTH_MS)).fetchall():
         if out and time.perf_counter() - started > CHECK_SECONDS:
             break  # the next period goes on from the queries left (least recently first)
-        if not _moved_with_others(conn, name):
-            out.append(_tried(conn, name))
+        if name in moved:  # (with a query planned before it, in this period)
+            continue
+        out.append(_tried(conn, name))
+        if out[-1].migrated:
+            moved = _migrated_after_the_last_cycle(conn)
     return out
 
 
-def _moved_with_others(conn: psycopg.Connection, name: str) -> bool:
-    """Did `name` migrate after the last cycle, together with a query planned before it?"""
-    return conn.execute(
-        "SELECT EXISTS (SELECT FROM argus_catalog.migrations WHERE query = %s AND migrated "
-        "AND after_run = (SELECT max(run_id) FROM argus_catalog.runs))", (name,)).fetchone()[0]
+def _migrated_after_the_last_cycle(conn: psycopg.Connection) -> set[str]:
+    return {q for (q,) in conn.execute(
+        "SELECT query FROM argus_catalog.migrations WHERE migrated "
+        "AND after_run = (SELECT max(run_id) FROM argus_catalog.runs)")}
 
 
 RERUN_OVERHEAD = 1.5  # a re-run node's cycle: the query, then its difference from the answer
