@@ -24,8 +24,7 @@ from psycopg import sql
 from . import roles
 from .settings import pinned_session
 from .errors import MigrationError, QueryError, UnknownQueryError
-from .frontend import functions
-from .frontend.analyze import Analyzed, analyze
+from .frontend.analyze import Analyzed, analyze, registered_functions
 from .frontend.temporal import calls_user_clock
 from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
@@ -103,17 +102,18 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         conn.execute("SELECT set_config('application_name', %s, true)",
                      (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        row = conn.execute("SELECT query_id, sql, output_node, status, sharing, join_sharing, "
+        row = conn.execute("SELECT query_id, sql, canonical, output_node, status, sharing, "
+                           "join_sharing, "
                            "evaluate, join_orders IS NOT NULL "
                            "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")
-        query_id, sql_text, old_top, status, shared_as, join_sharing, current, joins = row
+        (query_id, sql_text, canonical, old_top, status, shared_as, join_sharing, current,
+         joins) = row
         sharing = Sharing(shared_as, join_sharing=join_sharing)
-        # (the search path: the one the queries of a group re-plan are analyzed under)
-        layout, strategy, min_gain, horizon, growth, fallback, path, last_run = conn.execute(
+        layout, strategy, min_gain, horizon, growth, fallback, last_run = conn.execute(
             "SELECT layout, migration, migration_min_gain, migration_horizon, "
-            "virtual_join_growth, rerun_fallback, current_setting('search_path'), "
+            "virtual_join_growth, rerun_fallback, "
             "(SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
             "FROM argus_catalog.settings").fetchone()
         if status != "ok":
@@ -131,7 +131,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
                     return Decision(name, UNKNOWN, False, why, evaluate is not None)
                 return Decision(name, UNKNOWN, False, why, evaluate is not None, None,
                                 _log(conn, migrated=False, why=why, **log))
-            analyzed = _analyzed(conn, sql_text)
+            analyzed = _analyzed(conn, sql_text, canonical)
             if not apply:
                 return Decision(name, UNKNOWN, True, why, evaluate is not None)
             return _move(conn, name, query_id, analyzed, sharing, old_top, UNKNOWN, why, log,
@@ -143,7 +143,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
-        analyzed = _analyzed(conn, sql_text)
+        analyzed = _analyzed(conn, sql_text, canonical)
         mine = _only_used_by(conn, [query_id])
         uses = frozenset(r[0] for r in conn.execute(
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
@@ -163,7 +163,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if not go and not force:
             members = _sharers(conn, query_id)
             if len(members) > 1:
-                return _together(conn, members, analyzed, path, apply, trigger,
+                return _together(conn, members, analyzed, apply, trigger,
                                  (last_run, strategy, min_gain, horizon, growth))
         if not apply:
             return Decision(name, prediction, go, why, force)
@@ -182,6 +182,7 @@ class _Member:
     name: str
     query_id: int
     sql: str
+    canonical: str
     old_top: int
     sharing: Sharing
     uses: frozenset[int]
@@ -189,10 +190,11 @@ class _Member:
 
 def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
     """This query, then the incremental, running ones sharing a join node with it."""
-    return [_Member(name, qid, text, top, Sharing(shared_as, join_sharing=joins),
+    return [_Member(name, qid, text, canonical, top, Sharing(shared_as, join_sharing=joins),
                     frozenset(uses))
-            for name, qid, text, top, shared_as, joins, uses in conn.execute(
-                """SELECT q.name, q.query_id, q.sql, q.output_node, q.sharing, q.join_sharing,
+            for name, qid, text, canonical, top, shared_as, joins, uses in conn.execute(
+                """SELECT q.name, q.query_id, q.sql, q.canonical, q.output_node, q.sharing,
+                          q.join_sharing,
                           ARRAY(SELECT u.node_id FROM argus_catalog.query_nodes u
                                  WHERE u.query_id = q.query_id)
                      FROM argus_catalog.queries q
@@ -208,7 +210,7 @@ def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
 
 
 def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyzed,
-              path: str, apply: bool, trigger: str | None, settings: tuple) -> Decision:
+              apply: bool, trigger: str | None, settings: tuple) -> Decision:
     """Queries sharing joins, planned again as one: a join they share is free to each
     alone (its upkeep serves the others), so none leaves it however costly it became.
     Priced for all of them — each node they alone use paid once, by the first that
@@ -218,7 +220,7 @@ def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyz
     last_run, strategy, min_gain, horizon, growth = settings
     first = members[0]
     hidden = _only_used_by(conn, [m.query_id for m in members])
-    texts = {first.name: analyzed} | {m.name: _analyzed_under(conn, m.sql, path)
+    texts = {first.name: analyzed} | {m.name: _read_again(conn, m.sql, m.canonical)
                                       for m in members[1:]}
     kept, best = _priced(conn, members, texts, hidden, growth)
     known = all(p.current is not None for p in kept.values())
@@ -289,26 +291,21 @@ def _predicted(kept: dict[str, Prediction], best: dict[str, Prediction], m: _Mem
             "new_trees": [t[1] for t in mine.trees]}
 
 
-def _analyzed(conn: psycopg.Connection, sql_text: str) -> Analyzed:
-    """The query analyzed again, its names resolved as at registration (before the
-    search path is pinned); then the session set to build as the owner, with a short
-    lock_timeout: a reader's open transaction on its views must not hold up the cycles
-    for long."""
-    analyzed = analyze(sql_text, stream_schemas(conn),
-                       lambda names: functions.check(conn, names, None))
+def _analyzed(conn: psycopg.Connection, sql_text: str, canonical: str) -> Analyzed:
+    """The query read again (`_read_again`); then the session set to build as the owner,
+    with a short lock_timeout: a reader's open transaction on its views must not hold
+    up the cycles for long."""
+    analyzed = _read_again(conn, sql_text, canonical)
     roles.become_owner(conn)
     conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
     conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
     return analyzed
 
 
-def _analyzed_under(conn: psycopg.Connection, sql_text: str, path: str) -> Analyzed:
-    """The query analyzed as `_analyzed` analyzes it, under the session's search path
-    from before it was pinned (`path`), which stays pinned after."""
-    with conn.transaction(force_rollback=True):
-        conn.execute("SELECT set_config('search_path', %s, true)", (path,))
-        return analyze(sql_text, stream_schemas(conn),
-                       lambda names: functions.check(conn, names, None))
+def _read_again(conn: psycopg.Connection, sql_text: str, canonical: str) -> Analyzed:
+    """A registered query analyzed again, its calls resolved as at registration (its
+    canonical text says where): no search path of whoever re-plans it decides them."""
+    return analyze(sql_text, stream_schemas(conn), registered_functions(canonical))
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,

@@ -20,7 +20,8 @@ from .frontend import functions, reach
 from .frontend.lateral import expands
 from . import network, plans, roles
 from .settings import pinned_session
-from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
+from .frontend.analyze import (Analyzed, analyze, analyze_rerun, registered_functions,
+                               rerunnable)
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
 from .program import rebuild
@@ -106,7 +107,9 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
             raise DuplicateNameError(f"query {name!r} already exists")
         _claim_waiting(conn, name, analyzed.streams)
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
-            analyzed = read(sql_text, stream_schemas(conn), functions_of)
+            # (its calls as first resolved: the search path is pinned now)
+            analyzed = read(sql_text, stream_schemas(conn),
+                            registered_functions(analyzed.canonical))
             plan = _checked(conn, analyzed, registrant)
         if not force:
             _check_state(conn, name, plan)

@@ -87,6 +87,7 @@ class Oracle:
         self.cycles_checked = 0
         self.held = 0  # the last quarantine id seen: rows a cycle held back are not claimed
         self.followed: list = []  # called when a cycle claimed: mirrors kept by the caller
+        self.schemas: tuple[str, ...] = ()  # searched after the mirror for the queries' names
 
     # -- mirrored operations ---------------------------------------------------
 
@@ -252,7 +253,7 @@ class Oracle:
         """The query's SQL, as registered, run from scratch over the mirror."""
         with self.conn.transaction():
             self.conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(
-                sql.Identifier(MIRROR)))
+                sql.SQL(", ").join(map(sql.Identifier, (MIRROR, *self.schemas)))))
             rows = self.conn.execute(query).fetchall()  # test-authored SQL
         return bag(rows)
 

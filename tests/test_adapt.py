@@ -675,20 +675,35 @@ def test_queries_sharing_their_joins_are_planned_again_together(three):
     assert moved[0][2] > 0 and moved[1][2] == 0, moved
 
 
-def test_the_queries_planned_together_resolve_their_functions_as_registered(three):
-    """The second query of a group is analyzed under the session's search path, not the
-    one the migration pins (a call of public.half() was not found: every re-plan that
-    started from the other query failed)."""
+def test_a_re_plan_resolves_functions_as_registered(three):
+    """Queries registered under a search path of their own (`lib`, public) are planned
+    again from a session whose path does not hold `lib`: their calls resolve as at
+    registration, whoever re-plans them. The second query of a group was analyzed under
+    the re-planning session's path (lib.half() not found: every re-plan that started
+    from the other query failed); so was a query alone. A name called both qualified
+    and bare keeps its two meanings (lib.lower, and pg_catalog's lower)."""
     db = three.db
-    db.conn.execute("CREATE FUNCTION public.half(int) RETURNS int LANGUAGE sql IMMUTABLE "
+    db.conn.execute("CREATE SCHEMA lib; GRANT USAGE ON SCHEMA lib TO PUBLIC")
+    db.conn.execute("CREATE FUNCTION lib.half(int) RETURNS int LANGUAGE sql IMMUTABLE "
                     "AS 'SELECT $1 / 2'")
+    db.conn.execute("CREATE FUNCTION lib.lower(int) RETURNS int LANGUAGE sql IMMUTABLE "
+                    "AS 'SELECT -$1'")
     db.configure(rerun_fallback=False)
     load(three, Rows(3), 60)
     three.run()
     joins = "FROM r JOIN s ON r.k1 = s.k1 JOIN t ON s.k2 = t.k2"
+    db.conn.execute("SET search_path = lib, public")
+    three.schemas = ("lib",)
     three.register("chain", f"SELECT r.id AS a, s.id AS b, t.id AS c {joins}")
     three.register("halves", f"SELECT half(t.k1) AS h, count(*) AS n {joins} GROUP BY half(t.k1)")
+    three.register("alone", "SELECT lib.lower(r.k1) AS a, lower(t.v::text) AS b "
+                   "FROM r JOIN t ON r.k1 = t.k1 JOIN s ON t.k2 = s.k2 WHERE half(s.v) > 3")
+    db.conn.execute("RESET search_path")
     for name in ("chain", "halves"):
         (decision,) = db.migrate([name])
         assert decision.why.startswith("together with"), decision.why
+    db.migrate(["alone"], force=True)
+    three.check()
+    load(three, Rows(4), 30)
+    three.run()
     three.check()

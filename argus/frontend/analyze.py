@@ -357,6 +357,20 @@ def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
                                  expression=call.copy()))
 
 
+def registered_functions(canonical: str) -> Callable[[frozenset[str]], dict[str, str]]:
+    """For reading a registered query again (a re-plan): its calls resolved as they were
+    at registration, which wrote every call outside pg_catalog schema-qualified into
+    its canonical text, so that no search_path of whoever re-plans it decides them. A
+    name also called unqualified there resolved to pg_catalog (the user qualified the
+    other call)."""
+    tree = sqlglot.parse_one(canonical, read=DIALECT)
+    calls = list(tree.find_all(exp.Anonymous))
+    bare = {fold(c.name) for c in calls if not isinstance(c.parent, exp.Dot)}
+    schemas = {fold(c.name): c.parent.this.name for c in calls
+               if isinstance(c.parent, exp.Dot) and fold(c.name) not in bare}
+    return lambda names: {n: s for n, s in schemas.items() if n in names}
+
+
 def _check_clock_uses(plan) -> None:
     """argus_now() is allowed in temporal filters (a WHERE or HAVING condition on one
     relation) and in the query's output; anywhere else its value would be frozen into
