@@ -174,6 +174,28 @@ def test_aggregates_of_nan_infinity_and_extremes_as_rows_come_and_go(oracle):
     assert oracle.db.results("near")[0][1] == pytest.approx(0.1, rel=1e-6)
 
 
+def test_nan_in_declared_numerics_and_their_arithmetic_comes_and_goes(oracle):
+    """A numeric(12,2) holds NaN but never ±Infinity, and neither does arithmetic that
+    fixes its scale (+, -, *): their sums keep no infinity counts, and each argument
+    is computed once per row. NaN still enters and leaves sums and averages; a
+    division's sum (no fixed scale) is kept as before."""
+    oracle.create_stream("s", {"t": "timestamptz", "g": "int", "n": "numeric(12,2)",
+                               "i": "int"}, time_column="t")
+    oracle.register("q", "SELECT g, sum(n) AS sn, sum(n * (1 - n) * 2) AS sp, "
+                         "avg(n * i + 1) AS ai, sum(n / 3) AS sd, count(n * i) AS c "
+                         f"FROM s WHERE {WINDOW} GROUP BY g")
+    oracle.register("extremes", "SELECT g, max(n * i) AS mx, min(n + i) AS mn, "
+                                f"sum(n * i) AS s FROM s WHERE {WINDOW} GROUP BY g")
+    batches = [[(minute(0), 1, "NaN", 2), (minute(0), 1, "1.25", 3), (minute(0), 2, "-4.50", 1)],
+               [(minute(5), 1, "2.75", -1), (minute(5), 2, "NaN", 4), (minute(5), 2, None, 1)],
+               [(minute(11), 1, "0.01", 7)],   # the first NaN leaves the window
+               [(minute(16), 2, "3.00", 2)],   # so does the second
+               [(minute(30), 3, "1.00", 1)]]   # everything before leaves
+    for batch in batches:
+        oracle.insert("s", batch)
+        oracle.run()
+
+
 def test_exact_aggregates_equal_postgresqls_to_the_last_digit(oracle):
     """stddev of integers and numerics is numeric arithmetic: the answer is PostgreSQL's
     own, scale included (its square root is rounded once, at the variance's scale)."""

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
+from ..trees import DIALECT, qualified
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta,
                    expr_hash, named, row_hash, same_row, tid_column, unqualified, var,
                    virtual)
@@ -107,6 +110,25 @@ class AggregateCompiler:
                                 by=sql.SQL("") if model.is_global else sql.SQL(
                                     "PARTITION BY {}").format(
                                     sql.SQL(", ").join(map(sql.SQL, model.group_exprs))))
+
+    @staticmethod
+    def _computed_once(model: Model, source: sql.Composable
+                       ) -> tuple[sql.Composable, dict[str, str]]:
+        """`source` with each argument that is more than a column computed once per row
+        (fenced by OFFSET 0, which PostgreSQL does not flatten): a sum's books read its
+        argument up to six times (the value, its count, NaN and ±Infinity), and TPC-H
+        Q1's l_extendedprice * (1 - l_discount) * (1 + l_tax) was computed that often."""
+        args = sorted({spec.arg for spec, book in model.books if spec.arg is not None
+                       and book.combine not in ("distinct", "count")
+                       and not _column(spec.arg)})
+        if not args:
+            return source, {}
+        names = {arg: f"argus_arg{i}" for i, arg in enumerate(args)}
+        return (sql.SQL("(SELECT {t1}.*{args} FROM {source} AS {t1} OFFSET 0)").format(
+            t1=T1, source=source, args=sql.SQL("").join(
+                sql.SQL(", {} AS {}").format(sql.SQL(arg), sql.Identifier(name))
+                for arg, name in names.items())),
+                {arg: qualified("t1", name) for arg, name in names.items()})
 
     def _values(self, model: Model, family: Family, source: sql.Identifier,
                 count: str) -> sql.Composed:
@@ -273,8 +295,8 @@ class AggregateCompiler:
             affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID)
 
     @staticmethod
-    def _counted_delta(model: Model, parent: Node):
-        """(the parent's delta with, per group, the extreme of each MIN/MAX book's
+    def _counted_delta(model: Model, source: sql.Composable):
+        """(the parent's delta (`source`) with, per group, the extreme of each MIN/MAX book's
         inserted and retracted rows; the delta's columns that count the rows at them)."""
         windows, deltas = [], []
         for spec, book, count in model.counted_extremes:
@@ -295,20 +317,21 @@ class AggregateCompiler:
                 sql.SQL(", coalesce(-sum({t1}.{s}) FILTER (WHERE {t1}.{s} < 0 AND ({v}) = {w}), 0)"
                         " AS {c}").format(t1=T1, s=SIGN_ID, v=value, w=win_out,
                                           c=sql.Identifier(f"argus_x{k}_outc"))]
-        return AggregateCompiler._windowed(model, parent.delta, windows), deltas
+        return AggregateCompiler._windowed(model, source, windows), deltas
 
     def evaluate(self, node, parents):
         model, parent = node.spec, parents[0]
         deltas, merges, ctes, joins = [], [], [], []
-        source = parent.delta
+        source, computed = self._computed_once(model, parent.delta)
         if model.counted and not grows(node, parent):
-            source, deltas = self._counted_delta(model, parent)
+            source, deltas = self._counted_delta(model, source)
         for spec, book in model.books:
             merge, cte = self._combine(node, model, spec, book, parent)
             merges.append(merge)
             if book.combine not in ("distinct", "count"):
                 deltas.append(sql.SQL(", {} AS {}").format(
-                    sql.SQL(book.over(spec.arg, '"t1"."argus_sign"')), sql.Identifier(book.column)))
+                    sql.SQL(book.over(computed.get(spec.arg, spec.arg), '"t1"."argus_sign"')),
+                    sql.Identifier(book.column)))
             if cte is not None:
                 ctes.append(cte)
                 name = f"{'cd' if book.combine == 'distinct' else 'mm'}{spec.index}"
@@ -379,6 +402,10 @@ def describe(node: Node) -> list[str]:
     return [f"group by {groups}", f"aggregates: {aggs}"] + (
         ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
         if any(e.regrouped for e in entries(node.definition)) else [])
+
+
+def _column(expr: str) -> bool:
+    return isinstance(sqlglot.parse_one(expr, read=DIALECT), exp.Column)
 
 
 KIND = register(Kind(
