@@ -24,7 +24,10 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
     statement = step.statement
     into = sql.SQL(" INTO argus_p, argus_m") if counted else sql.SQL("")
     if counted:
-        statement = render("program/counted", statement=statement, sign=SIGN_ID)
+        statement = render("program/counted", statement=statement, sign=SIGN_ID,
+                           ctes=sql.SQL("") if step.ctes is None else step.ctes + sql.SQL(", "))
+    elif step.ctes is not None:
+        statement = sql.SQL("WITH {} {}").format(step.ctes, statement)
     if not step.dynamic:
         return sql.Composed([statement, into])
     text = statement.as_string(conn)

@@ -130,6 +130,37 @@ class AggregateCompiler:
                 for arg, name in names.items())),
                 {arg: qualified("t1", name) for arg, name in names.items()})
 
+    def _pairs(self, node: Node, model: Model, family: Family, parent: Node) -> sql.Composed:
+        gnames = model.group_names
+        return render(
+            "aggregate/count_distinct_pairs", aux=node.aux(f"d{family.index}"),
+            olds=sql.SQL("").join(sql.SQL(", coalesce(a.{}, 0) AS {}").format(
+                sql.Identifier(family.count_column(m)), sql.Identifier(f"old{m.index}"))
+                for m, _ in family.members),
+            values=self._values(model, family, parent.delta, "t1.argus_sign"),
+            a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"))
+
+    def _aux_applied(self, node: Node, model: Model, family: Family, parent: Node
+                     ) -> sql.Composed:
+        """The family's aux table maintained by the statement that counts its changes
+        (aggregate/aux_apply: its top-level CTEs)."""
+        counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"),
+                   sql.Identifier(f"old{m.index}")) for m, _ in family.members]
+        i = family.index
+        return render(
+            "aggregate/aux_apply", aux=node.aux(f"d{i}"),
+            read=self._pairs(node, model, family, parent),
+            pairs=sql.Identifier(f"argus_x{i}"), updated=sql.Identifier(f"argus_u{i}"),
+            deleted=sql.Identifier(f"argus_r{i}"), inserted=sql.Identifier(f"argus_i{i}"),
+            key=cols(model.group_names + ["v"]), x_key=cols(model.group_names + ["v"], "x"),
+            counts=sql.SQL("").join(sql.SQL(", {}").format(n) for n, _, _ in counts),
+            x_counts=sql.SQL("").join(sql.SQL(", x.{}").format(dn) for _, dn, _ in counts),
+            vanish=sql.SQL(" AND ").join(sql.SQL("x.{} + x.{} = 0").format(old, dn)
+                                         for _, dn, old in counts),
+            moves=sql.SQL(" OR ").join(sql.SQL("x.{} <> 0").format(dn) for _, dn, _ in counts),
+            updates=sql.SQL(", ").join(sql.SQL("{n} = a.{n} + x.{dn}").format(n=n, dn=dn)
+                                       for n, dn, _ in counts))
+
     def _values(self, model: Model, family: Family, source: sql.Identifier,
                 count: str) -> sql.Composed:
         """(group, value) pairs of a COUNT(DISTINCT value) family with each member's
@@ -217,20 +248,16 @@ class AggregateCompiler:
             if family.index != k:
                 return merge, None
             gnames = model.group_names
+            pairs = (sql.Identifier(f"argus_x{family.index}") if _applied_in_evaluation(node)
+                     else sql.SQL("({})").format(self._pairs(node, model, family, parent)))
             return merge, render(
-                "aggregate/count_distinct", name=cte,
+                "aggregate/count_distinct", name=cte, pairs=pairs,
                 comma=sql.SQL("") if model.is_global else sql.SQL(", "),
                 changes=sql.SQL(", ").join(render(
                     "aggregate/count_distinct_change", old=sql.Identifier(f"old{m.index}"),
                     dn=sql.Identifier(f"dn{m.index}"), c=sql.Identifier(f"c{m.index}"))
                     for m, _ in family.members),
-                olds=sql.SQL("").join(sql.SQL(", coalesce(a.{}, 0) AS {}").format(
-                    sql.Identifier(family.count_column(m)), sql.Identifier(f"old{m.index}"))
-                    for m, _ in family.members),
                 x_groups=cols(gnames, "x"), x_hash=row_hash(gnames, "x"),
-                aux=node.aux(f"d{family.index}"),
-                values=self._values(model, family, parent.delta, "t1.argus_sign"),
-                a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"),
                 x_group_by=self._group_by(model, "x"))
         if book.combine == "count":  # merged with its extreme's book
             return sql.SQL(""), None
@@ -357,7 +384,9 @@ class AggregateCompiler:
             book_merge=sql.SQL("").join(merges), joins=sql.SQL("").join(joins),
             o_stored=cols(stored, "o"), f_stored=cols(stored, "f"),
             o_changed=changed("o", "f"), f_changed=changed("f", "o"), **self._slots(model))
-        return [Step(statement)]
+        applied = [self._aux_applied(node, model, family, parent)
+                   for family in model.families] if _applied_in_evaluation(node) else []
+        return [Step(statement, ctes=sql.SQL(", ").join(applied) if applied else None)]
 
     def flush(self, node, parents):
         """One row per group: update changed groups in place, insert new ones, delete
@@ -377,7 +406,7 @@ class AggregateCompiler:
             if not grows(node, parent):  # groups vanish only when rows leave
                 steps.append(Step(render("aggregate/flush_delete" if node.sharded_by
                                          else "aggregate/flush_delete_tid", **slots), when))
-        for family in model.families:
+        for family in [] if _applied_in_evaluation(node) else model.families:
             counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"))
                       for m, _ in family.members]
             steps.append(Step(render(
@@ -402,6 +431,14 @@ def describe(node: Node) -> list[str]:
     return [f"group by {groups}", f"aggregates: {aggs}"] + (
         ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
         if any(e.regrouped for e in entries(node.definition)) else [])
+
+
+def _applied_in_evaluation(node: Node) -> bool:
+    """Whether the statement that counts a COUNT(DISTINCT)'s changes also applies them
+    to its aux tables (one probe per changed (group, value)); on Citus, whose
+    distributed tables take no data-modifying CTEs joined by ctid, a MERGE in the flush
+    applies them."""
+    return node.sharded_by is None
 
 
 def _column(expr: str) -> bool:

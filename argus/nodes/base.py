@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 37
+CODE_VERSION = 38
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ class Step:
     statement: sql.Composable
     condition: sql.Composable | None = None  # None: whenever the node runs
     dynamic: bool = True
+    ctes: sql.Composable | None = None  # top-level CTEs before it (data-modifying ones)
 
 
 # -- small SQL builders ----------------------------------------------------------------
