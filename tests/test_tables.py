@@ -354,3 +354,38 @@ def test_sums_over_a_declared_scale_print_as_postgresql_prints_them(oracle):
         scratch = query.replace("prices", "argus_streams.prices")
         expected = {r[0] for r in db.conn.execute(f"SELECT {shown} FROM ({scratch}) s")}
         assert actual == expected
+
+
+LETTERS = "abcdefhiklmnopqrstuvwx"  # the one-letter aliases argus's own SQL uses, and more
+
+
+def test_columns_named_as_argus_aliases_its_tables_and_streams(oracle):
+    """Columns named h, l, p, c, d, o, x, … : argus's SQL reads a whole row by its alias
+    in places, and a table with a column h made every cycle fail ('column reference "h"
+    is ambiguous'): no query of the database advanced."""
+    columns = {"id": "int", **{letter: "int" for letter in LETTERS}}
+    oracle.create_table("tb", columns, ["id"])
+    oracle.create_stream("st", columns)
+    first, second = LETTERS[:3], LETTERS[3:6]
+    for name in ("tb", "st"):
+        oracle.register(f"{name}_rows", f"SELECT * FROM {name} WHERE h > 2")
+        oracle.register(f"{name}_per_h", f"SELECT h, count(*) AS n, sum(l) AS sl, "
+                                          f"count(DISTINCT p) AS dp FROM {name} GROUP BY h")
+        oracle.register(f"{name}_ranked", f"SELECT id, h, row_number() OVER (PARTITION BY h "
+                                          f"ORDER BY o, id) AS r FROM {name}")
+        oracle.register(f"{name}_joined", f"SELECT a.id, b.id AS other FROM {name} a "
+                                          f"JOIN {name} b ON a.h = b.x")
+        oracle.register(f"{name}_distinct", f"SELECT DISTINCT {', '.join(first)} FROM {name} "
+                                            f"UNION SELECT {', '.join(second)} FROM {name}")
+
+    def row(i: int) -> tuple:
+        return (i, *((i * (k + 3)) % 5 for k in range(len(LETTERS))))
+
+    for cycle in range(3):
+        rows = [row(10 * cycle + i) for i in range(6)]
+        oracle.insert("tb", rows)
+        oracle.insert("st", rows)
+        if cycle:
+            oracle.update("tb", [(row(1)[0], *row(7)[1:])])
+            oracle.delete("tb", [(10 * (cycle - 1) + 2,)])
+        oracle.run()

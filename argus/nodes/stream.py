@@ -181,7 +181,7 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
                    inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
                    columns=node.column_list, sign=SIGN_ID, key=cols(key),
                    o_columns=old, p_columns=cols(node.columns, "p"),
-                   first=sql.Identifier(key[0]), l_join=key_join(key, "h", "l")),
+                   first=sql.Identifier(key[0]), l_join=key_join(key, "argus_h", "l")),
             render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved,
                    probed=probed, claimed=claimed, c_join=key_join(key, "c", "l"))]
 

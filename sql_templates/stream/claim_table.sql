@@ -4,11 +4,12 @@
 -- and after cancels out: text, not the type's equality, which json lacks and which
 -- calls 1.0 and 1.00, or '1 day' and '24 hours', the same. The history is the table
 -- before this cycle (the flush applies the delta); it is probed once per key, and
--- the claim's statistics read the same probe.
+-- the claim's statistics read the same probe. (The history's alias is read whole:
+-- `h` was ambiguous in a table with a column h.)
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
-{probed} AS (SELECT l.*, h AS argus_old, h.{first} IS NOT NULL AS argus_had
-               FROM {last} l LEFT JOIN {history} h ON {l_join}),
+{probed} AS (SELECT l.*, argus_h AS argus_old, argus_h.{first} IS NOT NULL AS argus_had
+               FROM {last} l LEFT JOIN {history} argus_h ON {l_join}),
 {moved} AS (INSERT INTO {delta} ({columns}, {sign})
             SELECT x.* FROM {probed} p
              CROSS JOIN LATERAL (
