@@ -24,7 +24,7 @@ from psycopg import sql
 from . import roles
 from .settings import pinned_session
 from .errors import MigrationError, QueryError, UnknownQueryError
-from .frontend.analyze import Analyzed, analyze, registered_functions
+from .frontend.analyze import Analyzed, analyze, as_registered
 from .frontend.temporal import calls_user_clock
 from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
@@ -102,14 +102,14 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         conn.execute("SELECT set_config('application_name', %s, true)",
                      (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        row = conn.execute("SELECT query_id, sql, canonical, output_node, status, sharing, "
-                           "join_sharing, "
+        row = conn.execute("SELECT query_id, sql, canonical, functions, output_node, status, "
+                           "sharing, join_sharing, "
                            "evaluate, join_orders IS NOT NULL "
                            "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")
-        (query_id, sql_text, canonical, old_top, status, shared_as, join_sharing, current,
-         joins) = row
+        (query_id, sql_text, canonical, schemas, old_top, status, shared_as, join_sharing,
+         current, joins) = row
         sharing = Sharing(shared_as, join_sharing=join_sharing)
         layout, strategy, min_gain, horizon, growth, fallback, last_run = conn.execute(
             "SELECT layout, migration, migration_min_gain, migration_horizon, "
@@ -131,7 +131,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
                     return Decision(name, UNKNOWN, False, why, evaluate is not None)
                 return Decision(name, UNKNOWN, False, why, evaluate is not None, None,
                                 _log(conn, migrated=False, why=why, **log))
-            analyzed = _analyzed(conn, sql_text, canonical)
+            analyzed = _analyzed(conn, sql_text, canonical, schemas)
             if not apply:
                 return Decision(name, UNKNOWN, True, why, evaluate is not None)
             return _move(conn, name, query_id, analyzed, sharing, old_top, UNKNOWN, why, log,
@@ -143,7 +143,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         if layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
                              f"{layout!r} (argus config layout cost)")
-        analyzed = _analyzed(conn, sql_text, canonical)
+        analyzed = _analyzed(conn, sql_text, canonical, schemas)
         mine = _only_used_by(conn, [query_id])
         uses = frozenset(r[0] for r in conn.execute(
             "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
@@ -183,6 +183,7 @@ class _Member:
     query_id: int
     sql: str
     canonical: str
+    schemas: dict | None
     old_top: int
     sharing: Sharing
     uses: frozenset[int]
@@ -190,10 +191,11 @@ class _Member:
 
 def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
     """This query, then the incremental, running ones sharing a join node with it."""
-    return [_Member(name, qid, text, canonical, top, Sharing(shared_as, join_sharing=joins),
-                    frozenset(uses))
-            for name, qid, text, canonical, top, shared_as, joins, uses in conn.execute(
-                """SELECT q.name, q.query_id, q.sql, q.canonical, q.output_node, q.sharing,
+    return [_Member(name, qid, text, canonical, schemas, top,
+                    Sharing(shared_as, join_sharing=joins), frozenset(uses))
+            for name, qid, text, canonical, schemas, top, shared_as, joins, uses in conn.execute(
+                """SELECT q.name, q.query_id, q.sql, q.canonical, q.functions, q.output_node,
+                          q.sharing,
                           q.join_sharing,
                           ARRAY(SELECT u.node_id FROM argus_catalog.query_nodes u
                                  WHERE u.query_id = q.query_id)
@@ -220,7 +222,7 @@ def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyz
     last_run, strategy, min_gain, horizon, growth = settings
     first = members[0]
     hidden = _only_used_by(conn, [m.query_id for m in members])
-    texts = {first.name: analyzed} | {m.name: _read_again(conn, m.sql, m.canonical)
+    texts = {first.name: analyzed} | {m.name: _read_again(conn, m.sql, m.canonical, m.schemas)
                                       for m in members[1:]}
     kept, best = _priced(conn, members, texts, hidden, growth)
     known = all(p.current is not None for p in kept.values())
@@ -291,21 +293,23 @@ def _predicted(kept: dict[str, Prediction], best: dict[str, Prediction], m: _Mem
             "new_trees": [t[1] for t in mine.trees]}
 
 
-def _analyzed(conn: psycopg.Connection, sql_text: str, canonical: str) -> Analyzed:
+def _analyzed(conn: psycopg.Connection, sql_text: str, canonical: str,
+              schemas: dict | None) -> Analyzed:
     """The query read again (`_read_again`); then the session set to build as the owner,
     with a short lock_timeout: a reader's open transaction on its views must not hold
     up the cycles for long."""
-    analyzed = _read_again(conn, sql_text, canonical)
+    analyzed = _read_again(conn, sql_text, canonical, schemas)
     roles.become_owner(conn)
     conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
     conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
     return analyzed
 
 
-def _read_again(conn: psycopg.Connection, sql_text: str, canonical: str) -> Analyzed:
-    """A registered query analyzed again, its calls resolved as at registration (its
-    canonical text says where): no search path of whoever re-plans it decides them."""
-    return analyze(sql_text, stream_schemas(conn), registered_functions(canonical))
+def _read_again(conn: psycopg.Connection, sql_text: str, canonical: str,
+                schemas: dict | None) -> Analyzed:
+    """A registered query analyzed again, its calls resolved as at registration
+    (`as_registered`): no search path of whoever re-plans it decides them."""
+    return analyze(sql_text, stream_schemas(conn), as_registered(schemas, canonical))
 
 
 def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,

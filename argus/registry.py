@@ -20,8 +20,7 @@ from .frontend import functions, reach
 from .frontend.lateral import expands
 from . import network, plans, roles
 from .settings import pinned_session
-from .frontend.analyze import (Analyzed, analyze, analyze_rerun, registered_functions,
-                               rerunnable)
+from .frontend.analyze import Analyzed, analyze, analyze_rerun, as_registered, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
 from .nodes.join import changes
 from .program import rebuild
@@ -109,7 +108,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
             # (its calls as first resolved: the search path is pinned now)
             analyzed = read(sql_text, stream_schemas(conn),
-                            registered_functions(analyzed.canonical))
+                            as_registered(analyzed.schemas, analyzed.canonical))
             plan = _checked(conn, analyzed, registrant)
         if not force:
             _check_state(conn, name, plan)
@@ -335,13 +334,14 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders,
                                               clock_output, sharing, join_sharing, evaluate,
-                                              output_check)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
+                                              output_check, functions)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
         (name, sql_text, analyzed.canonical, top.id,
          json.dumps(builder.join_orders) if builder.join_orders else None,
          any(reads_clock(e) for e in output), sharing.strategy,
          sharing.join_sharing, evaluate,
-         output_check_sql(output, top, builder.row_bound))).fetchone()
+         output_check_sql(output, top, builder.row_bound),
+         json.dumps(dict(analyzed.schemas)))).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)

@@ -681,13 +681,17 @@ def test_a_re_plan_resolves_functions_as_registered(three):
     registration, whoever re-plans them. The second query of a group was analyzed under
     the re-planning session's path (lib.half() not found: every re-plan that started
     from the other query failed); so was a query alone. A name called both qualified
-    and bare keeps its two meanings (lib.lower, and pg_catalog's lower)."""
+    and bare keeps its two meanings (lib.lower, and pg_catalog's lower; lib.half bare,
+    lib2.half qualified: read from the canonical text, both were lib2's)."""
     db = three.db
     db.conn.execute("CREATE SCHEMA lib; GRANT USAGE ON SCHEMA lib TO PUBLIC")
     db.conn.execute("CREATE FUNCTION lib.half(int) RETURNS int LANGUAGE sql IMMUTABLE "
                     "AS 'SELECT $1 / 2'")
     db.conn.execute("CREATE FUNCTION lib.lower(int) RETURNS int LANGUAGE sql IMMUTABLE "
                     "AS 'SELECT -$1'")
+    db.conn.execute("CREATE SCHEMA lib2; GRANT USAGE ON SCHEMA lib2 TO PUBLIC")
+    db.conn.execute("CREATE FUNCTION lib2.half(int) RETURNS int LANGUAGE sql IMMUTABLE "
+                    "AS 'SELECT 100 * $1'")
     db.configure(rerun_fallback=False)
     load(three, Rows(3), 60)
     three.run()
@@ -698,11 +702,14 @@ def test_a_re_plan_resolves_functions_as_registered(three):
     three.register("halves", f"SELECT half(t.k1) AS h, count(*) AS n {joins} GROUP BY half(t.k1)")
     three.register("alone", "SELECT lib.lower(r.k1) AS a, lower(t.v::text) AS b "
                    "FROM r JOIN t ON r.k1 = t.k1 JOIN s ON t.k2 = s.k2 WHERE half(s.v) > 3")
+    three.register("both", "SELECT half(r.k1) AS mine, lib2.half(r.k1) AS theirs "
+                   "FROM r JOIN t ON r.k1 = t.k1 JOIN s ON t.k2 = s.k2")
     db.conn.execute("RESET search_path")
     for name in ("chain", "halves"):
         (decision,) = db.migrate([name])
         assert decision.why.startswith("together with"), decision.why
-    db.migrate(["alone"], force=True)
+    db.migrate(["alone", "both"], force=True)
+    db.migrate(["both"], evaluate="rerun")
     three.check()
     load(three, Rows(4), 30)
     three.run()

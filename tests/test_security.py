@@ -61,3 +61,23 @@ def test_functions_must_be_immutable_and_trusted(db, fresh_dsn):
         finally:
             admin.execute("DROP FUNCTION IF EXISTS public.theirs(int)")
             admin.execute("DROP ROLE argus_test_nobody")
+
+
+def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(oracle):
+    """`abs` of a schema placed before pg_catalog on the search path: PostgreSQL calls
+    it, and argus, which reads abs() as PostgreSQL's own, called pg_catalog's instead.
+    It is refused, naming it; called by its schema, it is the one computed."""
+    oracle.conn.execute("CREATE SCHEMA mine; GRANT USAGE ON SCHEMA mine TO PUBLIC")
+    oracle.conn.execute("CREATE FUNCTION mine.abs(int) RETURNS int IMMUTABLE "
+                        "LANGUAGE sql AS $$ SELECT 1000 + $1 $$")
+    oracle.create_stream("s", {"id": "int"})
+    oracle.conn.execute("SET search_path = mine, pg_catalog, public")
+    try:
+        with pytest.raises(QueryError, match=r"mine\.abs\(\).*call it by its schema"):
+            oracle.db.register_query("q", "SELECT abs(id) AS a FROM s")
+    finally:
+        oracle.conn.execute("RESET search_path")
+    oracle.register("q", "SELECT mine.abs(id) AS a, abs(id) AS b FROM s")
+    oracle.insert("s", [(-2,), (3,)])
+    oracle.run()
+    assert sorted(oracle.db.results("q")) == [(998, 2), (1003, 3)]

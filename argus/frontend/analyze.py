@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -59,6 +59,9 @@ class Analyzed:
     plan: Output | None  # None: not planned, to be re-run (`analyze_rerun`)
     functions: frozenset[str]  # names of the functions it calls, for the volatility check
     names: tuple[str, ...] = ()  # its output columns' names, as PostgreSQL names them
+    # the schema of each function it calls outside pg_catalog, as its calls were
+    # resolved (kept with the query: planning it again resolves them the same way)
+    schemas: Mapping[str, str] = field(default_factory=dict)
 
 
 # Constructs refused at registration, wherever they appear: they have no meaning (or no
@@ -230,7 +233,7 @@ def _check_tables(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:
 
 def _read(sql_text: str, streams: Mapping[str, StreamSchema],
           functions: Callable[[frozenset[str]], Mapping[str, str]] | None,
-          refused) -> tuple[exp.Expr, set[str]]:
+          refused) -> tuple[exp.Expr, set[str], dict[str, str]]:
     """The query parsed, checked (`refused` constructs, streams, columns, functions)
     and qualified by sqlglot; and the output names the user gave: AS aliases, the
     column alias lists of derived tables and CTEs (`AS t (a, b)`), which qualify()
@@ -246,8 +249,8 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         tree = limit_as_top_k(tree)
         tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)
-    if functions is not None:
-        _qualify_functions(tree, functions(function_names(tree)))
+    schemas = {} if functions is None else dict(functions(function_names(tree)))
+    _qualify_functions(tree, schemas)
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
     user_aliases = {folded(a.args["alias"]) for a in tree.find_all(exp.Alias)} | {
@@ -264,7 +267,7 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
         raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
     _refuse_moving_comparisons(tree, streams)
-    return tree, user_aliases
+    return tree, user_aliases, schemas
 
 
 def _qualified(tree: exp.Expr, schema: dict, **options) -> exp.Expr:
@@ -297,7 +300,7 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     """`functions`: checks the names of the functions the query calls and says the
     schema of those outside pg_catalog, whose calls are then schema-qualified
     (argus.frontend.functions.check)."""
-    tree, user_aliases = _read(sql_text, streams, functions, UNSUPPORTED)
+    tree, user_aliases, schemas = _read(sql_text, streams, functions, UNSUPPORTED)
     tree = filters_as_case(tree)
     tree, kept = outer_joins(tree, lambda item: _columns_of(item, tree, streams))
     user_aliases |= kept
@@ -312,7 +315,7 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     return Analyzed(canonical=tree.sql(DIALECT), streams=_used(tree, streams),
                     plan=push_top_k(Output(result.plan, exprs)),
                     functions=function_names(tree),
-                    names=tuple(name for name, _ in result.outputs))
+                    names=tuple(name for name, _ in result.outputs), schemas=schemas)
 
 
 # What a query to be re-run may not hold either: no meaning for a stored answer.
@@ -336,7 +339,7 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
     `analyze` reads it, but not planned into nodes, so that SQL argus does not maintain
     incrementally (window functions, ORDER BY … LIMIT, scalar subqueries, …) can be
     kept current too. Its outputs are named as PostgreSQL names them."""
-    tree, user_aliases = _read(sql_text, streams, functions, NEVER)
+    tree, user_aliases, schemas = _read(sql_text, streams, functions, NEVER)
     outermost = tree
     while not isinstance(outermost, exp.Select):  # a set operation: its first SELECT names
         outermost = outermost.this
@@ -344,12 +347,20 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
                   else figure_name(e.this if isinstance(e, exp.Alias) else e)
                   for e in outermost.expressions)
     return Analyzed(canonical=tree.sql(DIALECT), streams=_used(tree, streams), plan=None,
-                    functions=function_names(tree), names=names)
+                    functions=function_names(tree), names=names, schemas=schemas)
 
 
 def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
     """Calls of functions outside pg_catalog, schema-qualified in place, so that no
-    search_path decides later which function a cycle calls."""
+    search_path decides later which function a cycle calls. A function sqlglot knows by
+    name (abs, round, …) is written as PostgreSQL's own: one of another schema ahead of
+    pg_catalog on the search path is refused, not silently replaced."""
+    called = {fold(call.name) for call in tree.find_all(exp.Anonymous)}
+    for name in sorted(set(schemas) - called):
+        raise UnsupportedQueryError(
+            f"the function {schemas[name]}.{name}()",
+            f"it comes before pg_catalog's {name}() on the search path, and argus reads "
+            f"{name}() as PostgreSQL's own: call it by its schema ({schemas[name]}.{name}(…))")
     for call in list(tree.find_all(exp.Anonymous)):
         schema = schemas.get(fold(call.name))
         if schema is not None and not isinstance(call.parent, exp.Dot):
@@ -357,17 +368,20 @@ def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
                                  expression=call.copy()))
 
 
-def registered_functions(canonical: str) -> Callable[[frozenset[str]], dict[str, str]]:
-    """For reading a registered query again (a re-plan): its calls resolved as they were
-    at registration, which wrote every call outside pg_catalog schema-qualified into
-    its canonical text, so that no search_path of whoever re-plans it decides them. A
-    name also called unqualified there resolved to pg_catalog (the user qualified the
-    other call)."""
-    tree = sqlglot.parse_one(canonical, read=DIALECT)
-    calls = list(tree.find_all(exp.Anonymous))
-    bare = {fold(c.name) for c in calls if not isinstance(c.parent, exp.Dot)}
-    schemas = {fold(c.name): c.parent.this.name for c in calls
-               if isinstance(c.parent, exp.Dot) and fold(c.name) not in bare}
+def as_registered(schemas: Mapping[str, str] | None, canonical: str
+                  ) -> Callable[[frozenset[str]], dict[str, str]]:
+    """For reading a registered query again (a re-plan): its calls resolved as they
+    were at registration (`schemas`, kept with it), so that no search_path of whoever
+    re-plans it decides them. A query registered before argus kept them: read from its
+    canonical text, which has every call outside pg_catalog schema-qualified (a name
+    also called bare there resolved to pg_catalog; one called qualified in two schemas
+    cannot be told apart there)."""
+    if schemas is None:
+        tree = sqlglot.parse_one(canonical, read=DIALECT)
+        calls = list(tree.find_all(exp.Anonymous))
+        bare = {fold(c.name) for c in calls if not isinstance(c.parent, exp.Dot)}
+        schemas = {fold(c.name): c.parent.this.name for c in calls
+                   if isinstance(c.parent, exp.Dot) and fold(c.name) not in bare}
     return lambda names: {n: s for n, s in schemas.items() if n in names}
 
 
