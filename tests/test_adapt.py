@@ -82,6 +82,10 @@ def migrate_checked(oracle, name: str) -> bool:
     (decision,) = db.migrate([name], force=True)
     assert (bag(db.results(name)), bag(db.new_results(name))) == before, name
     oracle.check()
+    if decision.migrated:  # and logged so
+        assert db.conn.execute("SELECT migrated AND query = %s FROM argus_catalog.migrations "
+                               "WHERE migration_id = %s",
+                               (name, decision.migration_id)).fetchone() == (True,)
     return decision.migrated
 
 
@@ -102,8 +106,10 @@ def test_forced_migrations_at_random_cycles_stay_exact(three, strategy, seed):
         if rng.random() < 0.5:
             migrated += migrate_checked(three, rng.choice(sorted(QUERIES)))
     assert migrated >= 2  # (seeds chosen so; a forced migration always moves 3-way joins)
+    # each logged as it happened; queries sharing joins with one move with it, logged too
+    # (their part depends on the costs the cycles measured)
     assert three.db.conn.execute(
-        "SELECT count(*) FROM argus_catalog.migrations WHERE migrated").fetchone()[0] == migrated
+        "SELECT count(*) FROM argus_catalog.migrations WHERE migrated").fetchone()[0] >= migrated
 
 
 def test_nodes_other_queries_use_are_kept(three):
