@@ -61,9 +61,11 @@ class QueryInfo:
         if self.status != "ok":
             raise QueryFailedError(
                 f"query {self.name!r} failed and is isolated, its answer as it was before: "
-                f"{self.error}. PostgreSQL could not run it over these rows either: register "
-                f"it again, changed (argus drop, argus register), or fix the function it "
-                f"calls and then: argus retry {self.name}")
+                f"{self.error}. PostgreSQL could not run it over these rows either, unless "
+                f"what failed is another query's part of a node they share (their aggregates "
+                f"kept in one node: argus explain shows its users; register this one again "
+                f"with --sharing none). Register it again, changed (argus drop, argus "
+                f"register), or fix the function it calls and then: argus retry {self.name}")
 
 
 def register(conn: psycopg.Connection, name: str, sql_text: str,
