@@ -195,8 +195,7 @@ def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
                     Sharing(shared_as, join_sharing=joins), frozenset(uses))
             for name, qid, text, canonical, schemas, top, shared_as, joins, uses in conn.execute(
                 """SELECT q.name, q.query_id, q.sql, q.canonical, q.functions, q.output_node,
-                          q.sharing,
-                          q.join_sharing,
+                          q.sharing, q.join_sharing,
                           ARRAY(SELECT u.node_id FROM argus_catalog.query_nodes u
                                  WHERE u.query_id = q.query_id)
                      FROM argus_catalog.queries q
