@@ -66,7 +66,8 @@ def test_functions_must_be_immutable_and_trusted(db, fresh_dsn):
 def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(oracle):
     """`abs` of a schema placed before pg_catalog on the search path: PostgreSQL calls
     it, and argus, which reads abs() as PostgreSQL's own, called pg_catalog's instead.
-    It is refused, naming it; called by its schema, it is the one computed."""
+    It is refused, naming it; called by its schema, it is the one computed. So is a
+    function of a name sqlglot reads as another (nvl as COALESCE)."""
     oracle.conn.execute("CREATE SCHEMA mine; GRANT USAGE ON SCHEMA mine TO PUBLIC")
     oracle.conn.execute("CREATE FUNCTION mine.abs(int) RETURNS int IMMUTABLE "
                         "LANGUAGE sql AS $$ SELECT 1000 + $1 $$")
@@ -77,7 +78,15 @@ def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(orac
             oracle.db.register_query("q", "SELECT abs(id) AS a FROM s")
     finally:
         oracle.conn.execute("RESET search_path")
-    oracle.register("q", "SELECT mine.abs(id) AS a, abs(id) AS b FROM s")
+    oracle.conn.execute("CREATE FUNCTION mine.nvl(int, int) RETURNS int IMMUTABLE "
+                        "LANGUAGE sql AS $$ SELECT 7 $$")  # sqlglot reads nvl() as COALESCE
+    oracle.conn.execute("SET search_path = public, mine")
+    try:
+        with pytest.raises(QueryError, match=r"mine\.nvl\(\).*call it by its schema"):
+            oracle.db.register_query("q", "SELECT nvl(id, 0) AS a FROM s")
+    finally:
+        oracle.conn.execute("RESET search_path")
+    oracle.register("q", "SELECT mine.abs(id) AS a, abs(id) AS b, ceiling(id) AS c FROM s")
     oracle.insert("s", [(-2,), (3,)])
     oracle.run()
-    assert sorted(oracle.db.results("q")) == [(998, 2), (1003, 3)]
+    assert sorted(oracle.db.results("q")) == [(998, 2, -2), (1003, 3, 3)]

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.tokens import TokenType
 
 from ..errors import (QueryError, QuerySyntaxError, UnknownColumnError, UnknownStreamError,
                       UnsupportedQueryError)
@@ -249,7 +251,8 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         tree = limit_as_top_k(tree)
         tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)
-    schemas = {} if functions is None else dict(functions(function_names(tree)))
+    schemas = {} if functions is None else dict(functions(
+        function_names(tree) | _renamed_calls(sql_text, tree)))
     _qualify_functions(tree, schemas)
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
@@ -350,17 +353,32 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
                     functions=function_names(tree), names=names, schemas=schemas)
 
 
+def _renamed_calls(sql_text: str, tree: exp.Expr) -> frozenset[str]:
+    """Names the text calls that the parsed tree calls by another name (sqlglot reads
+    nvl() and ifnull() as COALESCE, ceiling() as CEIL): checked too, so that a function
+    of such a name in a schema of the search path is refused (_qualify_functions), not
+    replaced by what sqlglot made of it."""
+    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql_text)
+    called = {t.text.lower() for before, t, after in zip([None, *tokens], tokens, tokens[1:])
+              if t.token_type == TokenType.VAR and after.token_type == TokenType.L_PAREN
+              and (before is None or before.token_type != TokenType.DOT)}
+    named = {i.name.lower() for i in tree.find_all(exp.Identifier)}
+    return frozenset(called - function_names(tree) - named)
+
+
 def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
     """Calls of functions outside pg_catalog, schema-qualified in place, so that no
     search_path decides later which function a cycle calls. A function sqlglot knows by
-    name (abs, round, …) is written as PostgreSQL's own: one of another schema ahead of
-    pg_catalog on the search path is refused, not silently replaced."""
+    name (abs, round; nvl, which it reads as COALESCE) is written as PostgreSQL's own:
+    one of that name in a schema that resolves it (ahead of pg_catalog, or where
+    pg_catalog has none) is refused, not silently replaced."""
     called = {fold(call.name) for call in tree.find_all(exp.Anonymous)}
     for name in sorted(set(schemas) - called):
         raise UnsupportedQueryError(
             f"the function {schemas[name]}.{name}()",
-            f"it comes before pg_catalog's {name}() on the search path, and argus reads "
-            f"{name}() as PostgreSQL's own: call it by its schema ({schemas[name]}.{name}(…))")
+            f"argus reads {name}() as a function it knows (PostgreSQL's own, or what "
+            f"it stands for), not as this one of the search path: call it by its schema "
+            f"({schemas[name]}.{name}(…))")
     for call in list(tree.find_all(exp.Anonymous)):
         schema = schemas.get(fold(call.name))
         if schema is not None and not isinstance(call.parent, exp.Dot):
