@@ -103,8 +103,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
                      (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         row = conn.execute("SELECT query_id, sql, canonical, functions, output_node, status, "
-                           "sharing, join_sharing, "
-                           "evaluate, join_orders IS NOT NULL "
+                           "sharing, join_sharing, evaluate, join_orders IS NOT NULL "
                            "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
         if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")

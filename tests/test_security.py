@@ -63,6 +63,16 @@ def test_functions_must_be_immutable_and_trusted(db, fresh_dsn):
             admin.execute("DROP ROLE argus_test_nobody")
 
 
+def refused_under(oracle, path: str, query: str, match: str) -> None:
+    """`query` refused (`match`) when registered under the search path `path`."""
+    oracle.conn.execute("SELECT set_config('search_path', %s, false)", (path,))
+    try:
+        with pytest.raises(QueryError, match=match):
+            oracle.db.register_query("q", query)
+    finally:
+        oracle.conn.execute("RESET search_path")
+
+
 def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(oracle):
     """`abs` of a schema placed before pg_catalog on the search path: PostgreSQL calls
     it, and argus, which reads abs() as PostgreSQL's own, called pg_catalog's instead.
@@ -72,20 +82,12 @@ def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(orac
     oracle.conn.execute("CREATE FUNCTION mine.abs(int) RETURNS int IMMUTABLE "
                         "LANGUAGE sql AS $$ SELECT 1000 + $1 $$")
     oracle.create_stream("s", {"id": "int"})
-    oracle.conn.execute("SET search_path = mine, pg_catalog, public")
-    try:
-        with pytest.raises(QueryError, match=r"mine\.abs\(\).*call it by its schema"):
-            oracle.db.register_query("q", "SELECT abs(id) AS a FROM s")
-    finally:
-        oracle.conn.execute("RESET search_path")
+    refused_under(oracle, "mine, pg_catalog, public", "SELECT abs(id) AS a FROM s",
+                  r"mine\.abs\(\).*call it by its schema")
     oracle.conn.execute("CREATE FUNCTION mine.nvl(int, int) RETURNS int IMMUTABLE "
                         "LANGUAGE sql AS $$ SELECT 7 $$")  # sqlglot reads nvl() as COALESCE
-    oracle.conn.execute("SET search_path = public, mine")
-    try:
-        with pytest.raises(QueryError, match=r"mine\.nvl\(\).*call it by its schema"):
-            oracle.db.register_query("q", "SELECT nvl(id, 0) AS a FROM s")
-    finally:
-        oracle.conn.execute("RESET search_path")
+    refused_under(oracle, "public, mine", "SELECT nvl(id, 0) AS a FROM s",
+                  r"mine\.nvl\(\).*call it by its schema")
     oracle.register("q", "SELECT mine.abs(id) AS a, abs(id) AS b, ceiling(id) AS c FROM s")
     oracle.insert("s", [(-2,), (3,)])
     oracle.run()

@@ -251,8 +251,11 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         tree = limit_as_top_k(tree)
         tree = lateral_functions(tree, lambda item: _columns_of(item, tree, streams))
     refuse_unsupported(tree, refused)
-    schemas = {} if functions is None else dict(functions(
-        function_names(tree) | _renamed_calls(sql_text, tree)))
+    if functions is None:
+        schemas = {}
+    else:
+        names = function_names(tree)
+        schemas = dict(functions(names | _renamed_calls(sql_text, tree, names)))
     _qualify_functions(tree, schemas)
     if not tree.find(exp.From):
         raise QueryError("the query reads no stream: it needs a FROM clause naming one")
@@ -353,17 +356,17 @@ def analyze_rerun(sql_text: str, streams: Mapping[str, StreamSchema],
                     functions=function_names(tree), names=names, schemas=schemas)
 
 
-def _renamed_calls(sql_text: str, tree: exp.Expr) -> frozenset[str]:
+def _renamed_calls(sql_text: str, tree: exp.Expr, names: frozenset[str]) -> frozenset[str]:
     """Names the text calls that the parsed tree calls by another name (sqlglot reads
     nvl() and ifnull() as COALESCE, ceiling() as CEIL): checked too, so that a function
     of such a name in a schema of the search path is refused (_qualify_functions), not
-    replaced by what sqlglot made of it."""
+    replaced by what sqlglot made of it. `names`: those the tree calls."""
     tokens = Dialect.get_or_raise(DIALECT).tokenize(sql_text)
     called = {t.text.lower() for before, t, after in zip([None, *tokens], tokens, tokens[1:])
               if t.token_type == TokenType.VAR and after.token_type == TokenType.L_PAREN
               and (before is None or before.token_type != TokenType.DOT)}
     named = {i.name.lower() for i in tree.find_all(exp.Identifier)}
-    return frozenset(called - function_names(tree) - named)
+    return frozenset(called - names - named)
 
 
 def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
@@ -373,7 +376,9 @@ def _qualify_functions(tree: exp.Expr, schemas: Mapping[str, str]) -> None:
     one of that name in a schema that resolves it (ahead of pg_catalog, or where
     pg_catalog has none) is refused, not silently replaced."""
     called = {fold(call.name) for call in tree.find_all(exp.Anonymous)}
-    for name in sorted(set(schemas) - called):
+    replaced = sorted(set(schemas) - called)  # (the tree calls them by a known class)
+    if replaced:
+        name = replaced[0]
         raise UnsupportedQueryError(
             f"the function {schemas[name]}.{name}()",
             f"argus reads {name}() as a function it knows (PostgreSQL's own, or what "

@@ -406,6 +406,7 @@ class AggregateCompiler:
             if not grows(node, parent):  # groups vanish only when rows leave
                 steps.append(Step(render("aggregate/flush_delete" if node.sharded_by
                                          else "aggregate/flush_delete_tid", **slots), when))
+        # (the aux tables: kept by evaluate's statement, unless on Citus)
         for family in [] if _applied_in_evaluation(node) else model.families:
             counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"))
                       for m, _ in family.members]
