@@ -8,7 +8,9 @@ Per refresh pair, on the same data: the writers' RF1 + RF2 statements on the tra
 tables and on the copies; argus's cycle; re-running every query (CREATE TABLE AS);
 REFRESH MATERIALIZED VIEW of every query; where the server has pg_ivm, the same
 statements on a third copy carrying one IMMV per query pg_ivm accepts (maintained inside
-the statements). At the end every answer is compared with the re-run's. ms.
+the statements). At the end every answer is compared with the re-run's. ms. A CHECKPOINT
+(untimed) precedes each timed step, as in `argus bench`: none pays for writing out the
+pages another dirtied (the re-runs rewrite whole tables).
 
 Usage: python bench/tpch_refresh.py [--dsn DSN] [--scale-milli 100] [--pairs 3]
        [--method trigger|slot] [--skip 17,20] [--top-k]
@@ -35,6 +37,7 @@ from sqlglot import exp
 import argus
 from argus import audit, tpch
 from argus.bench.methods import PgIvm
+from argus.bench.runner import Settle
 from argus.bench.workloads import TPCH_QUERIES, continuous
 from common import arguments, fresh_database  # bench/common.py
 
@@ -152,6 +155,7 @@ def main() -> None:
                             for s in flagged), flush=True)
         print()
         ivm = bool(immvs)
+        settle = Settle(conn, Notices())
         print("| pair | RF1 + RF2 rows | writer: tracked | writer: untracked | argus cycle | "
               "re-run | REFRESH MV | argus (writer + cycle) vs re-run | vs REFRESH |"
               + (f" writer: pg_ivm ({len(immvs)} IMMVs) | vs pg_ivm |" if ivm else ""))
@@ -167,6 +171,7 @@ def main() -> None:
             t = {}
             for schema, key in (("public", "tracked"), ("plain", "plain"),
                                 ("ivm", "ivm"))[:3 if ivm else 2]:
+                settle()
                 started = time.perf_counter()
                 with conn.transaction():  # RF1: its orders and line items, one transaction
                     for table in ("orders", "lineitem"):
@@ -180,10 +185,12 @@ def main() -> None:
                     conn.execute(sql.SQL("DELETE FROM {} WHERE o_orderkey = ANY(%s)").format(
                         sql.Identifier(schema, "orders")), (old,))
                 t[key] = ms(started)
+            settle()
             started = time.perf_counter()
             report = db.run()
             t["cycle"] = ms(started)
             t["rerun"] = 0.0
+            settle()
             for name, query in queries.items():
                 started = time.perf_counter()
                 with conn.transaction():
@@ -193,6 +200,7 @@ def main() -> None:
                         sql.Identifier("plain", f"rerun_{name}"), sql.SQL(over_copies(query))))
                 per_query[name].append(ms(started))
                 t["rerun"] += per_query[name][-1]
+            settle()
             started = time.perf_counter()
             for name in queries:
                 with conn.transaction():
@@ -224,6 +232,11 @@ def main() -> None:
             wrong = [name for name in immvs if _rerun(conn, name, "ivm.immv") != _rerun(conn, name)]
             print(f"pg_ivm's answers equal to the re-run's: {len(immvs) - len(wrong)} of "
                   f"{len(immvs)}" + (f"; DIFFERENT: {', '.join(wrong)}" if wrong else ""))
+
+
+class Notices:
+    def notice(self, text: str) -> None:
+        print(text, flush=True)
 
 
 def _rerun(conn, name: str, prefix: str = "plain.rerun") -> Counter:

@@ -9,13 +9,23 @@ CREATE OR REPLACE FUNCTION argus.clock_previous() RETURNS timestamptz
 LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 
 -- Each node's delta table as the planner's statistics see it: rows per page
--- (pg_class.reltuples / relpages; -1: none, NULL: no delta table), indexed by node id:
--- read once a cycle, so that a node's check whether to ANALYZE its delta needs no
--- query (program/analyze_delta).
+-- (pg_class.reltuples / relpages), indexed by node id (NULL: no delta table); read once
+-- a cycle, so that a node's check whether to ANALYZE its delta needs no query
+-- (program/analyze_delta). A table analyzed while empty (relpages 0) has no density:
+-- the planner fills its pages with rows of the columns' width, taken as it does without
+-- statistics (a fixed length, else 32 bytes; PostgreSQL's
+-- table_block_relation_estimate_size); one never analyzed (reltuples -1) is filled so
+-- too, but at least 10 pages of it: negative.
 CREATE OR REPLACE FUNCTION argus.delta_estimates() RETURNS real[]
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(array_agg(CASE WHEN c.reltuples < 0 THEN -1
-                                   ELSE c.reltuples / greatest(c.relpages, 1) END
+    SELECT coalesce(array_agg(CASE WHEN c.reltuples >= 0 AND c.relpages > 0
+                                   THEN c.reltuples / c.relpages
+                                   ELSE sign(c.reltuples + 0.5) * (
+                                       SELECT 8168.0 / (28 + sum(CASE WHEN a.attlen > 0
+                                                                      THEN a.attlen ELSE 32 END))
+                                         FROM pg_attribute a
+                                        WHERE a.attrelid = c.oid AND a.attnum > 0
+                                          AND NOT a.attisdropped) END
                               ORDER BY g), '{}')
       FROM generate_series(1, (SELECT max(node_id) FROM argus_catalog.nodes)) AS g
       LEFT JOIN pg_class c ON c.relname = 'n' || g || '_delta'

@@ -116,6 +116,29 @@ def test_a_tracked_table_follows_every_kind_of_statement(captured):
         conn.execute("SELECT count(*) FROM public.orders").fetchone()
 
 
+def test_a_join_on_a_tracked_tables_key_probes_its_primary_key(orders):
+    """The history of a tracked table has its primary key: a join on the key's leading
+    column probes it rather than adding a second index that every change would pay
+    for; unregistering the query leaves the key."""
+    orders.db.track("public.orders")
+    orders.create_stream("shipments", {"order_id": "int", "carrier": "text"})
+    orders.insert("shipments", [(1, "ups"), (2, "dhl"), (50, "ups")])
+    orders.run()
+    orders.register("shipped", QUERIES["shipped"])
+
+    def indexes():
+        return [r[0] for r in orders.conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = 'argus_streams' "
+            "AND tablename = 'orders' ORDER BY 1")]
+
+    assert indexes() == ["orders_pkey"]
+    orders.conn.execute("UPDATE public.orders SET id = id + 1000 WHERE id = 2")
+    orders.run()
+    orders.check()
+    orders.unregister("shipped")
+    assert indexes() == ["orders_pkey"]
+
+
 def test_a_tracked_table_changes_only_through_its_source(orders):
     db = orders.db
     db.track("public.orders", "o")

@@ -34,7 +34,7 @@ from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes import lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
-from ..nodes.window import suffix as window_suffix
+from ..nodes.window import reads_parent_partitions, suffix as window_suffix
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
@@ -277,8 +277,8 @@ class Builder(Reads):
         plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
         keys = list(itertools.takewhile(plain.__contains__,
                                         (c.expr for c in columns[:definition["keys"]])))
-        if keys:  # a cycle reads the parent's rows of the partitions it touched (from
-            plan = window_suffix(node)  # their frontiers on, by the ORDER BY column)
+        if keys and reads_parent_partitions(node, parent):  # the partitions it touched,
+            plan = window_suffix(node)  # from their frontiers on (by the ORDER BY column)
             by = [plain[plan.order]] if plan is not None and plan.order in plain else []
             self._record_indexes(node, [(parent, [plain[k] for k in keys] + by)])
         return node
@@ -1110,28 +1110,31 @@ class Builder(Reads):
         return name
 
     def _index(self, parent: Node, columns: list[str]) -> str:
-        """The name of an index of argus's on the parent led by `columns`: one that
-        exists, else a new one, which replaces those it extends (whose columns lead it),
-        so that a stream history keeps one index per join key, not one per query."""
+        """The name of an index on the parent led by `columns`: one that exists (argus's,
+        or a tracked table's primary key: a second index on its leading column cost
+        every change of TPC-H's lineitem and orders), else a new one, which replaces
+        those of argus's it extends (whose columns lead it), so that a stream history
+        keeps one index per join key, not one per query."""
         schema, table = parent.hist_ref
         existing = self.conn.execute(
-            r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord)
+            r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord), i.indisprimary
                  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                  CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-                WHERE i.indrelid = %s::regclass AND c.relname LIKE 'argus\_%%'
+                WHERE i.indrelid = %s::regclass
+                  AND (c.relname LIKE 'argus\_%%' OR i.indisprimary)
                   AND NOT 0 = ANY (i.indkey)  -- not an aggregate's expression index
                   AND i.indpred IS NULL  -- nor a HAVING's partial one (_having_index)
-                GROUP BY c.relname ORDER BY c.relname""",
+                GROUP BY c.relname, i.indisprimary ORDER BY c.relname""",
             (parent.hist.as_string(self.conn),)).fetchall()
-        for name, indexed in existing:
+        for name, indexed, _ in existing:
             if indexed[:len(columns)] == columns:
                 return name
         name = short(f"argus_{table}_{'_'.join(columns)}_idx")
         self.conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
             sql.Identifier(name), parent.hist, sql.SQL(", ").join(map(sql.Identifier, columns))))
-        for old, indexed in existing:
-            if columns[:len(indexed)] == indexed:
+        for old, indexed, primary in existing:
+            if columns[:len(indexed)] == indexed and not primary:
                 self.conn.execute(
                     """UPDATE argus_catalog.nodes SET definition = jsonb_set(definition,
                               '{indexes}', (SELECT jsonb_agg(CASE WHEN i = %(old)s::jsonb

@@ -211,7 +211,7 @@ def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:
     """Drop every non-stream node that no query needs, children before parents, and the
-    join-key indexes no remaining node asked for."""
+    join-key indexes of argus's no remaining node asked for."""
     rows = conn.execute(
         """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
                   n.definition ? 'virtual', n.kind = 'select', n.definition ? 'deferred',
@@ -241,6 +241,8 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
         conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
         indexes += node_indexes or []
     for schema, name in indexes:
+        if not name.startswith("argus_"):  # (a tracked table's primary key, shared)
+            continue
         still_used = conn.execute(
             "SELECT 1 FROM argus_catalog.nodes WHERE definition->'indexes' @> %s::jsonb",
             (json.dumps([[schema, name]]),)).fetchone()

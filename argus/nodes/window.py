@@ -178,6 +178,13 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
         T1, T1, sql.Identifier(node.spec.keep[0]), T1)
 
 
+def reads_parent_partitions(node: Node, parent: Node) -> bool:
+    """Whether a cycle reads the parent's rows of the partitions it touched (which an
+    index on the partition keys serves): not a Top-K node that ranks new rows among its
+    own kept ones."""
+    return suffix(node) is not None or _kept_as_parent_rows(node, parent) is None
+
+
 class WindowCompiler:
     def _slots(self, node: Node, parent: Node, old_rows: sql.Composable | None = None
                ) -> dict:

@@ -9,15 +9,18 @@
 -- planned as 891).
 -- argus_est holds every delta's rows per page, read once a cycle
 -- (argus.delta_estimates); the pages are the file's size (no executor runs for either).
--- Unknown statistics (-1, after a TRUNCATE): the planner fills every page with live rows
--- of the rows' width (40 a page or more, mostly); right after the TRUNCATE, but a delta
--- cleared by DELETE since has pages of dead rows, and a 38-row delta in 185 pages was
--- planned as 20,535 rows (TPC-H Q21's join hashed all of orders instead of probing it;
--- 300 rows in 94 pages planned as 4,897 hashed all of orders for a MERGE of 300: 42 ms
--- instead of 1).
+-- No statistics (never analyzed, or TRUNCATEd: argus_est negative): the planner fills
+-- every page, and at least 10, with live rows of the rows' width. A delta cleared by
+-- DELETE since has pages of dead rows: a 38-row delta in 185 pages was planned as 20,535
+-- rows (TPC-H Q21's join hashed all of orders instead of probing it; 300 rows in 94
+-- pages planned as 4,897 hashed all of orders for a MERGE of 300: 42 ms instead of 1);
+-- and a delta never analyzed had any few rows planned as 10 pages of them (a 1-row
+-- delta as 420: joins hashed their other side's history).
         IF argus_est[{id}] IS NOT NULL THEN
-            argus_pe := CASE WHEN argus_est[{id}] < 0 THEN 40 ELSE argus_est[{id}] END
-                        * pg_relation_size({name}::regclass) / 8192.0;
+            argus_pages := pg_relation_size({name}::regclass) / 8192;
+            argus_pe := CASE WHEN argus_pages = 0 THEN 0
+                             WHEN argus_est[{id}] < 0 THEN -argus_est[{id}] * greatest(argus_pages, 10)
+                             ELSE argus_est[{id}] * argus_pages END;
             IF argus_pe > 3 * {var} + 300
                OR argus_est[{id}] >= 0 AND {var} > 200 AND argus_pe < {var} / 4.0 THEN
                 ANALYZE {delta};
