@@ -8,6 +8,7 @@ import time
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 import argus
 from argus import ArgusError
@@ -35,6 +36,12 @@ CREATE FUNCTION evil.nice(int) RETURNS int IMMUTABLE LANGUAGE sql AS $$ SELECT $
 CREATE TYPE evil.ct AS (x evil.d);
 CREATE TEXT SEARCH CONFIGURATION evil.cfg (COPY = pg_catalog.english);
 CREATE FUNCTION evil.takes(evil.d[]) RETURNS int IMMUTABLE LANGUAGE sql AS $$ SELECT 1 $$;
+CREATE FUNCTION evil.abs(int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'abs'); RETURN $1; END $$;
+CREATE FUNCTION evil.nvl(int, int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'nvl'); RETURN $1; END $$;
+CREATE FUNCTION evil.ifnull(int, int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS $$
+  BEGIN INSERT INTO evil.calls VALUES (current_user, 'ifnull'); RETURN $1; END $$;
 GRANT USAGE ON SCHEMA evil TO PUBLIC;
 """
 
@@ -103,6 +110,23 @@ def test_a_registrar_runs_none_of_its_own_code(network, attacker, query, refused
         network.run()
     assert calls(dsn) == []
     assert {q.name: q.status for q in network.queries()} == {"a": "ok", "b": "ok"}
+
+
+@pytest.mark.parametrize("query", ["SELECT id, abs(id) AS a FROM s",
+                                   "SELECT id, nvl(id, 0) AS a FROM s",
+                                   "SELECT id, ifnull(id, 0) AS a FROM s"])
+def test_a_registrars_function_named_as_a_builtin_is_not_called(network, attacker, query):
+    """Its schema first on its search path, a registrar's function named as one sqlglot
+    knows (abs) or reads as another (nvl, ifnull as COALESCE): a registrar's request is
+    read as the owner's worker reads it, PostgreSQL's catalog first (docs/security.md),
+    so the query computes the built-in, and nothing of the registrar's runs."""
+    role, dsn = attacker
+    with argus.connect(make_conninfo(dsn, options="-c search_path=evil,public")) as registrar:
+        registrar.register_query("q", query)
+    network.insert("s", [(-2, "y")])
+    network.run()
+    assert calls(dsn) == []
+    assert (-2, 2 if "abs" in query else -2) in network.results("q")
 
 
 def test_a_registrars_stream_has_no_type_of_its_own(network, attacker):
