@@ -19,7 +19,7 @@ from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 SLOW_NODE_MS = 1000  # a node that takes longer says so as the cycle runs (a NOTICE)
 
 
-def _step_code(step: Step, conn, rows: sql.Composable | None, counted: bool = False
+def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False
                ) -> sql.Composable:
     statement = step.statement
     into = sql.SQL(" INTO argus_p, argus_m") if counted else sql.SQL("")
@@ -32,22 +32,23 @@ def _step_code(step: Step, conn, rows: sql.Composable | None, counted: bool = Fa
         return sql.Composed([statement, into])
     text = statement.as_string(conn)
     executed = sql.SQL("EXECUTE {}{}").format(sql.Literal(text), into)
-    if rows is None:
+    if small is None:
         return executed
     if not counted and text.startswith("SELECT "):  # a check whose rows go nowhere
         statement = sql.SQL("PERFORM {}").format(sql.SQL(text.removeprefix("SELECT ")))
-    return render("program/planned_or_kept", rows=rows, statement=statement, into=into,
+    return render("program/planned_or_kept", small=small, statement=statement, into=into,
                   executed=executed)
 
 
-def _rows_read(node: Node, parents: list[Node]) -> sql.Composed | None:
-    """The rows of the deltas a node's statements read (its parents' and its own), which
-    choose between the plans kept for the session (program/planned_or_kept). None:
-    always planned, after a locked claim (taken whole because the inbox grew large; a
-    kept plan would add code that hardly ever runs to every session's compile)."""
+def _small(node: Node, parents: list[Node]) -> sql.Composed | None:
+    """Whether the deltas a node's statements read (its parents' and its own) hold few
+    rows enough for plans kept for the session (program/planned_or_kept). None: never,
+    after a locked claim (taken whole because the inbox grew large; a kept plan would
+    add code that hardly ever runs to every session's compile)."""
     if any(p.claimed_in_inbox for p in parents):
         return None
-    return sql.SQL("({})").format(sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents])))
+    return sql.SQL("{} <= argus_plan_kept_rows").format(
+        sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents])))
 
 
 def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], conn
@@ -78,7 +79,7 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
               for step in lazy.completions(node, parents)),
             *(render("program/step_signed" if signed else "program/step",
                      condition=step.condition or sql.SQL("TRUE"),
-                     statement=_step_code(step, conn, _rows_read(node, parents), counted=signed),
+                     statement=_step_code(step, conn, _small(node, parents), counted=signed),
                      var=var(node.id))
               for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
@@ -156,7 +157,7 @@ def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
         return None
     apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn, _rows_read(node, parents)))
+               statement=_step_code(step, conn, _small(node, parents)))
         for step in COMPILERS[node.kind].flush(node, parents)), conn)
     conditions = [step.condition for step in steps]
     condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(

@@ -94,9 +94,8 @@ SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
     "purge": (_bool, "delete history that no windowed query can need again"),
     "plan_kept_rows": (_optional(_positive(int)),
                        "run a node's statement with its plan kept for the session when its "
-                       "deltas hold at most this many rows together (and with a second one "
-                       "up to ten times as many; null: plan every statement for its "
-                       "deltas at every cycle)"),
+                       "deltas hold at most this many rows together (null: plan every "
+                       "statement for its deltas at every cycle)"),
     "truncate_delta_bytes": (_positive(int),
                              "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
     "truncate_inbox_bytes": (_positive(int),

@@ -502,7 +502,7 @@ BEGIN
     -- delivered to every LISTEN argus_cycle when the cycle commits (argus.subscriptions)
     PERFORM pg_notify('argus_cycle', argus.cycle_payload(v_run, v_queries, NOT EXISTS (
         SELECT FROM argus_catalog.grants WHERE query IS NOT NULL)));
-    IF current_setting('argus.cycled', true) = 'on' AND v_rows_in <= 10 * v_settings.plan_kept_rows THEN
+    IF current_setting('argus.cycled', true) = 'on' AND v_rows_in <= v_settings.plan_kept_rows THEN
         PERFORM set_config('argus.plans_kept', 'on', false);
     END IF;
     PERFORM set_config('argus.cycled', 'on', false);  -- the session's next cycles keep plans

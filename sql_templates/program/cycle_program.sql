@@ -46,7 +46,6 @@ DECLARE
     argus_plan_kept_rows bigint := CASE WHEN current_setting('argus.cycled', true) = 'on'
                                         THEN coalesce(argus_settings.plan_kept_rows, -1)
                                         ELSE -1 END;
-    argus_plan_kept_more bigint := 10 * argus_plan_kept_rows;  -- the second kept plan's
     argus_take_waiting boolean := current_setting('argus.claim_waiting', true) = 'on';
     argus_take boolean[];
     argus_size bigint[];
