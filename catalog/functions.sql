@@ -11,25 +11,46 @@ LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 -- Each node's delta table as the planner's statistics see it: rows per page
 -- (pg_class.reltuples / relpages), indexed by node id (NULL: no delta table); read once
 -- a cycle, so that a node's check whether to ANALYZE its delta needs no query
--- (program/analyze_delta). A table analyzed while empty (relpages 0) has no density:
--- the planner fills its pages with rows of the columns' width, taken as it does without
--- statistics (a fixed length, else 32 bytes; PostgreSQL's
--- table_block_relation_estimate_size); one never analyzed (reltuples -1) is filled so
--- too, but at least 10 pages of it: negative.
+-- (program/analyze_delta). A table of no density (analyzed while empty: relpages 0) is
+-- filled, as PostgreSQL's table_block_relation_estimate_size reckons, with rows of the
+-- row's width: the page's space over the tuple header and line pointer plus each
+-- column's average width an ANALYZE measured, which a TRUNCATE keeps (read only for such
+-- a table), else its fixed length, or its length modifier's (char(n), varchar(n),
+-- numeric(p, s)) as get_typavgwidth takes it, or 32 bytes. One never analyzed or
+-- TRUNCATEd (reltuples -1) is filled so too, but at least 10 pages of it: negative.
 CREATE OR REPLACE FUNCTION argus.delta_estimates() RETURNS real[]
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    WITH e AS (SELECT pg_encoding_max_length(encoding) AS most FROM pg_database
+                WHERE datname = current_database())
     SELECT coalesce(array_agg(CASE WHEN c.reltuples >= 0 AND c.relpages > 0
                                    THEN c.reltuples / c.relpages
-                                   ELSE sign(c.reltuples + 0.5) * (
-                                       SELECT 8168.0 / (28 + sum(CASE WHEN a.attlen > 0
-                                                                      THEN a.attlen ELSE 32 END))
-                                         FROM pg_attribute a
-                                        WHERE a.attrelid = c.oid AND a.attnum > 0
-                                          AND NOT a.attisdropped) END
-                              ORDER BY g), '{}')
+                                   ELSE sign(c.reltuples + 0.5)
+                                        * (8168 / (28 + coalesce(m.width, t.width)))
+                              END ORDER BY g), '{}')
       FROM generate_series(1, (SELECT max(node_id) FROM argus_catalog.nodes)) AS g
       LEFT JOIN pg_class c ON c.relname = 'n' || g || '_delta'
                           AND c.relnamespace = 'argus_net'::regnamespace
+      LEFT JOIN LATERAL (
+          SELECT sum(CASE WHEN a.attlen > 0 THEN a.attlen
+                          WHEN w.most IS NULL OR w.most <= 0 THEN 32
+                          WHEN a.atttypid = 'bpchar'::regtype OR w.most <= 32 THEN w.most
+                          WHEN w.most < 1000 THEN 32 + (w.most - 32) / 2
+                          ELSE 516 END)::integer AS width, count(*) AS columns
+            FROM pg_attribute a
+           CROSS JOIN LATERAL (
+               SELECT CASE WHEN a.atttypmod < 4 THEN NULL
+                           WHEN a.atttypid IN ('bpchar'::regtype, 'varchar'::regtype)
+                           THEN (a.atttypmod - 4) * (SELECT most FROM e) + 4
+                           WHEN a.atttypid = 'numeric'::regtype
+                           THEN 8 + 2 * (((((a.atttypmod - 4) >> 16) & 65535) + 6) / 4)
+                      END AS most) AS w
+           WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+             AND NOT (c.reltuples >= 0 AND c.relpages > 0)) AS t ON true
+      LEFT JOIN LATERAL (
+          SELECT sum(st.avg_width)::integer AS width FROM pg_stats st
+           WHERE c.reltuples < 0 AND st.schemaname = 'argus_net' AND st.tablename = c.relname
+             AND NOT st.inherited
+          HAVING count(*) = t.columns) AS m ON true
 $$;
 
 -- A recursion's rows in one statement, against the bound its node was built with

@@ -241,6 +241,47 @@ def test_a_few_rows_in_a_delta_never_analyzed_are_analyzed(transfers):
                            (delta,)).fetchone()[0] == 3
 
 
+def test_delta_estimates_are_the_planners(oracle):
+    """argus.delta_estimates models how PostgreSQL estimates a delta's rows, so that a
+    cycle analyzes the deltas it misjudges: for every delta, as a cycle left it,
+    analyzed with its rows, analyzed while empty, TRUNCATEd since an ANALYZE (then its
+    rows again), over columns of fixed length, of length modifiers (char, varchar,
+    numeric) and text, the model's rows are the planner's."""
+    conn = oracle.db.conn
+    oracle.create_stream("s", {"k": "int", "c": "char(3)", "v": "varchar(60)",
+                               "n": "numeric(12,2)", "t": "text", "b": "bigint"})
+    oracle.register("per_c", "SELECT c, count(*) AS m, sum(n) AS total FROM s GROUP BY c")
+    oracle.register("wide", "SELECT k, v, t, n * 2 AS d FROM s WHERE b > 3")
+    oracle.insert("s", [(i, f"c{i % 3}", "v" * (i % 50), i / 7, "t" * i, i) for i in range(40)])
+    oracle.run()
+    deltas = [r[0] for r in conn.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = 'argus_net'::regnamespace "
+        "AND relname LIKE 'n%\\_delta' AND relkind = 'r' ORDER BY relname")]
+    checked = 0
+    for delta in deltas:
+        table = sql.Identifier("argus_net", delta)
+        if not conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()[0]:
+            continue
+        conn.execute(sql.SQL("CREATE TEMP TABLE kept AS SELECT * FROM {}").format(table))
+        for state in [], ["ANALYZE"], ["DELETE", "ANALYZE"], ["ANALYZE", "TRUNCATE"]:
+            for verb in state:  # then its rows again
+                conn.execute(sql.SQL("DELETE FROM {}" if verb == "DELETE" else verb + " {}"
+                                     ).format(table))
+            if state:
+                conn.execute(sql.SQL("INSERT INTO {} SELECT * FROM kept").format(table))
+            density = conn.execute("SELECT (argus.delta_estimates())[%s]",
+                                   (int(delta[1:].removesuffix("_delta")),)).fetchone()[0]
+            pages = conn.execute("SELECT pg_relation_size(%s::regclass) / 8192",
+                                 (f"argus_net.{delta}",)).fetchone()[0]
+            modelled = -density * max(pages, 10) if density < 0 else density * pages
+            (planned,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) SELECT * FROM {}").format(
+                table)).fetchone()[0]
+            assert max(round(modelled), 1) == planned["Plan"]["Plan Rows"], (delta, state)
+            checked += 1
+        conn.execute("DROP TABLE kept")
+    assert checked >= 8
+
+
 def test_rows_written_directly_to_the_inbox_are_claimed(transfers, fresh_dsn):
     transfers.register("big", "SELECT tran_id FROM transfers WHERE amount > 10")
     with psycopg.connect(fresh_dsn, autocommit=True) as other:
