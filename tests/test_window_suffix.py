@@ -137,3 +137,25 @@ def test_the_frontier_follows_postgresqls_order_of_nan_and_infinities(oracle):
             rows.append((rng.choice([1, 2]), o, x))
         oracle.insert("s", rows)
         oracle.run()
+
+
+def test_a_top_k_filtered_by_time_above_its_ranking_keeps_each_partitions_top(oracle):
+    """Ranked over every row, then only the recent kept (a time filter above the
+    ranking): the filter's bound must not purge the Top-K's rows, which new rows are
+    ranked among. It did, and a new row ranked below rows that had left the window
+    came out ranked 1 (found by a helper trying to break the Top-K)."""
+    import datetime as dt
+
+    at = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    oracle.create_stream("b", {"p": "int", "v": "int", "t": "timestamptz"}, time_column="t")
+    oracle.insert("b", [(1, 10, at), (1, 20, at + dt.timedelta(minutes=1))])
+    oracle.run()
+    recent = "t > argus_now() - interval '30 minutes'"
+    oracle.register("ranked", "SELECT p, v, r FROM (SELECT p, v, t, rank() OVER (PARTITION BY p "
+                              f"ORDER BY v DESC) AS r FROM b) x WHERE r <= 3 AND {recent}")
+    oracle.register("first", "SELECT p, v FROM (SELECT p, v, t, row_number() OVER (PARTITION "
+                             f"BY p ORDER BY v DESC) AS r FROM b) x WHERE r = 1 AND {recent}")
+    for minute, rows in ((60, [(1, 5)]), (61, [(1, 7), (2, 3)]), (62, [(1, 30), (2, 1)]),
+                         (120, [(2, 2)]), (121, [(1, 6), (2, 9)])):
+        oracle.insert("b", [(p, v, at + dt.timedelta(minutes=minute)) for p, v in rows])
+        oracle.run()

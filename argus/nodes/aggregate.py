@@ -12,9 +12,9 @@ from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
 from ..trees import DIALECT, qualified
-from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta,
-                   expr_hash, named, row_hash, same_row, tid_column, unqualified, var,
-                   virtual)
+from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, always, any_rows, cols,
+                   create_delta, expr_hash, named, row_hash, same_row, tid_column,
+                   unqualified, var, virtual)
 
 
 def _found(node: Node, row: str, delta: str) -> sql.Composable:
@@ -447,7 +447,7 @@ def _column(expr: str) -> bool:
 
 
 KIND = register(Kind(
-    "aggregate", Model.of, AggregateCompiler(), describe, keeps_groups=True,
+    "aggregate", Model.of, AggregateCompiler(), describe, keeps_state=always,
     probe=lambda node, parents: [Probe(T1, 0, node.spec.group_exprs
                                        + [s.arg for s in node.spec.specs if s.arg] or ["TRUE"])],
     aux_tables=lambda node: [node.aux(f"d{f.index}") for f in node.spec.families]))

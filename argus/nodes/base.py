@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 42
+CODE_VERSION = 43
 
 
 @dataclass(frozen=True)
@@ -188,21 +188,29 @@ def _no_tables(node: Node) -> list[sql.Identifier]:
     return []
 
 
+def always(node: Node) -> bool:
+    return True
+
+
+def never(node: Node) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Kind:
     """What a node kind is, in one place (its module registers it): how it reads its
     stored definition (a JSON object in argus_catalog.nodes) as its typed one
-    (`Node.spec`), its compiler, how `argus explain` describes a node of it, whether its
-    rows are the state of groups, which purging never deletes (a group that left a
-    window may come back, and must come back counted), where a failed node of it looks
-    for the row it failed on (None: no row-level expression of it can fail), and the
-    tables it keeps besides its history."""
+    (`Node.spec`), its compiler, how `argus explain` describes a node of it, whether a
+    node's rows are state, which purging never deletes (a group that left a window may
+    come back, and must come back counted; a partition's top rows rank the new ones),
+    where a failed node of it looks for the row it failed on (None: no row-level
+    expression of it can fail), and the tables it keeps besides its history."""
 
     name: str
     spec: Callable[[dict], object]
     compiler: Compiler
     describe: Callable[[Node], list[str]]
-    keeps_groups: bool = False
+    keeps_state: Callable[[Node], bool] = never
     probe: Callable[[Node, list[Node]], list[Probe]] | None = None
     aux_tables: Callable[[Node], list[sql.Identifier]] = _no_tables
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 from ..templates import render
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, any_rows, cols, create_delta, named,
-                   row_hash)
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, always, any_rows, cols,
+                   create_delta, named, row_hash)
 from .setop import cols_sql
 
 
@@ -40,4 +40,4 @@ class DistinctCompiler:
 KIND = register(Kind("distinct", lambda d: None,  # nothing to define: its columns are its rows
                      DistinctCompiler(),
                      lambda node: ["one row per distinct value, with its multiplicity"],
-                     keeps_groups=True))
+                     keeps_state=always))

@@ -16,12 +16,13 @@ def purge_block(node: Node, children: list[Node], time_column: str | None = None
     for a stream, its time column (a window on another column says nothing of what a
     later query on the time column needs). The horizon records the column. An
     aggregate's, a DISTINCT's or a set operation's rows are the state of its groups:
-    a group that left a window may come back, and must come back counted. A history
+    a group that left a window may come back, and must come back counted; a Top-K's
+    are each partition's top rows, which new rows are ranked among. A history
     on the Citus workers (`on_workers`) is not purged by a column of another type than
     timestamptz: comparing it with the clock converts it through the time zone, a
     function of the row that Citus refuses in a DELETE ("STABLE functions used in
     UPDATE queries cannot be called with column references"); it keeps its rows."""
-    if KINDS[node.kind].keeps_groups or virtual(node) or not children:
+    if KINDS[node.kind].keeps_state(node) or virtual(node) or not children:
         return None
     bounds_by_child = []
     for child in children:

@@ -8,8 +8,8 @@ from psycopg import sql
 
 from ..templates import render
 from ..trees import qualified
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, any_rows,
-                   bag_flush, cols, create_delta, row_hash, signed_slots)
+from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, always,
+                   any_rows, bag_flush, cols, create_delta, row_hash, signed_slots)
 
 
 def cols_sql(names, prefix: str) -> list[str]:
@@ -139,6 +139,6 @@ class SetOpCompiler:
 KIND = register(Kind("setop", SetOpSpec.of, SetOpCompiler(),
                      lambda node: [f"{node.spec.op.replace('_', ' ').upper()} of its two "
                                    "parents (columns by position)"],
-                     keeps_groups=True,
+                     keeps_state=always,
                      aux_tables=lambda node: ([node.aux("counts")]
                                               if node.spec.op != "union_all" else [])))

@@ -308,4 +308,4 @@ def _describe(node: Node) -> list[str]:
 
 KIND = register(Kind("window", lambda d: WindowSpec(
     d["keys"], tuple(d["keep"]) if d.get("keep") else None, bool(d.get("grouped"))),
-    WindowCompiler(), _describe))
+    WindowCompiler(), _describe, keeps_state=lambda node: node.spec.keep is not None))
