@@ -6,7 +6,7 @@ INSERT INTO {delta} ({columns}{hash_column}, {sign})
 SELECT {s_columns}{hash_expr}, s.{sign} FROM (
     WITH l AS MATERIALIZED (
         SELECT row_number() OVER () AS argus_tid, {t1}.* FROM {left} AS {t1}
-         WHERE EXISTS (SELECT 1 FROM {right_delta} AS {t2} WHERE {condition})
+         WHERE EXISTS (SELECT 1 FROM {right_delta} AS {t2} WHERE {condition}){keyed}
     ), o AS (
         SELECT {t1}.argus_tid, count(*) AS n FROM l AS {t1} JOIN {right} AS {t2} ON {condition}
          GROUP BY 1
