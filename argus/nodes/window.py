@@ -178,6 +178,16 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
         T1, T1, sql.Identifier(node.spec.keep[0]), T1)
 
 
+def keeps_state(node: Node) -> bool:
+    """Whether the node's rows are state a purge must keep: a Top-K's, which new rows
+    are ranked among; a running window's, whose values (a running count, sum, row
+    number …) new rows carry on from (window/delta_suffix)."""
+    if node.spec.keep is not None:
+        return True
+    plan = suffix(node)
+    return plan is not None and bool(plan.carries)
+
+
 def reads_parent_partitions(node: Node, parent: Node) -> bool:
     """Whether a cycle reads the parent's rows of the partitions it touched (which an
     index on the partition keys serves): not a Top-K node that ranks new rows among its
@@ -308,4 +318,4 @@ def _describe(node: Node) -> list[str]:
 
 KIND = register(Kind("window", lambda d: WindowSpec(
     d["keys"], tuple(d["keep"]) if d.get("keep") else None, bool(d.get("grouped"))),
-    WindowCompiler(), _describe, keeps_state=lambda node: node.spec.keep is not None))
+    WindowCompiler(), _describe, keeps_state=keeps_state))
