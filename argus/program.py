@@ -66,11 +66,10 @@ def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], c
 
 def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     steps = COMPILERS[node.kind].evaluate(node, parents)
-    if delta_view(node):
+    if delta_view(node) and passes_every_row(node, parents[0]):
+        code = render("select/count_parent", parent=sql.Literal(parents[0].id))
+    elif delta_view(node):
         code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
-        if passes_every_row(node, parents[0]):
-            code = render("select/count_parent", parent=sql.Literal(parents[0].id),
-                          counted=code)
     elif not steps:
         return None
     else:

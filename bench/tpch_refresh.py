@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import psycopg
 import sqlglot
@@ -156,7 +157,7 @@ def main() -> None:
                             for s in flagged), flush=True)
         print()
         ivm = bool(immvs)
-        settle = Settle(conn, Notices())
+        settle = Settle(conn, SimpleNamespace(notice=print))  # (its notice, printed)
         print("| pair | RF1 + RF2 rows | writer: tracked | writer: untracked | argus cycle | "
               "re-run | REFRESH MV | argus (writer + cycle) vs re-run | vs REFRESH |"
               + (f" writer: pg_ivm ({len(immvs)} IMMVs) | vs pg_ivm |" if ivm else ""))
@@ -243,11 +244,6 @@ def main() -> None:
             wrong = [name for name in immvs if _rerun(conn, name, "ivm.immv") != _rerun(conn, name)]
             print(f"pg_ivm's answers equal to the re-run's: {len(immvs) - len(wrong)} of "
                   f"{len(immvs)}" + (f"; DIFFERENT: {', '.join(wrong)}" if wrong else ""))
-
-
-class Notices:
-    def notice(self, text: str) -> None:
-        print(text, flush=True)
 
 
 def _rerun(conn, name: str, prefix: str = "plain.rerun") -> Counter:

@@ -83,8 +83,13 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
         "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
         "WHERE s.nspname = %s AND c.relkind = 'r' AND c.relname = ANY(%s)",
         (NETWORK_SCHEMA, [f"n{i}_delta" for i in involved]))]
+    # the parents it does not run have run, with no changes: a node may read their counts
+    # (a selection passing every row of its Top-K: select/count_parent)
+    ran = "".join(f"    argus_ids := argus_ids || {i}::bigint; argus_ins := argus_ins || 0::bigint;"
+                  f" argus_ret := argus_ret || 0::bigint; argus_ms := argus_ms || 0::float8;\n"
+                  for i in involved if i not in ids)
     forced = ("    argus_clock_moved := true;\n    argus_purge := false;\n"
-              "    argus_isolate := false;\n") + "\n".join(
+              "    argus_isolate := false;\n") + ran + "\n".join(
         f"{block}\n    {var(node_id).as_string(None)} := 1;"
         for node_id, block, _, _, _ in rows if block)
     body = fill(frame([]), involved, [forced], any(r[3] for r in rows),
