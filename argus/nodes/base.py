@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 46
+CODE_VERSION = 47
 
 
 @dataclass(frozen=True)
@@ -303,13 +303,10 @@ def bag_flush(node: Node, names=None) -> list[Step]:
                             columns=cols(names)), when, dynamic=False)]
     differ = _identity(names, node.types if names == node.columns else ())
 
-    def texts(prefix: str | None) -> sql.Composable:
-        return sql.SQL("").join(sql.SQL(", ({})::text").format(
-            sql.Identifier(prefix, c) if prefix else sql.Identifier(c)) for c in differ)
-
     slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
              "h_columns": cols(names, "h"), "n_columns": cols(names, "n"),
-             "identity": texts(None), "h_identity": texts("h"),
+             "identity": sql.SQL("").join(
+                 sql.SQL(", ({})::text").format(sql.Identifier(c)) for c in differ),
              "same_identity": sql.SQL("").join(sql.SQL(
                  " AND ({})::text IS NOT DISTINCT FROM ({})::text").format(
                  sql.Identifier("h", c), sql.Identifier("n", c)) for c in differ)}
