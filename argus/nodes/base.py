@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 47
+CODE_VERSION = 48
 
 
 @dataclass(frozen=True)
@@ -310,8 +310,7 @@ def bag_flush(node: Node, names=None) -> list[Step]:
              "same_identity": sql.SQL("").join(sql.SQL(
                  " AND ({})::text IS NOT DISTINCT FROM ({})::text").format(
                  sql.Identifier("h", c), sql.Identifier("n", c)) for c in differ)}
-    return [Step(render("node/flush_retract", **slots), when),
-            Step(render("node/flush_insert_signed", **slots), when)]
+    return [Step(render("node/flush_signed", **slots), when)]
 
 
 def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Composable]:
