@@ -488,3 +488,32 @@ def test_a_table_keyed_by_a_column_named_found_takes_its_loads(oracle):
     oracle.run()
     oracle.update("t", [(1, 11)])
     oracle.run()
+
+
+def test_distinct_counts_over_an_insert_only_stream_write_only_values_that_appear(oracle):
+    """count(DISTINCT x) keeps a count of rows per (group, x); over a stream that only
+    grows no count falls, so a (group, x) is written only when one of its counts leaves
+    0 (its FILTER's too), not at every row that repeats it."""
+    oracle.create_stream("bids", {"auction": "int", "bidder": "int", "price": "int"})
+    oracle.register("bidders", "SELECT auction, count(DISTINCT bidder) AS bidders, "
+                               "count(DISTINCT bidder) FILTER (WHERE price > 100) AS big "
+                               "FROM bids GROUP BY auction")
+    oracle.insert("bids", [(a, b, 10) for a in range(3) for b in range(4)])
+    oracle.run()
+    (aux,) = oracle.conn.execute(
+        "SELECT format('argus_net.%I', c.relname) FROM pg_class c "
+        "JOIN argus_catalog.query_nodes qn ON c.relname ~ ('^n' || qn.node_id || '_d[0-9]+$') "
+        "JOIN argus_catalog.queries q USING (query_id) "
+        "WHERE q.name = 'bidders' AND c.relkind = 'r'").fetchone()
+
+    def versions() -> dict:
+        return dict(oracle.conn.execute(f"SELECT (g1, v)::text, xmin::text FROM {aux}"))
+
+    before = versions()
+    # every pair again; one pair's first bid over 100; one new pair
+    oracle.insert("bids", [(a, b, 10) for a in range(3) for b in range(4)]
+                  + [(1, 2, 500), (2, 9, 10)])
+    oracle.run()
+    after = versions()
+    assert {p for p in before if after[p] != before[p]} == {"(1,2)"}
+    assert set(after) - set(before) == {"(2,9)"}

@@ -147,17 +147,22 @@ class AggregateCompiler:
         counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"),
                    sql.Identifier(f"old{m.index}")) for m, _ in family.members]
         i = family.index
+        moves = sql.SQL(" OR ").join(sql.SQL("x.{} <> 0").format(dn) for _, dn, _ in counts)
+        vanish = sql.SQL(" AND ").join(sql.SQL("x.{} + x.{} = 0").format(old, dn)
+                                       for _, dn, old in counts)
+        changes = (sql.SQL("({})").format(sql.SQL(" OR ").join(
+                       sql.SQL("x.{} = 0 AND x.{} <> 0").format(old, dn) for _, dn, old in counts))
+                   if parent.insert_only else  # (not a regroup's growth: its rows retract)
+                   sql.SQL("({}) AND NOT ({})").format(moves, vanish))
         return render(
-            "aggregate/aux_apply", aux=node.aux(f"d{i}"),
+            "aggregate/aux_apply", aux=node.aux(f"d{i}"), changes=changes,
             read=self._pairs(node, model, family, parent),
             pairs=sql.Identifier(f"argus_x{i}"), updated=sql.Identifier(f"argus_u{i}"),
             deleted=sql.Identifier(f"argus_r{i}"), inserted=sql.Identifier(f"argus_i{i}"),
             key=cols(model.group_names + ["v"]), x_key=cols(model.group_names + ["v"], "x"),
             counts=sql.SQL("").join(sql.SQL(", {}").format(n) for n, _, _ in counts),
             x_counts=sql.SQL("").join(sql.SQL(", x.{}").format(dn) for _, dn, _ in counts),
-            vanish=sql.SQL(" AND ").join(sql.SQL("x.{} + x.{} = 0").format(old, dn)
-                                         for _, dn, old in counts),
-            moves=sql.SQL(" OR ").join(sql.SQL("x.{} <> 0").format(dn) for _, dn, _ in counts),
+            vanish=vanish, moves=moves,
             updates=sql.SQL(", ").join(sql.SQL("{n} = a.{n} + x.{dn}").format(n=n, dn=dn)
                                        for n, dn, _ in counts))
 
