@@ -11,7 +11,9 @@ from psycopg import sql
 
 from .names import stream_inbox
 from .templates import render
-from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
+from .nodes.base import (Node, SIGN_ID, Step, T1, T2, any_rows, bounded, delta_view, var,
+                         virtual)
+from .frontend.lateral import expands
 from .nodes import COMPILERS, KINDS, lazy
 from .nodes.select import passes_every_row
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
@@ -68,6 +70,10 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     steps = COMPILERS[node.kind].evaluate(node, parents)
     if delta_view(node) and passes_every_row(node, parents[0]):
         code = render("select/count_parent", parent=sql.Literal(parents[0].id))
+    elif delta_view(node) and node.definition.get("bound") is not None:
+        bounded_rows, read = bounded(node, sql.SQL("argus_rows"))
+        code = render("select/count_view_bounded", delta=node.delta, sign=SIGN_ID,
+                      bounded=bounded_rows, read=read)
     elif delta_view(node):
         code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
     elif not steps:
@@ -116,7 +122,8 @@ def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
             searches.append(render(
                 "program/probe_search", row=p.row, source=parents[p.source].delta,
                 exprs=sql.SQL(", ").join(sql.SQL("({})").format(sql.SQL(e)) for e in p.exprs),
-                partners=partners, what=sql.Literal(_describe_input(parents[p.source]))))
+                partners=partners, what=sql.Literal(_describe_input(parents[p.source])),
+                limit=sql.SQL(" LIMIT 1" if any(map(expands, p.exprs)) else "")))
         return render("program/probe_block", condition=any_rows(*_unique(parents)),
                       searches=sql.SQL("\n").join(searches))
 
