@@ -162,11 +162,11 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
             roles.become_owner(conn)  # the capture function runs with the owner's rights
             conn.execute(render(
                 "stream/track", function=_function(name), inbox=inbox,
-                columns=cols(columns), n_columns=cols(columns, "n"),
+                columns=cols(columns), n_columns=cols(columns, "argus_n"),
                 first=sql.Identifier(key[0]),
-                o_join=key_join(key, "o", "n"), key=cols(key),
+                o_join=key_join(key, "argus_o", "argus_n"), key=cols(key),
                 truncate=tables.truncate_changes(name, key),
-                o_key_only=sql.SQL(", ").join(sql.Identifier("o", c) if c in key
+                o_key_only=sql.SQL(", ").join(sql.Identifier("argus_o", c) if c in key
                                               else sql.SQL("NULL") for c in columns)))
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
             conn.execute(render("stream/track_triggers", source=source_id,

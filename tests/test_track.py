@@ -547,3 +547,21 @@ def test_an_update_that_prints_the_same_in_the_writers_session_is_captured(oracl
         app.execute("DELETE FROM prices")
     oracle.run()
     assert oracle.db.results("spelled") == []
+
+
+def test_a_tracked_table_with_columns_named_as_the_captures_rows_is_written_to(oracle):
+    """Found by a helper: the capture compared the old and new rows as `o *<> n`, so the
+    application's own UPDATE of a table with a column n failed ('column reference "n"
+    is ambiguous'); its aliases have argus's prefix now, which no column may have."""
+    conn = oracle.conn
+    conn.execute("CREATE TABLE public.pairs (k int PRIMARY KEY, n int, o text)")
+    conn.execute("INSERT INTO public.pairs VALUES (1, 1, 'a'), (2, 2, 'b')")
+    oracle.db.track("public.pairs")
+    oracle.run()
+    oracle.register("big", "SELECT k, n, o FROM pairs WHERE n > 1")
+    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
+        app.execute("UPDATE pairs SET n = 5 WHERE k = 1")
+        app.execute("UPDATE pairs SET o = 'c', k = 3 WHERE k = 2")
+        app.execute("UPDATE pairs SET n = n WHERE k = 1")  # (no change: nothing captured)
+    oracle.run()
+    assert sorted(oracle.db.results("big")) == [(1, 5, "a"), (3, 2, "c")]

@@ -6,6 +6,8 @@
 -- extra_float_digits = 0), or as 'i' and 'd' where the update changed the key; deleted rows' keys as 'd'; a TRUNCATE as a 'd' of every
 -- key argus holds. The source's key makes these consistent, so the inbox's own check
 -- of each load (stream/table_check) is skipped: argus.capture is on while it runs.
+-- The rows' aliases have argus's prefix, which no column may have: `o *<> n` over a
+-- table with a column n compared that column, or failed as ambiguous.
 CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
 BEGIN
@@ -16,12 +18,12 @@ BEGIN
         -- kept from a one-row statement would join 10,000 rows by nested loops
         EXECUTE $update$
         INSERT INTO {inbox} ({columns}, argus_op)
-        SELECT {n_columns}, CASE WHEN o.{first} IS NULL THEN 'i' ELSE 'u' END
-          FROM argus_new n LEFT JOIN argus_old o ON {o_join}
-         WHERE o.{first} IS NULL OR o *<> n
+        SELECT {n_columns}, CASE WHEN argus_o.{first} IS NULL THEN 'i' ELSE 'u' END
+          FROM argus_new argus_n LEFT JOIN argus_old argus_o ON {o_join}
+         WHERE argus_o.{first} IS NULL OR argus_o *<> argus_n
         UNION ALL
-        SELECT {o_key_only}, 'd' FROM argus_old o
-         WHERE NOT EXISTS (SELECT FROM argus_new n WHERE {o_join})
+        SELECT {o_key_only}, 'd' FROM argus_old argus_o
+         WHERE NOT EXISTS (SELECT FROM argus_new argus_n WHERE {o_join})
         $update$;
     ELSIF TG_OP = 'DELETE' THEN
         INSERT INTO {inbox} ({key}, argus_op) SELECT {key}, 'd' FROM argus_old;
