@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 50
+CODE_VERSION = 51
 
 
 @dataclass(frozen=True)
@@ -301,15 +301,21 @@ def bag_flush(node: Node, names=None) -> list[Step]:
     if node.insert_only:
         return [Step(render("node/flush_insert_only", hist=node.hist, delta=node.delta,
                             columns=cols(names)), when, dynamic=False)]
-    differ = _identity(names, node.types if names == node.columns else ())
+    types = dict(zip(names, node.types)) if names == node.columns else {}
+    differ = _identity(names, [types[n] for n in names] if types else ())
+
+    def text(*column: str) -> sql.Composable:
+        """The column as text that tells its equal values apart: bpchar's cast to text
+        drops the trailing spaces that do ('x' and 'x  '), its output keeps them."""
+        spaced = _TYPMOD.sub("", types.get(column[-1], "")) in ("bpchar", "character")
+        return sql.SQL("textin(bpcharout({}))" if spaced else "({})::text").format(
+            sql.Identifier(*column))
 
     slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
              "h_columns": cols(names, "h"), "n_columns": cols(names, "n"),
-             "identity": sql.SQL("").join(
-                 sql.SQL(", ({})::text").format(sql.Identifier(c)) for c in differ),
-             "same_identity": sql.SQL("").join(sql.SQL(
-                 " AND ({})::text IS NOT DISTINCT FROM ({})::text").format(
-                 sql.Identifier("h", c), sql.Identifier("n", c)) for c in differ)}
+             "identity": sql.SQL("").join(sql.SQL(", {}").format(text(c)) for c in differ),
+             "same_identity": sql.SQL("").join(sql.SQL(" AND {} IS NOT DISTINCT FROM {}").format(
+                 text("h", c), text("n", c)) for c in differ)}
     return [Step(render("node/flush_signed", **slots), when)]
 
 
