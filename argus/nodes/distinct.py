@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-
+from psycopg import sql
 
 from ..templates import render
 from .base import (Kind, register, Node, SIGN_ID, Step, T1, always, any_rows, cols,
@@ -18,7 +18,10 @@ class DistinctCompiler:
         return {"columns": cols(names), "named": named(cols_sql(names, "t1"), names),
                 "t1_columns": cols(names, "t1"), "hash": row_hash(names, "t1"),
                 "h_columns": cols(names, "h"), "d_columns": cols(names, "d"),
-                "x_columns": cols(names, "x"), "t1": T1, "sign": SIGN_ID}
+                "kept": sql.SQL(", ").join(
+                    sql.SQL("CASE WHEN h.argus_count > 0 THEN h.{c} ELSE d.{c} END").format(
+                        c=sql.Identifier(c)) for c in names),
+                "t1": T1, "sign": SIGN_ID}
 
     def create(self, node, parents):
         return [render("distinct/create", hist=node.hist, parent=parents[0].hist,
