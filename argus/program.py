@@ -11,8 +11,7 @@ from psycopg import sql
 
 from .names import stream_inbox
 from .templates import render
-from .nodes.base import (Node, SIGN_ID, Step, T1, T2, any_rows, bounded, delta_view, var,
-                         virtual)
+from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .frontend.lateral import expands
 from .nodes import COMPILERS, KINDS, lazy
 from .nodes.select import passes_every_row
@@ -70,10 +69,6 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
     steps = COMPILERS[node.kind].evaluate(node, parents)
     if delta_view(node) and passes_every_row(node, parents[0]):
         code = render("select/count_parent", parent=sql.Literal(parents[0].id))
-    elif delta_view(node) and node.definition.get("bound") is not None:
-        bounded_rows, read = bounded(node, sql.SQL("argus_rows"))
-        code = render("select/count_view_bounded", delta=node.delta, sign=SIGN_ID,
-                      bounded=bounded_rows, read=read)
     elif delta_view(node):
         code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
     elif not steps:

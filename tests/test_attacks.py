@@ -368,25 +368,6 @@ def test_a_set_returning_function_of_the_data_is_bounded(network, attacker):
         "a": "ok", "b": "ok", "series": "failed"}
 
 
-def test_a_set_returning_function_under_an_aggregate_is_bounded(network, attacker):
-    """The same attack on an aggregate over the function's rows, which are a view its
-    statement expands (network.builder: an inline expansion): the cycle counts them to
-    the bound first, so one huge row fails there and isolates the query."""
-    role, dsn = attacker
-    network.configure(max_query_state="1MB")
-    with argus.connect(dsn) as registrar:
-        registrar.register_query("spread", "SELECT x.g, count(*) AS n FROM s CROSS JOIN "
-                                           "LATERAL generate_series(1, s.id) AS x(g) GROUP BY x.g")
-    assert network.conn.execute("SELECT count(*) FROM argus_catalog.nodes WHERE "
-                                "definition ? 'inline' AND definition ? 'bound'").fetchone() == (1,)
-    network.insert("s", [(3, "small")])
-    network.run()
-    assert sorted(network.results("spread")) == [(1, 2), (2, 1), (3, 1)]
-    network.insert("s", [(2_000_000_000, "huge")])
-    report = network.run()
-    assert "more than max_query_state" in report.failed["spread"]
-
-
 @pytest.mark.parametrize("expands", [
     "generate_series(1, id)", "generate_subscripts(array_fill(0, ARRAY[id]), 1)",
     "jsonb_path_query(to_jsonb(array_fill(0, ARRAY[id])), '$[*]')"])

@@ -433,34 +433,3 @@ def test_one_shared_join_under_both_halves_of_a_bushy_tree(oracle, before):
     assert orders[0]["tree"].count("[") == 2, orders  # the shared node, twice
     oracle.insert("r", [(i, i % 5, (i * 11) % 5) for i in range(80, 90)])
     oracle.run()
-
-
-def test_a_set_returning_functions_rows_only_aggregates_read_are_a_view(oracle):
-    """Nexmark q5's shape: hopping windows (generate_series per row) counted per window.
-    Rows that only aggregates read are a view of the stream's (no table, no flush);
-    the same rows as a query's answer, or joined, are a table of their own; a row the
-    function fails on isolates the aggregate's query in the cycle, naming the row."""
-    oracle.create_stream("bid", {"auction": "int", "at": "int", "d": "int"})
-    hops = ("FROM bid b CROSS JOIN LATERAL generate_series(b.at - 2, b.at + 4 / b.d) "
-            "AS w(s)")
-    oracle.register("per_window", f"SELECT w.s, count(*) AS n {hops} GROUP BY w.s")
-    oracle.register("hottest", f"SELECT b.auction, w.s, count(*) AS n {hops} "
-                               "GROUP BY b.auction, w.s")
-    oracle.register("rows", f"SELECT b.auction, w.s {hops}")
-
-    def expansions() -> dict[bool, int]:
-        return dict(oracle.conn.execute(
-            "SELECT (definition->>'virtual') IS NOT NULL, count(*) FROM argus_catalog.nodes "
-            "WHERE definition ? 'expands' GROUP BY 1"))
-
-    assert expansions() == {True: 2, False: 1}  # (two views: different columns)
-    for i in range(3):
-        oracle.insert("bid", [(a, 10 * i + a, 1 + a % 2) for a in range(20)])
-        oracle.run()
-    oracle.unregister("hottest")
-    oracle.unregister("rows")
-    oracle.insert("bid", [(99, 5, 0)])  # 4 / 0
-    oracle.db.run()
-    assert oracle.failed() == {"per_window"}
-    errors = {q.name: q.error or "" for q in oracle.db.queries()}
-    assert "division by zero" in errors["per_window"] and "99" in errors["per_window"], errors

@@ -137,7 +137,16 @@ class Builder(Reads):
                                             for i in range(1, len(block.sources) + 1)))
             return node
         if isinstance(plan, Select) and any(expands(c.expr) for c in plan.columns):
-            return self._expansion(plan)
+            # a set-returning function's rows (frontend.lateral): shared by signature only
+            parent = self.node_for(plan.input)
+            self.check_horizon(parent, None)
+            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
+                            for c in plan.columns)
+            predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
+            self.names[plan] = {c.name: c.name for c in columns}
+            return self.ensure("select", [parent], columns,
+                               {"predicate": predicate, "expands": True, **self._bound()},
+                               parent.insert_only)
         if isinstance(plan, Select):  # a temporal filter
             parent = self.node_for(plan.input)
             predicate = self.renamed(plan.predicate, t1=plan.input)
@@ -168,7 +177,7 @@ class Builder(Reads):
         if isinstance(plan, Aggregate) and any(a.func == HOLISTIC for a in plan.aggregates):
             return self._recomputed_groups(plan)
         if isinstance(plan, Aggregate):
-            parent = self._aggregated(plan.input)
+            parent = self.node_for(plan.input)
             self.check_horizon(parent, None)
             groups = tuple(Col(g.name, self.renamed(g.expr, t1=plan.input)) for g in plan.groups)
             aggs = tuple(dataclasses.replace(a, arg=self.renamed(a.arg, t1=plan.input))
@@ -200,33 +209,6 @@ class Builder(Reads):
             self.names[plan] = dict(zip(plan.names, columns))
             return node
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
-
-    def _expansion(self, plan: Select, inline: bool = False) -> Node:
-        """A set-returning function's rows (frontend.lateral): shared by signature only.
-        `inline`: read by an aggregate only (`_aggregated`)."""
-        parent = self.node_for(plan.input)
-        self.check_horizon(parent, None)
-        columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in plan.columns)
-        predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
-        self.names[plan] = {c.name: c.name for c in columns}
-        definition = {"predicate": predicate, "expands": True, **self._bound()}
-        if inline and parent.kind == "stream" and self._layout()[0] == "cost" \
-                and not self.sharded():
-            definition |= {"inline": True, "virtual": True}
-        return self.ensure("select", [parent], columns, definition, parent.insert_only)
-
-    def _aggregated(self, plan: Plan) -> Node:
-        """An aggregate's input. A set-returning function's rows over a stream that
-        only aggregates read (Nexmark q5's hopping windows: five rows a bid) are a view
-        of the stream's rows, which the aggregate's statement expands as it reads them
-        (a virtual selection, "inline": a part of its signature, so that no query's
-        answer and no join reads the view, where a row it fails on would surface when
-        read): as a table, every expanded row was copied into the delta and again into
-        a history no one read (23,000 rows a 5,000-event batch, 26 MB after 100,000)."""
-        if plan not in self._memo and isinstance(plan, Select) \
-                and any(expands(c.expr) for c in plan.columns):
-            self._memo[plan] = self._expansion(plan, inline=True)
-        return self.node_for(plan)
 
     def _declared_scales(self, parent: Node, args: list[str]) -> dict[str, str]:
         """"numeric:<scale>" for the arguments whose every value has one scale: a
@@ -639,14 +621,7 @@ class Builder(Reads):
             execute_all(self.conn, compiler.backfill(node, readable))
         elif self.conn.execute(compiler.backfill(node, parents, limit)[0]).rowcount == limit:
             node, counted = self._view_instead(node, parents), limit
-        if delta_view(node) and "bound" in node.definition:  # (an inline expansion's rows,
-            # to its bound, as its cycles count them: past it, the registration fails)
-            (counted,) = self.conn.execute(sql.SQL(
-                "SELECT n FROM (SELECT count(*) AS n FROM (SELECT FROM {} LIMIT {}) AS r) AS c "
-                "WHERE argus.within_bound(n, {})").format(
-                    node.hist, sql.Literal(node.definition["bound"] + 1),
-                    sql.Literal(node.definition["bound"]))).fetchone()
-        elif delta_view(node) and virtual(self._stored(parents[0])):
+        if delta_view(node) and virtual(self._stored(parents[0])):
             # a view of a virtual join: its rows are not counted (that would run the
             # join); its parent's are, as many as it can have
             (counted,) = self.conn.execute(
