@@ -517,3 +517,27 @@ def test_distinct_counts_over_an_insert_only_stream_write_only_values_that_appea
     after = versions()
     assert {p for p in before if after[p] != before[p]} == {"(1,2)"}
     assert set(after) - set(before) == {"(2,9)"}
+
+
+def test_a_locked_claim_of_a_tables_changes_is_planned_from_their_rows(oracle):
+    """Found by a helper: a claim taken with the inboxes locked copies a table's
+    changes to its delta table too, but only the unlocked claim checked the delta's
+    statistics. A delta analyzed at one row in a large file was planned as 1 row for
+    20,000 deletes, and a semi join's changes became a nested loop of 4 * 10^8 rows."""
+    db = oracle.db
+    oracle.create_table("t", {"k": "int", "v": "int"}, primary_key="k")
+    oracle.register("q", "SELECT k, v FROM t WHERE v > 0")
+    oracle.insert("t", [(i, 1) for i in range(20_000)])
+    oracle.run()
+    oracle.run()  # (nothing to clear from the delta at the next cycle)
+    delta = "argus_net.n1_delta"  # its statistics: 1 row in the pages of 20,000
+    db.conn.execute(f"INSERT INTO {delta} SELECT *, 1 FROM argus_streams.t")
+    db.conn.execute(f"DELETE FROM {delta} WHERE k > 0")
+    db.conn.execute(f"ANALYZE {delta}")
+    db.conn.execute(f"DELETE FROM {delta}")
+    db.configure(truncate_inbox_bytes=1)  # the next claim takes the inbox locked
+    oracle.delete("t", list(range(20_000)))
+    oracle.run()
+    (planned,) = db.conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+                                 (delta,)).fetchone()
+    assert planned > 10_000

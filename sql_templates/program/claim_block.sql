@@ -32,6 +32,7 @@
                              argus_ignored;
 {hold_locked}
     {written}
+{analyze_locked}
     ELSE
         {claim} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
                       argus_ignored;
