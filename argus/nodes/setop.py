@@ -116,7 +116,12 @@ class SetOpCompiler:
         return [Step(render(
             "setop/delta", delta=node.delta, columns=node.column_list,
             hash_column=slots["hash_column"], sign=SIGN_ID,
-            x_columns=cols(node.columns, "x"),
+            x_columns=sql.SQL(", ").join(sql.SQL("x.{}").format(sql.Identifier(f"argus_k{i}"))
+                                         for i in range(len(node.columns))),
+            kept=sql.SQL(", ").join(
+                sql.SQL("CASE WHEN a.argus_hash IS NULL THEN c.{c} ELSE a.{c} END AS {k}").format(
+                    c=sql.Identifier(c), k=sql.Identifier(f"argus_k{i}"))
+                for i, c in enumerate(node.columns)),
             x_hash=sql.SQL(", x.argus_hash") if not node.insert_only else sql.SQL(""),
             m_old=sql.SQL(fm.format(a="y.oa", b="y.ob")),
             m_new=sql.SQL(fm.format(a="(y.oa + y.da)", b="(y.ob + y.db)")),
