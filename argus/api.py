@@ -53,7 +53,8 @@ def _prepare(conn: psycopg.Connection) -> bool:
     session = roles.session(conn)
     if session is None or session.owner:
         catalog.migrate(conn)
-        network.recompile_stale(conn)
+        if network.recompile_stale(conn):  # (an older argus's capture code too)
+            track.refresh_captures(conn)
         roles.setup(conn)
         network.settle(conn)
         return True

@@ -30,6 +30,36 @@ TRIGGERS = ("argus_track_insert", "argus_track_update", "argus_track_delete",
             "argus_track_truncate")
 
 
+def _capture_function(conn: psycopg.Connection, name: str, columns: list[str],
+                      key: list[str]) -> None:
+    """The trigger function that writes a tracked table's changes into its inbox
+    (stream/track), made or made again, as the session's role (the owner's)."""
+    conn.execute(render(
+        "stream/track", function=_function(name), inbox=stream_inbox(name),
+        columns=cols(columns), n_columns=cols(columns, "argus_n"),
+        first=sql.Identifier(key[0]), o_join=key_join(key, "argus_o", "argus_n"),
+        key=cols(key), truncate=tables.truncate_changes(name, key),
+        o_key_only=sql.SQL(", ").join(sql.Identifier("argus_o", c) if c in key
+                                      else sql.SQL("NULL") for c in columns)))
+
+
+def refresh_captures(conn: psycopg.Connection) -> int:
+    """The capture functions of the tables tracked by trigger, made again by this
+    argus's template (an upgrade: an older one compared rows as `o *<> n`, and a
+    table with a column n or o then refused its application's updates). How many."""
+    names = [r[0] for r in conn.execute(
+        "SELECT s.name FROM argus_catalog.tracked t JOIN argus_catalog.streams s "
+        "USING (stream_id) WHERE t.method = 'trigger' ORDER BY s.name")]
+    if names:
+        schemas = streams.stream_schemas(conn)
+        with conn.transaction():
+            roles.become_owner(conn)
+            for name in names:
+                _capture_function(conn, name, list(schemas[name].column_names),
+                                  list(schemas[name].primary_key))
+    return len(names)
+
+
 def _function(name: str) -> sql.Identifier:
     """The capture function, beside the table's inbox (a name no table's check takes)."""
     return sql.Identifier(INBOX_SCHEMA, f"track {name}")
@@ -160,14 +190,7 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
         start, apply_sql, types = None, None, None
         if method == "trigger":
             roles.become_owner(conn)  # the capture function runs with the owner's rights
-            conn.execute(render(
-                "stream/track", function=_function(name), inbox=inbox,
-                columns=cols(columns), n_columns=cols(columns, "argus_n"),
-                first=sql.Identifier(key[0]),
-                o_join=key_join(key, "argus_o", "argus_n"), key=cols(key),
-                truncate=tables.truncate_changes(name, key),
-                o_key_only=sql.SQL(", ").join(sql.Identifier("argus_o", c) if c in key
-                                              else sql.SQL("NULL") for c in columns)))
+            _capture_function(conn, name, columns, list(key))
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
             conn.execute(render("stream/track_triggers", source=source_id,
                                 function=_function(name)))

@@ -565,3 +565,26 @@ def test_a_tracked_table_with_columns_named_as_the_captures_rows_is_written_to(o
         app.execute("UPDATE pairs SET n = n WHERE k = 1")  # (no change: nothing captured)
     oracle.run()
     assert sorted(oracle.db.results("big")) == [(1, 5, "a"), (3, 2, "c")]
+
+
+def test_an_upgrade_makes_the_capture_of_a_table_tracked_before_again(oracle):
+    """A table tracked by an older argus keeps the capture function it made (`o *<> n`)
+    until an argus of a newer code version connects, which makes it again."""
+    conn = oracle.conn
+    conn.execute("CREATE TABLE public.pairs (k int PRIMARY KEY, n int)")
+    conn.execute("INSERT INTO public.pairs VALUES (1, 1)")
+    oracle.db.track("public.pairs")
+    oracle.run()
+    oracle.register("all_pairs", "SELECT k, n FROM pairs")
+    (old,) = conn.execute("SELECT regexp_replace(pg_get_functiondef("
+                          "'argus_inbox.\"track pairs\"'::regproc), "
+                          "'\\margus_([on])\\M', '\\1', 'g')").fetchone()
+    conn.execute(old)  # the capture as an older argus made it
+    conn.execute("UPDATE argus_catalog.settings SET code_version = 0")
+    with pytest.raises(psycopg.errors.AmbiguousColumn):
+        conn.execute("UPDATE public.pairs SET n = 2")
+    with argus.connect(oracle.db.dsn):
+        pass  # (an upgrade, on connect)
+    conn.execute("UPDATE public.pairs SET n = 3")
+    oracle.run()
+    assert oracle.db.results("all_pairs") == [(1, 3)]

@@ -8,7 +8,7 @@
 -- of each load (stream/table_check) is skipped: argus.capture is on while it runs.
 -- The rows' aliases have argus's prefix, which no column may have: `o *<> n` over a
 -- table with a column n compared that column, or failed as ambiguous.
-CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
+CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
 BEGIN
     PERFORM set_config('argus.capture', 'on', true);
