@@ -524,27 +524,39 @@ def test_the_owner_s_code_runs_as_the_owner_even_when_a_superuser_untracks(
     assert conn.execute("SELECT who FROM argus_catalog.who").fetchall() == [(owner,)] * 2
 
 
+def _tracked(oracle, table: str, values: str, **queries: str) -> None:
+    """public.<table> (`table`: its name and columns) with `values`, tracked, its first
+    rows claimed, and `queries` registered over it."""
+    oracle.conn.execute(f"CREATE TABLE public.{table}")
+    oracle.conn.execute(f"INSERT INTO public.{table.split()[0]} VALUES {values}")
+    oracle.db.track(f"public.{table.split()[0]}")
+    oracle.run()
+    for name, query in queries.items():
+        oracle.register(name, query)
+
+
+def _as_application(oracle, *statements: str) -> None:
+    """`statements` from an application's own session, autocommitted."""
+    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
+        for statement in statements:
+            app.execute(statement)
+
+
 def test_an_update_that_prints_the_same_in_the_writers_session_is_captured(oracle):
     """Issue 49: with extra_float_digits = 0, 0.3 and 0.30000000000000004 print alike;
     the capture compared rows as text in the writer's session and dropped the update.
     Rows are compared by their bytes now, and a key that only changed its spelling
     (1 -> 1.0) is captured too."""
-    conn = oracle.conn
-    conn.execute("CREATE TABLE public.prices (id numeric PRIMARY KEY, f float8)")
-    conn.execute("INSERT INTO public.prices VALUES (1, 0.3), (2, 1)")
-    oracle.db.track("public.prices")
-    oracle.run()
-    oracle.register("above", "SELECT id, f FROM prices WHERE f > 0.3")
-    oracle.register("spelled", "SELECT id::text AS k, f FROM prices")
-    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
-        app.execute("SET extra_float_digits = 0")
-        app.execute("UPDATE prices SET f = 0.30000000000000004 WHERE id = 1")
-        app.execute("UPDATE prices SET id = 2.0 WHERE id = 2")
+    _tracked(oracle, "prices (id numeric PRIMARY KEY, f float8)", "(1, 0.3), (2, 1)",
+             above="SELECT id, f FROM prices WHERE f > 0.3",
+             spelled="SELECT id::text AS k, f FROM prices")
+    _as_application(oracle, "SET extra_float_digits = 0",
+                    "UPDATE prices SET f = 0.30000000000000004 WHERE id = 1",
+                    "UPDATE prices SET id = 2.0 WHERE id = 2")
     oracle.run()
     assert sorted(row[0] for row in oracle.db.results("above")) == [1, 2]
     assert sorted(k for k, _ in oracle.db.results("spelled")) == ["1", "2.0"]
-    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
-        app.execute("DELETE FROM prices")
+    _as_application(oracle, "DELETE FROM prices")
     oracle.run()
     assert oracle.db.results("spelled") == []
 
@@ -553,16 +565,11 @@ def test_a_tracked_table_with_columns_named_as_the_captures_rows_is_written_to(o
     """Found by a helper: the capture compared the old and new rows as `o *<> n`, so the
     application's own UPDATE of a table with a column n failed ('column reference "n"
     is ambiguous'); its aliases have argus's prefix now, which no column may have."""
-    conn = oracle.conn
-    conn.execute("CREATE TABLE public.pairs (k int PRIMARY KEY, n int, o text)")
-    conn.execute("INSERT INTO public.pairs VALUES (1, 1, 'a'), (2, 2, 'b')")
-    oracle.db.track("public.pairs")
-    oracle.run()
-    oracle.register("big", "SELECT k, n, o FROM pairs WHERE n > 1")
-    with psycopg.connect(oracle.db.dsn, autocommit=True) as app:
-        app.execute("UPDATE pairs SET n = 5 WHERE k = 1")
-        app.execute("UPDATE pairs SET o = 'c', k = 3 WHERE k = 2")
-        app.execute("UPDATE pairs SET n = n WHERE k = 1")  # (no change: nothing captured)
+    _tracked(oracle, "pairs (k int PRIMARY KEY, n int, o text)", "(1, 1, 'a'), (2, 2, 'b')",
+             big="SELECT k, n, o FROM pairs WHERE n > 1")
+    _as_application(oracle, "UPDATE pairs SET n = 5 WHERE k = 1",
+                    "UPDATE pairs SET o = 'c', k = 3 WHERE k = 2",
+                    "UPDATE pairs SET n = n WHERE k = 1")  # (no change: nothing captured)
     oracle.run()
     assert sorted(oracle.db.results("big")) == [(1, 5, "a"), (3, 2, "c")]
 
@@ -571,11 +578,8 @@ def test_an_upgrade_makes_the_capture_of_a_table_tracked_before_again(oracle):
     """A table tracked by an older argus keeps the capture function it made (`o *<> n`)
     until an argus of a newer code version connects, which makes it again."""
     conn = oracle.conn
-    conn.execute("CREATE TABLE public.pairs (k int PRIMARY KEY, n int)")
-    conn.execute("INSERT INTO public.pairs VALUES (1, 1)")
-    oracle.db.track("public.pairs")
-    oracle.run()
-    oracle.register("all_pairs", "SELECT k, n FROM pairs")
+    _tracked(oracle, "pairs (k int PRIMARY KEY, n int)", "(1, 1)",
+             all_pairs="SELECT k, n FROM pairs")
     (old,) = conn.execute("SELECT regexp_replace(pg_get_functiondef("
                           "'argus_inbox.\"track pairs\"'::regproc), "
                           "'\\margus_([on])\\M', '\\1', 'g')").fetchone()
