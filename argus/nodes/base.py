@@ -301,8 +301,8 @@ def bag_flush(node: Node, names=None) -> list[Step]:
     if node.insert_only:
         return [Step(render("node/flush_insert_only", hist=node.hist, delta=node.delta,
                             columns=cols(names)), when, dynamic=False)]
-    types = dict(zip(names, node.types)) if names == node.columns else {}
-    differ = _identity(names, [types[n] for n in names] if types else ())
+    known = node.types if names == node.columns else ()
+    differ, types = _identity(names, known), dict(zip(names, known))
 
     def text(*column: str) -> sql.Composable:
         """The column as text that tells its equal values apart: bpchar's cast to text
