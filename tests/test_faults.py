@@ -411,3 +411,72 @@ def _until_locked(dsn: str, process: subprocess.Popen) -> None:
                                "AND objid = 83 AND granted").fetchone()[0]:
                 return
             time.sleep(0.005)
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_a_server_crash_mid_cycle_over_windows_tables_and_top_k_is_exact(tmp_path):
+    """Immediate shutdowns while cycles run over what a crash of derived state is hardest
+    on (tests/test_durability's network): a table taking updates and deletes, a window
+    whose stream is purged, Top-K, DISTINCT, count(DISTINCT) and an outer join. After
+    each restart argus's owner rebuilds the network from the histories; every answer then
+    equals its SQL over them, and every row loaded is claimed once."""
+    import datetime
+
+    from .test_durability import NAMES, QUERIES as DERIVED, TRANSFERS, batch
+
+    server = EmbeddedServer(tmp_path / "home")
+    dsn = server.ensure_running()
+    rng = random.Random(510)
+    day, loaded, cut = datetime.date(2026, 1, 1), 0, 0
+    present = list(NAMES[:8])
+    try:
+        with argus.connect(dsn) as db:
+            assert db.settings()["durability"] == "derived"
+            db.create_stream("transfers", TRANSFERS, time_column="tran_date")
+            db.create_stream("events", {"id": "bigint", "t": "date", "k": "text"},
+                             time_column="t")
+            db.create_table("accounts", {"id": "text", "label": "text"}, ["id"])
+            db.insert("accounts", [(name, f"label {name}") for name in NAMES[:8]])
+            for name, query in DERIVED.items():
+                db.register_query(name, query)
+            db.register_query("windowed", "SELECT k, count(*) AS n FROM events WHERE "
+                              "t > argus_now() - interval '48 hours' GROUP BY k")
+        for i in range(1, 7):
+            day += datetime.timedelta(days=1)
+            with argus.connect(dsn) as db:
+                rows_ = [r for n in range(0, 30_000, 60)
+                         for r in batch(rng, loaded + n, day)]
+                db.insert("transfers", rows_)
+                db.insert("events", [(loaded + j, day, rng.choice("abc")) for j in range(500)])
+                loaded += len(rows_)
+                db.update("accounts", [(rng.choice(present), f"label {i}")])
+                gone = present.pop(rng.randrange(len(present)))
+                db.delete("accounts", [gone])
+                present.append(rng.choice([gone, f"new{i}"]))
+                db.insert("accounts", [(present[-1], f"label {i}")])
+            worker = subprocess.Popen([sys.executable, "-c", CYCLE_SCRIPT, dsn],
+                                      stderr=subprocess.DEVNULL)
+            wait_until_cycle_runs(worker)
+            time.sleep(rng.uniform(0.0, 0.3))  # claiming, evaluating, flushing, committing
+            cut += worker.poll() is None
+            crash(server)
+            worker.wait()
+            server.ensure_running()  # crash recovery: the network's tables are empty
+            with argus.connect(dsn) as db:  # its owner rebuilds them, then the cycle runs
+                db.run()
+                for query in db.queries():
+                    assert query.status == "ok", query.name
+                    with db.conn.transaction():
+                        db.conn.execute("SET LOCAL search_path TO argus_streams, public")
+                        expected = db.conn.execute(query.sql).fetchall()
+                    assert sorted(map(repr, db.results(query.name))) == \
+                        sorted(map(repr, expected)), query.name
+        with argus.connect(dsn) as db:
+            ids = [i for (i,) in db.conn.execute(
+                "SELECT tran_id FROM argus_streams.transfers ORDER BY tran_id")]
+            assert ids == list(range(loaded)), "rows were lost or claimed twice"
+    finally:
+        server.destroy()
+    assert cut >= 3
+    print(f"\n6 server crashes, {cut} of them during a cycle")
