@@ -65,7 +65,10 @@ def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], c
     return copied
 
 
-def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+def node_block(node: Node, parents: list[Node], conn, kept: bool = True
+               ) -> sql.Composed | None:
+    """The node's evaluation in the program; `kept`: with the plans kept for small deltas
+    (program/planned_or_kept), which only a session's later cycles use."""
     steps = COMPILERS[node.kind].evaluate(node, parents)
     if delta_view(node) and passes_every_row(node, parents[0]):
         code = render("select/count_parent", parent=sql.Literal(parents[0].id))
@@ -80,7 +83,8 @@ def node_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
               for step in lazy.completions(node, parents)),
             *(render("program/step_signed" if signed else "program/step",
                      condition=step.condition or sql.SQL("TRUE"),
-                     statement=_step_code(step, conn, _small(node, parents), counted=signed),
+                     statement=_step_code(step, conn, _small(node, parents) if kept else None,
+                                          counted=signed),
                      var=var(node.id))
               for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
@@ -150,16 +154,17 @@ def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
             + kind.compiler.backfill(node, parents))
 
 
-def flush_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
+def flush_block(node: Node, parents: list[Node], conn, kept: bool = True
+                ) -> sql.Composed | None:
     """Maintain the node's history at the end of the cycle, timed: apply the delta, or
     rebuild when the program chose it for this node and cycle (cycle_program.sql). None: the
-    history is a view (`virtual`), nothing to maintain."""
+    history is a view (`virtual`), nothing to maintain. `kept`: as node_block's."""
     steps = COMPILERS[node.kind].flush(node, parents)
     if not steps:
         return None
     apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn, _small(node, parents)))
+               statement=_step_code(step, conn, _small(node, parents) if kept else None))
         for step in COMPILERS[node.kind].flush(node, parents)), conn)
     conditions = [step.condition for step in steps]
     condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(

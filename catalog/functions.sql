@@ -151,6 +151,7 @@ CREATE OR REPLACE FUNCTION argus.assemble_program(diagnose bigint DEFAULT NULL) 
 LANGUAGE plpgsql SET check_function_bodies = off SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_frame text := (SELECT program_frame FROM argus_catalog.settings);
+    v_kept  boolean;
     v_body  text;
     v_outputs jsonb;
     v_clock_outputs jsonb;
@@ -178,44 +179,59 @@ BEGIN
       FROM (SELECT output_node, clock_output, jsonb_agg(name ORDER BY name) AS names
               FROM argus_catalog.queries WHERE status = 'ok'
              GROUP BY output_node, clock_output) AS q;
-    WITH n AS (
-        SELECT n.*, n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS excluded
-          FROM argus_catalog.nodes n
-    )
-    SELECT format(v_frame,
-                  -- argus.program.written
-                  CASE WHEN count(*) = 0 THEN '    argus_written bigint[];'
-                       ELSE format('    argus_written bigint[] := array_fill(0::bigint, '
-                                   'ARRAY[%s], ARRAY[%s]);', max(node_id) - min(node_id) + 1,
-                                   min(node_id)) END,
-                  coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
-                                           WHEN NOT excluded THEN cycle_block END, E'\n'
-                                      ORDER BY join_level, sequence_id, node_id), ''),
-                  coalesce(bool_or(kind <> 'stream' AND NOT insert_only AND NOT excluded),
-                           false)::text,
-                  coalesce(string_agg(flush_block, E'\n'
-                                      ORDER BY join_level, sequence_id, node_id)
-                           FILTER (WHERE NOT excluded), ''),
-                  coalesce(string_agg(purge_block, E'\n'
-                                      ORDER BY join_level, sequence_id, node_id)
-                           FILTER (WHERE NOT excluded), ''),
-                  -- every node's delta the last cycle filled, emptied (a virtual
-                  -- selection's is a view)
-                  coalesce(string_agg(format('        IF argus_dirty ? %L THEN DELETE FROM '
-                                             'argus_net.%I; END IF;', node_id,
-                                             'n' || node_id || '_delta'), E'\n'
-                                      ORDER BY node_id)
-                           FILTER (WHERE NOT (kind = 'select' AND definition ? 'virtual')),
-                           ''),
-                  quote_literal(v_outputs), quote_literal(v_clock_outputs))
-      INTO v_body FROM n;
-    -- replaced in place: a new function each time would leave each old one's compiled
-    -- code and plans in the sessions that ran it
-    EXECUTE format('CREATE OR REPLACE FUNCTION argus_net.cycle_program(argus_run bigint, '
-                   'argus_dirty jsonb, argus_settings argus_catalog.settings, '
-                   'OUT failed_node bigint, OUT failed_state text, OUT failed_error text, '
-                   'OUT culprit text, OUT nodes_run bigint, OUT outputs jsonb, '
-                   'OUT clock_outputs jsonb) LANGUAGE plpgsql AS %L', v_body);
+    -- Two programs of the same nodes: cycle_program, which a session's first cycle runs
+    -- (from cron, its only one), plans every statement for its deltas; cycle_program_kept,
+    -- which its later cycles run, keeps plans for small deltas (program/planned_or_kept).
+    -- PostgreSQL compiles a program at its first call in a session: one that keeps no
+    -- plan need not compile the statements that keep them. A diagnosis (a node's probe
+    -- instead of its code) makes the first alone, and leaves both to be made again.
+    FOREACH v_kept IN ARRAY CASE WHEN diagnose IS NULL THEN ARRAY[false, true]
+                                 ELSE ARRAY[false] END LOOP
+        WITH n AS (
+            SELECT n.*, n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS excluded,
+                   CASE WHEN v_kept THEN n.cycle_block
+                        ELSE coalesce(n.lean_block, n.cycle_block) END AS code,
+                   CASE WHEN v_kept THEN n.flush_block
+                        ELSE coalesce(n.lean_flush_block, n.flush_block) END AS flush_code
+              FROM argus_catalog.nodes n
+        )
+        SELECT format(v_frame,
+                      -- argus.program.written
+                      CASE WHEN count(*) = 0 THEN '    argus_written bigint[];'
+                           ELSE format('    argus_written bigint[] := array_fill(0::bigint, '
+                                       'ARRAY[%s], ARRAY[%s]);', max(node_id) - min(node_id) + 1,
+                                       min(node_id)) END,
+                      coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
+                                               WHEN NOT excluded THEN code END, E'\n'
+                                          ORDER BY join_level, sequence_id, node_id), ''),
+                      coalesce(bool_or(kind <> 'stream' AND NOT insert_only AND NOT excluded),
+                               false)::text,
+                      coalesce(string_agg(flush_code, E'\n'
+                                          ORDER BY join_level, sequence_id, node_id)
+                               FILTER (WHERE NOT excluded), ''),
+                      coalesce(string_agg(purge_block, E'\n'
+                                          ORDER BY join_level, sequence_id, node_id)
+                               FILTER (WHERE NOT excluded), ''),
+                      -- every node's delta the last cycle filled, emptied (a virtual
+                      -- selection's is a view)
+                      coalesce(string_agg(format('        IF argus_dirty ? %L THEN DELETE FROM '
+                                                 'argus_net.%I; END IF;', node_id,
+                                                 'n' || node_id || '_delta'), E'\n'
+                                          ORDER BY node_id)
+                               FILTER (WHERE NOT (kind = 'select' AND definition ? 'virtual')),
+                               ''),
+                      quote_literal(v_outputs), quote_literal(v_clock_outputs))
+          INTO v_body FROM n;
+        -- replaced in place: a new function each time would leave each old one's compiled
+        -- code and plans in the sessions that ran it
+        EXECUTE format('CREATE OR REPLACE FUNCTION argus_net.%I(argus_run bigint, '
+                       'argus_dirty jsonb, argus_settings argus_catalog.settings, '
+                       'OUT failed_node bigint, OUT failed_state text, OUT failed_error text, '
+                       'OUT culprit text, OUT nodes_run bigint, OUT outputs jsonb, '
+                       'OUT clock_outputs jsonb) LANGUAGE plpgsql AS %L',
+                       CASE WHEN v_kept THEN 'cycle_program_kept' ELSE 'cycle_program' END,
+                       v_body);
+    END LOOP;
     UPDATE argus_catalog.settings SET program_stale = diagnose IS NOT NULL;
 END $$;
 
@@ -379,7 +395,14 @@ BEGIN
             IF EXISTS (SELECT FROM argus_catalog.capture_slot) THEN
                 PERFORM argus.read_capture();
             END IF;
-            SELECT * INTO v_program FROM argus_net.cycle_program(v_run, v_dirty, v_settings);
+            -- (a session's later cycles keep plans for small deltas: assemble_program)
+            IF v_diagnose IS NULL AND current_setting('argus.cycled', true) = 'on'
+               AND v_settings.plan_kept_rows IS NOT NULL THEN
+                SELECT * INTO v_program
+                  FROM argus_net.cycle_program_kept(v_run, v_dirty, v_settings);
+            ELSE
+                SELECT * INTO v_program FROM argus_net.cycle_program(v_run, v_dirty, v_settings);
+            END IF;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_context = PG_EXCEPTION_CONTEXT;
             UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),

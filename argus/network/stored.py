@@ -33,11 +33,16 @@ def execute_all(conn: psycopg.Connection, statements) -> None:
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
     """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
     database) concatenates it."""
-    blocks = (node_block(node, parents, conn), flush_block(node, parents, conn),
-              probe_block(node, list(map(lazy.readable, parents)), conn))
+    blocks = [b.as_string(conn) if b is not None else None for b in (
+        node_block(node, parents, conn), flush_block(node, parents, conn),
+        probe_block(node, list(map(lazy.readable, parents)), conn),
+        node_block(node, parents, conn, kept=False), flush_block(node, parents, conn, kept=False))]
+    for lean, kept in ((3, 0), (4, 1)):
+        if blocks[lean] == blocks[kept]:
+            blocks[lean] = None  # (no plan to keep: the lean program reads the kept block)
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
-                 "probe_block = %s WHERE node_id = %s",
-                 (*(b.as_string(conn) if b is not None else None for b in blocks), node.id))
+                 "probe_block = %s, lean_block = %s, lean_flush_block = %s WHERE node_id = %s",
+                 (*blocks, node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
