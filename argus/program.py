@@ -20,8 +20,31 @@ from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 SLOW_NODE_MS = 1000  # a node that takes longer says so as the cycle runs (a NOTICE)
 
 
-def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False
-               ) -> sql.Composable:
+class Statements:
+    """The statement texts of a node's code in the lean program (argus_net.cycle_program,
+    a session's first cycle): read from argus_catalog.nodes.lean_sql into argus_sql when
+    the program starts, not compiled into it. PostgreSQL's compile scans every literal of
+    a program at its first call in a session: a third of TPC-H's, for a cycle from cron
+    that runs each statement once anyway. Equal texts share an entry."""
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.texts: list[str] = []
+
+    def execute(self, text: str) -> sql.Composed:
+        if text not in self.texts:
+            self.texts.append(text)
+        return sql.SQL("EXECUTE argus_sql->{}->>{}").format(
+            sql.Literal(str(self.node_id)), sql.Literal(self.texts.index(text)))
+
+
+def _execute(text: str, lean: Statements | None) -> sql.Composed:
+    return lean.execute(text) if lean is not None else sql.SQL("EXECUTE {}").format(
+        sql.Literal(text))
+
+
+def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False,
+               lean: Statements | None = None) -> sql.Composable:
     statement = step.statement
     into = sql.SQL(" INTO argus_p, argus_m") if counted else sql.SQL("")
     if counted:
@@ -32,7 +55,7 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
     if not step.dynamic:
         return sql.Composed([statement, into])
     text = statement.as_string(conn)
-    executed = sql.SQL("EXECUTE {}{}").format(sql.Literal(text), into)
+    executed = sql.SQL("{}{}").format(_execute(text, lean), into)
     if small is None:
         return executed
     if not counted and text.startswith("SELECT "):  # a check whose rows go nowhere
@@ -65,10 +88,11 @@ def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], c
     return copied
 
 
-def node_block(node: Node, parents: list[Node], conn, kept: bool = True
+def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = None
                ) -> sql.Composed | None:
-    """The node's evaluation in the program; `kept`: with the plans kept for small deltas
-    (program/planned_or_kept), which only a session's later cycles use."""
+    """The node's evaluation in the program that keeps plans for small deltas
+    (program/planned_or_kept), which a session's later cycles run; with `lean`, in the
+    program of a session's first cycle, which keeps none (Statements)."""
     steps = COMPILERS[node.kind].evaluate(node, parents)
     if delta_view(node) and passes_every_row(node, parents[0]):
         code = render("select/count_parent", parent=sql.Literal(parents[0].id))
@@ -83,8 +107,8 @@ def node_block(node: Node, parents: list[Node], conn, kept: bool = True
               for step in lazy.completions(node, parents)),
             *(render("program/step_signed" if signed else "program/step",
                      condition=step.condition or sql.SQL("TRUE"),
-                     statement=_step_code(step, conn, _small(node, parents) if kept else None,
-                                          counted=signed),
+                     statement=_step_code(step, conn, None if lean else _small(node, parents),
+                                          counted=signed, lean=lean),
                      var=var(node.id))
               for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
@@ -154,17 +178,18 @@ def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:
             + kind.compiler.backfill(node, parents))
 
 
-def flush_block(node: Node, parents: list[Node], conn, kept: bool = True
+def flush_block(node: Node, parents: list[Node], conn, lean: Statements | None = None
                 ) -> sql.Composed | None:
     """Maintain the node's history at the end of the cycle, timed: apply the delta, or
     rebuild when the program chose it for this node and cycle (cycle_program.sql). None: the
-    history is a view (`virtual`), nothing to maintain. `kept`: as node_block's."""
+    history is a view (`virtual`), nothing to maintain. `lean`: as node_block's."""
     steps = COMPILERS[node.kind].flush(node, parents)
     if not steps:
         return None
     apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn, _small(node, parents) if kept else None))
+               statement=_step_code(step, conn, None if lean else _small(node, parents),
+                                    lean=lean))
         for step in COMPILERS[node.kind].flush(node, parents)), conn)
     conditions = [step.condition for step in steps]
     condition = (sql.SQL("TRUE") if None in conditions else sql.SQL(" OR ").join(
@@ -172,8 +197,8 @@ def flush_block(node: Node, parents: list[Node], conn, kept: bool = True
     if rebuildable(node):
         apply = render("program/rebuild_or_apply", id=sql.Literal(node.id), apply=apply,
                        rebuild=sql.SQL("\n").join(
-                           sql.SQL("        EXECUTE {};").format(
-                               sql.Literal(s.as_string(conn))) for s in rebuild(node, parents)))
+                           sql.SQL("        {};").format(_execute(s.as_string(conn), lean))
+                           for s in rebuild(node, parents)))
     return render("program/flush_block", condition=condition, body=apply,
                   id=sql.Literal(node.id), kind=sql.Literal(node.kind),
                   slow=sql.Literal(SLOW_NODE_MS))

@@ -1,7 +1,8 @@
--- Each node's evaluation and flush code without the plans kept for small deltas
--- (argus.program): a session's first cycle runs argus_net.cycle_program, assembled from
--- these, and its later cycles argus_net.cycle_program_kept, from cycle_block and
--- flush_block. PostgreSQL compiles a program at its first call in a session, and the
--- statements that keep plans were a third of what a cycle run from cron compiled for
--- nothing (it keeps no plan). NULL: the same as the kept block.
-ALTER TABLE argus_catalog.nodes ADD COLUMN lean_block text, ADD COLUMN lean_flush_block text;
+-- Each node's evaluation and flush code for the program a session's first cycle runs
+-- (argus_net.cycle_program; argus.program.Statements): without the statements that keep
+-- plans for small deltas, and with its statements' texts apart (lean_sql, read when the
+-- program starts). Its later cycles run argus_net.cycle_program_kept, assembled from
+-- cycle_block and flush_block. PostgreSQL compiles a program whole at its first call in
+-- a session, and a cycle run from cron, its session's only one, keeps no plan.
+ALTER TABLE argus_catalog.nodes ADD COLUMN lean_block text, ADD COLUMN lean_flush_block text,
+                                ADD COLUMN lean_sql jsonb;

@@ -196,11 +196,15 @@ BEGIN
               FROM argus_catalog.nodes n
         )
         SELECT format(v_frame,
-                      -- argus.program.written
+                      -- argus.program.written; the lean program's statements
+                      -- (argus.program.Statements)
                       CASE WHEN count(*) = 0 THEN '    argus_written bigint[];'
                            ELSE format('    argus_written bigint[] := array_fill(0::bigint, '
                                        'ARRAY[%s], ARRAY[%s]);', max(node_id) - min(node_id) + 1,
-                                       min(node_id)) END,
+                                       min(node_id)) END
+                      || CASE WHEN v_kept THEN '' ELSE E'\n    argus_sql jsonb := (SELECT '
+                              'coalesce(jsonb_object_agg(node_id, lean_sql), ''{}'') FROM '
+                              'argus_catalog.nodes WHERE lean_sql IS NOT NULL);' END,
                       coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
                                                WHEN NOT excluded THEN code END, E'\n'
                                           ORDER BY join_level, sequence_id, node_id), ''),

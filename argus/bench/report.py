@@ -42,12 +42,13 @@ def markdown(results: Results, title: str) -> str:
            "query re-run into a table; REFRESH MV = COPY + one materialized view per query "
            "refreshed; pg_ivm = COPY into tables with one IMMV per query it accepts "
            "(maintained inside the insert); floor = the COPY alone. A ratio is how many "
-           "times argus is faster. argus takes each batch size's batches back to back, as "
-           "from cron; the other methods then take the same batches over their own copies "
+           "times argus is faster. argus takes each batch size's batches back to back in one "
+           "session; the other methods then take the same batches over their own copies "
            "of the streams. A CHECKPOINT (untimed) precedes argus's batches and each other "
            "method's turn at a batch, so that none pays for writing out another's pages. "
-           "Steady state: the first cycle of a session also compiles the network's "
-           "program, and is not timed.", ""]
+           "Steady state, as `argus run --follow` runs cycles: the first cycle of a session "
+           "also compiles the network's program, and is not timed (a cycle run from cron "
+           "is its session's first: docs/performance.md).", ""]
     if results.data:
         out += ["Data: " + "; ".join(results.data) + ".", ""]
     out += [f"> {n}" for n in results.notices]

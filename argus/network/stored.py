@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from .. import roles
 from ..frontend.temporal import classify
@@ -20,7 +21,7 @@ from ..nodes.aggregate import AggregateCompiler
 from ..nodes import lazy
 from ..nodes.base import tid_column, var
 from ..nodes.purge import purge_block
-from ..program import fill, flush_block, frame, node_block, probe_block
+from ..program import Statements, fill, flush_block, frame, node_block, probe_block
 from .placement import placed
 from .reads import idle_streams, load, load_node
 
@@ -31,18 +32,18 @@ def execute_all(conn: psycopg.Connection, statements) -> None:
 
 
 def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
-    """Compile the node's cycle code once, at creation; argus.assemble_program() (in the
-    database) concatenates it."""
+    """Compile the node's cycle code once, at creation, for both programs
+    (argus.program.Statements); argus.assemble_program() (in the database) concatenates
+    it."""
+    lean = Statements(node.id)
     blocks = [b.as_string(conn) if b is not None else None for b in (
         node_block(node, parents, conn), flush_block(node, parents, conn),
         probe_block(node, list(map(lazy.readable, parents)), conn),
-        node_block(node, parents, conn, kept=False), flush_block(node, parents, conn, kept=False))]
-    for lean, kept in ((3, 0), (4, 1)):
-        if blocks[lean] == blocks[kept]:
-            blocks[lean] = None  # (no plan to keep: the lean program reads the kept block)
+        node_block(node, parents, conn, lean), flush_block(node, parents, conn, lean))]
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
-                 "probe_block = %s, lean_block = %s, lean_flush_block = %s WHERE node_id = %s",
-                 (*blocks, node.id))
+                 "probe_block = %s, lean_block = %s, lean_flush_block = %s, lean_sql = %s "
+                 "WHERE node_id = %s",
+                 (*blocks, Jsonb(lean.texts) if lean.texts else None, node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
