@@ -53,6 +53,41 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
           HAVING count(*) = t.columns) AS m ON true
 $$;
 
+-- Would the planner misjudge a delta's rows (program/analyze_delta)? Its rows per page
+-- as argus.delta_estimates read them (negative: never analyzed, the planner fills at
+-- least 10 pages), times the pages it has now, against the rows the node wrote. A SQL
+-- function with no SET clause, so that the program's expression inlines it: the cycle
+-- pays no call, and its program compiles one line per node instead of six.
+CREATE OR REPLACE FUNCTION argus.planned_rows(p_est real, p_delta regclass)
+RETURNS float8 LANGUAGE sql AS $$
+    SELECT CASE WHEN pg_catalog.pg_relation_size(p_delta) = 0 THEN 0
+                WHEN p_est < 0 THEN -p_est::float8
+                                    * greatest(pg_catalog.pg_relation_size(p_delta) / 8192, 10)
+                ELSE p_est::float8 * (pg_catalog.pg_relation_size(p_delta) / 8192) END
+$$;
+CREATE OR REPLACE FUNCTION argus.misjudged(p_est real, p_delta regclass, p_rows bigint)
+RETURNS boolean LANGUAGE sql AS $$
+    SELECT p_est IS NOT NULL
+           AND (argus.planned_rows(p_est, p_delta) > 3 * p_rows + 300
+                OR p_est >= 0 AND p_rows > 200
+                   AND argus.planned_rows(p_est, p_delta) < p_rows / 4.0)
+$$;
+
+-- A sign of life on long cycles: a node that took more than a second says so as the
+-- cycle runs (program/node_block, flush_block). Called only then.
+CREATE OR REPLACE FUNCTION argus.slow_node(p_node bigint, p_kind text, p_ms float8,
+                                           p_changes bigint DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF p_changes IS NULL THEN
+        RAISE NOTICE 'argus: node % (%) maintained its history in % s', p_node, p_kind,
+            round(p_ms::numeric / 1000, 1);
+    ELSE
+        RAISE NOTICE 'argus: node % (%) computed % changes in % s', p_node, p_kind, p_changes,
+            round(p_ms::numeric / 1000, 1);
+    END IF;
+END $$;
+
 -- A recursion's rows in one statement, against the bound its node was built with
 -- (max_query_state over the row's width, argus.nodes.base.bounded): past it the
 -- statement fails, and the cycle isolates the queries that read the node.

@@ -8,7 +8,8 @@
 -- TPC-H with updates, 4 in 10 cycles: a join hashed 15,000 customers for 72 rows
 -- planned as 891).
 -- argus_est holds every delta's rows per page, read once a cycle
--- (argus.delta_estimates); the pages are the file's size (no executor runs for either).
+-- (argus.delta_estimates); the pages are the file's size (no executor runs for either):
+-- argus.misjudged, which the program's expression inlines.
 -- No statistics (never analyzed, or TRUNCATEd: argus_est negative): the planner fills
 -- every page, and at least 10, with live rows of the rows' width. A delta cleared by
 -- DELETE since has pages of dead rows: a 38-row delta in 185 pages was planned as 20,535
@@ -16,13 +17,6 @@
 -- pages planned as 4,897 hashed all of orders for a MERGE of 300: 42 ms instead of 1);
 -- and a delta never analyzed had any few rows planned as 10 pages of them (a 1-row
 -- delta as 420: joins hashed their other side's history).
-        IF argus_est[{id}] IS NOT NULL THEN
-            argus_pages := pg_relation_size({name}::regclass) / 8192;
-            argus_pe := CASE WHEN argus_pages = 0 THEN 0
-                             WHEN argus_est[{id}] < 0 THEN -argus_est[{id}] * greatest(argus_pages, 10)
-                             ELSE argus_est[{id}] * argus_pages END;
-            IF argus_pe > 3 * {var} + 300
-               OR argus_est[{id}] >= 0 AND {var} > 200 AND argus_pe < {var} / 4.0 THEN
-                ANALYZE {delta};
-            END IF;
+        IF argus.misjudged(argus_est[{id}], {name}::regclass, {var}) THEN
+            ANALYZE {delta};
         END IF;

@@ -68,8 +68,6 @@ DECLARE
     argus_fids bigint[] := ARRAY[]::bigint[];
     argus_fms float8[] := ARRAY[]::float8[];
     argus_est real[] := argus.delta_estimates();  -- per node: its delta's rows per page
-    argus_pe float8;  -- the rows the planner estimates a delta holds
-    argus_pages bigint;  -- a delta's pages
 {claimed}{declarations}
 BEGIN
     BEGIN

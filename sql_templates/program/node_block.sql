@@ -13,7 +13,6 @@
         argus_ret := argus_ret || argus_r;
         argus_ms := argus_ms || extract(epoch FROM clock_timestamp() - argus_t) * 1000;
         IF argus_ms[cardinality(argus_ms)] > {slow} THEN  -- a sign of life on long cycles
-            RAISE NOTICE 'argus: node % (%) computed % changes in % s', {id}, {kind},
-                argus_i + argus_r, round(argus_ms[cardinality(argus_ms)]::numeric / 1000, 1);
+            PERFORM argus.slow_node({id}, {kind}, argus_ms[cardinality(argus_ms)], argus_i + argus_r);
         END IF;
     END IF;
