@@ -541,3 +541,38 @@ def test_a_locked_claim_of_a_tables_changes_is_planned_from_their_rows(oracle):
     (planned,) = db.conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
                                  (delta,)).fetchone()
     assert planned > 2_500
+
+
+def test_a_sessions_first_cycle_runs_the_program_that_keeps_no_plans(transfers, fresh_dsn):
+    """A cycle run from cron is its session's first and only: it runs
+    argus_net.cycle_program, which holds no statement for keeping plans (PostgreSQL
+    compiles a program whole at its first call in a session); a session's later cycles
+    run cycle_program_kept, which keeps plans for small deltas. Both are exact."""
+    conn = transfers.conn
+    transfers.register("pairs", "SELECT a.tran_id, b.tran_id AS next FROM transfers a "
+                                "JOIN transfers b ON b.sender = a.receiver")
+    transfers.register("per_sender", "SELECT sender, count(*) AS n, sum(amount) AS total "
+                                     "FROM transfers GROUP BY sender")
+    transfers.run()
+    code = dict(conn.execute("SELECT proname, prosrc FROM pg_proc WHERE proname IN "
+                             "('cycle_program', 'cycle_program_kept')").fetchall())
+    assert "argus_plan_kept_rows THEN" in code["cycle_program_kept"]
+    assert "argus_plan_kept_rows THEN" not in code["cycle_program"]
+    assert len(code["cycle_program"]) < 0.9 * len(code["cycle_program_kept"])
+    conn.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'pl'").format(
+        sql.Identifier(conn.info.dbname)))
+
+    def calls(session) -> dict[str, int]:
+        session.execute("SELECT pg_stat_force_next_flush()")
+        session.commit()
+        session.execute("SELECT pg_stat_clear_snapshot()")
+        return dict(session.execute("SELECT funcname, calls FROM pg_stat_user_functions "
+                                    "WHERE schemaname = 'argus_net'").fetchall())
+
+    with argus.connect(fresh_dsn) as cron:  # a new session
+        for i in range(3):
+            transfers.insert("transfers", [(10 * i + j, "2024-01-02", f"a{j % 3}", f"a{j % 2}",
+                                            j) for j in range(10)])
+            transfers.run(cron.run)
+        seen = calls(cron.conn)
+    assert seen.get("cycle_program") == 1 and seen.get("cycle_program_kept") == 2, seen
