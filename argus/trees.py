@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
 
-DIALECT = "postgres"  # every parse and every generated SQL text
+
+class Argus(Postgres):
+    """PostgreSQL as argus reads and writes it: sqlglot's, but to_char, to_date and
+    to_timestamp stay the calls they are written as. sqlglot turns their format into
+    strftime's and back, which rewrote the text a format quotes: to_char(t,
+    'YYYY"%d"MM') came back 'YYYY"%D"MM', and the answer said 2024%D05 where the query
+    says 2024%d05."""
+
+    class Parser(Postgres.Parser):
+        FUNCTIONS = {name: build for name, build in Postgres.Parser.FUNCTIONS.items()
+                     if name not in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP")}
+
+
+DIALECT = "argus"  # every parse and every generated SQL text (sqlglot knows it by name)
 
 
 def qualified(table: str, column: str) -> str:

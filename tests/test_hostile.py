@@ -495,3 +495,22 @@ def test_a_row_a_querys_own_output_fails_on_isolates_that_query_alone(oracle):
     oracle.retry("inverse")  # rebuilt, and checked against the query from scratch
     oracle.insert("s", [(6, 20), (7, 0)])  # and again, after the retry
     assert set(oracle.run().failed) == {"inverse"}
+
+
+def test_a_format_keeps_the_text_it_quotes(oracle):
+    """to_char, to_date and to_timestamp run with their format as written: sqlglot turned
+    a format into strftime's and back, which rewrote the text it quotes (to_char(t,
+    'YYYY"%d"MM') answered 2024%D05 where the query says 2024%d05; found by a helper),
+    and lower-case patterns, which PostgreSQL reads in their own case (month, day)."""
+    oracle.create_stream("s", {"id": "int", "t": "timestamptz", "w": "text"}, time_column="t")
+    oracle.register("formats", """SELECT id, to_char(t, 'YYYY"%d dd"MM') AS quoted,
+        to_char(t, 'month day') AS lower, to_date(w, 'YYYY"d"MM') AS d,
+        to_timestamp(w, 'YYYY"d"MM') AS ts FROM s""")
+    oracle.register("grouped", """SELECT to_char(t, '"day "dd') AS day, count(*) AS n
+        FROM s GROUP BY to_char(t, '"day "dd')""")
+    oracle.insert("s", [(1, "2024-05-06 12:00+00", "2024d05"),
+                        (2, "2024-05-07 13:00+00", "2023d11")])
+    oracle.run()
+    oracle.insert("s", [(3, "2024-05-07 14:00+00", "2022d01")])
+    oracle.run()
+    assert ("2024%d dd05",) in {r[1:2] for r in oracle.db.results("formats")}

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ..nodes import Node
 from ..nodes.base import virtual
+from ..trees import DIALECT
 from .placement import placed
 from .stored import store_blocks
 
@@ -97,7 +98,7 @@ def _origin(node: Node, column: str, load: Callable[[int], Node]) -> tuple[str, 
         return None
     if node.kind == "join" and node.definition.get("kind") != "inner":
         return None  # (an outer join's column may be null, a semi join's is one side's)
-    expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read="postgres")
+    expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read=DIALECT)
     if not isinstance(expr, exp.Column) or not expr.table.startswith("t"):
         return None
     parent = int(expr.table[1:]) - 1
