@@ -307,8 +307,10 @@ class Argus:
 
     def _read(self, view, name: str, limit: int | None) -> list[tuple]:
         registry.check_ok(self.conn, name)
+        # not prepared: another session may register the name again with other columns
+        # ("cached plan must not change result type"; found by a helper)
         return self.conn.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(
-            view(check_name(name, "query"))), (limit,)).fetchall()
+            view(check_name(name, "query"))), (limit,), prepare=False).fetchall()
 
     @functools.cached_property
     def engine(self):

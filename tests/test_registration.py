@@ -203,3 +203,21 @@ def test_long_cycles_and_loads_say_how_far_they_got(transfers, caplog, monkeypat
     computed = {int(m.split()[2]) for m in said if " computed " in m}
     maintained = {int(m.split()[2]) for m in said if " maintained its history " in m}
     assert ours & computed and ours & maintained, said
+
+
+def test_a_name_registered_again_with_other_columns_reads_in_a_long_lived_session(
+        transfers, fresh_dsn):
+    """A session that read an answer often (psycopg prepares a statement it ran five
+    times) reads it after another session registered the name again with other columns
+    (it failed: "cached plan must not change result type"; found by a helper)."""
+    db = transfers.db
+    db.register_query("q", "SELECT sender, count(*) AS n FROM transfers GROUP BY sender")
+    db.insert("transfers", [(1, "2024-01-02", "a", "b", 5)])
+    db.run()
+    for _ in range(6):
+        assert db.results("q") == [("a", 1)] and db.new_results("q") == [("a", 1, 1)]
+    with argus.connect(fresh_dsn) as other:
+        other.unregister_query("q")
+        other.register_query("q", "SELECT sender, max(amount) AS m, count(*) AS n "
+                                  "FROM transfers GROUP BY sender")
+    assert [tuple(map(str, r)) for r in db.results("q")] == [("a", "5.00", "1")]
