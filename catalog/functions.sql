@@ -55,22 +55,34 @@ $$;
 
 -- Would the planner misjudge a delta's rows (program/analyze_delta)? Its rows per page
 -- as argus.delta_estimates read them (negative: never analyzed, the planner fills at
--- least 10 pages), times the pages it has now, against the rows the node wrote. A SQL
--- function with no SET clause, so that the program's expression inlines it: the cycle
--- pays no call, and its program compiles one line per node instead of six.
+-- least 10 pages), times the pages it has now, against the rows the node wrote. SQL
+-- functions with no SET clause, so that the program's expression inlines them: the
+-- cycle pays no call, and its program compiles one line per node instead of six. So
+-- every operator is pg_catalog's by name: called with another search_path, an operator
+-- of an exact type pg_catalog lacks (>(float8, bigint)) would be found elsewhere first.
 CREATE OR REPLACE FUNCTION argus.planned_rows(p_est real, p_delta regclass)
 RETURNS float8 LANGUAGE sql AS $$
-    SELECT CASE WHEN pg_catalog.pg_relation_size(p_delta) = 0 THEN 0
-                WHEN p_est < 0 THEN -p_est::float8
-                                    * greatest(pg_catalog.pg_relation_size(p_delta) / 8192, 10)
-                ELSE p_est::float8 * (pg_catalog.pg_relation_size(p_delta) / 8192) END
+    SELECT CASE WHEN (pg_catalog.pg_relation_size(p_delta) OPERATOR(pg_catalog.=) 0::bigint)
+                THEN 0::float8
+                WHEN (p_est OPERATOR(pg_catalog.<) 0::real)
+                THEN ((OPERATOR(pg_catalog.-) p_est::float8) OPERATOR(pg_catalog.*)
+                      greatest((pg_catalog.pg_relation_size(p_delta) OPERATOR(pg_catalog./)
+                                8192::bigint), 10::bigint)::float8)
+                ELSE (p_est::float8 OPERATOR(pg_catalog.*)
+                      (pg_catalog.pg_relation_size(p_delta) OPERATOR(pg_catalog./)
+                       8192::bigint)::float8)
+           END
 $$;
 CREATE OR REPLACE FUNCTION argus.misjudged(p_est real, p_delta regclass, p_rows bigint)
 RETURNS boolean LANGUAGE sql AS $$
     SELECT p_est IS NOT NULL
-           AND (argus.planned_rows(p_est, p_delta) > 3 * p_rows + 300
-                OR p_est >= 0 AND p_rows > 200
-                   AND argus.planned_rows(p_est, p_delta) < p_rows / 4.0)
+           AND ((argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.>)
+                 ((3::bigint OPERATOR(pg_catalog.*) p_rows) OPERATOR(pg_catalog.+)
+                  300::bigint)::float8)
+                OR (p_est OPERATOR(pg_catalog.>=) 0::real)
+                   AND (p_rows OPERATOR(pg_catalog.>) 200::bigint)
+                   AND (argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.<)
+                        (p_rows::float8 OPERATOR(pg_catalog./) 4::float8)))
 $$;
 
 -- A sign of life on long cycles: a node that took more than a second says so as the

@@ -92,3 +92,30 @@ def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(orac
     oracle.insert("s", [(-2,), (3,)])
     oracle.run()
     assert sorted(oracle.db.results("q")) == [(998, 2, -2), (1003, 3, 3)]
+
+
+def test_the_programs_inlined_functions_call_pg_catalogs_operators_whatever_the_path(db):
+    """argus.misjudged and argus.planned_rows have no SET search_path (the program's
+    expression inlines them), so each operator in them is pg_catalog's by name: called
+    with a search_path that finds an operator of an exact type pg_catalog lacks
+    (>(float8, bigint)) first, they ran it as whoever called (found by a helper)."""
+    conn = db.conn
+    conn.execute("CREATE SCHEMA planted")
+    conn.execute("CREATE TABLE planted.ran (op text)")
+    for op, left, right in ((">", "float8", "bigint"), ("<", "float8", "numeric"),
+                            ("*", "real", "bigint"), ("/", "bigint", "integer")):
+        name = {">": "gt", "<": "lt", "*": "mul", "/": "div"}[op]
+        conn.execute(f"CREATE FUNCTION planted.{name}({left}, {right}) RETURNS boolean "
+                     f"LANGUAGE sql AS $$ INSERT INTO planted.ran VALUES ('{op}') "
+                     "RETURNING true $$")
+        conn.execute(f"CREATE OPERATOR planted.{op} (LEFTARG = {left}, RIGHTARG = {right}, "
+                     f"FUNCTION = planted.{name})")
+    conn.execute("CREATE TABLE planted.delta (x int)")
+    conn.execute("INSERT INTO planted.delta SELECT generate_series(1, 1000)")
+    with conn.transaction():
+        conn.execute("SET LOCAL search_path TO planted, public")
+        for est, rows in ((-3.5, 5), (2.0, 900), (40.0, 10), (None, 1)):
+            conn.execute("SELECT argus.misjudged(%s::real, 'planted.delta'::regclass, "
+                         "%s::bigint), argus.planned_rows(%s::real, 'planted.delta'::regclass)",
+                         (est, rows, est))
+    assert conn.execute("SELECT count(*) FROM planted.ran").fetchone()[0] == 0
