@@ -593,9 +593,6 @@ def test_on_citus_the_network_tables_stay_logged(citus_oracle):
         == {"p"}
 
 
-CYCLE = "import sys, argus\nwith argus.connect(sys.argv[1]) as db:\n    db.run()\n"
-
-
 def test_a_coordinator_crash_mid_cycle_loses_and_repeats_nothing(cluster):
     """The coordinator stops with an immediate shutdown (a crash) while a cycle runs —
     claiming, evaluating on the workers, or in Citus's two-phase commit — and starts
@@ -603,6 +600,8 @@ def test_a_coordinator_crash_mid_cycle_loses_and_repeats_nothing(cluster):
     in the stream's history once, and every answer equals its SQL over the histories."""
     import subprocess
     import sys
+
+    from .test_faults import CYCLE_SCRIPT, wait_until_cycle_runs
 
     name = f"argus_citus_{next(_names)}"
     dsn = cluster.create_database(name)
@@ -618,14 +617,9 @@ def test_a_coordinator_crash_mid_cycle_loses_and_repeats_nothing(cluster):
                 batch = transfers(rng, len(loaded), 20_000, day)
                 db.insert("transfers", batch)
                 loaded += batch
-            worker = subprocess.Popen([sys.executable, "-c", CYCLE, dsn],
+            worker = subprocess.Popen([sys.executable, "-c", CYCLE_SCRIPT, dsn],
                                       stderr=subprocess.DEVNULL)
-            deadline = time.time() + 30
-            with psycopg.connect(dsn, autocommit=True) as watcher:
-                while time.time() < deadline and worker.poll() is None and not watcher.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND "
-                        "state = 'active'", ("%argus.cycle(%",)).fetchone()[0]:
-                    time.sleep(0.005)
+            wait_until_cycle_runs(worker)
             time.sleep(rng.uniform(0.0, 0.2))
             cut += worker.poll() is None
             cluster.stop_node(0, "immediate")
