@@ -6,6 +6,7 @@ no batch is processed twice, and every query equals its SQL run from scratch.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
 import subprocess
@@ -480,3 +481,51 @@ def test_a_server_crash_mid_cycle_over_windows_tables_and_top_k_is_exact(tmp_pat
         server.destroy()
     assert cut >= 3
     print(f"\n6 server crashes, {cut} of them during a cycle")
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_random_queries_are_exact_after_real_crashes_mid_cycle(tmp_path):
+    """The crash fuzzer with real crashes: the algebra's random queries
+    (tests/test_property_algebra), random batches with late rows, layouts, and immediate
+    shutdowns of the server while a cycle runs in another process (tests/test_durability
+    empties the unlogged tables between steps instead). After each restart argus's owner
+    rebuilds the network; every answer equals its SQL from scratch after every cycle."""
+    from hypothesis import strategies as st
+    from hypothesis.stateful import rule, run_state_machine_as_test
+
+    from .test_property_algebra import Registering, machine_settings
+
+    server = EmbeddedServer(tmp_path / "home")
+    dsn = server.ensure_running()
+    stats = {"queries": 0, "refused": 0, "cycles": 0, "crashes": 0, "mid-cycle": 0}
+    session = {"db": argus.connect(dsn)}
+    try:
+        class RealCrashes(Registering):
+            def __init__(self) -> None:
+                super().__init__(session["db"], stats)
+
+            @rule(pause=st.floats(0.0, 0.08))
+            def crash_mid_cycle(self, pause):
+                worker = subprocess.Popen([sys.executable, "-c", CYCLE_SCRIPT, dsn],
+                                          stderr=subprocess.DEVNULL)
+                wait_until_cycle_runs(worker)
+                time.sleep(pause)
+                stats["mid-cycle"] += worker.poll() is None
+                crash(server)
+                worker.wait()
+                server.ensure_running()
+                stats["crashes"] += 1
+                with contextlib.suppress(psycopg.Error):
+                    self.db.close()  # (its server is gone)
+                self.db = session["db"] = argus.connect(dsn)  # the owner: rebuilds first
+                self.oracle.db, self.oracle.conn = self.db, self.db.conn
+                self.oracle.accumulated.clear()  # a cycle it did not see may have committed
+                self.oracle.run()
+
+        run_state_machine_as_test(RealCrashes, settings=machine_settings(8, steps=12))
+    finally:
+        session["db"].close()
+        server.destroy()
+    assert stats["crashes"] and stats["cycles"] and stats["mid-cycle"]
+    print(f"\nreal-crash fuzzer: {stats}")
