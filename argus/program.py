@@ -29,13 +29,12 @@ class Statements:
 
     def __init__(self, node_id: int) -> None:
         self.node_id = node_id
-        self.texts: list[str] = []
+        self.texts: dict[str, int] = {}  # (in order: its position in argus_sql)
 
     def execute(self, text: str) -> sql.Composed:
-        if text not in self.texts:
-            self.texts.append(text)
-        return sql.SQL("EXECUTE argus_sql->{}->>{}").format(
-            sql.Literal(str(self.node_id)), sql.Literal(self.texts.index(text)))
+        position = self.texts.setdefault(text, len(self.texts))
+        return sql.SQL("EXECUTE argus_sql->{}->>{}").format(sql.Literal(str(self.node_id)),
+                                                            sql.Literal(position))
 
 
 def _execute(text: str, lean: Statements | None) -> sql.Composed:

@@ -89,7 +89,8 @@ def main() -> None:
     con = tpch._duckdb()
     texts = dict(con.execute("SELECT query_nr, query FROM tpch_queries()").fetchall())
     print(f"TPC-H scale {scale}: generated in {ms(started) / 1000:.1f} s", flush=True)
-    with argus.connect(fresh_database(args.dsn)) as db:
+    dsn = fresh_database(args.dsn)
+    with argus.connect(dsn) as db:
         conn = db.conn
         conn.execute("CREATE SCHEMA plain")
         why_not_ivm = PgIvm.available(conn)
@@ -233,7 +234,7 @@ def main() -> None:
                 totals[k].append(v)
             print(f"| {i + 1} | ~{t['rows']:,} |" + _row(t), flush=True)
         print("| median | |" + _row({k: statistics.median(v) for k, v in totals.items() if v}))
-        first, warm = cron_overhead(db.conn.info.dsn)
+        first, warm = cron_overhead(dsn)  # (conninfo drops a password)
         median = {k: statistics.median(v) for k, v in totals.items() if v}
         cron = median["cycle"] + first - warm
         print(f"from cron (each cycle in a new session): a new session's first cycle with "

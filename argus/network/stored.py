@@ -43,7 +43,7 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
                  "probe_block = %s, lean_block = %s, lean_flush_block = %s, lean_sql = %s "
                  "WHERE node_id = %s",
-                 (*blocks, Jsonb(lean.texts) if lean.texts else None, node.id))
+                 (*blocks, Jsonb(list(lean.texts)) if lean.texts else None, node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
