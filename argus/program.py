@@ -14,6 +14,7 @@ from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .frontend.lateral import expands
 from .nodes import COMPILERS, KINDS, lazy
+from .nodes.expiry import expiring
 from .nodes.select import passes_every_row
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 
@@ -114,7 +115,7 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
-    if node.kind == "select" and node.spec.temporal:
+    if node.kind == "select" and node.spec.temporal or expiring(node):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id), kind=sql.Literal(node.kind),

@@ -32,7 +32,7 @@ from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_
 from ..names import NETWORK_SCHEMA, TIME_TYPES
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
-from ..nodes import lazy as lazy_nodes, rerun
+from ..nodes import expiry, lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
 from ..nodes.window import reads_parent_partitions, suffix as window_suffix
 from ..nodes.join import deferred, guards, join_condition, one_sided
@@ -570,6 +570,9 @@ class Builder(Reads):
                                        self._salt(salted))
         if kind == "select" and self.view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
+        if (kind == "join" and definition.get("kind") == "inner" and not insert_only
+                and (found := expiry.of_inputs(parents, self.load))):
+            definition = {**definition, "expiry": list(found)}  # (nodes/expiry)
 
         (node_id,) = self.conn.execute(
             "SELECT nextval(pg_get_serial_sequence('argus_catalog.nodes', 'node_id'))").fetchone()

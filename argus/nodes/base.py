@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 59
+CODE_VERSION = 60
 
 
 @dataclass(frozen=True)
@@ -335,6 +335,7 @@ def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Compo
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
     definition = {k: v for k, v in definition.items()  # less what is layout, not identity
-                  if k not in ("indexes", "virtual", "grows", "counted", "deferred", "bound")}
+                  if k not in ("indexes", "virtual", "grows", "counted", "deferred", "bound",
+                               "expiry")}
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)

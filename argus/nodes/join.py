@@ -12,10 +12,10 @@ from sqlglot import exp
 from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT, conjuncts
-from . import lazy
+from . import expiry, lazy
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
-                   bag_flush, cols, create_delta, identical_when_equal, named, signed_slots,
-                   virtual)
+                   bag_flush, cols, create_delta, identical_when_equal, named, row_hash,
+                   signed_slots, virtual)
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,17 @@ class JoinCompiler:
         else:
             statement = render("join/create", hist=node.hist, named_exprs=node.named_expr_list,
                                left=left.hist, right=right.hist, t1=T1, t2=T2)
+        if expiry.expiring(node):
+            return [statement, *add_hash(node, indexed=False),
+                    render("join/create_expiring", hist=node.hist,
+                           type=sql.SQL(node.definition["expiry"][2])),
+                    render("join/expiry_index", hist=node.hist), create_delta(node)]
         return [statement, *add_hash(node), create_delta(node)]
+
+    def _expiring_slots(self, node: Node, parents: list[Node]) -> dict:
+        value, live = expiry.pair(node, parents)
+        return {**self._slots(node, parents), "hash": row_hash(node.columns, "s"),
+                "expiry": sql.SQL(value), "live": sql.SQL(live)}
 
     def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
         """A virtual join's history (join/create_view) and, if it was ever deferred, the
@@ -103,6 +113,9 @@ class JoinCompiler:
             return []
         left, right = parents
         kind = node.spec.kind
+        if expiry.expiring(node):
+            return [render("join/backfill_expiring", hist=node.hist, left=left.hist,
+                           right=right.hist, **self._expiring_slots(node, parents))]
         statements = []
         if kind in ("inner", "left"):
             statements.append(render("join/backfill", hist=node.hist, left=left.hist,
@@ -122,6 +135,8 @@ class JoinCompiler:
                     for parent, statement in guards(node, parents, "delta")]
         left, right = parents
         kind = node.spec.kind
+        if expiry.expiring(node):
+            return self._expiring_terms(node, parents)
         steps = []
         if kind in ("inner", "left"):
             slots = self._slots(node, parents)
@@ -153,9 +168,29 @@ class JoinCompiler:
                               all_rows(right)))
         return steps
 
+    def _expiring_terms(self, node: Node, parents: list[Node]) -> list[Step]:
+        """The Rete rule over the inputs' new rows, and the rows that left (nodes/expiry)."""
+        left, right = parents
+        slots = self._expiring_slots(node, parents)
+        steps = []
+        for lt, rt, new, when in ((left.delta, right.hist, "t1", all_rows(left)),
+                                  (left.hist, right.delta, "t2", all_rows(right)),
+                                  (left.delta, right.delta, "t1 t2", all_rows(left, right))):
+            new = sql.SQL("").join(sql.SQL("{}.{} > 0 AND ").format(sql.Identifier(t), SIGN_ID)
+                                   for t in new.split())
+            steps.append(Step(render("join/term_expiring", delta=node.delta, left=lt,
+                                     right=rt, new=new, **slots), when))
+        steps.append(Step(render("select/expire", delta=node.delta, hist=node.hist,
+                                 columns=node.column_list, t1_columns=cols(node.columns, "t1"),
+                                 expired=sql.SQL(expiry.expired(node)), t1=T1, sign=SIGN_ID),
+                          sql.SQL("argus_clock_moved")))
+        return steps
+
     def flush(self, node, parents):
         if lazy.keys(node):
             return [lazy.flush(node)]
+        if expiry.expiring(node):
+            return expiry.flush(node, expiry.expired(node), ["argus_hash", expiry.COLUMN])
         return [] if virtual(node) else bag_flush(node)
 
 
@@ -231,6 +266,8 @@ def changes(node: Node) -> sql.Identifier:
 def describe(node: Node) -> list[str]:
     spec = node.spec
     return [f"{spec.kind} join on {spec.condition}"] + (
+        [f"its rows expire by themselves: {expiry.bound(node).failed('row')}"]
+        if expiry.expiring(node) else []) + (
         [f"indexed join keys: {', '.join('.'.join(i) for i in spec.indexes)}"]
         if spec.indexes else [])
 

@@ -12,6 +12,7 @@ from ..mqo.blocks import substitute
 from ..frontend.temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT, qualified
+from . import expiry
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush,
                    bounded, cols, create_delta, expr_hash, row_hash, signed_slots, var, virtual)
 
@@ -85,13 +86,11 @@ class SelectCompiler:
     def create(self, node, parents):
         if virtual(node):
             return self.views(node, parents)
-        own = {e: n for n, e in zip(node.columns, node.exprs)}
-        indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(
-                       node.hist, sql.Identifier(own[exp.column(b.column, "t1", quoted=True)
-                                                     .sql(DIALECT)]))
-                   for b in node.spec.bounds]
+        indexes = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(c))
+                   for c in expiry.bound_columns(node)]
         return [render("select/create", hist=node.hist, named_exprs=node.named_expr_list,
-                       parent=parents[0].hist, t1=T1), *add_hash(node), *indexes,
+                       parent=parents[0].hist, t1=T1),
+                *add_hash(node, indexed=not expiry.window(node, parents[0])), *indexes,
                 create_delta(node)]
 
     def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
@@ -124,6 +123,9 @@ class SelectCompiler:
     def flush(self, node, parents):
         if virtual(node):
             return []
+        if expiry.window(node, parents[0]):  # (its only retractions: rows that left)
+            expired = " OR ".join(b.failed() for b in node.spec.bounds)
+            return expiry.flush(node, clock_once(self.own(node, expired)), ["argus_hash"])
         if node.insert_only or not self.keyed(node, parents[0]):
             return bag_flush(node)
         when = sql.SQL("{} > 0").format(var(node.id))

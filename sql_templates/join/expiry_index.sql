@@ -1,0 +1,1 @@
+CREATE INDEX ON {hist} (argus_expiry)
