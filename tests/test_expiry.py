@@ -1,8 +1,9 @@
 """Joins over sliding windows whose rows expire by themselves (argus.nodes.expiry): exact
 after every cycle against the SQL from scratch, over late rows, repeated rows, NULL keys,
-clock jumps that empty the windows and cycles where the clock stands still; and the
-joins that cannot expire that way (other windows, an input without one, a table's
-deletes) keep the Rete rule on retractions."""
+clock jumps that empty the windows and cycles where the clock stands still, windows of one
+length and of several; and the joins that cannot expire that way (bounds of other
+kinds, an input without a window, a table's deletes) keep the Rete rule on
+retractions."""
 
 from __future__ import annotations
 
@@ -29,12 +30,23 @@ QUERIES = {
     "outer": "SELECT ab.k, ab.y, c.z FROM (SELECT a.k, b.y FROM a JOIN b ON a.k = b.k "
              "WHERE {wa} AND {wb}) ab LEFT JOIN c ON c.y = ab.y AND c.z < 2",
     "distinct": "SELECT DISTINCT b.y FROM a JOIN b ON a.k = b.k WHERE {wa} AND {wb}",
-    # not expiring by themselves: windows of two lengths; an input without a window
-    "mixed": "SELECT a.k, b.y FROM a JOIN b ON a.k = b.k WHERE {wa} "
-             "AND b.t > argus_now() - interval '30 minutes'",
+    # windows of other lengths: each side's rows expire at their time plus its length
+    "lengths": "SELECT a.k, b.y FROM a JOIN b ON a.k = b.k WHERE {wa} "
+               "AND b.t > argus_now() - interval '30 minutes'",
+    "lengths3": "SELECT c.z, count(*) AS n FROM a JOIN b ON a.k = b.k JOIN c ON b.y = c.y "
+                "WHERE a.t > argus_now() - interval '4 minutes' AND {wb} "
+                "AND c.t > argus_now() - interval '1 hour' GROUP BY c.z",
+    "now": "SELECT a.k, b.y FROM a JOIN b ON a.k = b.k WHERE a.t > argus_now() AND {wb}",
+    # not expiring by themselves: > against >=; an hour's start against a length; an
+    # input without a window
+    "open_closed": "SELECT a.k, b.y FROM a JOIN b ON a.k = b.k WHERE {wa} "
+                   "AND b.t >= argus_now() - interval '10 minutes'",
+    "hour": "SELECT a.k, b.y FROM a JOIN b ON a.k = b.k WHERE {wa} "
+            "AND b.t > date_trunc('hour', argus_now())",
     "unbounded": "SELECT a.k, c.z FROM a JOIN c ON a.x = c.y WHERE {wa}",
 }
-EXPIRING = {"pairs", "chain", "per_z", "self", "closed", "two_bounds", "outer", "distinct"}
+EXPIRING = {"pairs", "chain", "per_z", "self", "closed", "two_bounds", "outer", "distinct",
+            "lengths", "lengths3", "now"}
 
 
 def _sql(text: str) -> str:

@@ -5,7 +5,9 @@ A window over an insert-only input (a monotone temporal selection) retracts a ro
 when the clock passes its bound. A join of two such inputs (or of joins of them) under
 one bound then holds exactly the pairs whose components are all still inside it: a pair
 expires when its oldest component does. Such a join keeps that component's bound column
-as `argus_expiry` (indexed), takes only its inputs' new rows (their retractions are rows
+as `argus_expiry` (indexed); over timestamptz windows of different lengths, the time a
+pair expires at (each row's time plus its window's length, the least of them), against
+the clock. It takes only its inputs' new rows (their retractions are rows
 leaving their windows, each pair of which expires here too), and finds its own expired
 rows by the index — where a join of retractions paid a probe per retracted row and its
 flush a hash lookup per expired pair (issue 52's windowed three-way join: 49,000 expired
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..frontend.temporal import Bound, clock_once
+from ..frontend.temporal import Bound, _is_clock, clock_once
 from ..templates import render
-from ..trees import DIALECT
+from ..trees import DIALECT, unparen
 from .base import SIGN_ID, T1, Node, Step, cols, var, virtual
 
 COLUMN = "argus_expiry"
@@ -35,11 +38,43 @@ def expiring(node: Node) -> bool:
 
 def of_inputs(parents: list[Node], parent_of: Callable[[int], Node]
               ) -> tuple[str, str, str] | None:
-    """(op, bound, type) a new inner join of `parents` expires by, if both expire by it."""
+    """(op, bound, type) a new inner join of `parents` expires by: their bound if they
+    have one; for timestamptz windows of other lengths (`argus.clock_now() - INTERVAL
+    …`, of fixed length), the clock itself, each side's rows expiring at their time plus
+    their window's length (`shift`)."""
     found = {_source(p, parent_of) for p in parents}
-    if len(found) != 1 or None in found:
+    if None in found:
         return None
-    return found.pop()
+    if len(found) == 1:
+        return found.pop()
+    if (len({op for op, _, _ in found}) == 1 and {t for _, _, t in found} == {TIMESTAMPTZ}
+            and all(_length(expr) is not None for _, expr, _ in found)):
+        return next(iter(found))[0], CLOCK, TIMESTAMPTZ
+    return None
+
+
+TIMESTAMPTZ = "timestamp with time zone"
+CLOCK = "argus.clock_now()"
+
+
+def _length(expr: str) -> exp.Expr | None:
+    """The window's length of a bound `argus.clock_now() - INTERVAL '…'` (None for the
+    clock itself), or None if it is not of that form."""
+    tree = unparen(sqlglot.parse_one(expr, read=DIALECT))
+    if _is_clock(tree):
+        return exp.Interval(this=exp.Literal.string("0"), unit=exp.var("SECOND"))
+    if (isinstance(tree, exp.Sub) and _is_clock(unparen(tree.this))
+            and isinstance(tree.expression, exp.Interval)):
+        return tree.expression
+    return None
+
+
+def shift(parent_bound: str, bound: str) -> str:
+    """What a row's time (or expiry) under `parent_bound` is moved by to expire under
+    `bound` (of_inputs): nothing if they are one bound, else its window's length."""
+    if parent_bound == bound:
+        return ""
+    return f" + {_length(parent_bound).sql(DIALECT)}"
 
 
 def _source(node: Node, parent_of: Callable[[int], Node]) -> tuple[str, str, str] | None:
@@ -79,6 +114,15 @@ def values(parent: Node, alias: str) -> list[str]:
     return [sql.Identifier(alias, n).as_string(None) for n in names]
 
 
+def _own_bound(parent: Node) -> tuple[str, str]:
+    """(op, bound) a join's input expires by (a window's bounds are one: _source)."""
+    if parent.kind == "join":
+        op, expr, _ = parent.definition["expiry"]
+        return op, expr
+    first = parent.spec.bounds[0]
+    return first.op, first.expr
+
+
 def bound(node: Node) -> Bound:
     op, expr, _ = node.definition["expiry"]
     return Bound(COLUMN, op, expr)
@@ -88,10 +132,15 @@ def pair(node: Node, parents: list[Node]) -> tuple[str, str]:
     """A pair's expiry (the least of its components'), and SQL true for pairs still
     inside the bound at the cycle's clock (each component's own test, which an index
     of either side can serve)."""
-    both = values(parents[0], "t1") + values(parents[1], "t2")
-    op, expr, _ = node.definition["expiry"]
-    live = " AND ".join(f"{v} {op} ({expr})" for v in both)
-    return (both[0] if len(both) == 1 else f"least({', '.join(both)})"), clock_once(live)
+    _, expr, _ = node.definition["expiry"]
+    moved, live = [], []
+    for parent, alias in zip(parents, ("t1", "t2")):
+        op, own = _own_bound(parent)
+        for v in values(parent, alias):
+            moved.append(v + shift(own, expr))
+            live.append(f"{v} {op} ({own})")
+    return (moved[0] if len(moved) == 1 else f"least({', '.join(moved)})"), \
+        clock_once(" AND ".join(live))
 
 
 def expired(node: Node, alias: str = "t1") -> str:
