@@ -115,7 +115,7 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
-    if node.kind == "select" and node.spec.temporal or expiring(node):
+    if (node.kind == "select" and node.spec.temporal) or expiring(node):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id), kind=sql.Literal(node.kind),

@@ -79,8 +79,10 @@ def test_windowed_joins_are_exact_as_their_rows_expire(oracle, seed):
     def key() -> int | None:
         return None if rng.random() < 0.05 else rng.randrange(4)
 
+    def ages() -> float:  # minutes from the clock: mostly inside the window, some late
+        return rng.choice([0, -1, -3, -8, -12, 1]) + rng.random()
+
     def rows(n: int) -> dict[str, list]:
-        ages = lambda: rng.choice([0, -1, -3, -8, -12, 1]) + rng.random()  # noqa: E731
         return {"a": [(key(), rng.randrange(4), at(ages()), at(ages())) for _ in range(n)],
                 "b": [(key(), rng.randrange(3), at(ages())) for _ in range(n)],
                 "c": [(rng.randrange(3), rng.randrange(3), at(ages())) for _ in range(n // 2)]}

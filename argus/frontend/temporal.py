@@ -29,7 +29,7 @@ _FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
 _NEGATED = {">": "<=", ">=": "<"}
 
 
-def _is_clock(node: exp.Expr, name: str = "clock_now") -> bool:
+def is_clock(node: exp.Expr, name: str = "clock_now") -> bool:
     return (isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous)
             and node.expression.name.lower() == name and node.this.name.lower() == "argus")
 
@@ -59,7 +59,7 @@ def at_previous_clock(sql_text: str) -> str:
     """The same predicate evaluated at the clock before this cycle."""
     tree = sqlglot.parse_one(sql_text, read=DIALECT)
     return tree.transform(
-        lambda n: clock_call("clock_previous") if _is_clock(n) else n).sql(DIALECT)
+        lambda n: clock_call("clock_previous") if is_clock(n) else n).sql(DIALECT)
 
 
 def clock_once(sql_text: str) -> str:
@@ -71,7 +71,7 @@ def clock_once(sql_text: str) -> str:
     tree = sqlglot.parse_one(sql_text, read=DIALECT)
 
     def once(node: exp.Expr) -> exp.Expr:
-        if _is_clock(node) or _is_clock(node, "clock_previous"):
+        if is_clock(node) or is_clock(node, "clock_previous"):
             if not isinstance(node.parent, exp.Select):  # already once
                 return exp.Subquery(this=exp.select(node.copy()))
         return node
@@ -89,7 +89,7 @@ def clock_variables(sql_text: str) -> str:
 
     def variable(node: exp.Expr) -> exp.Expr:
         for name, replaced in names.items():
-            if _is_clock(node, name):
+            if is_clock(node, name):
                 return exp.column(replaced)
         return node
 
@@ -115,7 +115,7 @@ def _rising(expr: exp.Expr) -> bool:
     truncated to an hour or less (or to any unit in UTC). A cast to another type may
     wrap (::time) or go back an hour at a daylight saving change (::timestamp)."""
     expr = unparen(expr)
-    if _is_clock(expr):
+    if is_clock(expr):
         return True
     if isinstance(expr, (exp.Add, exp.Sub)):
         return _fixed_interval(expr.right) and _rising(expr.left)
@@ -159,7 +159,7 @@ def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
     tree = sqlglot.parse_one(predicate, read=DIALECT)
     bounds, monotone = [], True
     for conjunct in conjuncts(tree):
-        if not any(_is_clock(n) for n in conjunct.walk()):
+        if not any(is_clock(n) for n in conjunct.walk()):
             continue
         bound = _bound(conjunct)
         if bound is None:
@@ -172,7 +172,7 @@ def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
 def clock_conjuncts(predicate: str) -> list[str]:
     """The conjuncts of a predicate that read the clock."""
     tree = sqlglot.parse_one(predicate, read=DIALECT)
-    return [c.sql(DIALECT) for c in conjuncts(tree) if any(_is_clock(n) for n in c.walk())]
+    return [c.sql(DIALECT) for c in conjuncts(tree) if any(is_clock(n) for n in c.walk())]
 
 
 def _bound(conjunct: exp.Expr) -> Bound | None:

@@ -24,7 +24,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..frontend.temporal import Bound, _is_clock, clock_once
+from ..frontend.temporal import Bound, clock_once, is_clock
 from ..templates import render
 from ..trees import DIALECT, unparen
 from .base import SIGN_ID, T1, Node, Step, cols, var, virtual
@@ -57,24 +57,23 @@ TIMESTAMPTZ = "timestamp with time zone"
 CLOCK = "argus.clock_now()"
 
 
-def _length(expr: str) -> exp.Expr | None:
-    """The window's length of a bound `argus.clock_now() - INTERVAL '…'` (None for the
-    clock itself), or None if it is not of that form."""
+def _length(expr: str) -> str | None:
+    """The window's length of a bound `argus.clock_now() - INTERVAL '…'`, as SQL ("" for
+    the clock itself), or None if the bound is not of that form."""
     tree = unparen(sqlglot.parse_one(expr, read=DIALECT))
-    if _is_clock(tree):
-        return exp.Interval(this=exp.Literal.string("0"), unit=exp.var("SECOND"))
-    if (isinstance(tree, exp.Sub) and _is_clock(unparen(tree.this))
+    if is_clock(tree):
+        return ""
+    if (isinstance(tree, exp.Sub) and is_clock(unparen(tree.this))
             and isinstance(tree.expression, exp.Interval)):
-        return tree.expression
+        return tree.expression.sql(DIALECT)
     return None
 
 
 def shift(parent_bound: str, bound: str) -> str:
     """What a row's time (or expiry) under `parent_bound` is moved by to expire under
     `bound` (of_inputs): nothing if they are one bound, else its window's length."""
-    if parent_bound == bound:
-        return ""
-    return f" + {_length(parent_bound).sql(DIALECT)}"
+    length = "" if parent_bound == bound else _length(parent_bound)
+    return f" + {length}" if length else ""
 
 
 def _source(node: Node, parent_of: Callable[[int], Node]) -> tuple[str, str, str] | None:

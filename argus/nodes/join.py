@@ -180,7 +180,7 @@ class JoinCompiler:
                                    for t in new.split())
             steps.append(Step(render("join/term_expiring", delta=node.delta, left=lt,
                                      right=rt, new=new, **slots), when))
-        steps.append(Step(render("select/expire", delta=node.delta, hist=node.hist,
+        steps.append(Step(render("node/expire", delta=node.delta, hist=node.hist,
                                  columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                                  expired=sql.SQL(expiry.expired(node)), t1=T1, sign=SIGN_ID),
                           sql.SQL("argus_clock_moved")))

@@ -69,7 +69,7 @@ class SelectCompiler:
             expired = " OR ".join(b.failed() for b in spec.bounds)
         else:
             expired = "NOT coalesce(({}), false)".format(") AND (".join(spec.clock_conjuncts))
-        steps = [Step(render("select/expire", delta=node.delta, hist=node.hist,
+        steps = [Step(render("node/expire", delta=node.delta, hist=node.hist,
                              columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                              expired=sql.SQL(clock_once(self.own(node, expired))), t1=T1,
                              sign=SIGN_ID),
