@@ -12,6 +12,9 @@ import random
 
 import pytest
 
+import argus
+from argus.errors import PermissionDeniedError
+
 WINDOW = "{a}.t > argus_now() - interval '10 minutes'"
 QUERIES = {
     "pairs": "SELECT a.k, a.x, b.y FROM a JOIN b ON a.k = b.k "
@@ -120,3 +123,29 @@ def test_a_window_over_a_table_joins_by_the_rete_rule(oracle):
     oracle.delete("b", [(1,)])
     oracle.run()
     assert sorted(oracle.db.results("pairs")) == [(2,)]
+
+
+def test_a_registrar_joins_windows_of_streams_it_may_read_only(network, login, worker):
+    """A role with the registrar's rights and one stream to read: its join of that
+    stream's windows expires by itself and is exact; a window of a stream it may not
+    read is refused by name, whatever the join around it."""
+    now = dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone.utc)
+    for name in ("w", "hidden"):
+        network.create_stream(name, {"k": "int", "t": "timestamptz"}, time_column="t")
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="w")
+    pairs = ("SELECT a.k, b.t FROM w a JOIN w b ON a.k = b.k AND b.t > a.t "
+             "WHERE a.t > argus_now() - interval '10 minutes' "
+             "AND b.t > argus_now() - interval '10 minutes'")
+    with argus.connect(dsn) as registrar:
+        registrar.register_query("pairs", pairs)
+        with pytest.raises(PermissionDeniedError, match="may not read stream 'hidden'"):
+            registrar.register_query("spy", pairs.replace("JOIN w b", "JOIN hidden b"))
+    network.insert("w", [(1, now - dt.timedelta(minutes=12)), (1, now - dt.timedelta(minutes=5)),
+                         (1, now), (2, now)])
+    network.run()
+    (definition,) = [d for (d,) in network.conn.execute(
+        "SELECT definition FROM argus_catalog.nodes WHERE kind = 'join'").fetchall()]
+    assert definition["expiry"]
+    assert sorted(network.results("pairs")) == [(1, now)]  # the 12-minute-old row is out
