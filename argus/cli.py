@@ -898,6 +898,8 @@ def _ints(text: str) -> tuple[int, ...]:
                    "Nexmark's neither).")
 @click.option("--register", type=int,
               help="Transfer queries registered one after another, each timed (default 1000).")
+@click.option("--durability", type=click.Choice(["derived", "logged"]),
+              help="The networks' durability (default: a new database's, derived).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("argus-bench"),
               show_default=True, help="Where bench.md and bench.png are written.")
 @dsn_option
@@ -905,7 +907,7 @@ def _ints(text: str) -> tuple[int, ...]:
 def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
           batches: str | None, repeat: int | None, tpch_scale: float | None,
           tpch_queries: str | None, nexmark_events: int | None, per_query: int | None,
-          register: int | None, out: Path, dsn: str | None) -> None:
+          register: int | None, durability: str | None, out: Path, dsn: str | None) -> None:
     """Benchmark argus against re-running the queries, REFRESH MATERIALIZED VIEW,
     pg_ivm (when installed) and the floor, in one run (database argus_bench)."""
     import dataclasses
@@ -932,7 +934,8 @@ def bench(quick: bool, workloads: str, history: int | None, queries: str | None,
                "history": history, "counts": _ints(queries) if queries else None,
                "sizes": _ints(batches) if batches else None, "repeat": repeat,
                "tpch_scale": tpch_scale, "tpch_queries": tpch, "per_query": per_query,
-               "register": register, "nexmark_events": nexmark_events}
+               "register": register, "nexmark_events": nexmark_events,
+               "durability": durability}
     options = dataclasses.replace(options, **{k: v for k, v in changes.items() if v is not None})
     results = run(options, dsn, log=lambda text: console.print(f"[dim]{text}[/]"))
     for notice in results.notices:

@@ -13,12 +13,15 @@ MATERIALIZED VIEW of every query; where the server has pg_ivm, the same statemen
 third copy carrying one IMMV per query pg_ivm accepts (maintained inside the
 statements). At the end every answer is compared with the re-run's. ms. A CHECKPOINT
 (untimed) precedes each timed step, as in `argus bench`: none pays for writing out the
-pages another dirtied (the re-runs rewrite whole tables).
+pages another dirtied (the re-runs rewrite whole tables). WAL: the bytes the server
+wrote for a pair, argus's writer and cycle against the untracked writer's; after each
+CHECKPOINT every page first written is logged whole, as after any checkpoint.
 
 Usage: python bench/tpch_refresh.py [--dsn DSN] [--scale-milli 100] [--pairs 3]
-       [--method trigger|slot] [--skip 17,20] [--top-k]
+       [--method trigger|slot] [--skip 17,20] [--top-k] [--durability derived|logged]
        (--skip: queries left out, "" for none; Q17 and Q20 re-run for minutes at scale
-       0.1 over copies without indexes; --top-k: the queries' ORDER BY … LIMIT kept)
+       0.1 over copies without indexes; --top-k: the queries' ORDER BY … LIMIT kept;
+       --durability: the network's, default a new database's)
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from sqlglot import exp
 import argus
 from argus import audit, tpch
 from argus.bench.methods import PgIvm
-from argus.bench.runner import Settle
+from argus.bench.runner import Settle, Wal
 from argus.bench.workloads import TPCH_QUERIES, continuous
 from common import arguments, cron_overhead, fresh_database  # bench/common.py
 
@@ -80,7 +83,8 @@ def main() -> None:
         at = sys.argv.index("--skip")
         skip = sys.argv[at + 1]
         del sys.argv[at:at + 2]
-    args = arguments(__doc__, scale_milli=100, pairs=3, method="trigger", top_k=False)
+    args = arguments(__doc__, scale_milli=100, pairs=3, method="trigger", top_k=False,
+                     durability="")
     scale = args.scale_milli / 1000
     numbers = [n for n in TPCH_QUERIES if str(n) not in skip.split(",")]
     started = time.perf_counter()
@@ -92,6 +96,9 @@ def main() -> None:
     dsn = fresh_database(args.dsn)
     with argus.connect(dsn) as db:
         conn = db.conn
+        if args.durability:
+            db.configure(durability=args.durability)
+        wal = Wal(conn)
         conn.execute("CREATE SCHEMA plain")
         why_not_ivm = PgIvm.available(conn)
         schemas = ("public", "plain") + (("ivm",) if why_not_ivm is None else ())
@@ -163,13 +170,14 @@ def main() -> None:
         settle = Settle(conn, SimpleNamespace(notice=print))  # (its notice, printed)
         print("| pair | RF1 + RF2 rows | writer: tracked | writer: untracked | argus cycle | "
               "argus: reading the changes | re-run | REFRESH MV | "
-              "argus (writer + cycle + reading) vs re-run | vs REFRESH |"
+              "argus (writer + cycle + reading) vs re-run | vs REFRESH | "
+              "WAL MiB: writer + cycle / writer untracked |"
               + (f" writer: pg_ivm ({len(immvs)} IMMVs) | vs pg_ivm |" if ivm else ""))
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
               + ("---:|---:|" if ivm else ""))
         per_query = {name: [] for name in queries}
         totals = {k: [] for k in ("tracked", "plain", "cycle", "read", "rerun", "refresh", "ivm",
-                                  "rows")}
+                                  "rows", "wal", "plain_wal")}
         batches = [{t: con.execute("SELECT * FROM read_parquet(?)", [str(files[t])]).fetchall()
                     for t in ("orders", "lineitem")} for files in data.refresh]
 
@@ -198,18 +206,22 @@ def main() -> None:
         # each baseline takes the same pairs over its own copies of the tables
         timed = [{} for _ in batches]
         for t, new in zip(timed, batches):
+            mark = wal.mark()
             t["tracked"], old = refresh("public", new)
             t["rows"] = len(new["orders"]) + len(new["lineitem"]) + 2 * len(old)
             settle()
             started = time.perf_counter()
             report = db.run()
             t["cycle"] = ms(started)
+            t["wal"] = wal.since(mark)  # (less the CHECKPOINT's own record)
             started = time.perf_counter()  # a consumer of each answer takes its changes
             for name in queries:
                 db.new_results(name)
             t["read"] = ms(started)
         for i, (t, new) in enumerate(zip(timed, batches)):
+            mark = wal.mark()
             t["plain"], _ = refresh("plain", new)
+            t["plain_wal"] = wal.since(mark)
             if ivm:
                 t["ivm"], _ = refresh("ivm", new)
             t["rerun"] = 0.0
@@ -278,7 +290,8 @@ def _row(t: dict[str, float]) -> str:
     return (f" {t['tracked']:.0f} | {t['plain']:.0f} | {t['cycle']:.0f} | {t['read']:.0f} | "
             f"{t['rerun']:.0f} | "
             f"{t['refresh']:.0f} | {(t['plain'] + t['rerun']) / argus_ms:.1f}× | "
-            f"{(t['plain'] + t['refresh']) / argus_ms:.1f}× |"
+            f"{(t['plain'] + t['refresh']) / argus_ms:.1f}× | "
+            f"{t['wal'] / 2**20:.2f} / {t['plain_wal'] / 2**20:.2f} |"
             + (f" {t['ivm']:.0f} | {t['ivm'] / argus_ms:.1f}× |" if "ivm" in t else ""))
 
 

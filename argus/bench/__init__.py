@@ -29,6 +29,7 @@ class Options:
     register: int = 1000  # transfer queries registered one after another, each timed
     rerun: bool = True  # each query alone measured re-run by argus too (where it may pay)
     out: Path = Path("argus-bench")
+    durability: str | None = None  # the networks' (None: a new database's default)
 
     @classmethod
     def quick(cls, out: Path = Path("argus-bench")) -> Options:
@@ -54,11 +55,12 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
     if "transfers" in options.workloads:
         w = workloads.transfers(options.history, max(max(options.counts), options.register))
         results.data.append(f"transfers, {options.history:,} rows of history")
-        runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log)
+        runner.scaling(w, dsn, options.counts, options.sizes, options.repeat, results, log,
+                       options.durability)
         sample = sample_families([name for name, _ in w.queries], options.per_query)
         if sample:  # --per-query 0: no second load of the history
             runner.per_query(w, dsn, sample, options.sizes, options.repeat, results, log,
-                             options.rerun)
+                             options.rerun, options.durability)
         if options.register:
             runner.registration(w, dsn, options.register, results, log)
     if "tpch" in options.workloads:
@@ -70,19 +72,21 @@ def run(options: Options, dsn: str | None = None, log=print) -> runner.Results:
         results.data.append(f"tpch, scale factor {options.tpch_scale:g}, queries "
                             + ", ".join(f"Q{q}" for q in options.tpch_queries)
                             + f", batches of {w.sizes[0]:,} new orders with their line items")
-        runner.scaling(w, dsn, (n,), w.sizes, options.repeat, results, log)
+        runner.scaling(w, dsn, (n,), w.sizes, options.repeat, results, log,
+                       options.durability)
         if options.per_query:
             runner.per_query(w, dsn, [name for name, _ in w.queries], w.sizes,
-                             options.repeat, results, log, options.rerun)
+                             options.repeat, results, log, options.rerun, options.durability)
     if "nexmark" in options.workloads:
         w = workloads.nexmark(options.nexmark_events)
         results.data.append(f"nexmark, {options.nexmark_events:,} events of history, queries "
                             + ", ".join(name for name, _ in w.queries)
                             + ", batches of the next events")
-        runner.scaling(w, dsn, (len(w.queries),), options.sizes, options.repeat, results, log)
+        runner.scaling(w, dsn, (len(w.queries),), options.sizes, options.repeat, results, log,
+                       options.durability)
         if options.per_query:
             runner.per_query(w, dsn, [name for name, _ in w.queries], options.sizes,
-                             options.repeat, results, log, options.rerun)
+                             options.repeat, results, log, options.rerun, options.durability)
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "bench.md").write_text(report.markdown(results, "argus bench"))
     if not report.plot(results, options.out / "bench.png"):

@@ -48,15 +48,19 @@ def markdown(results: Results, title: str) -> str:
            "method's turn at a batch, so that none pays for writing out another's pages. "
            "Steady state, as `argus run --follow` runs cycles: the first cycle of a session "
            "also compiles the network's program, and is not timed (a cycle run from cron "
-           "is its session's first: docs/performance.md).", ""]
+           "is its session's first: docs/performance.md). WAL per batch: bytes of "
+           "write-ahead log the server wrote (the median batch), argus's load and cycle "
+           "against the COPY alone (each stream row logged once: what a durable store of "
+           "the rows must write).", ""]
     if results.data:
         out += ["Data: " + "; ".join(results.data) + ".", ""]
     out += [f"> {n}" for n in results.notices]
     if results.notices:
         out.append("")
     out += ["| workload | queries | batch | argus | re-run | REFRESH MV | pg_ivm | floor | "
-            "nodes | argus state / base data | registration ms/query |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "nodes | argus state / base data | registration ms/query | WAL per batch: "
+            "argus / floor |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for m in results.measures:
         ivm = (f"{_ms(m.pg_ivm)} ({_x(m.pg_ivm, m.argus)}, {m.ivm_queries} queries)"
                if m.pg_ivm is not None else "—")
@@ -65,7 +69,7 @@ def markdown(results: Results, title: str) -> str:
             f"{_ms(m.rerun)} ({_x(m.rerun, m.argus)}) | {_ms(m.matview)} "
             f"({_x(m.matview, m.argus)}) | {ivm} | {_ms(m.floor)} | {m.nodes:,} | "
             f"{m.state_bytes / 2**20:,.1f} / {m.base_bytes / 2**20:,.1f} MiB | "
-            f"{m.register_ms:,.1f} |")
+            f"{m.register_ms:,.1f} | {m.wal / 2**20:,.2f} / {m.floor_wal / 2**20:,.2f} MiB |")
     checked = [m for m in results.measures if m.equal is not None]
     out.append("")
     out += [f"Answers of all {m.queries:,} {m.workload} queries equal to the re-run ones "

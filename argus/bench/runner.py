@@ -53,6 +53,8 @@ class Measure:
     state_bytes: int  # argus's node tables
     base_bytes: int  # the streams' histories
     register_ms: float  # mean registration time of the queries added at this step
+    wal: float = 0.0  # bytes of WAL per batch, argus: the load and the cycle (median)
+    floor_wal: float = 0.0  # the same, the COPY alone: the rows themselves, logged once
     equal: bool | None = None  # every argus answer equals the re-run one (last step)
     # where an argus cycle's time goes: node kind -> (ms evaluating, ms maintaining
     # histories), per cycle; "cycle" -> (the whole cycle on the server, 0)
@@ -111,9 +113,12 @@ def fresh_database(dsn: str | None) -> str:
     return make_conninfo(admin, dbname=name)
 
 
-def load(db: Argus, workload: Workload) -> None:
+def load(db: Argus, workload: Workload, durability: str | None = None) -> None:
     """The streams and their history, claimed: the other methods copy the histories,
-    which no query reads yet (rows would wait in the inboxes: unread_inbox_bytes)."""
+    which no query reads yet (rows would wait in the inboxes: unread_inbox_bytes).
+    `durability`: the network's (None: a new database's default)."""
+    if durability is not None:
+        db.configure(durability=durability)
     unread = db.settings()["unread_inbox_bytes"]
     db.configure(unread_inbox_bytes=None)
     for stream, columns in workload.streams.items():
@@ -134,6 +139,22 @@ def _bytes(conn: psycopg.Connection, schema: str) -> int:
     return conn.execute("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint "
                         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                         "WHERE n.nspname = %s AND c.relkind = 'r'", (schema,)).fetchone()[0]
+
+
+class Wal:
+    """Bytes of WAL written since a mark (pg_current_wal_insert_lsn: what this server
+    inserted, whoever wrote it; the benchmark runs alone)."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def mark(self) -> str:
+        return self.conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+
+    def since(self, mark: str) -> float:
+        return float(self.conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)",
+            (mark,)).fetchone()[0])
 
 
 class Settle:
@@ -208,12 +229,14 @@ def breakdown(conn: psycopg.Connection, runs: list[int]) -> dict[str, tuple[floa
 
 
 def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
-            sizes: Sequence[int], repeat: int, results: Results, log: Log) -> None:
+            sizes: Sequence[int], repeat: int, results: Results, log: Log,
+            durability: str | None = None) -> None:
     with connect(fresh_database(dsn)) as db:
         conn = db.conn
         results.server = f"PostgreSQL {conn.info.server_version // 10000}"
         log(f"{workload.name}: loading the history")
-        load(db, workload)
+        load(db, workload, durability)
+        wal = Wal(conn)
         streams = list(workload.streams)
         floor, rerun, matview = Floor(conn, streams), Rerun(conn), MatViews(conn)
         settle = Settle(conn, results)
@@ -240,14 +263,20 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
             for size in sizes:
                 log(f"{workload.name}: {count} queries, batches of {size:,}")
                 t: dict[str, list[float]] = {"argus": [], "rerun": [], "matview": [],
-                                             "floor": [], "pg_ivm": []}
+                                             "floor": [], "pg_ivm": [], "wal": [],
+                                             "floor_wal": []}
                 runs: list[int] = []
                 batches = [workload.batch(size) for _ in range(repeat)]
                 settle()
-                t["argus"] = [_argus(db, batch, runs) for batch in batches]
+                for batch in batches:
+                    mark = wal.mark()
+                    t["argus"].append(_argus(db, batch, runs))
+                    t["wal"].append(wal.since(mark))
                 for batch in batches:  # every method pays for its own ingest
                     settle()
+                    mark = wal.mark()
                     t["floor"].append(floor.ingest(batch))
+                    t["floor_wal"].append(wal.since(mark))
                     settle()
                     t["rerun"].append(t["floor"][-1] + rerun.run())
                     settle()
@@ -264,6 +293,7 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                     len(ivm.accepted) if ivm is not None else 0, nodes,
                     _bytes(conn, "argus_net"), _bytes(conn, "argus_streams"),
                     statistics.mean(times) if times else 0.0,
+                    statistics.median(t["wal"]), statistics.median(t["floor_wal"]),
                     breakdown=breakdown(conn, runs)))
         results.measures[-1].equal = all(
             same(db.results(name), rerun.rows(name)) for name, _ in workload.queries[:done])
@@ -290,11 +320,11 @@ def registration(workload: Workload, dsn: str | None, upto: int, results: Result
 
 def per_query(workload: Workload, dsn: str | None, names: Sequence[str],
               sizes: Sequence[int], repeat: int, results: Results, log: Log,
-              and_rerun: bool = True) -> None:
+              and_rerun: bool = True, durability: str | None = None) -> None:
     with connect(fresh_database(dsn)) as db:
         conn = db.conn
         log(f"{workload.name}: loading the history (each query alone)")
-        load(db, workload)
+        load(db, workload, durability)
         streams = list(workload.streams)
         floor, rerun = Floor(conn, streams), Rerun(conn)
         settle = Settle(conn, results)
