@@ -8,7 +8,11 @@ far more than its delta: a scan (or a sort) of a history, an aggregate's groups 
 aux table that touches more than FLAG_RATIO times the rows the statement read from
 deltas and inboxes (or wrote, when it writes more: a deleted supplier retracts all its
 line items), and more than FLAG_MIN_ROWS. A node the cycle rebuilt by choice
-(its costs said rebuilding is cheaper) is reported as rebuilt, not flagged.
+(its costs said rebuilding is cheaper) is reported as rebuilt, not flagged. So is a
+scan that was the right choice: each flagged statement is run again twice (rolled back,
+over the state the cycle left), as planned and made to probe indexes (no sequential
+scans, hash or merge joins); where probing is not clearly faster (PROBE_GAIN,
+PROBE_MIN_MS), the scan was chosen by cost and is reported with both times, not flagged.
 
 The sample: `rows` rows spread over the streams as their histories are (a stream of
 92% of the rows gets 92% of them, at least one): each stream's latest rows (by its time
@@ -30,6 +34,11 @@ from .names import INBOX_SCHEMA, NETWORK_SCHEMA, STREAMS_SCHEMA, stream_history,
 
 FLAG_RATIO = 10
 FLAG_MIN_ROWS = 1000  # (a scan of fewer is as cheap as probing for a few)
+PROBE_GAIN = 0.8  # a flagged scan stays flagged where probing takes less than this share
+PROBE_MIN_MS = 0.5  # and saves at least this (less is noise, and not worth a flag)
+_PLANNED = {"jit": "off"}  # (as cycles run: the costs of disabled plans would invite it)
+_PROBING = {**_PLANNED, "enable_seqscan": "off", "enable_hashjoin": "off",
+            "enable_mergejoin": "off", "enable_indexscan": "on", "enable_bitmapscan": "on"}
 _SCANS = ("Seq Scan", "Bitmap Heap Scan", "Index Scan", "Index Only Scan", "Tid Scan")
 _NODE_TABLE = re.compile(r"^n(\d+)(?:_|$)")
 
@@ -45,6 +54,8 @@ class Statement:
     shape: str  # the plan, one line
     flags: list[str] = field(default_factory=list)
     rebuilt: bool = False
+    text: str = field(default="", repr=False)  # the statement, as the cycle ran it
+    chosen: list[str] = field(default_factory=list)  # scans weighed and found right
 
     @property
     def us_per_row(self) -> float | None:
@@ -66,10 +77,18 @@ def audit(conn: psycopg.Connection, rows: int = 1000,
             notices.append(diag.message_primary)
 
     tables = _tables(conn)
+    mine = None
+    if query is not None:
+        mine = {n for (n,) in conn.execute(
+            "SELECT node_id FROM argus_catalog.query_nodes JOIN argus_catalog.queries "
+            "USING (query_id) WHERE name = %s", (query,))}
     conn.add_notice_handler(collect)
     try:
         with conn.transaction() as tx:
             _sample(conn, rows)
+            # the session's first-cycle program: every statement a text run as it is,
+            # none a kept plan reading the program's variables, so each can be run again
+            conn.execute("SELECT set_config('argus.cycled', 'off', true)")
             conn.execute("LOAD 'auto_explain'")
             for name, value in (("log_min_duration", "0"), ("log_level", "notice"),
                                 ("log_nested_statements", "on"), ("log_analyze", "on"),
@@ -78,21 +97,49 @@ def audit(conn: psycopg.Connection, rows: int = 1000,
                 conn.execute(sql.SQL("SET LOCAL {} = {}").format(
                     sql.Identifier("auto_explain", name), sql.Literal(value)))
             row = conn.execute("SELECT run_id FROM argus.cycle(true)").fetchone()
+            conn.execute("SET LOCAL auto_explain.log_min_duration = -1")
             explained = list(notices)  # (what follows is ours)
             rebuilt = {n for (n,) in conn.execute(
                 "SELECT node_id FROM argus_catalog.run_nodes WHERE run_id = %s AND rebuilt",
                 (row[0],))} if row else set()
+            statements = [s for s in (_statement(n, tables, rebuilt) for n in explained)
+                          if s is not None and (mine is None or s.node_id in mine)]
+            for statement in statements:
+                if statement.flags:
+                    _weigh(conn, statement)
             raise psycopg.Rollback(tx)
     finally:
         conn.remove_notice_handler(collect)
-    mine = None
-    if query is not None:
-        mine = {n for (n,) in conn.execute(
-            "SELECT node_id FROM argus_catalog.query_nodes JOIN argus_catalog.queries "
-            "USING (query_id) WHERE name = %s", (query,))}
-    statements = [s for s in (_statement(n, tables, rebuilt) for n in explained)
-                  if s is not None and (mine is None or s.node_id in mine)]
     return statements
+
+
+def _weigh(conn: psycopg.Connection, statement: Statement) -> None:
+    """The flagged statement run again as planned and made to probe indexes, each rolled
+    back: its scans were chosen by cost unless probing is clearly faster."""
+    if f'"{INBOX_SCHEMA}".' in statement.text:  # (the cycle emptied the inbox it read)
+        return
+    times = []
+    for settings in (_PLANNED, _PROBING):
+        try:
+            with conn.transaction() as savepoint:
+                for name, value in settings.items():
+                    conn.execute(sql.SQL("SET LOCAL {} = {}").format(
+                        sql.Identifier(name), sql.Literal(value)))
+                (explained,) = conn.execute(
+                    sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(
+                        sql.SQL(statement.text))).fetchone()
+                times.append(float(explained[0]["Execution Time"]))
+                raise psycopg.Rollback(savepoint)
+        except psycopg.Error:  # (a statement that reads the program's variables)
+            return
+    planned, probing = times
+    if probing < PROBE_GAIN * planned and planned - probing >= PROBE_MIN_MS:
+        statement.flags = [f"{flag} (probing its indexes: {probing:,.2f} ms against "
+                           f"{planned:,.2f})" for flag in statement.flags]
+    else:
+        statement.chosen = [f"{flag}: chosen by cost ({planned:,.2f} ms against "
+                            f"{probing:,.2f} probing)" for flag in statement.flags]
+        statement.flags = []
 
 
 def _tables(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[int, str]]:
@@ -172,7 +219,8 @@ def _statement(notice: str, tables: dict, rebuilt: set[int]) -> Statement | None
             state.append(("Sort", _label(sort), int(sort.get("Actual Rows", 0)
                                                     * sort.get("Actual Loops", 1))))
     statement = Statement(node_id, kind, action, float(plan.get("Actual Total Time", 0.0)),
-                          delta_rows, state, _shape(plan), rebuilt=node_id in rebuilt)
+                          delta_rows, state, _shape(plan), rebuilt=node_id in rebuilt,
+                          text=explained.get("Query Text", ""))
     # what the statement wrote: reading as many rows as it writes is its output's cost
     written = max((int(c.get("Actual Rows", 0)) for n in _walk(plan)
                    if n.get("Node Type") == "ModifyTable" for c in n.get("Plans", [])[:1]),
@@ -227,4 +275,11 @@ def report(statements: list[Statement]) -> str:
         lines.append(f"{'FLAG ' if s.flags else '     '}{where}: {s.action}: {s.ms:,.2f} ms, "
                      f"{s.delta_rows:,} delta rows, {per_row}; {state}{s.shape}")
         lines.extend(f"       ! {flag}" for flag in s.flags)
+        lines.extend(f"         {scan}" for scan in s.chosen)
     return "\n".join(lines)
+
+
+def flagged(conn: psycopg.Connection, sizes: tuple[int, ...] = (10, 1000)
+            ) -> dict[int, list[Statement]]:
+    """Per sample size, the statements the audit flags (as the benchmarks report them)."""
+    return {size: [s for s in audit(conn, size) if s.flags] for size in sizes}

@@ -26,6 +26,12 @@ def test_quick_bench_runs_and_reports(admin_dsn, tmp_path):
         assert f"| {workload} |" in report
         assert (f"Answers of all {queries:,} {workload} queries equal to the re-run ones "
                 "after the last batch: yes.") in report
+        # every node pays for its delta: no statement reads a history it should probe
+        assert (f"Node audit of the {workload} network" in report
+                and "statements flagged: 0 with 10 new rows, 0 with 1,000 new rows." in
+                report.split(f"Node audit of the {workload} network")[1].split("\n")[0]), \
+            report
+    assert "| WAL per batch: argus / floor |" in report
     assert "## Each query alone" in report and "## Registration" in report
     assert "| re-run (temp) |" in report and "The five closest" in report
     fixed = report.split("## argus's fixed cost per batch, next to the floor")[1]

@@ -74,6 +74,16 @@ def markdown(results: Results, title: str) -> str:
     out.append("")
     out += [f"Answers of all {m.queries:,} {m.workload} queries equal to the re-run ones "
             f"after the last batch: {'yes' if m.equal else 'NO'}." for m in checked]
+    for m in checked:
+        if m.audit is None:
+            out.append(f"No node audit of the {m.workload} network (it needs a superuser).")
+            continue
+        out.append(f"Node audit of the {m.workload} network (`argus explain --audit`: a "
+                   "statement flagged reads more than 10 times its delta where probing an "
+                   "index is faster), statements flagged: "
+                   + ", ".join(f"{len(found)} with {size:,} new rows"
+                               for size, found in m.audit.items()) + ".")
+        out += [f"- {size:,} rows: {line}" for size, found in m.audit.items() for line in found]
     if any(m.breakdown for m in results.measures):
         out += _breakdown(results.measures)
     if results.per_query:

@@ -25,7 +25,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from .. import roles
+from .. import audit, roles
+from ..errors import ArgusError
 from ..api import Argus, connect, resolve_dsn
 from .methods import Floor, MatViews, PgIvm, Rerun
 from .workloads import Workload
@@ -56,6 +57,9 @@ class Measure:
     wal: float = 0.0  # bytes of WAL per batch, argus: the load and the cycle (median)
     floor_wal: float = 0.0  # the same, the COPY alone: the rows themselves, logged once
     equal: bool | None = None  # every argus answer equals the re-run one (last step)
+    # the node audit (argus.audit) of the network at the last step: per sample size, the
+    # flagged statements, one line each (None: not run, the session is no superuser's)
+    audit: dict[int, list[str]] | None = None
     # where an argus cycle's time goes: node kind -> (ms evaluating, ms maintaining
     # histories), per cycle; "cycle" -> (the whole cycle on the server, 0)
     breakdown: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -297,9 +301,20 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                     breakdown=breakdown(conn, runs)))
         results.measures[-1].equal = all(
             same(db.results(name), rerun.rows(name)) for name, _ in workload.queries[:done])
+        log(f"{workload.name}: the node audit")
+        results.measures[-1].audit = _audit(conn)
         if ivm is not None and ivm.refused:
             results.notices.append(f"pg_ivm refused {len(ivm.refused)} of {done} "
                                    f"{workload.name} queries")
+
+
+def _audit(conn: psycopg.Connection) -> dict[int, list[str]] | None:
+    try:
+        found = audit.flagged(conn)
+    except ArgusError:  # (auto_explain: a superuser's session only)
+        return None
+    return {size: [f"node {s.node_id} ({s.kind}): " + "; ".join(s.flags) for s in statements]
+            for size, statements in found.items()}
 
 
 def registration(workload: Workload, dsn: str | None, upto: int, results: Results,
