@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
 
+# an interval's text that is one quantity of one unit ('10 minutes'), all of it
+_ONE_QUANTITY = re.compile(r"\s*-?[0-9]+(?:\.[0-9]+)?\s*[a-zA-Z]+\s*")
+
+
 class Argus(Postgres):
-    """PostgreSQL as argus reads and writes it: sqlglot's, but to_char, to_date and
-    to_timestamp stay the calls they are written as. sqlglot turns their format into
-    strftime's and back, which rewrote the text a format quotes: to_char(t,
-    'YYYY"%d"MM') came back 'YYYY"%D"MM', and the answer said 2024%D05 where the query
-    says 2024%d05."""
+    """PostgreSQL as argus reads and writes it: sqlglot's, but
+    - to_char, to_date and to_timestamp stay the calls they are written as. sqlglot turns
+      their format into strftime's and back, which rewrote the text a format quotes:
+      to_char(t, 'YYYY"%d"MM') came back 'YYYY"%D"MM', and the answer said 2024%D05
+      where the query says 2024%d05;
+    - an interval's text is kept whole unless it is one quantity of one unit. sqlglot
+      splits out the first quantity and its unit and drops the rest: '10 minutes 30' (10
+      minutes and 30 seconds) came back '10 MINUTES', '1 day 01:30' '1 DAY', '10 minutes
+      ago' '10 MINUTES' (found by a helper: a window of 10 minutes 30 answered as one of
+      10 minutes)."""
 
     class Parser(Postgres.Parser):
         FUNCTIONS = {name: build for name, build in Postgres.Parser.FUNCTIONS.items()
                      if name not in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP")}
+
+        def _parse_interval_span(self, this: exp.Expr, parse_function_unit: bool = True
+                                 ) -> exp.Interval:
+            written = this.name if this is not None and this.is_string else None
+            interval = super()._parse_interval_span(this, parse_function_unit)
+            if written is not None and interval.this is not this \
+                    and not _ONE_QUANTITY.fullmatch(written):
+                interval.set("this", exp.Literal.string(written))
+                interval.set("unit", None)
+            return interval
 
 
 DIALECT = "argus"  # every parse and every generated SQL text (sqlglot knows it by name)

@@ -107,6 +107,28 @@ def test_windowed_joins_are_exact_as_their_rows_expire(oracle, seed):
         oracle.run()  # every answer equals its SQL from scratch, and its changes add up
 
 
+def test_times_within_a_window_of_the_last_instant_never_expire(oracle):
+    """Windows of other lengths expire a pair at each row's time plus its window's
+    length: near the last instant a timestamptz holds, the sum would overflow (the query
+    was isolated: timestamp out of range; found by a helper). Such a row never expires."""
+    oracle.create_stream("a", {"k": "int", "t": "timestamptz", "u": "timestamptz"},
+                         time_column="t")
+    oracle.create_stream("b", {"k": "int", "t": "timestamptz"}, time_column="t")
+    oracle.register("lengths", "SELECT a.k FROM a JOIN b ON a.k = b.k "
+                               "WHERE a.u > argus_now() - interval '1 hour' "
+                               "AND b.t > argus_now() - interval '10 minutes'")
+    assert all(d.get("expiry") for d in _joins(oracle, "lengths"))
+    now = dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone.utc)
+    oracle.insert("a", [(1, now, "294276-12-31 23:30:00+00"), (2, now, "infinity"),
+                        (3, now, now)])
+    oracle.insert("b", [(1, now), (2, now), (3, now)])
+    assert not oracle.run().failed  # (the oracle: equal to the SQL from scratch)
+    later = now + dt.timedelta(minutes=70)  # a's row 3 has left its hour, row 1 never will
+    oracle.insert("b", [(1, later), (3, later)])
+    oracle.run()
+    assert sorted(oracle.db.results("lengths")) == [(1,)]
+
+
 def test_a_window_over_a_table_joins_by_the_rete_rule(oracle):
     """A table's deletes retract rows that are inside the window: its window is not one
     whose rows only leave by expiring."""

@@ -41,7 +41,7 @@ def of_inputs(parents: list[Node], parent_of: Callable[[int], Node]
     """(op, bound, type) a new inner join of `parents` expires by: their bound if they
     have one; for timestamptz windows of other lengths (`argus.clock_now() - INTERVAL
     …`, of fixed length), the clock itself, each side's rows expiring at their time plus
-    their window's length (`shift`)."""
+    their window's length (`shifted`)."""
     found = {_source(p, parent_of) for p in parents}
     if None in found:
         return None
@@ -69,11 +69,19 @@ def _length(expr: str) -> str | None:
     return None
 
 
-def shift(parent_bound: str, bound: str) -> str:
-    """What a row's time (or expiry) under `parent_bound` is moved by to expire under
-    `bound` (of_inputs): nothing if they are one bound, else its window's length."""
+# the last instant a timestamptz holds: a time within a window's length of it expires
+# never (its sum would overflow; found by a helper)
+LAST = "'294276-12-31 23:59:59.999999+00'::timestamp with time zone"
+
+
+def shifted(value: str, parent_bound: str, bound: str) -> str:
+    """A row's time (or expiry) under `parent_bound`, moved to expire under `bound`
+    (of_inputs): as it is if they are one bound, else plus its window's length."""
     length = "" if parent_bound == bound else _length(parent_bound)
-    return f" + {length}" if length else ""
+    if not length:
+        return value
+    return (f"CASE WHEN {value} > {LAST} - {length} THEN 'infinity'::timestamp with time "
+            f"zone ELSE {value} + {length} END")
 
 
 def _source(node: Node, parent_of: Callable[[int], Node]) -> tuple[str, str, str] | None:
@@ -136,7 +144,7 @@ def pair(node: Node, parents: list[Node]) -> tuple[str, str]:
     for parent, alias in zip(parents, ("t1", "t2")):
         op, own = _own_bound(parent)
         for v in values(parent, alias):
-            moved.append(v + shift(own, expr))
+            moved.append(shifted(v, own, expr))
             live.append(f"{v} {op} ({own})")
     return (moved[0] if len(moved) == 1 else f"least({', '.join(moved)})"), \
         clock_once(" AND ".join(live))
