@@ -6,10 +6,16 @@ import re
 
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.tokens import TokenType
+
+from .errors import UnsupportedQueryError
 
 
 # an interval's text that is one quantity of one unit ('10 minutes'), all of it
 _ONE_QUANTITY = re.compile(r"\s*-?[0-9]+(?:\.[0-9]+)?\s*[a-zA-Z]+\s*")
+# a field qualifier (INTERVAL '5' MINUTE) and a text it cannot cut: a whole number
+_FIELDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"})
+_WHOLE = re.compile(r"\s*[-+]?[0-9]+\s*")
 
 
 class Argus(Postgres):
@@ -22,15 +28,36 @@ class Argus(Postgres):
       splits out the first quantity and its unit and drops the rest: '10 minutes 30' (10
       minutes and 30 seconds) came back '10 MINUTES', '1 day 01:30' '1 DAY', '10 minutes
       ago' '10 MINUTES' (found by a helper: a window of 10 minutes 30 answered as one of
-      10 minutes)."""
+      10 minutes);
+    - a field qualifier that would cut the text (INTERVAL '1.5' HOUR is one hour in
+      PostgreSQL, INTERVAL '1.5 HOUR' to sqlglot) is refused, and the word interval not
+      before a text is a column's name (sqlglot read `interval + 1` as INTERVAL '1')."""
 
     class Parser(Postgres.Parser):
         FUNCTIONS = {name: build for name, build in Postgres.Parser.FUNCTIONS.items()
                      if name not in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP")}
 
+        def _parse_interval(self, require_interval: bool = True,
+                            parse_function_unit: bool = True) -> exp.Expr | None:
+            # PostgreSQL's interval literal is INTERVAL 'text' (sqlglot's also INTERVAL
+            # 5 DAY): a word `interval` before anything else is a column of that name
+            # (`interval + 1` was read as INTERVAL '1'; found by a helper)
+            if require_interval and self._curr is not None \
+                    and self._curr.token_type == TokenType.INTERVAL \
+                    and (self._next is None or self._next.token_type != TokenType.STRING):
+                return None
+            return super()._parse_interval(require_interval, parse_function_unit)
+
         def _parse_interval_span(self, this: exp.Expr, parse_function_unit: bool = True
                                  ) -> exp.Interval:
             written = this.name if this is not None and this.is_string else None
+            field = self._curr.text.upper() if self._curr is not None else None
+            if written is not None and field in _FIELDS and not _WHOLE.fullmatch(written) \
+                    and (self._next is None or self._next.text.upper() != "TO"):
+                raise UnsupportedQueryError(
+                    f"interval {exp.Literal.string(written).sql()} {field}: argus does not "
+                    f"keep an interval's field qualifier (PostgreSQL cuts the text to whole "
+                    f"{field.lower()}s); write the interval as its text alone")
             interval = super()._parse_interval_span(this, parse_function_unit)
             if written is not None and interval.this is not this \
                     and not _ONE_QUANTITY.fullmatch(written):

@@ -152,12 +152,25 @@ def _conjuncts(e: exp.Expr) -> list[exp.Expr]:
     return [c for c in conjuncts(e) if not (isinstance(c, exp.Boolean) and c.this is True)]
 
 
+# where an expression may stand for a column as it is: an operand of nothing that binds
+_AS_IS = (exp.Paren, exp.Alias, exp.Tuple, exp.Where, exp.Having, exp.Select, exp.Group,
+          exp.Order, exp.Ordered)
+
+
 def substitute(sql_text: str, inputs: Mapping[str, Mapping[str, exp.Expr]]) -> exp.Expr:
     """Parse SQL over a node's inputs (t1, t2 …) and replace each input column by its
-    expression over instance atoms."""
+    expression over instance atoms, parenthesised where an operator applies to it
+    (sqlglot writes a tree as it is: a derived table's `k - j AS d` under `-d > 0` was
+    written `-k - j > 0`; found by a helper)."""
     def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.table in inputs:
-            return inputs[node.table][node.name].copy()
+            value = inputs[node.table][node.name].copy()
+            parent = node.parent
+            if isinstance(value, (exp.Column, exp.Literal, exp.Paren, exp.Null, exp.Boolean)) \
+                    or parent is None or isinstance(parent, _AS_IS) \
+                    or isinstance(parent, exp.Func) and not isinstance(parent, exp.Binary):
+                return value  # (a call's argument: CAST(k - j AS int), not COLLATE)
+            return exp.Paren(this=value)
         return node
 
     return sqlglot.parse_one(sql_text, read=DIALECT).transform(visit, copy=False)
