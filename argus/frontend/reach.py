@@ -168,6 +168,8 @@ def _without_literals(query: str) -> str:
     for node in list(tree.find_all(exp.Interval)):
         node.replace(exp.cast(exp.null(), exp.DataType.build("interval")))
     for node in list(tree.find_all(exp.Literal, *STRINGS)):
+        if isinstance(node.parent, exp.Extract) and node.arg_key == "this":
+            continue  # (EXTRACT('month' FROM t): a field's name, not a value)
         if isinstance(node, STRINGS) or node.is_string:
             node.replace(exp.null())
     return tree.sql(dialect=DIALECT)
