@@ -80,7 +80,7 @@ def markdown(results: Results, title: str) -> str:
             continue
         out.append(f"Node audit of the {m.workload} network (`argus explain --audit`: a "
                    "statement flagged reads more than 10 times its delta where probing an "
-                   "index is faster), statements flagged: "
+                   "index is twice as fast), statements flagged: "
                    + ", ".join(f"{len(found)} with {size:,} new rows"
                                for size, found in m.audit.items()) + ".")
         out += [f"- {size:,} rows: {line}" for size, found in m.audit.items() for line in found]
