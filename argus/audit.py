@@ -58,7 +58,7 @@ class Statement:
     flags: list[str] = field(default_factory=list)
     rebuilt: bool = False
     text: str = field(default="", repr=False)  # the statement, as the cycle ran it
-    chosen: list[str] = field(default_factory=list)  # scans weighed and not flagged
+    weighed: list[str] = field(default_factory=list)  # scans weighed and not flagged
 
     @property
     def us_per_row(self) -> float | None:
@@ -118,7 +118,7 @@ def audit(conn: psycopg.Connection, rows: int = 1000,
 
 def _weigh(conn: psycopg.Connection, statement: Statement) -> None:
     """The flagged statement run again as planned and made to probe indexes, each rolled
-    back: its scans were chosen by cost unless probing is clearly faster."""
+    back: it stays flagged only where probing is clearly faster."""
     if f'"{INBOX_SCHEMA}".' in statement.text:  # (the cycle emptied the inbox it read)
         return
     times: dict[str, float] = {}
@@ -138,12 +138,11 @@ def _weigh(conn: psycopg.Connection, statement: Statement) -> None:
             ms = float(explained[0]["Execution Time"])
             times[way] = min(times.get(way, ms), ms)
     planned, probing = times["planned"], times["probing"]
-    weighed = f"{planned:,.2f} ms as planned, {probing:,.2f} probing its indexes"
+    both = f"{planned:,.2f} ms as planned, {probing:,.2f} probing its indexes"
     if probing < PROBE_GAIN * planned and planned - probing >= PROBE_MIN_MS:
-        statement.flags = [f"{flag} ({weighed})" for flag in statement.flags]
+        statement.flags = [f"{flag} ({both})" for flag in statement.flags]
     else:
-        statement.chosen = [f"{flag}: not worth a flag ({weighed})"
-                            for flag in statement.flags]
+        statement.weighed = [f"{flag}: not worth a flag ({both})" for flag in statement.flags]
         statement.flags = []
 
 
@@ -280,7 +279,7 @@ def report(statements: list[Statement]) -> str:
         lines.append(f"{'FLAG ' if s.flags else '     '}{where}: {s.action}: {s.ms:,.2f} ms, "
                      f"{s.delta_rows:,} delta rows, {per_row}; {state}{s.shape}")
         lines.extend(f"       ! {flag}" for flag in s.flags)
-        lines.extend(f"         {scan}" for scan in s.chosen)
+        lines.extend(f"         {scan}" for scan in s.weighed)
     return "\n".join(lines)
 
 
