@@ -37,6 +37,9 @@ class Argus(Postgres):
         FUNCTIONS = {name: build for name, build in Postgres.Parser.FUNCTIONS.items()
                      if name not in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP")}
 
+        # the tokens of a text: '…', $$…$$, U&'…' and E'…' (sqlglot's byte string)
+        _TEXTS = frozenset(Postgres.Parser.STRING_PARSERS) | {TokenType.BYTE_STRING}
+
         def _parse_interval(self, require_interval: bool = True,
                             parse_function_unit: bool = True) -> exp.Expr | None:
             # PostgreSQL's interval literal is INTERVAL 'text' (sqlglot's also INTERVAL
@@ -44,13 +47,15 @@ class Argus(Postgres):
             # (`interval + 1` was read as INTERVAL '1'; found by a helper)
             if require_interval and self._curr is not None \
                     and self._curr.token_type == TokenType.INTERVAL \
-                    and (self._next is None or self._next.token_type != TokenType.STRING):
+                    and (self._next is None or self._next.token_type not in self._TEXTS):
                 return None
             return super()._parse_interval(require_interval, parse_function_unit)
 
         def _parse_interval_span(self, this: exp.Expr, parse_function_unit: bool = True
                                  ) -> exp.Interval:
-            written = this.name if this is not None and this.is_string else None
+            text = self._prev if self._prev is not None \
+                and self._prev.token_type in self._TEXTS else None  # (the interval's, read)
+            written = text.text if text is not None else None
             field = self._curr.text.upper() if self._curr is not None else None
             if written is not None and field in _FIELDS and not _WHOLE.fullmatch(written) \
                     and (self._next is None or self._next.text.upper() != "TO"):
@@ -59,7 +64,7 @@ class Argus(Postgres):
                     f"keep an interval's field qualifier (PostgreSQL cuts the text to whole "
                     f"{field.lower()}s); write the interval as its text alone")
             interval = super()._parse_interval_span(this, parse_function_unit)
-            if written is not None and interval.this is not this \
+            if written is not None and this.is_string and interval.this is not this \
                     and not _ONE_QUANTITY.fullmatch(written):
                 interval.set("this", exp.Literal.string(written))
                 interval.set("unit", None)

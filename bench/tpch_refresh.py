@@ -160,8 +160,8 @@ def main() -> None:
               "refused: " + "; ".join(f"{n}: {m}" for n, m in ivm_refused.items()))
         conn.execute("VACUUM ANALYZE")
         print(f"{len(queries)} queries registered in {ms(started) / 1000:.1f} s", flush=True)
-        for size in (10, 1000):  # the node audit: statements reading far more than their delta
-            flagged = [s for s in audit.audit(conn, size) if s.flags]
+        # the node audit: statements reading far more than their delta
+        for size, flagged in audit.flagged(conn).items():
             print(f"audit, a sample of {size} rows: {len(flagged)} statements flagged"
                   + "".join(f"\n  node {s.node_id} ({s.kind}): " + "; ".join(s.flags)
                             for s in flagged), flush=True)

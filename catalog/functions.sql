@@ -80,12 +80,12 @@ CREATE OR REPLACE FUNCTION argus.misjudged(p_est real, p_delta regclass, p_rows 
 RETURNS boolean LANGUAGE sql AS $$
     SELECT p_est IS NOT NULL
            AND ((argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.>)
-                 ((3::bigint OPERATOR(pg_catalog.*) p_rows) OPERATOR(pg_catalog.+)
-                  300::bigint)::float8)
-                OR (p_rows OPERATOR(pg_catalog.>) 0::bigint)
-                   AND (argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.>)
-                        ((10::bigint OPERATOR(pg_catalog.*) p_rows) OPERATOR(pg_catalog.+)
-                         10::bigint)::float8)
+                 CASE WHEN p_rows OPERATOR(pg_catalog.>) 0::bigint
+                      THEN least((3::bigint OPERATOR(pg_catalog.*) p_rows)
+                                 OPERATOR(pg_catalog.+) 300::bigint,
+                                 (10::bigint OPERATOR(pg_catalog.*) p_rows)
+                                 OPERATOR(pg_catalog.+) 10::bigint)
+                      ELSE 300::bigint END::float8)
                 OR (p_est OPERATOR(pg_catalog.>=) 0::real)
                    AND (p_rows OPERATOR(pg_catalog.>) 200::bigint)
                    AND (argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.<)

@@ -164,16 +164,20 @@ def substitute(sql_text: str, inputs: Mapping[str, Mapping[str, exp.Expr]]) -> e
     written `-k - j > 0`; found by a helper)."""
     def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.table in inputs:
-            value = inputs[node.table][node.name].copy()
-            parent = node.parent
-            if isinstance(value, (exp.Column, exp.Literal, exp.Paren, exp.Null, exp.Boolean)) \
-                    or parent is None or isinstance(parent, _AS_IS) \
-                    or isinstance(parent, exp.Func) and not isinstance(parent, exp.Binary):
-                return value  # (a call's argument: CAST(k - j AS int), not COLLATE)
-            return exp.Paren(this=value)
+            return _operand(inputs[node.table][node.name].copy(), node.parent)
         return node
 
     return sqlglot.parse_one(sql_text, read=DIALECT).transform(visit, copy=False)
+
+
+def _operand(value: exp.Expr, parent: exp.Expr | None) -> exp.Expr:
+    """`value` where a column stood under `parent`: in parentheses if an operator applies
+    to it (a call's argument needs none: CAST(k - j AS int); COLLATE is an operator)."""
+    atomic = isinstance(value, (exp.Column, exp.Literal, exp.Paren, exp.Null, exp.Boolean))
+    called = isinstance(parent, exp.Func) and not isinstance(parent, exp.Binary)
+    if atomic or called or parent is None or isinstance(parent, _AS_IS):
+        return value
+    return exp.Paren(this=value)
 
 
 def instances_of(e: exp.Expr) -> frozenset[int]:
