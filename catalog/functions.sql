@@ -18,8 +18,13 @@ LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 -- a table), else its fixed length, or its length modifier's (char(n), varchar(n),
 -- numeric(p, s)) as get_typavgwidth takes it, or 32 bytes. One never analyzed or
 -- TRUNCATEd (reltuples -1) is filled so too, but at least 10 pages of it: negative.
+-- PL/pgSQL, not SQL: a SQL function with a SET clause is planned again at every call
+-- (1-2 ms of every cycle, a fifth of a one-query cycle's own time); PL/pgSQL plans its
+-- statement once a session.
 CREATE OR REPLACE FUNCTION argus.delta_estimates() RETURNS real[]
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN (
     WITH e AS (SELECT pg_encoding_max_length(encoding) AS most FROM pg_database
                 WHERE datname = current_database())
     SELECT coalesce(array_agg(CASE WHEN c.reltuples >= 0 AND c.relpages > 0
@@ -50,8 +55,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
           SELECT sum(st.avg_width)::integer AS width FROM pg_stats st
            WHERE c.reltuples < 0 AND st.schemaname = 'argus_net' AND st.tablename = c.relname
              AND NOT st.inherited
-          HAVING count(*) = t.columns) AS m ON true
-$$;
+          HAVING count(*) = t.columns) AS m ON true);
+END $$;
 
 -- Would the planner misjudge a delta's rows (program/analyze_delta)? Its rows per page
 -- as argus.delta_estimates read them (negative: never analyzed, the planner fills at
@@ -739,12 +744,15 @@ BEGIN
 END $$;
 
 -- Whether the session's role may read a query's answer: what a cycle report tells it of
--- the query (a failure's error quotes the row it failed on).
+-- the query (a failure's error quotes the row it failed on). SQL with no SET clause and
+-- every function pg_catalog's by name, so that its callers inline it: with a SET clause
+-- each call was planned anew, 3 µs a query in every cycle's report.
 CREATE OR REPLACE FUNCTION argus.may_read_query(p_name text) RETURNS boolean
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(has_table_privilege(session_user,
-                                        to_regclass(format('argus_results.%I', p_name)),
-                                        'SELECT'), false)
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(pg_catalog.has_table_privilege(
+                        session_user,
+                        pg_catalog.to_regclass(pg_catalog.format('argus_results.%I', p_name)),
+                        'SELECT'), false)
 $$;
 
 -- What a cycle did, in one row (argus.cycle.report), for whoever may run cycles; of
