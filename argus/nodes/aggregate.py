@@ -218,7 +218,7 @@ class AggregateCompiler:
         # updates HOT, so the page's dead versions are pruned without waiting for VACUUM
         out = [sql.SQL("CREATE TABLE {} WITH (fillfactor = 50) AS {} WITH NO DATA").format(
                    node.hist, self.from_scratch(model, parent)),
-               sql.SQL("CREATE INDEX ON {} (argus_hash)").format(node.hist),
+               render("node/hash_index", hist=node.hist),
                create_delta(node), tid_column(node)]
         return out + self.aux_create(node, parent) + self.parent_index(node, parent)
 

@@ -5,4 +5,5 @@
 CREATE TABLE {aux} WITH (fillfactor = 50) AS
     SELECT {group_named}{comma}({x}) AS v FROM {parent} AS {t1} WITH NO DATA;
 ALTER TABLE {aux} ADD COLUMN argus_hash bigint NOT NULL{counts};
-CREATE INDEX ON {aux} (argus_hash)
+-- (a hash index: node/hash_index)
+CREATE INDEX ON {aux} USING hash (argus_hash)

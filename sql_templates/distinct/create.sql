@@ -1,4 +1,5 @@
 -- DISTINCT keeps one row per value with its multiplicity in the input.
 CREATE TABLE {hist} AS SELECT {named} FROM {parent} AS {t1} WITH NO DATA;
 ALTER TABLE {hist} ADD COLUMN argus_count bigint, ADD COLUMN argus_hash bigint;
-CREATE INDEX ON {hist} (argus_hash)
+-- (a hash index: node/hash_index)
+CREATE INDEX ON {hist} USING hash (argus_hash)

@@ -5,4 +5,5 @@ CREATE TABLE {hist} AS SELECT {left_named} FROM {left} AS {t1}
 CREATE TABLE {aux} (LIKE {hist});
 ALTER TABLE {aux} ADD COLUMN argus_hash bigint NOT NULL,
                   ADD COLUMN argus_ca bigint NOT NULL, ADD COLUMN argus_cb bigint NOT NULL;
-CREATE INDEX ON {aux} (argus_hash)
+-- (a hash index: node/hash_index)
+CREATE INDEX ON {aux} USING hash (argus_hash)
