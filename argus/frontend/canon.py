@@ -269,7 +269,7 @@ def _comparison(left: exp.Expr, op: str, right: exp.Expr, ctx: _Ctx | TypeOf) ->
             return _comparison(side, op, number, ctx) if side is left else \
                 _comparison(number, op, side, ctx)
     lin_l, lin_r = _linear(left, type_of), _linear(right, type_of)
-    if lin_l is not None and lin_r is not None:
+    if lin_l is not None and lin_r is not None and _movable(lin_l, lin_r, type_of):
         terms = dict(lin_l.terms)
         for atom, coef in lin_r.terms.items():
             terms[atom] = terms.get(atom, Fraction(0)) - coef
@@ -374,6 +374,23 @@ def _exact_domain(terms: dict[str, Fraction], const, type_of: TypeOf) -> bool:
         return (len(set(types)) == 1 and const[1] is not _UNSAFE
                 and not (with_tz and const[1].days))
     return False
+
+
+_SPECIAL = re.compile(r"^numeric")  # types whose arithmetic makes NaN and ±Infinity
+
+
+def _movable(left: _Lin, right: _Lin, type_of: TypeOf) -> bool:
+    """May terms move across a comparison of these sides? Over a numeric atom, only
+    where each side is a constant or one atom times a positive number plus a constant,
+    the atoms apart: PostgreSQL orders NaN above every number, -NaN is NaN and
+    'Infinity' - 'Infinity' is NaN, and only a strictly increasing function of one atom
+    on each side keeps every comparison as written (x > y is false and x - y > 0 true
+    where y is NaN; found by a helper). Other writings keep their own literal."""
+    if not any(_SPECIAL.match(type_of(a) or "") for a in (*left.terms, *right.terms)):
+        return True
+    return not left.terms.keys() & right.terms.keys() and all(
+        len(side.terms) <= 1 and all(c > 0 for c in side.terms.values())
+        for side in (left, right))
 
 
 def _linear(e: exp.Expr, type_of: TypeOf) -> _Lin | None:
