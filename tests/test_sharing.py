@@ -24,9 +24,10 @@ def transfer_rows(rng: random.Random, start: int, n: int, day: int = 1) -> list[
 
 def setup(db) -> Oracle:
     oracle = Oracle(db)
+    # (its time column: never infinite, so that a band of days implies a wider one)
     oracle.create_stream("transfers", {"tran_id": "bigint", "tran_date": "date",
                                        "sender": "text", "receiver": "text",
-                                       "amount": "numeric(14,2)"})
+                                       "amount": "numeric(14,2)"}, time_column="tran_date")
     oracle.insert("transfers", transfer_rows(random.Random(7), 0, 300))
     oracle.run()
     return oracle

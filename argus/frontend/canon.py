@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -53,7 +53,7 @@ Const = tuple[str, object]
 
 # Kinds whose distinct canonical texts are distinct values: `x = 'a'` implies `x <> 'b'`.
 TEXT_EQUAL = {"bool", "boolean", "text", "character varying", "uuid"}
-_FLOATS = {"double precision", "real"}
+FLOATS = {"double precision", "real"}
 _TIMES = {"date", "timestamp without time zone", "timestamp with time zone"}
 
 # (lhs over instance atoms, constant, the atoms' types) -> (kind, canonical text) as
@@ -167,15 +167,16 @@ TypeOf = Callable[[str], str | None]  # column atom -> PostgreSQL type, None if 
 
 
 def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True,
-                 resolve: Resolve | None = None) -> PredSet:
-    """The PredSet of a condition whose columns are instance atoms ("i1"."c").
+                 resolve: Resolve | None = None, finite: Collection[str] = ()) -> PredSet:
+    """The PredSet of a condition whose columns are instance atoms ("i1"."c"); `finite`:
+    the atoms whose dates and times are never infinite (a stream's time column).
 
     With enabled=False (the benchmark's NonCanon configuration) every top-level
     conjunct is an opaque literal: equal only to the same text, implying nothing else.
     """
     if not enabled:
         return frozenset(frozenset({_opaque(c)}) for c in conjuncts(condition))
-    clauses = _cnf(condition, _Ctx(type_of, resolve), negated=False)
+    clauses = _cnf(condition, _Ctx(type_of, resolve, finite=finite), negated=False)
     if clauses is None:
         return frozenset({frozenset({_opaque(condition)})})
     return frozenset(c for c in clauses if not any(_tautology(lit) for lit in c))
@@ -185,6 +186,11 @@ def canonicalize(condition: exp.Expr, type_of: TypeOf, *, enabled: bool = True,
 class _Ctx:
     type_of: TypeOf
     resolve: Resolve | None
+    # move terms of dates and times across as sargable rewrites them: a difference of
+    # infinite ones fails in PostgreSQL (no wrong row either way), and an index bounds
+    # a window written as one
+    lenient_times: bool = False
+    finite: Collection[str] = ()  # atoms whose dates and times are never infinite
 
 
 
@@ -256,6 +262,14 @@ def _atom_text(e: exp.Expr) -> str:
     return unparen(e).sql(DIALECT)
 
 
+def _side_text(e: exp.Expr) -> str:
+    """A side of a comparison kept as written, as one atom: in parentheses when it is
+    an operation, so that its text is never a linear form's (`x - y < 5` kept as
+    written printed as `x < y + 5` moved across does; found by a helper)."""
+    text = _atom_text(e)
+    return f"({text})" if isinstance(unparen(e), (exp.Binary, exp.Unary)) else text
+
+
 def _comparison(left: exp.Expr, op: str, right: exp.Expr, ctx: _Ctx | TypeOf) -> Literal:
     if not isinstance(ctx, _Ctx):
         ctx = _Ctx(ctx, None)
@@ -269,21 +283,25 @@ def _comparison(left: exp.Expr, op: str, right: exp.Expr, ctx: _Ctx | TypeOf) ->
             return _comparison(side, op, number, ctx) if side is left else \
                 _comparison(number, op, side, ctx)
     lin_l, lin_r = _linear(left, type_of), _linear(right, type_of)
-    if lin_l is not None and lin_r is not None and _movable(lin_l, lin_r, type_of):
+    if lin_l is not None and lin_r is not None and _movable(lin_l, lin_r, ctx):
         terms = dict(lin_l.terms)
         for atom, coef in lin_r.terms.items():
             terms[atom] = terms.get(atom, Fraction(0)) - coef
+        # a column that cancels out is no column of the form: where it is NULL, the
+        # comparison as written is NULL (i + j > i + 5 is not j > 5; found by a helper)
+        cancelled = any(c == 0 for c in terms.values())
         terms = {a: c for a, c in terms.items() if c != 0}
         const = _subtract(lin_r.const, lin_l.const)
-        if terms and const is not None and _exact_domain(terms, const, type_of):
+        if terms and const is not None and not cancelled \
+                and _exact_domain(terms, const, type_of):
             return _normalize(list(terms.items()), op, const)
     # only orient: the constant (if any) to the right, else sides in text order
     if const_r is not None and const_l is None:
-        return _normalize([(_atom_text(left), Fraction(1))], op, resolved)
+        return _normalize([(_side_text(left), Fraction(1))], op, resolved)
     if const_l is not None and const_r is None:
-        return _normalize([(_atom_text(right), Fraction(1))], FLIP[op], resolved)
+        return _normalize([(_side_text(right), Fraction(1))], FLIP[op], resolved)
     if const_l is None and const_r is None:
-        a, b = _atom_text(left), _atom_text(right)
+        a, b = _side_text(left), _side_text(right)
         if a != b:
             return _normalize([(a, Fraction(1)), (b, Fraction(-1))], op, ("num", Fraction(0)))
     return _opaque(exp.Paren(this=_build(left, op, right)))
@@ -300,7 +318,7 @@ def _resolved(side: exp.Expr, expr: exp.Expr, const, ctx: _Ctx):
         lin = _linear(side, ctx.type_of)
         if lin is not None and lin.terms and _exact_domain(lin.terms, const, ctx.type_of):
             return const
-        if kind == "num" and _is_column(side) and ctx.type_of(_atom_text(side)) in _FLOATS:
+        if kind == "num" and _is_column(side) and ctx.type_of(_atom_text(side)) in FLOATS:
             return ("double precision", float_text(float(const[1])))
         if kind == "interval":
             return const
@@ -377,16 +395,22 @@ def _exact_domain(terms: dict[str, Fraction], const, type_of: TypeOf) -> bool:
 
 
 _SPECIAL = re.compile(r"^numeric")  # types whose arithmetic makes NaN and ±Infinity
+_INFINITE = re.compile(r"^(date|timestamp)")  # types with ±infinity, whose differences fail
 
 
-def _movable(left: _Lin, right: _Lin, type_of: TypeOf) -> bool:
+def _movable(left: _Lin, right: _Lin, ctx: _Ctx) -> bool:
     """May terms move across a comparison of these sides? Over a numeric atom, only
     where each side is a constant or one atom times a positive number plus a constant,
     the atoms apart: PostgreSQL orders NaN above every number, -NaN is NaN and
     'Infinity' - 'Infinity' is NaN, and only a strictly increasing function of one atom
     on each side keeps every comparison as written (x > y is false and x - y > 0 true
-    where y is NaN; found by a helper). Other writings keep their own literal."""
-    if not any(_SPECIAL.match(type_of(a) or "") for a in (*left.terms, *right.terms)):
+    where y is NaN; found by a helper). Other writings keep their own literal. Over
+    dates and times the same, unless lenient: a difference of infinite ones fails
+    where the comparison moved across answers (d - e > 5 and d > e + 5 sharing one
+    node failed a query that PostgreSQL answers), unless they cannot be infinite."""
+    atoms = [*left.terms, *right.terms]
+    if not any(_SPECIAL.match(ctx.type_of(a) or "") or _INFINITE.match(ctx.type_of(a) or "")
+               and not (ctx.lenient_times or a in ctx.finite) for a in atoms):
         return True
     return not left.terms.keys() & right.terms.keys() and all(
         len(side.terms) <= 1 and all(c > 0 for c in side.terms.values())
@@ -511,15 +535,17 @@ def _interval_text(text: str):
     parts = re.findall(r"([-+]?\d+(?:\.\d+)?)\s*([a-z]+)", text.lower())
     if not parts or re.sub(r"[-+]?\d+(?:\.\d+)?\s*[a-z]+|\s", "", text.lower()):
         return _UNSAFE
-    total = dt.timedelta()
+    total = Fraction(0)  # microseconds
     for number, unit in parts:
         unit = unit.rstrip("s") if unit not in ("ms", "us") else unit
         unit = {"min": "minute", "sec": "second", "ms": "millisecond", "us": "microsecond",
                 "hr": "hour", "mon": "month"}.get(unit, unit)
         if unit not in _UNITS:
             return _UNSAFE
-        total += _UNITS[unit] * float(Fraction(number))
-    return total
+        total += _UNITS[unit] // dt.timedelta(microseconds=1) * Fraction(number)
+    if total.denominator != 1:  # PostgreSQL rounds what falls between microseconds its way
+        return _UNSAFE  # ('1.5 microseconds' is 1 to it, 2 to Python; found by a helper)
+    return dt.timedelta(microseconds=int(total))
 
 
 def _store(const) -> tuple[str, str]:
@@ -552,7 +578,7 @@ def _order_key(const: tuple[str, str]):
     if kind in ("num", "interval"):
         value = _parse_const(const)
         return None if value is _UNSAFE else value
-    if kind in _FLOATS:  # PostgreSQL orders NaN above everything, Infinity included
+    if kind in FLOATS:  # PostgreSQL orders NaN above everything, Infinity included
         value = float(text)
         return (1, 0.0) if value != value else (0, value)
     if kind in _TIMES:
@@ -598,11 +624,14 @@ def _is_decimal(value: Fraction) -> bool:
 
 
 def _decimal(value: Fraction) -> str:
-    from decimal import Decimal, localcontext
-
-    with localcontext() as ctx:
-        ctx.prec = 50
-        return format((Decimal(value.numerator) / Decimal(value.denominator)).normalize(), "f")
+    """A finite decimal's every digit (rounded to 50, 0.99…9 of 55 nines was 1: found by
+    a helper)."""
+    places = 0
+    while (value * 10**places).denominator != 1:
+        places += 1
+    digits = str(abs(value * 10**places).numerator).rjust(places + 1, "0")
+    whole, fraction = digits[:len(digits) - places], digits[len(digits) - places:].rstrip("0")
+    return ("-" if value < 0 else "") + whole + ("." + fraction if fraction else "")
 
 
 def _linear_text(terms) -> str:
@@ -620,11 +649,18 @@ def _linear_text(terms) -> str:
 
 # -- subsumption -----------------------------------------------------------------------
 
-def implies(p: Literal, q: Literal) -> bool:
-    """Does p imply q (every row satisfying p satisfies q)? Sound, not complete."""
+def implies(p: Literal, q: Literal, exact: Callable[[str], bool] | None = None) -> bool:
+    """Does p imply q (every row satisfying p satisfies q)? Sound, not complete.
+    `exact(atom)`: the atom's values are numbers only (no numeric NaN or Infinity, no
+    infinite date): a comparison of columns implies one with another constant only over
+    such atoms (x >= y is true and x > y - 5 false where both are NaN or Infinity;
+    found by a helper). None: every atom is."""
     if p == q:
         return True
     if p.terms != q.terms or p.op == "true" or q.op == "true":
+        return False
+    if len(p.terms) > 1 and p.const != q.const and exact is not None \
+            and not all(exact(atom) for atom, _ in p.terms):
         return False
     if q.op == "is not null":
         return p.op not in ("is null",)
@@ -651,19 +687,33 @@ for _table in _OP_IMPLIES.values():
         _table.setdefault(_op, lambda a, b: False)
 
 
-def clause_implies(c: Clause, d: Clause) -> bool:
+def clause_implies(c: Clause, d: Clause, exact: Callable[[str], bool] | None = None
+                   ) -> bool:
     """c ⇒ d when every literal of c implies some literal of d."""
-    return all(any(implies(p, q) for q in d) for p in c)
+    return all(any(implies(p, q, exact) for q in d) for p in c)
 
 
-def predset_implies(p: PredSet, q: PredSet) -> bool:
+def predset_implies(p: PredSet, q: PredSet, exact: Callable[[str], bool] | None = None
+                    ) -> bool:
     """P ⇒ Q when every clause of Q is implied by some clause of P."""
-    return all(any(clause_implies(c, d) for c in p) for d in q)
+    return all(any(clause_implies(c, d, exact) for c in p) for d in q)
 
 
-def relation(p: PredSet, q: PredSet) -> str:
+def exact_atoms(type_of: TypeOf, finite: frozenset[str] = frozenset()
+                ) -> Callable[[str], bool]:
+    """`implies`'s test of an atom: of an integer type, or a date or time known never
+    to be infinite (`finite`: a stream's time column, which refuses infinities). Not a
+    numeric (NaN), a float, nor a type unknown."""
+    return lambda atom: bool(_INTEGER.match(type_of(atom) or "")
+                             or atom in finite and _INFINITE.match(type_of(atom) or ""))
+
+
+_INTEGER = re.compile(r"^(smallint|integer|bigint)$")
+
+
+def relation(p: PredSet, q: PredSet, exact: Callable[[str], bool] | None = None) -> str:
     """'equivalent', 'implies' (p is the more selective), 'implied-by' or 'none'."""
-    forward, backward = predset_implies(p, q), predset_implies(q, p)
+    forward, backward = predset_implies(p, q, exact), predset_implies(q, p, exact)
     if forward and backward:
         return "equivalent"
     return "implies" if forward else "implied-by" if backward else "none"
@@ -692,7 +742,8 @@ def sargable(condition: str, type_of: TypeOf) -> str:
             parts = [(conjunct.this, _RANGE[type(conjunct)], conjunct.expression)]
         else:
             parts = []
-        isolated = [_isolate(_comparison(a, op, b, type_of), type_of) for a, op, b in parts]
+        isolated = [_isolate(_comparison(a, op, b, _Ctx(type_of, None, lenient_times=True)),
+                             type_of) for a, op, b in parts]
         if parts and all(isolated):
             out.extend(text for pair in isolated for text in pair)
             rewritten = True
@@ -712,6 +763,8 @@ def _isolate(lit: Literal, type_of: TypeOf) -> tuple[str, ...] | None:
     kind, value = lit.const[0], lit.value
     if "date" in (type_of(a), type_of(b)) and not (kind == "num" and value.denominator == 1):
         return None  # date ± integer days only
+    if kind == "num" and not _is_decimal(value):
+        return None  # (1/3 written in SQL divides integers: 0; found by a helper)
 
     def plus(atom: str, const) -> str:  # atom + const, as SQL
         if const[0] == "num" and const[1] == 0:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from ..frontend.canon import (Clause, PredSet, Resolve, atom_instances, canonicalize,
-                              clause_implies, column_atom, eliminate, implies, map_clause)
+from ..frontend.canon import (FLOATS, Clause, PredSet, Resolve, TypeOf, atom_instances,
+                              canonicalize, clause_implies, column_atom, eliminate,
+                              exact_atoms, implies, map_clause)
 from ..frontend.lateral import expands
 from ..plan import Join, Plan, Select
 from ..frontend.temporal import reads_clock
@@ -44,6 +45,7 @@ class Block:
     conds: tuple[Cond, ...]
     outputs: tuple[tuple[str, exp.Expr], ...]  # the plan's columns over instance atoms
     types: Mapping[str, str]  # column atom -> PostgreSQL type
+    finite: frozenset[str] = frozenset()  # column atoms never ±infinity (a stream's time)
 
     @property
     def instances(self) -> frozenset[int]:
@@ -77,8 +79,9 @@ def is_spj(plan: Plan) -> bool:
     return isinstance(plan, Join) and plan.kind == "inner"
 
 
-Source = Callable[[Plan], tuple[int, Mapping[str, str], Mapping[str, str]]]
-# a source plan -> (its node id, plan column -> node column, node column -> type)
+Source = Callable[[Plan], tuple[int, Mapping[str, str], Mapping[str, str], frozenset[str]]]
+# a source plan -> (its node id, plan column -> node column, node column -> type, the node
+# columns whose dates and times are never infinite)
 
 
 def describe(plan: Plan, source: Source, *, canonical: bool = True, infer: bool = True,
@@ -89,11 +92,12 @@ def describe(plan: Plan, source: Source, *, canonical: bool = True, infer: bool 
     sources: list[int] = []
     conds: list[Cond] = []
     types: dict[str, str] = {}
+    finite: set[str] = set()
 
     def add_conds(condition: exp.Expr) -> None:
         for conjunct in _conjuncts(condition):
             conds.append(Cond(canonicalize(conjunct, types.get, enabled=canonical,
-                                           resolve=resolve), conjunct,
+                                           resolve=resolve, finite=finite), conjunct,
                               instances_of(conjunct)))
 
     def walk(p: Plan) -> dict[str, exp.Expr]:
@@ -106,30 +110,35 @@ def describe(plan: Plan, source: Source, *, canonical: bool = True, infer: bool 
             left, right = walk(p.left), walk(p.right)
             add_conds(substitute(p.condition, {"t1": left, "t2": right}))
             return {c.name: substitute(c.expr, {"t1": left, "t2": right}) for c in p.columns}
-        node_id, names, column_types = source(p)
+        node_id, names, column_types, finite_columns = source(p)
         sources.append(node_id)
         k = len(sources)
         for column, pg_type in column_types.items():
             types[column_atom(k, column)] = pg_type
+        finite.update(column_atom(k, column) for column in finite_columns)
         return {n: exp.column(names[n], table=f"i{k}", quoted=True) for n in p.names}
 
     outputs = walk(plan)
     if canonical and infer:
-        conds += implied_bounds(conds)
-    return Block(tuple(sources), tuple(conds), tuple((n, outputs[n]) for n in plan.names), types)
+        conds += implied_bounds(conds, types.get)
+    return Block(tuple(sources), tuple(conds), tuple((n, outputs[n]) for n in plan.names), types,
+                 frozenset(finite))
 
 
-def implied_bounds(conds: list[Cond], rounds: int = 3) -> list[Cond]:
+def implied_bounds(conds: list[Cond], type_of: TypeOf, rounds: int = 3) -> list[Cond]:
     """The bounds on one column that the block's conditions imply (ARGUS's transitivity
     inference, Jin 2006 §5): `i1.amount > 1000000 AND i2.amount > i1.amount * 0.5 AND
     i3.amount = i2.amount` also bound `i2.amount > 500000` and `i3.amount > 500000`.
     Redundant for the answer (every row of it satisfies them), they filter instances
     before they are joined, so that their selections keep fewer rows, and sharing can
-    reuse them. Only from conjuncts that are one comparison, and only what no bound
-    already there implies; `rounds` bounds the chains followed (cycles of conditions
-    would tighten forever)."""
+    reuse them. Only from conjuncts that are one comparison of columns of known types
+    other than floats (PostgreSQL compares a numeric or a bigint with a float as the float
+    it rounds to: x > 0.1 AND f >= x does not bound f > 0.1; found by a helper), and only
+    what no bound already there implies; `rounds` bounds the chains followed (cycles of
+    conditions would tighten forever)."""
     units = [lit for c in conds if len(c.predset) == 1 for clause in c.predset
-             if len(clause) == 1 for lit in clause]
+             if len(clause) == 1 for lit in clause
+             if all((type_of(atom) or "real") not in FLOATS for atom, _ in lit.terms)]
     known = [lit for lit in units if len(lit.terms) == 1]
     links = [lit for lit in units if len(lit.terms) == 2]
     frontier, derived = list(known), []
@@ -250,9 +259,11 @@ def matches(node: Indexed, block: Block, subset: frozenset[int]) -> Iterator[Mat
     node_clauses = [(clause, _stas(clause)) for clause in node.predset]
     order = sorted(subset)
 
+    exact = exact_atoms(block.types.get, block.finite)
+
     def implied(clause: Clause, mapping: dict[int, int]) -> bool:
         mapped = map_clause(clause, mapping)
-        return any(clause_implies(q, mapped) for q in query_clauses)
+        return any(clause_implies(q, mapped, exact) for q in query_clauses)
 
     def assign(j: int, mapping: dict[int, int]) -> Iterator[dict[int, int]]:
         if j > len(node.sources):
@@ -273,7 +284,7 @@ def matches(node: Indexed, block: Block, subset: frozenset[int]) -> Iterator[Mat
     for mapping in assign(1, {}):
         guaranteed = [map_clause(c, mapping) for c in node.predset]
         residual = tuple(cond for cond in block.within(subset)
-                         if not all(any(clause_implies(g, c) for g in guaranteed)
+                         if not all(any(clause_implies(g, c, exact) for g in guaranteed)
                                     for c in cond.predset))
         yield Match(node, mapping, residual)
 

@@ -359,9 +359,27 @@ class Builder(Reads):
         """The node columns holding a plan's columns, in the plan's order."""
         return [self.names[plan][n] for n in plan.names]
 
-    def _source(self, plan: Plan) -> tuple[int, dict[str, str], dict[str, str]]:
+    def _source(self, plan: Plan
+                ) -> tuple[int, dict[str, str], dict[str, str], frozenset[str]]:
         node = self.node_for(plan)
-        return node.id, self.names[plan], dict(zip(node.columns, node.types))
+        return node.id, self.names[plan], dict(zip(node.columns, node.types)), \
+            self._finite(node)
+
+    def _finite(self, node: Node) -> frozenset[str]:
+        """The node's columns that hold a stream's time column as it is (its inbox
+        refuses infinite times; a table's rows come from the application): sharing
+        may take one band window of them to imply a wider one."""
+        if node.kind == "stream":
+            return self._once(("finite", node.id), lambda: frozenset(
+                r[0] for r in self.conn.execute(
+                    "SELECT time_column FROM argus_catalog.streams WHERE node_id = %s "
+                    "AND time_column IS NOT NULL", (node.id,))
+                if node.insert_only))  # (a table: stream.is_table)
+        if node.kind != "select" or len(node.parents) != 1:
+            return frozenset()
+        passed = {sql.Identifier("t1", c).as_string(None): c
+                  for c in self._finite(self.load(node.parents[0]))}
+        return frozenset(c for c, e in zip(node.columns, node.exprs) if e in passed)
 
     def ancestors(self, node_id: int) -> list[tuple[int, str]]:
         """The node and every node it is computed from, in evaluation order: (id, kind)."""
