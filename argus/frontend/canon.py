@@ -394,23 +394,31 @@ def _exact_domain(terms: dict[str, Fraction], const, type_of: TypeOf) -> bool:
     return False
 
 
-_SPECIAL = re.compile(r"^numeric")  # types whose arithmetic makes NaN and ±Infinity
+_INTEGER = re.compile(r"^(smallint|integer|bigint)$")
 _INFINITE = re.compile(r"^(date|timestamp)")  # types with ±infinity, whose differences fail
 
 
+def _numbers_only(atom: str, type_of: TypeOf, finite: Collection[str]) -> bool:
+    """Does the atom hold numbers only, which arithmetic keeps in order: an integer, or a
+    date or time known never to be infinite (`finite`: a stream's time column, whose
+    inbox refuses infinities)? Not a numeric (NaN, ±Infinity), a float, a type unknown."""
+    pg_type = type_of(atom) or ""
+    return bool(_INTEGER.match(pg_type) or atom in finite and _INFINITE.match(pg_type))
+
+
 def _movable(left: _Lin, right: _Lin, ctx: _Ctx) -> bool:
-    """May terms move across a comparison of these sides? Over a numeric atom, only
-    where each side is a constant or one atom times a positive number plus a constant,
-    the atoms apart: PostgreSQL orders NaN above every number, -NaN is NaN and
-    'Infinity' - 'Infinity' is NaN, and only a strictly increasing function of one atom
-    on each side keeps every comparison as written (x > y is false and x - y > 0 true
-    where y is NaN; found by a helper). Other writings keep their own literal. Over
-    dates and times the same, unless lenient: a difference of infinite ones fails
-    where the comparison moved across answers (d - e > 5 and d > e + 5 sharing one
-    node failed a query that PostgreSQL answers), unless they cannot be infinite."""
-    atoms = [*left.terms, *right.terms]
-    if not any(_SPECIAL.match(ctx.type_of(a) or "") or _INFINITE.match(ctx.type_of(a) or "")
-               and not (ctx.lenient_times or a in ctx.finite) for a in atoms):
+    """May terms move across a comparison of these sides? Over atoms of numbers only
+    (_numbers_only), yes. Else only where each side is a constant or one atom times a
+    positive number plus a constant, the atoms apart: PostgreSQL orders NaN above every
+    number, -NaN is NaN and 'Infinity' - 'Infinity' is NaN, and only a strictly
+    increasing function of one atom on each side keeps every comparison as written (x > y
+    is false and x - y > 0 true where y is NaN; found by a helper); and a difference of
+    infinite dates fails where the comparison moved across answers (d - e > 5 and
+    d > e + 5 sharing one node failed a query that PostgreSQL answers) — unless lenient,
+    as sargable is: there every difference that answers is of finite dates."""
+    if all(_numbers_only(a, ctx.type_of, ctx.finite)
+           or ctx.lenient_times and _INFINITE.match(ctx.type_of(a) or "")
+           for a in (*left.terms, *right.terms)):
         return True
     return not left.terms.keys() & right.terms.keys() and all(
         len(side.terms) <= 1 and all(c > 0 for c in side.terms.values())
@@ -614,21 +622,26 @@ def _const_text(const: tuple[str, str]) -> str:
     return f"{quoted}::{kind}"
 
 
-def _is_decimal(value: Fraction) -> bool:
-    d = value.denominator
+def _places(value: Fraction) -> int | None:
+    """The digits after the point a finite decimal needs (None: it is not one, 1/3)."""
+    d, twos, fives = value.denominator, 0, 0
     while d % 2 == 0:
-        d //= 2
+        d, twos = d // 2, twos + 1
     while d % 5 == 0:
-        d //= 5
-    return d == 1
+        d, fives = d // 5, fives + 1
+    return max(twos, fives) if d == 1 else None
+
+
+def _is_decimal(value: Fraction) -> bool:
+    return _places(value) is not None
 
 
 def _decimal(value: Fraction) -> str:
     """A finite decimal's every digit (rounded to 50, 0.99…9 of 55 nines was 1: found by
     a helper)."""
-    places = 0
-    while (value * 10**places).denominator != 1:
-        places += 1
+    places = _places(value)
+    if places is None:
+        raise ValueError(f"{value} is no finite decimal")
     digits = str(abs(value * 10**places).numerator).rjust(places + 1, "0")
     whole, fraction = digits[:len(digits) - places], digits[len(digits) - places:].rstrip("0")
     return ("-" if value < 0 else "") + whole + ("." + fraction if fraction else "")
@@ -649,17 +662,23 @@ def _linear_text(terms) -> str:
 
 # -- subsumption -----------------------------------------------------------------------
 
-def implies(p: Literal, q: Literal, exact: Callable[[str], bool] | None = None) -> bool:
+Exact = Callable[[str], bool]  # does an atom hold numbers only (exact_atoms)?
+
+
+def _no_atom(atom: str) -> bool:
+    return False
+
+
+def implies(p: Literal, q: Literal, exact: Exact = _no_atom) -> bool:
     """Does p imply q (every row satisfying p satisfies q)? Sound, not complete.
-    `exact(atom)`: the atom's values are numbers only (no numeric NaN or Infinity, no
-    infinite date): a comparison of columns implies one with another constant only over
-    such atoms (x >= y is true and x > y - 5 false where both are NaN or Infinity;
-    found by a helper). None: every atom is."""
+    A comparison of columns implies one with another constant only where `exact` says
+    each holds numbers only (x >= y is true and x > y - 5 false where both are NaN or
+    Infinity; found by a helper)."""
     if p == q:
         return True
     if p.terms != q.terms or p.op == "true" or q.op == "true":
         return False
-    if len(p.terms) > 1 and p.const != q.const and exact is not None \
+    if len(p.terms) > 1 and p.const != q.const \
             and not all(exact(atom) for atom, _ in p.terms):
         return False
     if q.op == "is not null":
@@ -687,31 +706,22 @@ for _table in _OP_IMPLIES.values():
         _table.setdefault(_op, lambda a, b: False)
 
 
-def clause_implies(c: Clause, d: Clause, exact: Callable[[str], bool] | None = None
-                   ) -> bool:
+def clause_implies(c: Clause, d: Clause, exact: Exact = _no_atom) -> bool:
     """c ⇒ d when every literal of c implies some literal of d."""
     return all(any(implies(p, q, exact) for q in d) for p in c)
 
 
-def predset_implies(p: PredSet, q: PredSet, exact: Callable[[str], bool] | None = None
-                    ) -> bool:
+def predset_implies(p: PredSet, q: PredSet, exact: Exact = _no_atom) -> bool:
     """P ⇒ Q when every clause of Q is implied by some clause of P."""
     return all(any(clause_implies(c, d, exact) for c in p) for d in q)
 
 
-def exact_atoms(type_of: TypeOf, finite: frozenset[str] = frozenset()
-                ) -> Callable[[str], bool]:
-    """`implies`'s test of an atom: of an integer type, or a date or time known never
-    to be infinite (`finite`: a stream's time column, which refuses infinities). Not a
-    numeric (NaN), a float, nor a type unknown."""
-    return lambda atom: bool(_INTEGER.match(type_of(atom) or "")
-                             or atom in finite and _INFINITE.match(type_of(atom) or ""))
+def exact_atoms(type_of: TypeOf, finite: Collection[str] = ()) -> Exact:
+    """`implies`'s test of an atom (_numbers_only)."""
+    return lambda atom: _numbers_only(atom, type_of, finite)
 
 
-_INTEGER = re.compile(r"^(smallint|integer|bigint)$")
-
-
-def relation(p: PredSet, q: PredSet, exact: Callable[[str], bool] | None = None) -> str:
+def relation(p: PredSet, q: PredSet, exact: Exact = _no_atom) -> str:
     """'equivalent', 'implies' (p is the more selective), 'implied-by' or 'none'."""
     forward, backward = predset_implies(p, q, exact), predset_implies(q, p, exact)
     if forward and backward:

@@ -138,7 +138,7 @@ def implied_bounds(conds: list[Cond], type_of: TypeOf, rounds: int = 3) -> list[
     conditions would tighten forever)."""
     units = [lit for c in conds if len(c.predset) == 1 for clause in c.predset
              if len(clause) == 1 for lit in clause
-             if all((type_of(atom) or "real") not in FLOATS for atom, _ in lit.terms)]
+             if all(type_of(atom) not in (*FLOATS, None) for atom, _ in lit.terms)]
     known = [lit for lit in units if len(lit.terms) == 1]
     links = [lit for lit in units if len(lit.terms) == 2]
     frontier, derived = list(known), []

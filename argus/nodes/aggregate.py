@@ -194,15 +194,16 @@ class AggregateCompiler:
 
     def aux_create(self, node: Node, parent: Node) -> list[sql.Composable]:
         model = node.spec
-        return [render("aggregate/aux_create", aux=node.aux(f"d{family.index}"),
-                       x=sql.SQL(family.value), parent=parent.hist,
-                       counts=sql.SQL("").join(
-                           sql.SQL(", ADD COLUMN {} bigint NOT NULL").format(
-                               sql.Identifier(family.count_column(spec)))
-                           for spec, _ in family.members),
-                       group_named=named(model.group_exprs, model.group_names),
-                       comma=sql.SQL("") if model.is_global else sql.SQL(", "), t1=T1)
-                for family in model.families]
+        return [statement for family in model.families for statement in (
+            render("aggregate/aux_create", aux=node.aux(f"d{family.index}"),
+                   x=sql.SQL(family.value), parent=parent.hist,
+                   counts=sql.SQL("").join(
+                       sql.SQL(", ADD COLUMN {} bigint NOT NULL").format(
+                           sql.Identifier(family.count_column(spec)))
+                       for spec, _ in family.members),
+                   group_named=named(model.group_exprs, model.group_names),
+                   comma=sql.SQL("") if model.is_global else sql.SQL(", "), t1=T1),
+            render("node/hash_index", hist=node.aux(f"d{family.index}")))]
 
     def aux_backfill(self, node: Node, parent: Node) -> list[sql.Composable]:
         model = node.spec

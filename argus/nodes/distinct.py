@@ -25,7 +25,8 @@ class DistinctCompiler:
 
     def create(self, node, parents):
         return [render("distinct/create", hist=node.hist, parent=parents[0].hist,
-                       **self._slots(node)), create_delta(node)]
+                       **self._slots(node)),
+                render("node/hash_index", hist=node.hist), create_delta(node)]
 
     def backfill(self, node, parents):
         return [render("distinct/backfill", hist=node.hist, parent=parents[0].hist,

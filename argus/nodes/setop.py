@@ -82,6 +82,7 @@ class SetOpCompiler:
                        left_named=self._named(node, "left", left, "t1"),
                        right_named=self._named(node, "right", right, "t2"),
                        left=left.hist, right=right.hist, t1=T1, t2=T2),
+                *([] if union_all else [render("node/hash_index", hist=node.aux("counts"))]),
                 *add_hash(node), create_delta(node)]
 
     def backfill(self, node, parents):

@@ -1,5 +1,3 @@
 -- DISTINCT keeps one row per value with its multiplicity in the input.
 CREATE TABLE {hist} AS SELECT {named} FROM {parent} AS {t1} WITH NO DATA;
-ALTER TABLE {hist} ADD COLUMN argus_count bigint, ADD COLUMN argus_hash bigint;
--- (a hash index: node/hash_index)
-CREATE INDEX ON {hist} USING hash (argus_hash)
+ALTER TABLE {hist} ADD COLUMN argus_count bigint, ADD COLUMN argus_hash bigint

@@ -4,6 +4,4 @@ CREATE TABLE {hist} AS SELECT {left_named} FROM {left} AS {t1}
                        UNION ALL SELECT {right_named} FROM {right} AS {t2} WITH NO DATA;
 CREATE TABLE {aux} (LIKE {hist});
 ALTER TABLE {aux} ADD COLUMN argus_hash bigint NOT NULL,
-                  ADD COLUMN argus_ca bigint NOT NULL, ADD COLUMN argus_cb bigint NOT NULL;
--- (a hash index: node/hash_index)
-CREATE INDEX ON {aux} USING hash (argus_hash)
+                  ADD COLUMN argus_ca bigint NOT NULL, ADD COLUMN argus_cb bigint NOT NULL
