@@ -28,6 +28,7 @@ from .frontend.analyze import Analyzed, analyze, as_registered
 from .frontend.temporal import calls_user_clock
 from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
+from .nodes import JOINS, LOADED
 from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name)
 from .network import Builder, assemble, drop_unused, lazy, rebuild_if_lost
 from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept, results_view_sql,
@@ -203,10 +204,11 @@ def _sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
                       AND (q.query_id = %(q)s OR EXISTS (
                           SELECT FROM argus_catalog.query_nodes mine
                             JOIN argus_catalog.nodes n
-                                 ON n.node_id = mine.node_id AND n.kind = 'join'
+                                 ON n.node_id = mine.node_id AND n.kind = ANY(%(joins)s)
                             JOIN argus_catalog.query_nodes o ON o.node_id = mine.node_id
                            WHERE mine.query_id = %(q)s AND o.query_id = q.query_id))
-                    ORDER BY q.query_id <> %(q)s, q.name""", {"q": query_id})]
+                    ORDER BY q.query_id <> %(q)s, q.name""",
+                {"q": query_id, "joins": JOINS})]
 
 
 def _together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyzed,
@@ -500,10 +502,10 @@ def _only_used_by(conn: psycopg.Connection, queries: list[int]) -> frozenset[int
     return frozenset(r[0] for r in conn.execute(
         """SELECT DISTINCT q.node_id FROM argus_catalog.query_nodes q
              JOIN argus_catalog.nodes n USING (node_id)
-            WHERE q.query_id = ANY(%(q)s) AND n.kind <> 'stream'
+            WHERE q.query_id = ANY(%(q)s) AND n.kind <> ALL(%(loaded)s)
               AND NOT EXISTS (SELECT FROM argus_catalog.query_nodes o
                                WHERE o.node_id = q.node_id AND o.query_id <> ALL(%(q)s))""",
-        {"q": queries}))
+        {"q": queries, "loaded": LOADED}))
 
 
 def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,

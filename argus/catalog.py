@@ -18,6 +18,7 @@ from psycopg import sql
 from . import roles
 from .errors import CatalogError
 from .names import CATALOG_SCHEMA, CYCLE_LOCK
+from .nodes import JOINS, LOADED, SELECTS
 from .resources import resource_dir
 
 _FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -35,9 +36,24 @@ def migrations() -> list[tuple[int, str]]:
 CODE_FILES = ("functions.sql", "views.sql")
 
 
+def kinds_function() -> str:
+    """argus.kinds(trait): the node kinds with a trait (argus.nodes.base.Kind), so that
+    the catalog's SQL names no kind: `n.kind <> ALL(argus.kinds('loaded'))` (IMMUTABLE:
+    PostgreSQL folds it into a constant where it is planned)."""
+    cases = sql.SQL(" ").join(
+        sql.SQL("WHEN {} THEN ARRAY[{}]::text[]").format(
+            sql.Literal(trait), sql.SQL(", ").join(map(sql.Literal, names)))
+        for trait, names in (("loaded", LOADED), ("selects", SELECTS), ("joins", JOINS)))
+    return sql.SQL(
+        "CREATE OR REPLACE FUNCTION argus.kinds(trait text) RETURNS text[]\n"
+        "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE trait {} END $$;\n"
+    ).format(cases).as_string(None)
+
+
 def code() -> tuple[str, str]:
     """(md5, text) of the functions and views, as this argus defines them."""
-    text = "\n".join((resource_dir("catalog") / name).read_text() for name in CODE_FILES)
+    text = kinds_function() + "\n".join(
+        (resource_dir("catalog") / name).read_text() for name in CODE_FILES)
     return hashlib.md5(text.encode()).hexdigest(), text
 
 

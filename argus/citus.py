@@ -23,6 +23,7 @@ from .network.placement import installed, placed
 from .network.placement import distributed, replicated  # noqa: F401 (what argus.api reads)
 from .network.shards import place_all, sharding
 from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
+from .nodes import JOINS
 from .streams import stream_schemas
 
 
@@ -131,9 +132,9 @@ def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
              FROM below JOIN argus_catalog.nodes n USING (node_id)
              JOIN argus_catalog.query_nodes qn USING (node_id)
              JOIN argus_catalog.queries q USING (query_id)
-            WHERE n.kind = 'join' AND ((n.definition->>'virtual')::boolean
+            WHERE n.kind = ANY(%(joins)s) AND ((n.definition->>'virtual')::boolean
                   OR n.definition->>'kind' <> 'inner')
-            ORDER BY 1 LIMIT 1""", {"stream": stream}).fetchone()
+            ORDER BY 1 LIMIT 1""", {"stream": stream, "joins": JOINS}).fetchone()
     if found:
         name, view = found
         why = (f"keeps a join over it as a view, which Citus 13 cannot read once the history "
@@ -151,7 +152,7 @@ def _shard_registered(conn: psycopg.Connection) -> None:
     from .network import assemble, load
 
     nodes = load(conn).nodes
-    moved = place_all(conn, [n for n in nodes.values() if n.kind != "stream"],
+    moved = place_all(conn, [n for n in nodes.values() if not n.loaded],
                       nodes.__getitem__, sharding(conn))
     if changed := [n.id for n in moved if n.sharded_by != nodes[n.id].sharded_by]:
         assemble(conn, check=changed)

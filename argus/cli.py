@@ -17,6 +17,7 @@ from rich.table import Table
 from . import __version__, citus
 from .errors import ArgusError, CycleInProgressError
 from .mqo.sharing import STRATEGIES
+from .nodes import KINDS
 
 
 
@@ -282,7 +283,7 @@ def register(name: str, sql_text: str | None, path: Path | None, sharing: str | 
         info = db.register_query(name, text, force=force,
                                  evaluate="rerun" if rerun else "incremental")
         created = [n.id for n in info.nodes if n.created]
-        shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]
+        shared = [n.id for n in info.nodes if not n.created and not KINDS[n.kind].loaded]
         console.print(f"query {info.name} registered: {len(db.results(info.name))} rows now; "
                       f"nodes created {created or 'none'}, shared {shared or 'none'}; "
                       f"answer in argus_results.{info.name}")

@@ -15,6 +15,7 @@ from .api import Argus
 from .datagen import TRANSFER_COLUMNS, TransferGenerator
 from . import roles
 from .names import STREAMS_SCHEMA
+from .nodes import KINDS
 
 DEMO_DATABASE = "argus_demo"
 
@@ -82,7 +83,7 @@ def run_demo(admin_dsn: str, *, cycles: int = 5, history: int = 100_000, batch: 
                       + (" by Spark" if use_spark else ""))
         for name, text in QUERIES.items():
             info = db.register_query(name, text)
-            shared = [n.id for n in info.nodes if not n.created and n.kind != "stream"]
+            shared = [n.id for n in info.nodes if not n.created and not KINDS[n.kind].loaded]
             console.print(f"[bold]registered[/] {name}: {len(db.results(name)):,} rows from "
                           f"history" + (f", sharing node {shared}" if shared else ""))
         seconds = []

@@ -41,8 +41,7 @@ def maintenance(node, stats: tuple | None) -> list[str]:
         stats or (None,) * 9
     if virtual(node):
         lines = ["maintenance: none, its history is a view: "
-                 + ("the join of its parents' histories (its answer is large next to them)"
-                    if node.kind == "join" else "its parent's rows it passes")]
+                 + node.kind_of.as_view]
         if node.definition.get("deferred"):
             lines.append("changes: computed when read, from its parents' deltas and "
                          "histories (deferred: no node consumes them, so cycles do not "
@@ -181,7 +180,7 @@ def explain(conn: psycopg.Connection, name: str, code: bool = False) -> str:
         cycle_block, flush_block = blocks[node.id]
         if not code:
             continue
-        if node.kind == "stream":
+        if node.loaded:
             out.append("      cycle code (claim; one statement for all streams):")
             out.append(text(claim([(stream_of[node.id], node, None)])))
         elif cycle_block is not None:

@@ -57,15 +57,15 @@ def proposals(conn: psycopg.Connection, only: set[int] | None = None) -> list[Pr
     for node in net.nodes.values():
         if only is not None and node.id not in only:
             continue
-        if node.kind == "join" and virtual(node) and node.definition.get("deferred") is False \
+        if node.kind_of.joins and virtual(node) and node.definition.get("deferred") is False \
                 and node.id not in consumed:
             out.append(Proposal(node.id, node.kind, "changes → deferred",
                                 "no node consumes its delta any more (only a query's "
                                 "changes view)", None, recent.get(node.id, (None,))[0]))
-        if virtual(node) or node.kind not in ("join", "select"):
+        if virtual(node) or not (node.kind_of.joins or node.kind_of.selects):
             continue
         parents = [net.nodes[p] for p in node.parents]
-        if node.kind == "join":
+        if node.kind_of.joins:
             inputs = sum(rows[p.id] for p in parents)
             if not (growth is not None and node.insert_only
                     and may_be_view(node.definition, node.exprs)

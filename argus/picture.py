@@ -167,26 +167,21 @@ def _drawn(conn: psycopg.Connection, nodes_sql: str, args: tuple,
     return svg(boxes, [tuple(e) for e in edges], queries)
 
 
-_SYMBOLS = {"select": "σ", "aggregate": "γ", "distinct": "δ", "setop": "∪", "window": "ω",
-            "recursive": "μ", "rerun": "↻"}
-_JOINS = {"inner": "⋈", "left": "⟕", "semi": "⋉", "anti": "▷"}
 _QUALIFIED = re.compile(r'"t\d+"\.|"')
 
 
 def _label(node, described: list[str]) -> str:
     """What a box computes, in a few symbols: σ amount > 1000, ⋈ sender = receiver,
     γ sender, ω top 10 (the node's id is on hover)."""
-    if node.kind == "stream":
-        return f"stream {node.hist_ref[1]}"
-    if node.kind == "join":
-        text = f"{_JOINS.get(node.spec.kind, '⋈')} {node.spec.condition}"
-    elif node.kind == "window":
-        keep = node.spec.keep
-        text = f"ω top {keep[1]}" if keep else f"ω over {node.spec.keys} key(s)"
+    kind = node.kind_of
+    if node.loaded:
+        return kind.label(node)
+    if kind.label is not None:
+        text = kind.label(node)
     else:
         first = described[0] if described else node.kind
         for lead in ("where ", "group by "):
             first = first.removeprefix(lead)
-        text = f"{_SYMBOLS.get(node.kind, node.kind)} {first}"
+        text = f"{kind.symbol or node.kind} {first}"
     text = _QUALIFIED.sub("", text)
     return text if len(text) <= 34 else text[:33] + "…"

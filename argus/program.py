@@ -14,7 +14,6 @@ from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .frontend.lateral import expands
 from .nodes import COMPILERS, KINDS, lazy
-from .nodes.expiry import expiring
 from .nodes.select import passes_every_row
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 
@@ -81,7 +80,7 @@ def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], c
     the inbox after a locked claim, the stream's delta table after any other (so that
     PostgreSQL plans each over one plain table)."""
     copied = code(parents)
-    if any(p.kind == "stream" for p in parents):
+    if any(p.loaded for p in parents):
         locked = code(list(map(in_inbox, parents)))
         if locked.as_string(conn) != copied.as_string(conn):
             return render("program/claimed_where", locked=locked, copied=copied)
@@ -115,7 +114,7 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
                     var=var(node.id))
     condition = any_rows(*_unique(parents))
-    if (node.kind == "select" and node.spec.temporal) or expiring(node):
+    if node.kind_of.clock_driven(node):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
     return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id), kind=sql.Literal(node.kind),
@@ -154,7 +153,7 @@ def probe_block(node: Node, parents: list[Node], conn) -> sql.Composed | None:
 
 
 def _describe_input(node: Node) -> str:
-    if node.kind == "stream":
+    if node.loaded:
         return f"row of stream {node.hist_ref[1]}"
     return f"row of node {node.id}"
 
@@ -167,7 +166,7 @@ def analyze_delta(node: Node) -> sql.Composed:
 def rebuildable(node: Node) -> bool:
     """Signed nodes may rebuild their history instead of applying a cycle's changes
     (catalog/003); an insert-only node's changes are an append, never dearer."""
-    return node.kind != "stream" and not node.insert_only and not virtual(node)
+    return not node.loaded and not node.insert_only and not virtual(node)
 
 
 def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:

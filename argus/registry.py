@@ -22,7 +22,6 @@ from . import network, plans, roles
 from .settings import pinned_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, as_registered, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
-from .nodes.join import changes
 from .program import rebuild
 from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
                      UnknownQueryError, UnsupportedQueryError)
@@ -390,7 +389,7 @@ def output_check_sql(output: list[str], top, bound: int | None = None) -> str | 
     expands rows (a set-returning function of the data) is counted to `bound` only."""
     if all(_a_column(e) for e in output) or any(reads_clock(e) for e in output):
         return None
-    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": _changes_of(top),
+    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": top.kind_of.changes(top),
              "t1": T1, "sign": SIGN_ID}
     if bound is not None and any(expands(e) for e in output):
         return render("query/check_output_bounded", limit=sql.Literal(bound + 1),
@@ -401,11 +400,6 @@ def output_check_sql(output: list[str], top, bound: int | None = None) -> str | 
 def _a_column(expr: str) -> bool:
     """An output expression that only passes a column on (`"t1"."x" AS "y"`)."""
     return isinstance(sqlglot.parse_one(expr, read=DIALECT).unalias(), exp.Column)
-
-
-def _changes_of(top: Node) -> sql.Identifier:
-    """Where the top node's changes of a cycle are."""
-    return changes(top) if top.kind == "join" else top.delta
 
 
 def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top: Node
@@ -427,7 +421,7 @@ def changes_view_sql(name: str, output: list[str], top, last_run: int,
     the last cycle's changes, shown until the next cycle (a migration's, argus.adapt).
     Where a row can be retracted, the changes are made net (query/changes_net)."""
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
-             "delta": _changes_of(top), "t1": T1,
+             "delta": top.kind_of.changes(top), "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
     clocked = any(reads_clock(e) for e in output)
     if not clocked:

@@ -12,6 +12,7 @@ from . import roles
 from .network import idle_streams
 from .network.durability import lost
 from .names import MIGRATING, stream_inbox
+from .nodes import LOADED
 
 INBOX_COUNT_LIMIT = 1_000_000  # count waiting rows exactly up to here
 
@@ -42,16 +43,17 @@ def status_tables(conn: psycopg.Connection) -> list:
 
     (state,) = conn.execute(
         "SELECT coalesce(sum(hist_rows), 0) FROM argus_catalog.node_stats "
-        "JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream'"
+        "JOIN argus_catalog.nodes USING (node_id) WHERE kind <> ALL(%s)", (LOADED,)
     ).fetchone()
     queries, nodes, shared, uses = conn.execute(
         """SELECT (SELECT count(*) FROM argus_catalog.queries),
-                  (SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'),
+                  (SELECT count(*) FROM argus_catalog.nodes WHERE kind <> ALL(%(loaded)s)),
                   (SELECT count(*) FROM (SELECT node_id FROM argus_catalog.query_nodes
-                     JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream'
+                     JOIN argus_catalog.nodes USING (node_id) WHERE kind <> ALL(%(loaded)s)
                      GROUP BY node_id HAVING count(*) > 1) s),
                   (SELECT count(*) FROM argus_catalog.query_nodes
-                     JOIN argus_catalog.nodes USING (node_id) WHERE kind <> 'stream')""").fetchone()
+                     JOIN argus_catalog.nodes USING (node_id) WHERE kind <> ALL(%(loaded)s))""",
+        {"loaded": LOADED}).fetchone()
     staged, stale = conn.execute(
         """SELECT count(*), count(*) FILTER (WHERE s.created_at < now() - t.stale_staging_after)
              FROM argus_catalog.staging s, argus_catalog.settings t""").fetchone()

@@ -191,7 +191,7 @@ FOR EACH ROW EXECUTE FUNCTION argus.node_stats_row();
 CREATE OR REPLACE FUNCTION argus.excluded_nodes() RETURNS TABLE (node_id bigint)
 LANGUAGE sql STABLE AS $$
     SELECT n.node_id FROM argus_catalog.nodes n
-     WHERE n.kind <> 'stream'
+     WHERE n.kind <> ALL(argus.kinds('loaded'))
        AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes qn
                          JOIN argus_catalog.queries q USING (query_id)
                         WHERE qn.node_id = n.node_id AND q.status = 'ok')
@@ -267,7 +267,8 @@ BEGIN
                       coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
                                                WHEN NOT excluded THEN code END, E'\n'
                                           ORDER BY join_level, sequence_id, node_id), ''),
-                      coalesce(bool_or(kind <> 'stream' AND NOT insert_only AND NOT excluded),
+                      coalesce(bool_or(kind <> ALL(argus.kinds('loaded')) AND NOT insert_only
+                                       AND NOT excluded),
                                false)::text,
                       coalesce(string_agg(flush_code, E'\n'
                                           ORDER BY join_level, sequence_id, node_id)
@@ -281,7 +282,8 @@ BEGIN
                                                  'argus_net.%I; END IF;', node_id,
                                                  'n' || node_id || '_delta'), E'\n'
                                           ORDER BY node_id)
-                               FILTER (WHERE NOT (kind = 'select' AND definition ? 'virtual')),
+                               FILTER (WHERE NOT (kind = ANY(argus.kinds('selects'))
+                                              AND definition ? 'virtual')),
                                ''),
                       quote_literal(v_outputs), quote_literal(v_clock_outputs))
           INTO v_body FROM n;
@@ -817,7 +819,8 @@ BEGIN
                             SELECT max(m.after_run) FROM argus_catalog.migrations m
                              WHERE m.query = qq.name), 0)) AS after
                    FROM argus_catalog.run_nodes w
-                   JOIN argus_catalog.nodes n ON n.node_id = w.node_id AND n.kind = 'join'
+                   JOIN argus_catalog.nodes n ON n.node_id = w.node_id
+                        AND n.kind = ANY(argus.kinds('joins'))
                    JOIN argus_catalog.query_nodes qn ON qn.node_id = w.node_id
                    JOIN argus_catalog.queries qq ON qq.query_id = qn.query_id
                         AND qq.status = 'ok' AND qq.evaluate = 'incremental'

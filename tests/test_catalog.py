@@ -45,16 +45,12 @@ def test_node_code_compiled_by_an_older_argus_is_recompiled(transfers, fresh_dsn
                               "HAVING count(*) > 1")
     db.conn.execute("UPDATE argus_catalog.nodes SET flush_block = '    NULL;' "
                     "WHERE NOT insert_only")  # stale code: maintains nothing
-    # CODE_VERSION 4 and 5 read a stream's claimed rows through a view
-    db.conn.execute("CREATE VIEW argus_net.n1_claimed AS SELECT * FROM argus_net.n1_delta")
     db.conn.execute("UPDATE argus_catalog.settings SET code_version = 0")
     with argus.connect(fresh_dsn) as again:
         assert again.conn.execute("SELECT code_version FROM argus_catalog.settings"
                                   ).fetchone()[0] == network.CODE_VERSION
         assert again.conn.execute("SELECT count(*) FROM argus_catalog.nodes "
                                   "WHERE flush_block = '    NULL;'").fetchone()[0] == 0
-        assert again.conn.execute("SELECT to_regclass('argus_net.n1_claimed')"
-                                  ).fetchone()[0] is None
     rows = [(i, "2024-01-01", f"a{i % 3}", "b", 10) for i in range(12)]
     for batch in (rows[:6], rows[6:]):
         transfers.insert("transfers", batch)

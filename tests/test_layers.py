@@ -5,6 +5,7 @@ nothing below the surface depends on the API. Checked from the source, no server
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import argus
@@ -81,3 +82,24 @@ def test_the_network_answers_everything_the_optimizer_asks():
     assert methods(sharing.Network) <= set(dir(network.Builder))
     assert methods(regroup.Groups) <= set(dir(network.CatalogGroups))
     assert methods(regroup.Groups) <= set(dir(MemoryGroups))
+
+
+def test_only_a_kinds_own_module_names_it():
+    """A node kind is known by its module in argus/nodes/ and its templates alone:
+    other code asks the kind (Node.kind_of: argus.nodes.base.Kind), and the catalog's
+    SQL asks argus.kinds(trait), so that a new kind touches its module, its templates
+    and the registry line. (The numbered catalog files are history, kept as written.)"""
+    from argus.nodes import KINDS
+
+    names = "|".join(KINDS)
+    test = re.compile(
+        rf"""kind\s*(==|!=|=|<>)\s*["']({names})["']"""
+        rf"""|kind\s+((?i:not)\s+)?(?i:in)\s*\([^)]*["']({names})["']""")
+    root = PACKAGE.parent
+    checked = [p for p in PACKAGE.rglob("*.py") if p.parent.name != "nodes"] + [
+        root / "catalog" / "functions.sql", root / "catalog" / "views.sql",
+        *(p for p in (root / "sql_templates").rglob("*.sql")
+          if p.parent.name not in KINDS and p.parent.name != "node")]
+    found = [f"{p.relative_to(root)}:{i}: {line.strip()}" for p in checked
+             for i, line in enumerate(p.read_text().splitlines(), 1) if test.search(line)]
+    assert found == []

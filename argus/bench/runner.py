@@ -27,6 +27,7 @@ from psycopg.conninfo import make_conninfo
 
 from .. import audit, roles
 from ..errors import ArgusError
+from ..nodes import LOADED
 from ..api import Argus, connect, resolve_dsn
 from .methods import Floor, MatViews, PgIvm, Rerun
 from .workloads import Workload
@@ -202,7 +203,7 @@ def _argus_parts(db: Argus, batch: dict[str, list[tuple]],
 
 
 _NODES = """
-SELECT run_id, coalesce(sum(r.ms + coalesce(r.flush_ms, 0)) FILTER (WHERE n.kind = 'stream'), 0),
+SELECT run_id, coalesce(sum(r.ms + coalesce(r.flush_ms, 0)) FILTER (WHERE n.kind = ANY(%s)), 0),
        coalesce(sum(r.ms + coalesce(r.flush_ms, 0)), 0)
   FROM argus_catalog.run_nodes r JOIN argus_catalog.nodes n USING (node_id)
  WHERE r.run_id = ANY(%s) GROUP BY run_id
@@ -212,7 +213,7 @@ SELECT run_id, coalesce(sum(r.ms + coalesce(r.flush_ms, 0)) FILTER (WHERE n.kind
 def node_ms(conn: psycopg.Connection, runs: list[int]) -> dict[int, tuple[float, float]]:
     """Per run: (ms claiming and appending to the stream histories, ms of every node)."""
     return {run: (float(streams), float(every))
-            for run, streams, every in conn.execute(_NODES, (runs,)).fetchall()}
+            for run, streams, every in conn.execute(_NODES, (LOADED, runs)).fetchall()}
 
 
 _BREAKDOWN = """
@@ -289,7 +290,7 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
                     settle()
                     t["pg_ivm"] = [ivm.ingest(batch) for batch in batches]
                 nodes = conn.execute("SELECT count(*) FROM argus_catalog.nodes "
-                                     "WHERE kind <> 'stream'").fetchone()[0]
+                                     "WHERE kind <> ALL(%s)", (LOADED,)).fetchone()[0]
                 results.measures.append(Measure(
                     workload.name, count, size, _ms(t["argus"]), _ms(t["rerun"]),
                     _ms(t["matview"]), _ms(t["floor"]),

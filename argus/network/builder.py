@@ -30,7 +30,7 @@ from ..mqo.order import Estimates, Tree
 from ..mqo.replan import Replan
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
 from ..names import NETWORK_SCHEMA, TIME_TYPES
-from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, signature, virtual
+from ..nodes import COMPILERS, KINDS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes import expiry, lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
@@ -369,13 +369,13 @@ class Builder(Reads):
         """The node's columns that hold a stream's time column as it is (its inbox
         refuses infinite times; a table's rows come from the application): sharing
         may take one band window of them to imply a wider one."""
-        if node.kind == "stream":
+        if node.loaded:
             return self._once(("finite", node.id), lambda: frozenset(
                 r[0] for r in self.conn.execute(
                     "SELECT time_column FROM argus_catalog.streams WHERE node_id = %s "
                     "AND time_column IS NOT NULL", (node.id,))
                 if node.insert_only))  # (a table: stream.is_table)
-        if node.kind != "select" or len(node.parents) != 1:
+        if not node.kind_of.selects or len(node.parents) != 1:
             return frozenset()
         passed = {sql.Identifier("t1", c).as_string(None): c
                   for c in self._finite(self.load(node.parents[0]))}
@@ -432,13 +432,13 @@ class Builder(Reads):
         if not atoms:  # (two instances of one query read it, and the other's added them)
             return node
         parents = [self.load(p) for p in node.parents]
-        width = len(self.sources_of(parents[0])) if node.kind == "join" else None
+        width = len(self.sources_of(parents[0])) if node.kind_of.joins else None
         wanted: dict[int, set[str]] = {}
         plan = []
         for atom in sorted(atoms):
             k = int(atom.split(".", 1)[0].strip('"')[1:])
-            side = 1 if node.kind == "select" or k <= width else 2
-            parent_atom = atom if side == 1 or node.kind == "select" else \
+            side = 1 if node.kind_of.selects or k <= width else 2
+            parent_atom = atom if side == 1 or node.kind_of.selects else \
                 map_atom(atom, {k: k - width})
             wanted.setdefault(side, set()).add(parent_atom)
             plan.append((atom, side, parent_atom))
@@ -534,10 +534,11 @@ class Builder(Reads):
                 ) -> Node:
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
-        if kind == "select" and not definition.get("temporal") and (
+        of = KINDS[kind]
+        if of.selects and not definition.get("temporal") and (
                 self._over_groups(parents[0]) or self._over_top_k(parents[0], definition, exprs)):
             definition = {**definition, "virtual": True}
-        if kind == "aggregate":
+        if of.groups:
             definition = growing(definition, parents[0])
         signature_text = signature(kind, parents, names, exprs, definition, self._salt(salted))
         found = self.conn.execute(
@@ -558,7 +559,7 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
-        if kind == "join" and definition.get("kind") != "inner":  # (one node may be both)
+        if of.joins and definition.get("kind") != "inner":  # (one node may be both)
             unsharded = {i: self._unsharded(p) for i, p in {p.id: p for p in parents}.items()}
             parents = [unsharded[p.id] for p in parents]
         undeferred = {}  # (once per node: one node may be both parents)
@@ -572,10 +573,10 @@ class Builder(Reads):
             parents = [self.load(p.id) for p in parents]
         if copy is not None and copy[0] in self.taken:  # (its table is another's now)
             copy = None
-        build_lazily = (self.lazy and kind == "join" and insert_only and copy is None
+        build_lazily = (self.lazy and of.joins and insert_only and copy is None
                         and definition.get("kind") == "inner")
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
-        if kind == "join" and insert_only and not any(map(is_lazy, parents)):
+        if of.joins and insert_only and not any(map(is_lazy, parents)):
             limit = self._view_of_join(parents, definition, names, exprs)
         view_now = build_lazily and limit is not None and self._estimated_rows(
             parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
@@ -586,9 +587,9 @@ class Builder(Reads):
             definition = {**definition, "lazy": {"signature": signature_text}}
             signature_text = signature(kind, parents, names, exprs, definition,
                                        self._salt(salted))
-        if kind == "select" and self.view_of_stream(parents[0], definition, exprs):
+        if of.selects and self.view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
-        if (kind == "join" and definition.get("kind") == "inner" and not insert_only
+        if (of.joins and definition.get("kind") == "inner" and not insert_only
                 and (found := expiry.of_inputs(parents, self.load))):
             definition = {**definition, "expiry": list(found)}  # (nodes/expiry)
 
@@ -690,7 +691,7 @@ class Builder(Reads):
         """The node with its history on the coordinator, for an answer whose changes
         view Citus cannot plan over the workers (one that reads the clock: a UNION ALL
         of the history and its delta); a stream's history on the workers is refused."""
-        if node.kind == "stream" and node.hist_ref[1] in self.sharded():
+        if node.loaded and node.hist_ref[1] in self.sharded():
             raise UnsupportedQueryError(
                 f"argus_now() in the output of a query over stream {node.hist_ref[1]!r}, "
                 "whose history is on the Citus workers, is not supported yet: compute it "
@@ -707,14 +708,14 @@ class Builder(Reads):
 
     def _over_groups(self, parent: Node) -> bool:
         """The parent is an aggregate's groups, or a view of them."""
-        return self._stored(parent).kind == "aggregate"
+        return self._stored(parent).kind_of.groups
 
     def _over_top_k(self, parent: Node, definition: dict, exprs) -> bool:
         """The parent is a Top-K window node (or a view of one), which keeps only rows
         that pass a selection of its ranks, and the selection cannot fail on a row (a
         view's error would surface when the answer is read)."""
         stored = self._stored(parent)
-        return stored.kind == "window" and stored.definition.get("keep") is not None \
+        return stored.kind_of.top_k(stored) is not None \
             and all(map(never_fails, filter(None, [definition.get("predicate"), *exprs])))
 
     def view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
@@ -733,7 +734,7 @@ class Builder(Reads):
         layout, threshold, _, _ = self._layout()
         base = self._stored(parent)
         if layout != "cost" or threshold is None or not (
-                base.kind == "stream" or base.kind == "join" and virtual(base)):
+                base.loaded or base.kind_of.joins and virtual(base)):
             return False
         return self.share_of(parent, predicate, base) > threshold
 
@@ -865,7 +866,7 @@ class Builder(Reads):
         computed by the cycles, its changes are when read (join/changes.sql). A join
         whose answer is many times its inputs gains as many changes per new row: a
         cycle computing them for no reader cost the loose chains most of theirs."""
-        if not (node.kind == "join" and virtual(node)) or "deferred" in node.definition:
+        if not (node.kind_of.joins and virtual(node)) or "deferred" in node.definition:
             return node
         if self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
                              (node.id,)).fetchone():
@@ -1112,8 +1113,8 @@ class Builder(Reads):
         that the predicate reads are then indexed: their updates are no longer HOT.)
         None: not such a selection, or a predicate PostgreSQL cannot index."""
         predicate = parent.definition.get("predicate")
-        if not (parent.kind == "select" and virtual(parent) and predicate
-                and not parent.definition.get("temporal") and table.kind == "aggregate"
+        if not (parent.kind_of.selects and virtual(parent) and predicate
+                and not parent.definition.get("temporal") and table.kind_of.groups
                 and parent.parents == (table.id,)):
             return None
         tree = sqlglot.parse_one(predicate, read=DIALECT)
@@ -1202,7 +1203,7 @@ def growing(definition: dict, parent: Node) -> dict:
     every aggregate "from" the parent's) — an aggregate over such an input; else
     "counted" when it keeps MIN/MAX books (argus.aggregates.Book)."""
     regroup = all(entry.regrouped for entry in entries(definition))
-    grows = parent.insert_only or (parent.kind == "aggregate" and regroup
+    grows = parent.insert_only or (parent.kind_of.groups and regroup
                                    and bool(parent.definition.get("grows")))
     out = {k: v for k, v in definition.items() if k not in ("grows", "counted")}
     if grows:

@@ -67,7 +67,7 @@ def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:
         if not lost(conn):
             return None  # another session rebuilt it while this one waited
         net = load(conn)
-        todo = [n for n in net.nodes.values() if n.kind != "stream" and not virtual(n)]
+        todo = [n for n in net.nodes.values() if not n.loaded and not virtual(n)]
         log.info("argus: a crash emptied the network's state; rebuilding its %d nodes from "
                  "the stream histories", len(todo))
         started = time.perf_counter()

@@ -40,7 +40,7 @@ def probe_keys(consumer: Node, node: Node, parents: list[Node]) -> list[list[str
     """(node's column, other input's column) for each equality of the consumer's inner
     join condition between two plain columns of the same type; [] if the consumer is
     not an inner insert-only join reading the node once."""
-    if (consumer.kind != "join" or consumer.spec.kind != "inner" or not consumer.insert_only
+    if (not consumer.kind_of.inner_join(consumer) or not consumer.insert_only
             or [p.id for p in parents].count(node.id) != 1):
         return []
     side = "t1" if parents[0].id == node.id else "t2"

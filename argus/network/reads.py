@@ -204,8 +204,7 @@ class Reads:
         its new rows it took) — and its changes per cycle: as many rows leave as
         come."""
         node = self.load(node_id)
-        if not (node.kind == "select" and node.definition.get("temporal")
-                and node.definition.get("monotone") and len(node.parents) == 1) \
+        if not (node.kind_of.slides(node) and len(node.parents) == 1) \
                 or virtual(self.load(node.parents[0])):  # (counting a view runs it)
             return None
         last = self.conn.execute(
@@ -329,7 +328,7 @@ class Reads:
         Citus holds: the coordinator does not plan over its own statistics of it, and
         its ANALYZE (a command per shard, in parallel) fails in a transaction that used
         a reference table's copy on the coordinator."""
-        if node.sharded_by or node.kind == "stream" and node.hist_ref[1] in self._once(
+        if node.sharded_by or node.loaded and node.hist_ref[1] in self._once(
                 ("placed",), lambda: placed(self.conn)):
             return
         never = self.conn.execute(

@@ -10,12 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
-import sqlglot
-from sqlglot import exp
 
-from ..nodes import Node
+from ..nodes import JOINS, Node
 from ..nodes.base import virtual
-from ..trees import DIALECT
 from .placement import placed
 from .stored import store_blocks
 
@@ -61,20 +58,11 @@ def shard_keys(node: Node, load: Callable[[int], Node],
     13 cannot run from the coordinator into a distributed table; a signed selection or
     join, whose retraction deletes one copy of a row by its ctid; and every other kind,
     not tried yet."""
-    if not streams or virtual(node) or node.kind not in ("select", "join", "aggregate"):
-        return []
-    if node.kind != "aggregate" and not node.insert_only:
-        return []
-    if node.kind == "join" and (node.definition.get("kind") != "inner"
-                                or "lazy" in node.definition):
-        return []
-    if node.kind == "aggregate" and (node.spec.distinct_specs or not node.spec.group_names):
-        return []
-    if not _over(node, load, set(streams)):
+    candidates = node.kind_of.shard_keys(node) if streams and not virtual(node) else ()
+    if not candidates or not _over(node, load, set(streams)):
         return []
     keys = []
-    for i, column in enumerate(node.spec.group_names if node.kind == "aggregate"
-                               else node.columns):
+    for i, column in enumerate(candidates):
         stream, origin = _origin(node, column, load) or (None, None)
         if stream in streams and origin in streams[stream].keys:
             keys.append((origin != streams[stream].column, i, column, streams[stream].shards))
@@ -84,27 +72,19 @@ def shard_keys(node: Node, load: Callable[[int], Node],
 def _over(node: Node, load: Callable[[int], Node], streams: set[str]) -> bool:
     """Is every stream the node reads on the workers (distributed, or a reference
     table)?"""
-    if node.kind == "stream":
+    if node.loaded:
         return node.hist_ref[1] in streams
     return all(_over(load(p), load, streams) for p in node.parents)
 
 
 def _origin(node: Node, column: str, load: Callable[[int], Node]) -> tuple[str, str] | None:
     """(stream, its column) that the node's column copies, through selections, joins
-    and groups; None if it is computed."""
-    if node.kind == "stream":
+    and groups; None if it is computed (or may be null where the column it copies is
+    not: an outer join's)."""
+    if node.loaded:
         return node.hist_ref[1], column
-    if node.kind not in ("select", "join", "aggregate") or column not in node.columns:
-        return None
-    if node.kind == "join" and node.definition.get("kind") != "inner":
-        return None  # (an outer join's column may be null, a semi join's is one side's)
-    expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read=DIALECT)
-    if not isinstance(expr, exp.Column) or not expr.table.startswith("t"):
-        return None
-    parent = int(expr.table[1:]) - 1
-    if not 0 <= parent < len(node.parents):
-        return None
-    return _origin(load(node.parents[parent]), expr.name, load)
+    copied = node.kind_of.copies(node, column)
+    return None if copied is None else _origin(load(node.parents[copied[0]]), copied[1], load)
 
 
 def outer_read(conn: psycopg.Connection) -> set[int]:
@@ -114,7 +94,8 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
     return {n for (n,) in conn.execute(
         """SELECT e.parent_id FROM argus_catalog.edges e
              JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-            WHERE n.kind = 'join' AND n.definition->>'kind' <> 'inner'""")}
+            WHERE n.kind = ANY(%s) AND n.definition->>'kind' <> 'inner'""",
+        (JOINS,))}
 
 
 def place_all(conn: psycopg.Connection, nodes: list[Node], load: Callable[[int], Node],

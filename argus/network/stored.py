@@ -4,7 +4,6 @@ new code once; recompiling after an upgrade; dropping the nodes no query needs."
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable
 
@@ -13,13 +12,11 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from .. import roles
-from ..frontend.temporal import classify
 from ..mqo import index
 from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
-from ..nodes import CODE_VERSION, Node, signature
-from ..nodes.aggregate import AggregateCompiler
+from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
 from ..nodes import lazy
-from ..nodes.base import tid_column, var
+from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import Statements, fill, flush_block, frame, node_block, probe_block
 from .placement import placed
@@ -60,8 +57,8 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
         """SELECT output_node FROM argus_catalog.queries
            UNION SELECT e.parent_id FROM argus_catalog.edges e
                    JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-                  WHERE n.kind = 'select' AND (n.definition->>'virtual')::boolean
-                     OR (n.definition->>'deferred')::boolean""")}
+                  WHERE n.kind = ANY(%s) AND (n.definition->>'virtual')::boolean
+                     OR (n.definition->>'deferred')::boolean""", (SELECTS,))}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
                                              if node.id not in copied),
                           frozenset(idle_streams(conn)))
@@ -79,11 +76,12 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
     registers is what a cycle can run. The purges are only validated."""
     rows = conn.execute(
         """SELECT n.node_id, n.cycle_block, n.flush_block,
-                  n.kind <> 'stream' AND NOT n.insert_only,
+                  n.kind <> ALL(%s) AND NOT n.insert_only,
                   coalesce((SELECT array_agg(e.parent_id) FROM argus_catalog.edges e
                              WHERE e.child_id = n.node_id), '{}')
              FROM argus_catalog.nodes n WHERE n.node_id = ANY(%s)
-            ORDER BY n.join_level, n.sequence_id, n.node_id""", (ids,)).fetchall()
+            ORDER BY n.join_level, n.sequence_id, n.node_id""",
+        (LOADED, ids)).fetchall()
     involved = sorted({i for r in rows for i in [r[0], *r[4]]})
     tables = [r[0] for r in conn.execute(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
@@ -126,10 +124,10 @@ def _store_purges(conn: psycopg.Connection) -> list[str]:
              JOIN argus_catalog.nodes c ON c.node_id = e.child_id
             WHERE e.parent_id NOT IN (SELECT output_node FROM argus_catalog.queries)
             GROUP BY e.parent_id
-           HAVING bool_and(c.kind = 'select' AND c.definition->>'monotone' = 'true'
+           HAVING bool_and(c.kind = ANY(%s) AND c.definition->>'monotone' = 'true'
                            AND jsonb_typeof(c.definition->'bounds') = 'array'
                            AND jsonb_array_length(c.definition->'bounds') > 0)
-            ORDER BY e.parent_id""")]
+            ORDER BY e.parent_id""", (SELECTS,))]
     purges: dict[int, str] = {}
     time_columns = dict(conn.execute("SELECT node_id, time_column FROM argus_catalog.streams"))
     on_workers = set(placed(conn))
@@ -138,8 +136,8 @@ def _store_purges(conn: psycopg.Connection) -> list[str]:
             "SELECT DISTINCT child_id FROM argus_catalog.edges WHERE parent_id = %s",
             (node_id,))]
         node = load_node(conn, node_id)
-        block = purge_block(node, children, time_columns.get(node_id) if node.kind == "stream"
-                            else None, bool(node.sharded_by) or node.kind == "stream"
+        block = purge_block(node, children, time_columns.get(node_id) if node.loaded
+                            else None, bool(node.sharded_by) or node.loaded
                             and node.hist_ref[1] in on_workers)
         if block is not None:
             purges[node_id] = block.as_string(conn)
@@ -167,57 +165,10 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
             return False  # another process did it while this one waited
         net = load(conn)
         for node in net.nodes.values():
-            # what stored networks of older argus may lack or hold: a view of a stream's
-            # claimed rows (no longer read), an tid column of an aggregate or window, temporal
-            # definitions classified by older rules
-            if node.kind == "stream":
-                conn.execute(sql.SQL("DROP VIEW IF EXISTS {}").format(
-                    sql.Identifier(NETWORK_SCHEMA, f"n{node.id}_claimed")))
-            if node.kind in ("aggregate", "window"):
-                conn.execute(tid_column(node))
-            if node.kind == "aggregate":
-                _refamily(conn, node, net.nodes[node.parents[0]])
-            if node.kind == "select" and node.spec.temporal:
-                node = _reclassified(conn, node, [net.nodes[p] for p in node.parents])
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
     return True
-
-
-def _refamily(conn: psycopg.Connection, node: Node, parent: Node) -> None:
-    """Older argus kept one aux table per COUNT(DISTINCT) (one argus_count column);
-    rebuild them as one per family of a value (AggregateCompiler.aux_create)."""
-    old = [f"n{node.id}_d{spec.index}" for spec in node.spec.distinct_specs]
-    if not conn.execute(
-            "SELECT EXISTS (SELECT FROM pg_attribute WHERE attname = 'argus_count'"
-            " AND attrelid = ANY(ARRAY(SELECT to_regclass(format('%%I.%%I', %s::text, t))"
-            " FROM unnest(%s::text[]) AS t)))", (NETWORK_SCHEMA, old)).fetchone()[0]:
-        return
-    for table in old:
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
-            sql.Identifier(NETWORK_SCHEMA, table)))
-    compiler = AggregateCompiler()
-    for statement in compiler.aux_create(node, parent) + compiler.aux_backfill(node, parent):
-        conn.execute(statement)
-
-
-def _reclassified(conn: psycopg.Connection, node: Node, parents: list[Node]) -> Node:
-    """A temporal selection's bounds as this argus classifies them (argus.frontend.temporal)."""
-    _, bounds, monotone = classify(node.definition["predicate"])
-    definition = {**node.definition, "monotone": monotone,
-                  "bounds": [[b.column, b.op, b.expr] for b in bounds]}
-    if definition == node.definition:
-        return node
-    node = dataclasses.replace(node, definition=definition)
-    (stored,) = conn.execute("SELECT signature FROM argus_catalog.nodes WHERE node_id = %s",
-                             (node.id,)).fetchone()
-    parts = json.loads(stored)  # its salt, if any, stays
-    parts[3] = json.loads(signature(node.kind, parents, (), (), definition, None))[3]
-    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = %s "
-                 "WHERE node_id = %s", (json.dumps(definition), json.dumps(parts, sort_keys=True),
-                                        node.id))
-    return node
 
 
 def drop_unused(conn: psycopg.Connection) -> list[int]:
@@ -225,13 +176,14 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
     join-key indexes of argus's no remaining node asked for."""
     rows = conn.execute(
         """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
-                  n.definition ? 'virtual', n.kind = 'select', n.definition ? 'deferred',
+                  n.definition ? 'virtual', n.kind = ANY(%s), n.definition ? 'deferred',
                   n.definition ? 'lazy'
              FROM argus_catalog.nodes n
-            WHERE n.kind <> 'stream'
+            WHERE n.kind <> ALL(%s)
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
                                WHERE q.node_id = n.node_id)
-            ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""").fetchall()
+            ORDER BY n.join_level DESC, n.sequence_id DESC, n.node_id DESC""",
+        (SELECTS, LOADED)).fetchall()
     indexes = []
     for node_id, schema, name, node_indexes, is_view, is_select, deferred, is_lazy in rows:
         if is_lazy:  # (its consumer's, or its consumer's full view, went first)

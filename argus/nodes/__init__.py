@@ -19,6 +19,9 @@ from .base import (CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, S
 assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, recursive, rerun,
                                                  select, setop, stream, window)}
 COMPILERS: dict[str, Compiler] = {name: kind.compiler for name, kind in KINDS.items()}
+# the names of the kinds with a trait, for SQL over the catalog's nodes (kind = ANY(%s))
+LOADED, SELECTS, JOINS = ([name for name, kind in KINDS.items() if getattr(kind, trait)]
+                          for trait in ("loaded", "selects", "joins"))
 
-__all__ = ["CODE_VERSION", "COMPILERS", "KINDS", "SIGN_ID", "T1", "T2", "Compiler", "Kind",
-           "Node", "Step", "delta_view", "signature", "virtual"]
+__all__ = ["CODE_VERSION", "COMPILERS", "JOINS", "KINDS", "LOADED", "SELECTS", "SIGN_ID", "T1",
+           "T2", "Compiler", "Kind", "Node", "Step", "delta_view", "signature", "virtual"]

@@ -13,7 +13,7 @@ from ..names import std_alias
 from ..templates import render
 from ..trees import DIALECT, qualified
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, always, any_rows, cols,
-                   create_delta, expr_hash, named, row_hash, same_row, tid_column,
+                   create_delta, expr_hash, named, passed_on, row_hash, same_row, tid_column,
                    unqualified, var, virtual)
 
 
@@ -456,4 +456,6 @@ KIND = register(Kind(
     "aggregate", Model.of, AggregateCompiler(), describe, keeps_state=always,
     probe=lambda node, parents: [Probe(T1, 0, node.spec.group_exprs
                                        + [s.arg for s in node.spec.specs if s.arg] or ["TRUE"])],
-    aux_tables=lambda node: [node.aux(f"d{f.index}") for f in node.spec.families]))
+    aux_tables=lambda node: [node.aux(f"d{f.index}") for f in node.spec.families],
+    groups=True, copies=passed_on, symbol="γ",
+    shard_keys=lambda node: () if node.spec.distinct_specs else tuple(node.spec.group_names)))

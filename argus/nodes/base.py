@@ -59,6 +59,15 @@ class Node:
         return KINDS[self.kind].spec(self.definition)
 
     @property
+    def kind_of(self) -> Kind:
+        """What its kind is and does (the only place that knows a kind)."""
+        return KINDS[self.kind]
+
+    @property
+    def loaded(self) -> bool:
+        return KINDS[self.kind].loaded
+
+    @property
     def hist(self) -> sql.Identifier:
         return sql.Identifier(*self.hist_ref)
 
@@ -188,6 +197,26 @@ def _no_tables(node: Node) -> list[sql.Identifier]:
     return []
 
 
+def _own_delta(node: Node) -> sql.Composable:
+    return node.delta
+
+
+def _copies_nothing(node: Node, column: str) -> tuple[int, str] | None:
+    return None
+
+
+def passed_on(node: Node, column: str) -> tuple[int, str] | None:
+    """(the parent's index, its column) where the node's column is a parent's column as
+    it is; None if it is computed."""
+    if column not in node.columns:
+        return None
+    expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read=DIALECT)
+    if not isinstance(expr, exp.Column) or not expr.table.startswith("t"):
+        return None
+    parent = int(expr.table[1:]) - 1
+    return (parent, expr.name) if 0 <= parent < len(node.parents) else None
+
+
 def always(node: Node) -> bool:
     return True
 
@@ -204,7 +233,20 @@ class Kind:
     node's rows are state, which purging never deletes (a group that left a window may
     come back, and must come back counted; a partition's top rows rank the new ones),
     where a failed node of it looks for the row it failed on (None: no row-level
-    expression of it can fail), and the tables it keeps besides its history."""
+    expression of it can fail), and the tables it keeps besides its history.
+
+    What other layers ask of a node, they ask here, never by its kind's name: whether
+    its rows are `loaded` (a stream's, the network's sources) rather than computed from
+    parents; whether it `selects` (filters and projects one parent's rows), `joins`
+    (pairs two parents' rows; an `inner_join` among them) or `groups` (one row per
+    group of its parent's rows); the (rank column, k) of the rows it keeps if it keeps
+    each partition's top k (`top_k`); whether its rows change as the clock moves
+    (`clock_driven`), or leave a sliding window (`slides`); the relation a query whose
+    output it is reads its changes from (`changes`); which parent's column one of its
+    columns passes on (`copies`: where a sharding key comes from) and the columns its
+    history may be sharded by (`shard_keys`, none if it may not be: network.shards);
+    what its history is when it is a view (`as_view`); and its box in `argus picture`
+    (its `symbol` and first described line, or its own `label`)."""
 
     name: str
     spec: Callable[[dict], object]
@@ -213,6 +255,20 @@ class Kind:
     keeps_state: Callable[[Node], bool] = never
     probe: Callable[[Node, list[Node]], list[Probe]] | None = None
     aux_tables: Callable[[Node], list[sql.Identifier]] = _no_tables
+    loaded: bool = False
+    selects: bool = False
+    joins: bool = False
+    groups: bool = False
+    top_k: Callable[[Node], tuple[str, int] | None] = lambda node: None
+    inner_join: Callable[[Node], bool] = never
+    clock_driven: Callable[[Node], bool] = never
+    slides: Callable[[Node], bool] = never
+    changes: Callable[[Node], sql.Composable] = _own_delta
+    copies: Callable[[Node, str], tuple[int, str] | None] = _copies_nothing
+    shard_keys: Callable[[Node], tuple[str, ...]] = lambda node: ()
+    as_view: str = "its parent's rows it passes"
+    symbol: str = ""
+    label: Callable[[Node], str] | None = None
 
 
 KINDS: dict[str, Kind] = {}

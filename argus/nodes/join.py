@@ -15,7 +15,7 @@ from ..trees import DIALECT, conjuncts
 from . import expiry, lazy
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
                    bag_flush, cols, create_delta, identical_when_equal, named, row_hash,
-                   signed_slots, virtual)
+                   passed_on, signed_slots, virtual)
 
 
 @dataclass(frozen=True)
@@ -278,4 +278,18 @@ def probe(node: Node, parents: list[Node]) -> list[Probe]:
             Probe(T2, 1, list(node.exprs), 0, condition)]
 
 
-KIND = register(Kind("join", JoinSpec.of, JoinCompiler(), describe, probe=probe))
+_SYMBOLS = {"inner": "⋈", "left": "⟕", "semi": "⋉", "anti": "▷"}
+
+
+def _inner(node: Node) -> bool:
+    return node.spec.kind == "inner"
+
+
+KIND = register(Kind(
+    "join", JoinSpec.of, JoinCompiler(), describe, probe=probe, joins=True,
+    inner_join=_inner, clock_driven=expiry.expiring, changes=changes,
+    copies=lambda node, column: passed_on(node, column) if _inner(node) else None,
+    shard_keys=lambda node: (node.columns if node.insert_only and _inner(node)
+                             and not lazy.is_lazy(node) else ()),
+    as_view="the join of its parents' histories (its answer is large next to them)",
+    label=lambda node: f"{_SYMBOLS.get(node.spec.kind, '⋈')} {node.spec.condition}"))

@@ -103,4 +103,4 @@ class RecursiveCompiler:
 KIND = register(Kind(
     "recursive", lambda d: None, RecursiveCompiler(),
     lambda node: ["WITH RECURSIVE: the new rows' derivations, round by round (semi-naive), "
-                  "none it holds derived again"]))
+                  "none it holds derived again"], symbol="μ"))

@@ -98,4 +98,5 @@ class RerunCompiler:
 KIND = register(Kind("rerun", lambda d: None, RerunCompiler(),
                      lambda node: ["evaluated by re-running its query over its streams' "
                                    "histories in each cycle that brings them rows; its changes "
-                                   "are the difference from the answer it holds"]))
+                                   "are the difference from the answer it holds"],
+                     symbol="↻"))

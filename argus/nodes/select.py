@@ -14,7 +14,8 @@ from ..templates import render
 from ..trees import DIALECT, qualified
 from . import expiry
 from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush,
-                   bounded, cols, create_delta, expr_hash, row_hash, signed_slots, var, virtual)
+                   bounded, cols, create_delta, expr_hash, passed_on, row_hash, signed_slots,
+                   var, virtual)
 
 
 @dataclass(frozen=True)
@@ -157,14 +158,17 @@ KIND = register(Kind(
     "select", SelectSpec.of, SelectCompiler(),
     describe=lambda node: ([f"where {node.spec.predicate}"] if node.spec.predicate
                            else ["projection"]),
-    probe=lambda node, parents: [Probe(T1, 0, [node.spec.predicate or "TRUE", *node.exprs])]))
+    probe=lambda node, parents: [Probe(T1, 0, [node.spec.predicate or "TRUE", *node.exprs])],
+    selects=True, symbol="σ", clock_driven=lambda node: node.spec.temporal,
+    slides=lambda node: node.spec.temporal and node.spec.monotone, copies=passed_on,
+    shard_keys=lambda node: node.columns if node.insert_only else ()))
 
 
 def passes_every_row(node: Node, parent: Node) -> bool:
     """A virtual selection of a rank ≤ k over a window node that keeps only the rows
     ranked within k (its Top-K): every row passes, so its changes are its parent's, and
     so are their counts."""
-    keep = parent.definition.get("keep") if parent.kind == "window" else None
+    keep = parent.kind_of.top_k(parent)
     if not keep or node.spec.predicate is None:
         return False
     tree = sqlglot.parse_one(node.spec.predicate, read=DIALECT)

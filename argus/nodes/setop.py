@@ -147,4 +147,5 @@ KIND = register(Kind("setop", SetOpSpec.of, SetOpCompiler(),
                                    "parents (columns by position)"],
                      keeps_state=always,
                      aux_tables=lambda node: ([node.aux("counts")]
-                                              if node.spec.op != "union_all" else [])))
+                                              if node.spec.op != "union_all" else []),
+                     symbol="∪"))

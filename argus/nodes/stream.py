@@ -187,4 +187,5 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
 
 
 KIND = register(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),
-                     lambda node: []))
+                     lambda node: [], loaded=True,
+                     label=lambda node: f"stream {node.hist_ref[1]}"))

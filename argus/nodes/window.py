@@ -318,4 +318,6 @@ def _describe(node: Node) -> list[str]:
 
 KIND = register(Kind("window", lambda d: WindowSpec(
     d["keys"], tuple(d["keep"]) if d.get("keep") else None, bool(d.get("grouped"))),
-    WindowCompiler(), _describe, keeps_state=keeps_state))
+    WindowCompiler(), _describe, keeps_state=keeps_state, top_k=lambda node: node.spec.keep,
+    label=lambda node: (f"ω top {node.spec.keep[1]}" if node.spec.keep
+                        else f"ω over {node.spec.keys} key(s)")))
