@@ -30,7 +30,7 @@ from .mqo.replan import Prediction, Replan, decide, evaluation, predict
 from .mqo.sharing import Sharing
 from .nodes import JOINS, LOADED
 from .names import (CYCLE_LOCK, MIGRATING, NETWORK_SCHEMA, changes_view, check_name)
-from .network import Builder, assemble, drop_unused, lazy, rebuild_if_lost
+from .network import Builder, assemble, drop_unused, jisc, rebuild_if_lost
 from .registry import (EVALUATIONS, build_top, changes_view_sql, drop_kept, results_view_sql,
                        output_check_sql, over_histories, row_bound)
 from .streams import stream_schemas
@@ -318,13 +318,13 @@ def _move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed
     """Moving State: the new layout built, the views switched, the old nodes dropped,
     in a subtransaction that leaves the old layout whole if anything fails. JISC: the
     same, but its new inner joins are left to be completed key by key as the cycles
-    probe them (argus.network.lazy) — all but the one holding the answer, copied."""
+    probe them (argus.network.jisc) — all but the one holding the answer, copied."""
     started = time.perf_counter()
     try:
         with conn.transaction():
             builder, top, output = _build(conn, name, analyzed, sharing, replan, evaluate,
                                           lazily=strategy == "jisc")
-            log["lazy_nodes"] = lazy.settle(builder)
+            log["lazy_nodes"] = jisc.settle(builder)
             if top.id == old_top:
                 raise psycopg.Rollback()
             migration_id = _log(conn, migrated=True, why=why,
@@ -511,7 +511,7 @@ def _only_used_by(conn: psycopg.Connection, queries: list[int]) -> frozenset[int
 def _build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,
            replan: Replan | None, evaluate: str, lazily: bool = False):
     """The query built again as registration built it (its sharing too), its joins
-    chosen by `replan` (`lazily`: new joins left to complete, network.lazy): the
+    chosen by `replan` (`lazily`: new joins left to complete, network.jisc): the
     builder, the top node and the output expressions over it."""
     builder = Builder(conn, sharing, query=name)
     builder.replan = replan

@@ -250,15 +250,15 @@ class Argus:
 
     # -- roles -------------------------------------------------------------------
 
-    def grant(self, kind: str, role: str, query: str | None = None,
+    def grant(self, group: str, role: str, query: str | None = None,
               stream: str | None = None) -> None:
         """Let `role` be a reader (of every query, of `query`, or of `stream`'s
         history), a writer (of every stream or of `stream`) or a registrar."""
-        roles.grant(self.conn, kind, role, query=query, stream=stream)
+        roles.grant(self.conn, group, role, query=query, stream=stream)
 
-    def revoke(self, kind: str, role: str, query: str | None = None,
+    def revoke(self, group: str, role: str, query: str | None = None,
                stream: str | None = None) -> None:
-        roles.revoke(self.conn, kind, role, query=query, stream=stream)
+        roles.revoke(self.conn, group, role, query=query, stream=stream)
 
     def privileges(self) -> list[tuple[str, str, str]]:
         """Who may do what: (role, kind, on what)."""

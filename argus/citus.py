@@ -133,7 +133,7 @@ def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
              JOIN argus_catalog.query_nodes qn USING (node_id)
              JOIN argus_catalog.queries q USING (query_id)
             WHERE n.kind = ANY(%(joins)s) AND ((n.definition->>'virtual')::boolean
-                  OR n.definition->>'kind' <> 'inner')
+                  OR n.definition->>'join_type' <> 'inner')
             ORDER BY 1 LIMIT 1""", {"stream": stream, "joins": JOINS}).fetchone()
     if found:
         name, view = found

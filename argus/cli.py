@@ -565,9 +565,9 @@ def worker(once: bool, dsn: str | None) -> None:
 
 
 def grant_arguments(command):
-    """KIND ROLE [--query Q | --stream S] [--dsn], for grant and revoke."""
+    """GROUP ROLE [--query Q | --stream S] [--dsn], for grant and revoke."""
     for decorate in reversed([
-            click.argument("kind", type=click.Choice(["reader", "writer", "registrar"])),
+            click.argument("group", type=click.Choice(["reader", "writer", "registrar"])),
             click.argument("role"),
             click.option("--query", default=None,
                          help="reader: only this query's answer and changes."),
@@ -580,22 +580,22 @@ def grant_arguments(command):
 
 @main.command()
 @grant_arguments
-def grant(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
+def grant(group: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
     """Let ROLE read, write or register (see docs/security.md)."""
     with _connect(dsn) as db:
-        db.grant(kind, role, query=query, stream=stream)
+        db.grant(group, role, query=query, stream=stream)
         what = f"query {query}" if query else f"stream {stream}" if stream else "everything"
-        console.print(f"{role} is a {kind} of {what}")
+        console.print(f"{role} is a {group} of {what}")
 
 
 @main.command()
 @grant_arguments
-def revoke(kind: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
+def revoke(group: str, role: str, query: str | None, stream: str | None, dsn: str | None) -> None:
     """Take back what `argus grant` gave."""
     with _connect(dsn) as db:
-        db.revoke(kind, role, query=query, stream=stream)
+        db.revoke(group, role, query=query, stream=stream)
         what = f" of query {query}" if query else f" of stream {stream}" if stream else ""
-        console.print(f"{role} is no longer a {kind}{what}")
+        console.print(f"{role} is no longer a {group}{what}")
 
 
 @main.command()

@@ -47,12 +47,12 @@ class Select:
 
 @dataclass(frozen=True)
 class Join:
-    """A 2-way join. kind: 'inner'; 'left' (NULL-padded right side); 'semi' and 'anti'
+    """A 2-way join. join_type: 'inner'; 'left' (NULL-padded right side); 'semi' and 'anti'
     (left rows with / without a partner, left columns only)."""
 
     left: Plan
     right: Plan
-    kind: str
+    join_type: str
     condition: str
     columns: tuple[Col, ...]
 

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from .frontend import functions, reach
 from .frontend.lateral import expands
-from . import network, plans, roles
+from . import network, pg_plan, roles
 from .settings import pinned_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, as_registered, rerunnable
 from .nodes import SIGN_ID, T1, Node, delta_view, virtual
@@ -27,7 +27,7 @@ from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, Quer
                      UnknownQueryError, UnsupportedQueryError)
 from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, change_log,
                     changes_view, check_name, results_view, std_alias, stream_history, stream_inbox)
-from .network import Builder, assemble, drop_unused, execute_all, lazy
+from .network import Builder, assemble, drop_unused, execute_all, jisc
 from .network.placement import installed
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
@@ -204,7 +204,7 @@ def _check_with_postgres(conn: psycopg.Connection, over: str) -> dict:
     JSON) says how large the answer and its joins will be."""
     try:
         with conn.transaction():
-            return plans.explain(conn, sql.SQL(over), installed(conn))
+            return pg_plan.explain(conn, sql.SQL(over), installed(conn))
     except psycopg.Error as exc:
         diag = exc.diag
         hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
@@ -520,7 +520,7 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
         if info.status == "ok":
             return info
         # its lazily built joins (a JISC migration's) are rebuilt whole, as finished
-        lazy.finish(conn, [n.id for n in info.nodes])
+        jisc.finish(conn, [n.id for n in info.nodes])
         stale = {r[0] for r in conn.execute("SELECT node_id FROM argus.excluded_nodes()")}
         net = network.load(conn)
         try:

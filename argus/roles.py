@@ -108,19 +108,19 @@ def setup(conn: psycopg.Connection) -> str | None:
             # the statement (argus.citus)
             citus = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'"
                                  ).fetchone() is not None
-            for kind in ("owner", *GROUPS):
+            for group in ("owner", *GROUPS):
                 conn.execute(sql.SQL("CREATE ROLE {} {}").format(
-                    sql.Identifier(f"{prefix}_{kind}"),
-                    sql.SQL("LOGIN" if citus and kind == "owner" else "NOLOGIN")))
+                    sql.Identifier(f"{prefix}_{group}"),
+                    sql.SQL("LOGIN" if citus and group == "owner" else "NOLOGIN")))
             conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(owner))
             _give_everything(conn, f"{prefix}_owner")
-            for schema, privilege, kind in (("argus_results", "SELECT", "reader"),
+            for schema, privilege, group in (("argus_results", "SELECT", "reader"),
                                             ("argus_changes", "SELECT", "reader"),
                                             ("argus_inbox", "INSERT", "writer")):
                 conn.execute(sql.SQL(
                     "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {} GRANT {} ON TABLES "
                     "TO {}").format(owner, sql.Identifier(schema), sql.SQL(privilege),
-                                    sql.Identifier(f"{prefix}_{kind}")))
+                                    sql.Identifier(f"{prefix}_{group}")))
             conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} REVOKE EXECUTE ON "
                                  "FUNCTIONS FROM PUBLIC").format(owner))
             conn.execute("UPDATE argus_catalog.settings SET role_prefix = %s", (prefix,))
@@ -171,10 +171,10 @@ def drop_database(admin_dsn: str, name: str) -> None:
                       "WHERE database = %s", (name,))
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
-        for kind in (*GROUPS, "owner") if prefix else ():
+        for group in (*GROUPS, "owner") if prefix else ():
             try:
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(
-                    sql.Identifier(f"{prefix}_{kind}")))
+                    sql.Identifier(f"{prefix}_{group}")))
             except psycopg.errors.DependentObjectsStillExist:
                 pass  # still used by a database cloned from this one
 
@@ -191,19 +191,19 @@ def _prefix(conn: psycopg.Connection) -> str:
     return owner[:-len("_owner")]
 
 
-def _checked(conn: psycopg.Connection, kind: str, role: str, query: str | None,
+def _checked(conn: psycopg.Connection, group: str, role: str, query: str | None,
              stream: str | None) -> tuple[str | None, str | None]:
     """The grant's query and stream names as argus folds them, once the grant makes
     sense and what it names exists."""
     query = None if query is None else check_name(query, "query")
     stream = None if stream is None else check_name(stream, "stream")
-    if kind not in GROUPS:
-        raise ArgusError(f"unknown kind of grant {kind!r} (kinds: {', '.join(GROUPS)})")
+    if group not in GROUPS:
+        raise ArgusError(f"unknown group {group!r} (groups: {', '.join(GROUPS)})")
     if query is not None and stream is not None:
         raise ArgusError("a grant names a query or a stream, not both")
-    if query is not None and kind != "reader":
+    if query is not None and group != "reader":
         raise ArgusError("only a reader is granted by query")
-    if stream is not None and kind == "registrar":
+    if stream is not None and group == "registrar":
         raise ArgusError("a registrar is granted for the whole database, not by stream")
     if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
         raise ArgusError(f"unknown role {role!r}")
@@ -216,48 +216,48 @@ def _checked(conn: psycopg.Connection, kind: str, role: str, query: str | None,
     return query, stream
 
 
-def grant(conn: psycopg.Connection, kind: str, role: str, query: str | None = None,
+def grant(conn: psycopg.Connection, group: str, role: str, query: str | None = None,
           stream: str | None = None) -> None:
     """Let `role` read (a query, a stream's history, or all queries), write (a stream,
     or all) or register."""
     prefix = _prefix(conn)
-    query, stream = _checked(conn, kind, role, query, stream)
+    query, stream = _checked(conn, group, role, query, stream)
     with conn.transaction():
         if query is None and stream is None:
             conn.execute(sql.SQL("GRANT {} TO {}").format(
-                sql.Identifier(f"{prefix}_{kind}"), sql.Identifier(role)))
+                sql.Identifier(f"{prefix}_{group}"), sql.Identifier(role)))
         else:
             conn.execute("INSERT INTO argus_catalog.grants (kind, role, query, stream) "
                          "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                         (kind, role, query, stream))
+                         (group, role, query, stream))
             become_owner(conn)
             conn.execute("SELECT argus.apply_privileges()")
 
 
-def revoke(conn: psycopg.Connection, kind: str, role: str, query: str | None = None,
+def revoke(conn: psycopg.Connection, group: str, role: str, query: str | None = None,
            stream: str | None = None) -> None:
     prefix = _prefix(conn)
-    query, stream = _checked(conn, kind, role, query, stream)
+    query, stream = _checked(conn, group, role, query, stream)
     with conn.transaction():
         if query is None and stream is None:
             conn.execute(sql.SQL("REVOKE {} FROM {}").format(
-                sql.Identifier(f"{prefix}_{kind}"), sql.Identifier(role)))
+                sql.Identifier(f"{prefix}_{group}"), sql.Identifier(role)))
             return
         conn.execute("DELETE FROM argus_catalog.grants WHERE kind = %s AND role = %s AND "
                      "query IS NOT DISTINCT FROM %s AND stream IS NOT DISTINCT FROM %s",
-                     (kind, role, query, stream))
+                     (group, role, query, stream))
         become_owner(conn)
-        forget(conn, role, query=query, stream=stream, kind=kind)
+        forget(conn, role, query=query, stream=stream, group=group)
 
 
 def forget(conn: psycopg.Connection, role: str, *, query: str | None = None,
-           stream: str | None = None, kind: str = "reader") -> None:
+           stream: str | None = None, group: str = "reader") -> None:
     """Take back what a single grant gave."""
     who = sql.Identifier(role)
     if query is not None:
         conn.execute(sql.SQL("REVOKE ALL ON {}, {} FROM {}").format(
             sql.Identifier("argus_results", query), sql.Identifier("argus_changes", query), who))
-    elif kind == "reader":
+    elif group == "reader":
         conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(
             sql.Identifier("argus_streams", stream), who))
     else:
@@ -266,12 +266,12 @@ def forget(conn: psycopg.Connection, role: str, *, query: str | None = None,
 
 
 def privileges(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
-    """Who has what: (role, kind, on what)."""
+    """Who has what: (role, group, on what)."""
     owner = owner_role(conn)
     if owner is None:
         return []
     prefix = owner[:-len("_owner")]
-    names = {"prefix": prefix, **{kind: f"{prefix}_{kind}" for kind in ("owner", *GROUPS)}}
+    names = {"prefix": prefix, **{group: f"{prefix}_{group}" for group in ("owner", *GROUPS)}}
     rows = conn.execute(
         """SELECT m.rolname, substr(g.rolname, length(%(prefix)s) + 2),
                   CASE g.rolname WHEN %(owner)s THEN 'everything'

@@ -64,7 +64,7 @@ def _joins(oracle, query: str) -> list[dict]:
                SELECT output_node FROM argus_catalog.queries WHERE name = %s
                UNION SELECT e.parent_id FROM up JOIN argus_catalog.edges e ON e.child_id = up.node)
            SELECT n.definition FROM up JOIN argus_catalog.nodes n ON n.node_id = up.node
-            WHERE n.kind = 'join' AND n.definition->>'kind' = 'inner'""", (query,)).fetchall()]
+            WHERE n.kind = 'join' AND n.definition->>'join_type' = 'inner'""", (query,)).fetchall()]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -14,7 +14,7 @@ PACKAGE = Path(argus.__file__).parent
 
 # bottom to top
 LAYERS = [
-    ("foundations", {"errors", "trees", "names", "resources", "templates", "plan", "plans",
+    ("foundations", {"errors", "trees", "names", "resources", "templates", "plan", "pg_plan",
                      "settings", "aggregates", "datagen", "workload", "nexmark", "alchemy"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),

@@ -112,7 +112,7 @@ def join_kinds(db, name: str) -> set[str]:
              JOIN argus_catalog.queries q USING (query_id)
              JOIN argus_catalog.nodes n ON n.node_id = qn.node_id
              JOIN pg_class c ON c.oid = format('%%I.%%I', n.hist_schema, n.hist_name)::regclass
-            WHERE q.name = %s AND n.kind = 'join' AND n.definition->>'kind' = 'inner'""",
+            WHERE q.name = %s AND n.kind = 'join' AND n.definition->>'join_type' = 'inner'""",
         (name,))}
 
 

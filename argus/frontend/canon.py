@@ -44,7 +44,7 @@ FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 NEGATE = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<",
           "is null": "is not null", "is not null": "is null"}
 
-# A constant: (kind, value). Kinds: "num" (an exact number: Fraction), "interval"
+# A constant: (const_type, value). Its types: "num" (an exact number: Fraction), "interval"
 # (timedelta, or _UNSAFE), "bool"; a PostgreSQL type name ("date", "double precision",
 # "timestamp with time zone", "text", …) for a constant PostgreSQL resolved, its value
 # the canonical text (`argus.frontend.constants`); "str" for a string literal nobody resolved
@@ -56,7 +56,7 @@ TEXT_EQUAL = {"bool", "boolean", "text", "character varying", "uuid"}
 FLOATS = {"double precision", "real"}
 _TIMES = {"date", "timestamp without time zone", "timestamp with time zone"}
 
-# (lhs over instance atoms, constant, the atoms' types) -> (kind, canonical text) as
+# (lhs over instance atoms, constant, the atoms' types) -> (const_type, canonical text) as
 # PostgreSQL compares them, or None when that cannot be known.
 Resolve = Callable[[exp.Expr, exp.Expr, "TypeOf"], "tuple[str, str] | None"]
 
@@ -68,7 +68,7 @@ class Literal:
 
     terms: tuple[tuple[str, Fraction], ...]
     op: str
-    const: tuple[str, str] | None  # (kind, canonical text); the value is `value`
+    const: tuple[str, str] | None  # (const_type, canonical text); the value is `value`
 
     @property
     def value(self):
@@ -308,27 +308,27 @@ def _comparison(left: exp.Expr, op: str, right: exp.Expr, ctx: _Ctx | TypeOf) ->
 
 
 def _resolved(side: exp.Expr, expr: exp.Expr, const, ctx: _Ctx):
-    """A constant as the value PostgreSQL compares with `side`: (kind, value). An exact
+    """A constant as the value PostgreSQL compares with `side`: (const_type, value). An exact
     number stays one where `side` is exact (an integer or numeric column, or a linear
     form of them); over a float column it is the float PostgreSQL converts it to.
     Anything else is asked of `ctx.resolve`; without an answer, the constant is
     unresolved ("str", "sql"): equal only to the same text, implying nothing."""
-    kind = const[0]
-    if kind in ("num", "interval"):
+    const_type = const[0]
+    if const_type in ("num", "interval"):
         lin = _linear(side, ctx.type_of)
         if lin is not None and lin.terms and _exact_domain(lin.terms, const, ctx.type_of):
             return const
-        if kind == "num" and _is_column(side) and ctx.type_of(_atom_text(side)) in FLOATS:
+        if const_type == "num" and _is_column(side) and ctx.type_of(_atom_text(side)) in FLOATS:
             return ("double precision", float_text(float(const[1])))
-        if kind == "interval":
+        if const_type == "interval":
             return const
-    elif kind == "bool":
+    elif const_type == "bool":
         return const
     if ctx.resolve is not None:
         resolved = ctx.resolve(unparen(side), unparen(expr), ctx.type_of)
         if resolved is not None:
             return ("num", Fraction(resolved[1])) if resolved[0] == "num" else resolved
-    return ("str", const[1]) if kind == "str" else ("sql", _atom_text(expr))
+    return ("str", const[1]) if const_type == "str" else ("sql", _atom_text(expr))
 
 
 def _is_column(e: exp.Expr) -> bool:
@@ -352,7 +352,7 @@ def _build(left: exp.Expr, op: str, right: exp.Expr) -> exp.Expr:
 
 def _normalize(terms: list[tuple[str, Fraction]], op: str, const) -> Literal:
     """Sort atoms, scale so that the first coefficient is 1 (flipping the comparison
-    when it was negative). const: (kind, value) or None."""
+    when it was negative). const: (const_type, value) or None."""
     terms = sorted(terms)
     lead = terms[0][1]
     if lead != 1:
@@ -483,14 +483,14 @@ def _subtract(a, b):
 
 
 def _scale(const, k: Fraction):
-    kind, value = const
-    if kind == "num":
+    const_type, value = const
+    if const_type == "num":
         return value * k
-    if kind == "interval" and value is not _UNSAFE:
+    if const_type == "interval" and value is not _UNSAFE:
         if k.denominator != 1:
             return _UNSAFE
         return value * int(k)
-    raise ValueError(f"cannot scale a {kind} constant")
+    raise ValueError(f"cannot scale a {const_type} constant")
 
 
 # -- constants ---------------------------------------------------------------------------
@@ -503,7 +503,7 @@ _UNITS = {"microsecond": dt.timedelta(microseconds=1), "millisecond": dt.timedel
 
 
 def _constant(e: exp.Expr):
-    """(kind, value) of a constant expression, or None: "num" and "interval" (exact,
+    """(const_type, value) of a constant expression, or None: "num" and "interval" (exact,
     for linear forms), "bool", "str" (a string literal) and "typed" (a cast of a
     literal), whose values only PostgreSQL can tell."""
     e = unparen(e)
@@ -557,22 +557,22 @@ def _interval_text(text: str):
 
 
 def _store(const) -> tuple[str, str]:
-    """A constant as (kind, canonical text): hashable and stored in the catalog."""
-    kind, value = const
-    if kind == "num":
+    """A constant as (const_type, canonical text): hashable and stored in the catalog."""
+    const_type, value = const
+    if const_type == "num":
         return ("num", str(value))  # Fraction text: '10', '-1/3'
-    if kind == "interval":
+    if const_type == "interval":
         if value is _UNSAFE:
             return ("interval", "unsafe")
         return ("interval", _decimal(Fraction(value // dt.timedelta(microseconds=1), 10**6)))
-    return (kind, str(value))
+    return (const_type, str(value))
 
 
 def _parse_const(const: tuple[str, str]):
-    kind, text = const
-    if kind == "num":
+    const_type, text = const
+    if const_type == "num":
         return Fraction(text)
-    if kind == "interval":
+    if const_type == "interval":
         if text == "unsafe":
             return _UNSAFE
         return dt.timedelta(microseconds=int(Fraction(text) * 10**6))
@@ -580,20 +580,20 @@ def _parse_const(const: tuple[str, str]):
 
 
 def _order_key(const: tuple[str, str]):
-    """The constant's place in PostgreSQL's order of its kind, or None: unordered (text
+    """The constant's place in PostgreSQL's order of its type, or None: unordered (text
     orders by collation) or unknown."""
-    kind, text = const
-    if kind in ("num", "interval"):
+    const_type, text = const
+    if const_type in ("num", "interval"):
         value = _parse_const(const)
         return None if value is _UNSAFE else value
-    if kind in FLOATS:  # PostgreSQL orders NaN above everything, Infinity included
+    if const_type in FLOATS:  # PostgreSQL orders NaN above everything, Infinity included
         value = float(text)
         return (1, 0.0) if value != value else (0, value)
-    if kind in _TIMES:
+    if const_type in _TIMES:
         if text in ("infinity", "-infinity"):
             return (1 if text == "infinity" else -1, None)
         try:
-            parsed = (dt.date.fromisoformat(text) if kind == "date"
+            parsed = (dt.date.fromisoformat(text) if const_type == "date"
                       else dt.datetime.fromisoformat(text))
         except ValueError:  # BC, or a catalog's old form
             return None
@@ -602,24 +602,24 @@ def _order_key(const: tuple[str, str]):
 
 
 def _const_text(const: tuple[str, str]) -> str:
-    kind, text = const
-    if kind == "num":
+    const_type, text = const
+    if const_type == "num":
         value = Fraction(text)
         if value.denominator == 1:
             return str(value.numerator)
         return text if not _is_decimal(value) else _decimal(value)
-    if kind == "interval":
+    if const_type == "interval":
         return f"interval '{text} seconds'"
-    if kind == "bool":
+    if const_type == "bool":
         return text.upper()
-    if kind in ("typed", "sql"):  # SQL nobody resolved, as written
+    if const_type in ("typed", "sql"):  # SQL nobody resolved, as written
         return text
     quoted = "'" + text.replace("'", "''") + "'"
-    if kind == "str":
+    if const_type == "str":
         return quoted
-    if kind in ("date", "timestamp"):  # (a catalog's old kinds)
-        return f"{kind.upper()} {quoted}"
-    return f"{quoted}::{kind}"
+    if const_type in ("date", "timestamp"):  # (a catalog's old types)
+        return f"{const_type.upper()} {quoted}"
+    return f"{quoted}::{const_type}"
 
 
 def _places(value: Fraction) -> int | None:
@@ -770,10 +770,10 @@ def _isolate(lit: Literal, type_of: TypeOf) -> tuple[str, ...] | None:
     sides = {m[1] for m in map(ALIAS.match, (a, b)) if m}
     if ca != 1 or cb != -1 or len(sides) != 2:
         return None
-    kind, value = lit.const[0], lit.value
-    if "date" in (type_of(a), type_of(b)) and not (kind == "num" and value.denominator == 1):
+    const_type, value = lit.const[0], lit.value
+    if "date" in (type_of(a), type_of(b)) and not (const_type == "num" and value.denominator == 1):
         return None  # date ± integer days only
-    if kind == "num" and not _is_decimal(value):
+    if const_type == "num" and not _is_decimal(value):
         return None  # (1/3 written in SQL divides integers: 0; found by a helper)
 
     def plus(atom: str, const) -> str:  # atom + const, as SQL
@@ -783,10 +783,10 @@ def _isolate(lit: Literal, type_of: TypeOf) -> tuple[str, ...] | None:
             return f"{atom} - {_const_text(_store(('num', -const[1])))}"
         return f"{atom} + {_const_text(_store(const))}"
 
-    if kind == "num" and value == 0:  # `a op b`: one comparison serves both sides
+    if const_type == "num" and value == 0:  # `a op b`: one comparison serves both sides
         return (f"{a} {lit.op} {b}",)
-    negated = (kind, _scale((kind, value), Fraction(-1)))
-    return f"{a} {lit.op} {plus(b, (kind, value))}", f"{b} {FLIP[lit.op]} {plus(a, negated)}"
+    negated = (const_type, _scale((const_type, value), Fraction(-1)))
+    return f"{a} {lit.op} {plus(b, (const_type, value))}", f"{b} {FLIP[lit.op]} {plus(a, negated)}"
 
 
 

@@ -80,8 +80,8 @@ class Constants:
             raise QueryError("PostgreSQL rejects a constant of the query: "
                              f"{exc.diag.message_primary or exc}") from None
         for k, (key, (_, const)) in enumerate(pending):
-            side_type, kind, as_json, as_text = row[4 * k:4 * k + 4]
-            self.known[key] = _canonical(side_type, const, kind, as_json, as_text)
+            side_type, pg_type, as_json, as_text = row[4 * k:4 * k + 4]
+            self.known[key] = _canonical(side_type, const, pg_type, as_json, as_text)
         return True
 
 
@@ -98,9 +98,9 @@ def _typed_nulls(alias: str, types: dict[str, str | None]) -> sql.Composed:
                            for c, t in types.items()), sql.Identifier(alias))
 
 
-def _canonical(side_type: str, const: exp.Expr, kind: str, as_json: str | None,
+def _canonical(side_type: str, const: exp.Expr, pg_type: str, as_json: str | None,
                as_text: str | None) -> tuple[str, str] | None:
-    """(kind, canonical text) of a constant from PostgreSQL's answers, None if unknown."""
+    """(pg_type, canonical text) of a constant from PostgreSQL's answers, None if unknown."""
     if as_json is None:
         return None  # NULL compares as nothing: the literal stays as written
     if isinstance(const, exp.Literal) and not const.is_string:
@@ -111,21 +111,21 @@ def _canonical(side_type: str, const: exp.Expr, kind: str, as_json: str | None,
         if side_type in FLOATS:
             return ("double precision", float_text(float(Fraction(const.this))))
         return None
-    if kind in TIME_TYPES:
+    if pg_type in TIME_TYPES:
         refuse_moving(const)
     value = json.loads(as_json)
-    if kind in EXACT:  # NaN and ±Infinity are numerics outside the numbers' order
+    if pg_type in EXACT:  # NaN and ±Infinity are numerics outside the numbers' order
         if isinstance(value, str):
             return ("numeric", as_text)
         return ("num", str(Fraction(str(value))))
-    if kind in FLOATS:
-        return (kind, float_text(float(value)))
-    if kind == "timestamp with time zone" and value not in ("infinity", "-infinity"):
+    if pg_type in FLOATS:
+        return (pg_type, float_text(float(value)))
+    if pg_type == "timestamp with time zone" and value not in ("infinity", "-infinity"):
         instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
-        return (kind, instant.isoformat(sep=" "))
-    if kind in ("date", "timestamp without time zone"):
-        return (kind, str(value).replace("T", " "))
-    return (kind, as_text)
+        return (pg_type, instant.isoformat(sep=" "))
+    if pg_type in ("date", "timestamp without time zone"):
+        return (pg_type, str(value).replace("T", " "))
+    return (pg_type, as_text)
 
 
 TIME_TYPES = {"date", "timestamp without time zone", "timestamp with time zone",

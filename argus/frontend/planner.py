@@ -519,11 +519,11 @@ class Planner:
         plan = Select(rel.plan, predicate, tuple(c for _, c in kept))
         return Rel(plan, {key: c.name for key, c in kept}, rel.aliases, rel.nullable)
 
-    def join(self, left: Rel, right: Rel, kind: str, condition: list[exp.Expr]) -> Rel:
+    def join(self, left: Rel, right: Rel, join_type: str, condition: list[exp.Expr]) -> Rel:
         text = conjunction([bind(c, [left, right]) for c in condition]) or "TRUE"
         self.consume(condition)
         columns, cols = [], {}
-        sides = (left,) if kind in ("semi", "anti") else (left, right)
+        sides = (left,) if join_type in ("semi", "anti") else (left, right)
         for i, rel in enumerate(sides, 1):
             for key, col in passthrough(rel, self.live, i):
                 name = short(f"{self._tag(key[0])}_{key[1]}")
@@ -534,10 +534,10 @@ class Planner:
             name = short(f"{self._tag(key[0])}_{key[1]}")
             columns.append(Col(name, exp.column(plan_col, table="t1", quoted=True).sql(DIALECT)))
             cols[key] = name
-        plan = Join(left.plan, right.plan, kind, text, tuple(columns))
-        if kind in ("semi", "anti"):
+        plan = Join(left.plan, right.plan, join_type, text, tuple(columns))
+        if join_type in ("semi", "anti"):
             return Rel(plan, cols, left.aliases, left.nullable)
-        padded = right.aliases if kind == "left" else frozenset()
+        padded = right.aliases if join_type == "left" else frozenset()
         nullable = left.nullable | right.nullable | padded
         return Rel(plan, cols, left.aliases | right.aliases, nullable)
 

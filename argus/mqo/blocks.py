@@ -76,7 +76,7 @@ def is_spj(plan: Plan) -> bool:
     if isinstance(plan, Select):
         return not reads_clock(plan.predicate) and not any(
             expands(c.expr) for c in plan.columns)
-    return isinstance(plan, Join) and plan.kind == "inner"
+    return isinstance(plan, Join) and plan.join_type == "inner"
 
 
 Source = Callable[[Plan], tuple[int, Mapping[str, str], Mapping[str, str], frozenset[str]]]

@@ -130,7 +130,7 @@ SELECT t.node_id, po.orpred_id, l.terms, l.op, l.const_kind, l.const
 def candidates(conn: psycopg.Connection, sources: Iterable[int],
                shapes: Iterable[str], visible: Iterable[int] = ()) -> list[Indexed]:
     """Indexed nodes joining exactly these sources whose PredSets the query could imply;
-    no lazily built join (argus.network.lazy) but those `visible`."""
+    no lazily built join (argus.network.jisc) but those `visible`."""
     rows = conn.execute(_CANDIDATES, {"key": sources_key(sources),
                                       "shapes": sorted(set(shapes)),
                                       "visible": sorted(visible)}).fetchall()

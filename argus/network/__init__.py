@@ -7,10 +7,10 @@ from ..nodes import CODE_VERSION
 from .builder import Builder
 from .durability import persist, rebuild_if_lost, settle
 from .groups import CatalogGroups
-from .reads import Network, idle_streams, load, load_node, network_bytes
+from .reads import LoadedNetwork, idle_streams, load, load_node, network_bytes
 from .stored import assemble, drop_unused, execute_all, recompile_stale, store_blocks
 
-__all__ = ["CODE_VERSION", "Builder", "CatalogGroups", "Network", "assemble", "drop_unused",
+__all__ = ["CODE_VERSION", "Builder", "CatalogGroups", "LoadedNetwork", "assemble", "drop_unused",
            "idle_streams",
            "execute_all", "load", "load_node", "network_bytes", "persist", "rebuild_if_lost",
            "recompile_stale", "settle", "store_blocks"]

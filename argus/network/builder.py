@@ -39,7 +39,7 @@ from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
 from ..trees import DIALECT, conjuncts, never_fails
-from . import lazy
+from . import jisc
 from .durability import persist
 from .groups import CatalogGroups
 from . import shards
@@ -98,8 +98,8 @@ class Builder(Reads):
         self.groups = CatalogGroups(conn)
         self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
-        self.lazy = False  # build new inner joins lazily (a JISC migration: network.lazy)
-        self.pending_lazy: set[int] = set()  # the lazy joins built, until lazy.settle
+        self.lazy = False  # build new inner joins lazily (a JISC migration: network.jisc)
+        self.pending_lazy: set[int] = set()  # the lazy joins built, until jisc.settle
         self.taken: set[int] = set()  # old answers whose tables new nodes took over
         # the rows a recursion, a set-returning function of the data or a re-run may give
         # in a statement (nodes.base.bounded): max_query_state at the answer's width
@@ -168,9 +168,9 @@ class Builder(Reads):
             inputs = {"t1": plan.left, "t2": plan.right}
             columns = tuple(Col(c.name, self.renamed(c.expr, **inputs)) for c in plan.columns)
             condition = self.renamed(plan.condition, **inputs)
-            insert_only = plan.kind == "semi" and left.insert_only and right.insert_only
+            insert_only = plan.join_type == "semi" and left.insert_only and right.insert_only
             node = self.ensure("join", [left, right], columns,
-                                {"kind": plan.kind, "condition": condition}, insert_only)
+                                {"join_type": plan.join_type, "condition": condition}, insert_only)
             self._index_join_keys(node, left, right)
             self.names[plan] = {c.name: c.name for c in columns}
             return node
@@ -413,7 +413,7 @@ class Builder(Reads):
         self.check_horizon(left, None)
         self.check_horizon(right, None)
         node = self.ensure("join", [left, right], tuple(columns),
-                            {"kind": "inner", "condition": condition},
+                            {"join_type": "inner", "condition": condition},
                             left.insert_only and right.insert_only, entry,
                             salted=not self.sharing.join_sharing, copy=copy)
         self._index_join_keys(node, left, right)
@@ -425,7 +425,7 @@ class Builder(Reads):
         refill it from its parents. Its children and the views over it read columns by
         name, so they are unaffected."""
         if is_lazy(self.load(node.id)):  # (its full view and completed keys lack them)
-            lazy.finish(self.conn, [node.id])
+            jisc.finish(self.conn, [node.id])
             self.forget()
         node = self.load(node.id)  # the caller's may predate an enrichment of it
         atoms = atoms - set(self.atoms(node))
@@ -559,7 +559,7 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
-        if of.joins and definition.get("kind") != "inner":  # (one node may be both)
+        if of.joins and definition.get("join_type") != "inner":  # (one node may be both)
             unsharded = {i: self._unsharded(p) for i, p in {p.id: p for p in parents}.items()}
             parents = [unsharded[p.id] for p in parents]
         undeferred = {}  # (once per node: one node may be both parents)
@@ -568,13 +568,13 @@ class Builder(Reads):
                 undeferred[p.id] = self.undefer(p)
         parents = [undeferred.get(p.id, p) for p in parents]
         if any(is_lazy(p) and p.id not in self.pending_lazy for p in parents):
-            lazy.finish(self.conn, [p.id for p in parents if is_lazy(p)])  # (a second reader)
+            jisc.finish(self.conn, [p.id for p in parents if is_lazy(p)])  # (a second reader)
             self.forget()
             parents = [self.load(p.id) for p in parents]
         if copy is not None and copy[0] in self.taken:  # (its table is another's now)
             copy = None
         build_lazily = (self.lazy and of.joins and insert_only and copy is None
-                        and definition.get("kind") == "inner")
+                        and definition.get("join_type") == "inner")
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if of.joins and insert_only and not any(map(is_lazy, parents)):
             limit = self._view_of_join(parents, definition, names, exprs)
@@ -589,7 +589,7 @@ class Builder(Reads):
                                        self._salt(salted))
         if of.selects and self.view_of_stream(parents[0], definition, exprs):
             definition = {**definition, "virtual": True}
-        if (of.joins and definition.get("kind") == "inner" and not insert_only
+        if (of.joins and definition.get("join_type") == "inner" and not insert_only
                 and (found := expiry.of_inputs(parents, self.load))):
             definition = {**definition, "expiry": list(found)}  # (nodes/expiry)
 
@@ -622,7 +622,7 @@ class Builder(Reads):
         counted = None  # a virtual join's rows, as far as its backfill counted them
         taken = None  # the rows of an old answer whose table the new node took over
         if build_lazily:
-            lazy.create_full(self.conn, node, parents)
+            jisc.create_full(self.conn, node, parents)
             persist(self.conn, node_id)
             self.pending_lazy.add(node.id)
         elif view_now:
@@ -1193,7 +1193,7 @@ def _without(keyed: list, covered: list[str]) -> list | None:
 def may_be_view(definition: dict, exprs) -> bool:
     """An insert-only join whose history may be a view (Builder._view_of_join): an inner
     one whose condition and columns cannot fail on a row but by overflow."""
-    return definition["kind"] == "inner" and all(
+    return definition["join_type"] == "inner" and all(
         never_fails(e, overflow=True) for e in [definition["condition"], *exprs])
 
 

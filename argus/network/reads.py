@@ -17,7 +17,7 @@ from ..mqo import index
 from ..mqo.blocks import Block, Indexed, equality, render
 from ..mqo.order import Estimates
 from ..mqo.sharing import source_atoms
-from .. import plans
+from .. import pg_plan
 from ..names import NETWORK_SCHEMA
 from ..nodes import Node, virtual
 from .placement import installed, placed, replicated
@@ -50,7 +50,9 @@ def _node(row: tuple) -> Node:
 
 
 @dataclass(frozen=True)
-class Network:
+class LoadedNetwork:
+    """The network as the catalog holds it (load)."""
+
     nodes: dict[int, Node]  # in evaluation order (join_level, sequence_id, node_id)
     streams: dict[str, int]  # stream name -> source node id
 
@@ -72,10 +74,10 @@ SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_nam
 """
 
 
-def load(conn: psycopg.Connection) -> Network:
+def load(conn: psycopg.Connection) -> LoadedNetwork:
     rows = conn.execute(_LOAD_ALL).fetchall()
     streams = dict(conn.execute("SELECT name, node_id FROM argus_catalog.streams").fetchall())
-    return Network({row[0]: _node(row) for row in rows}, streams)
+    return LoadedNetwork({row[0]: _node(row) for row in rows}, streams)
 
 
 def load_node(conn: psycopg.Connection, node_id: int) -> Node:
@@ -315,8 +317,8 @@ class Reads:
         return passed / max(rows(base.hist, "TRUE"), 1.0)
 
     def explain(self, statement: sql.Composable) -> dict:
-        """The top of PostgreSQL's plan of the statement (plans.explain)."""
-        return plans.explain(self.conn, statement,
+        """The top of PostgreSQL's plan of the statement (pg_plan.explain)."""
+        return pg_plan.explain(self.conn, statement,
                              self._once(("citus",), lambda: installed(self.conn)))
 
     def _analyzed(self, node: Node) -> None:

@@ -94,7 +94,7 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
     return {n for (n,) in conn.execute(
         """SELECT e.parent_id FROM argus_catalog.edges e
              JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-            WHERE n.kind = ANY(%s) AND n.definition->>'kind' <> 'inner'""",
+            WHERE n.kind = ANY(%s) AND n.definition->>'join_type' <> 'inner'""",
         (JOINS,))}
 
 

@@ -12,7 +12,7 @@ from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
 from ..trees import DIALECT, qualified
-from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, always, any_rows, cols,
+from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, always, any_rows, cols,
                    create_delta, expr_hash, named, passed_on, row_hash, same_row, tid_column,
                    unqualified, var, virtual)
 
@@ -452,7 +452,7 @@ def _column(expr: str) -> bool:
     return isinstance(sqlglot.parse_one(expr, read=DIALECT), exp.Column)
 
 
-KIND = register(Kind(
+KIND = register_kind(Kind(
     "aggregate", Model.of, AggregateCompiler(), describe, keeps_state=always,
     probe=lambda node, parents: [Probe(T1, 0, node.spec.group_exprs
                                        + [s.arg for s in node.spec.specs if s.arg] or ["TRUE"])],

@@ -274,7 +274,7 @@ class Kind:
 KINDS: dict[str, Kind] = {}
 
 
-def register(kind: Kind) -> Kind:
+def register_kind(kind: Kind) -> Kind:
     KINDS[kind.name] = kind
     return kind
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from ..templates import render
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, always, any_rows, cols,
+from .base import (Kind, register_kind, Node, SIGN_ID, Step, T1, always, any_rows, cols,
                    create_delta, named, row_hash)
 from .setop import cols_sql
 
@@ -41,7 +41,7 @@ class DistinctCompiler:
                             **self._slots(node)), any_rows(parents[0]))]
 
 
-KIND = register(Kind("distinct", lambda d: None,  # nothing to define: its columns are its rows
+KIND = register_kind(Kind("distinct", lambda d: None,  # nothing to define: its columns are its rows
                      DistinctCompiler(),
                      lambda node: ["one row per distinct value, with its multiplicity"],
                      keeps_state=always, symbol="δ"))

@@ -13,7 +13,7 @@ from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT, conjuncts
 from . import expiry, lazy
-from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
+from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
                    bag_flush, cols, create_delta, identical_when_equal, named, row_hash,
                    passed_on, signed_slots, virtual)
 
@@ -22,13 +22,13 @@ from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, T2, add_hash,
 class JoinSpec:
     """A join's definition."""
 
-    kind: str  # inner, left, semi or anti
+    join_type: str  # inner, left, semi or anti
     condition: str  # over t1 (left) and t2 (right)
     indexes: tuple[tuple[str, str], ...] = ()  # the indexes its probes use
 
     @classmethod
     def of(cls, d: dict) -> JoinSpec:
-        return cls(d["kind"], d["condition"], tuple(tuple(i) for i in d.get("indexes") or []))
+        return cls(d["join_type"], d["condition"], tuple(tuple(i) for i in d.get("indexes") or []))
 
 
 def join_condition(node: Node, parents: list[Node]) -> str:
@@ -65,7 +65,7 @@ class JoinCompiler:
         left, right = parents
         if virtual(node):
             return [*self.views(node, parents), create_delta(node)]
-        if node.spec.kind in ("semi", "anti"):
+        if node.spec.join_type in ("semi", "anti"):
             statement = render("select/create", hist=node.hist, parent=left.hist, t1=T1,
                                named_exprs=node.named_expr_list)
         else:
@@ -112,21 +112,21 @@ class JoinCompiler:
         if virtual(node):
             return []
         left, right = parents
-        kind = node.spec.kind
+        join_type = node.spec.join_type
         if expiry.expiring(node):
             return [render("join/backfill_expiring", hist=node.hist, left=left.hist,
                            right=right.hist, **self._expiring_slots(node, parents))]
         statements = []
-        if kind in ("inner", "left"):
+        if join_type in ("inner", "left"):
             statements.append(render("join/backfill", hist=node.hist, left=left.hist,
                                      right=right.hist, **self._slots(node, parents),
                                      limit=sql.SQL("") if limit is None else
                                      sql.SQL(" LIMIT {}").format(sql.Literal(limit))))
-        if kind != "inner":
-            exprs = self._padded(node) if kind == "left" else None
+        if join_type != "inner":
+            exprs = self._padded(node) if join_type == "left" else None
             statements.append(render("join/partners_backfill", hist=node.hist, left=left.hist,
                                      right=right.hist, **self._slots(node, parents, exprs),
-                                     negate=sql.SQL("" if kind == "semi" else "NOT")))
+                                     negate=sql.SQL("" if join_type == "semi" else "NOT")))
         return statements
 
     def evaluate(self, node, parents):
@@ -134,11 +134,11 @@ class JoinCompiler:
             return [Step(statement, all_rows(parent))
                     for parent, statement in guards(node, parents, "delta")]
         left, right = parents
-        kind = node.spec.kind
+        join_type = node.spec.join_type
         if expiry.expiring(node):
             return self._expiring_terms(node, parents)
         steps = []
-        if kind in ("inner", "left"):
+        if join_type in ("inner", "left"):
             slots = self._slots(node, parents)
             for lt, rt, sign_expr, when in (
                     (left.delta, right.hist, "t1", all_rows(left)),
@@ -148,10 +148,10 @@ class JoinCompiler:
                                             for t in sign_expr.split())
                 steps.append(Step(render("join/term", delta=node.delta, left=lt, right=rt,
                                          sign_expr=signs, **slots), when))
-        if kind != "inner":
-            exprs = self._padded(node) if kind == "left" else None
+        if join_type != "inner":
+            exprs = self._padded(node) if join_type == "left" else None
             slots = self._slots(node, parents, exprs)
-            present_when_matched = kind == "semi"
+            present_when_matched = join_type == "semi"
             growing = "_growing" if right.insert_only else ""
             steps.append(Step(render(f"join/partners_new_rows{growing}", delta=node.delta,
                                      left_delta=left.delta, right=right.hist,
@@ -265,7 +265,7 @@ def changes(node: Node) -> sql.Identifier:
 
 def describe(node: Node) -> list[str]:
     spec = node.spec
-    return [f"{spec.kind} join on {spec.condition}"] + (
+    return [f"{spec.join_type} join on {spec.condition}"] + (
         [f"its rows expire by themselves: {expiry.bound(node).failed('row')}"]
         if expiry.expiring(node) else []) + (
         [f"indexed join keys: {', '.join('.'.join(i) for i in spec.indexes)}"]
@@ -282,14 +282,14 @@ _SYMBOLS = {"inner": "⋈", "left": "⟕", "semi": "⋉", "anti": "▷"}
 
 
 def _inner(node: Node) -> bool:
-    return node.spec.kind == "inner"
+    return node.spec.join_type == "inner"
 
 
-KIND = register(Kind(
+KIND = register_kind(Kind(
     "join", JoinSpec.of, JoinCompiler(), describe, probe=probe, joins=True,
     inner_join=_inner, clock_driven=expiry.expiring, changes=changes,
     copies=lambda node, column: passed_on(node, column) if _inner(node) else None,
     shard_keys=lambda node: (node.columns if node.insert_only and _inner(node)
                              and not lazy.is_lazy(node) else ()),
     as_view="the join of its parents' histories (its answer is large next to them)",
-    label=lambda node: f"{_SYMBOLS.get(node.spec.kind, '⋈')} {node.spec.condition}"))
+    label=lambda node: f"{_SYMBOLS.get(node.spec.join_type, '⋈')} {node.spec.condition}"))

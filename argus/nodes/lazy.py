@@ -1,5 +1,5 @@
 """Lazily built joins (JISC, Aly et al. 2014): the code a migration's new inner joins
-run while their states are incomplete. Pure: argus.network.lazy makes and finishes them.
+run while their states are incomplete. Pure: argus.network.jisc makes and finishes them.
 
 A lazy join starts with an empty history. Its one consumer, an inner equi-join, probes
 it by a key; before a cycle's new rows of the consumer's other input probe it, the keys

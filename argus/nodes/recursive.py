@@ -10,7 +10,7 @@ from psycopg import sql
 
 from ..templates import render
 from .base import (Kind, Node, SIGN_ID, Step, T1, any_rows, bag_flush, bounded, cols, create_delta,
-                   register, row_hash)
+                   register_kind, row_hash)
 
 R_ALIAS = sql.Identifier("argus_d")
 
@@ -100,7 +100,7 @@ class RecursiveCompiler:
         return bag_flush(node)
 
 
-KIND = register(Kind(
+KIND = register_kind(Kind(
     "recursive", lambda d: None, RecursiveCompiler(),
     lambda node: ["WITH RECURSIVE: the new rows' derivations, round by round (semi-naive), "
                   "none it holds derived again"], symbol="μ"))

@@ -18,7 +18,7 @@ from ..frontend.temporal import rewrite_user_calls
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, add_hash, bag_flush, bounded, cols, create_delta,
-                   register, row_hash)
+                   register_kind, row_hash)
 
 Q = sql.Identifier("argus_q")
 _SOURCE = "argus_src_"  # a stream's place in the stored query text, until compiled
@@ -95,7 +95,7 @@ class RerunCompiler:
         return bag_flush(node)
 
 
-KIND = register(Kind("rerun", lambda d: None, RerunCompiler(),
+KIND = register_kind(Kind("rerun", lambda d: None, RerunCompiler(),
                      lambda node: ["evaluated by re-running its query over its streams' "
                                    "histories in each cycle that brings them rows; its changes "
                                    "are the difference from the answer it holds"],

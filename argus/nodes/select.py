@@ -13,9 +13,9 @@ from ..frontend.temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
 from ..trees import DIALECT, qualified
 from . import expiry
-from .base import (Kind, Probe, register, Node, SIGN_ID, Step, T1, add_hash, all_rows, bag_flush,
-                   bounded, cols, create_delta, expr_hash, passed_on, row_hash, signed_slots,
-                   var, virtual)
+from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, add_hash, all_rows,
+                   bag_flush, bounded, cols, create_delta, expr_hash, passed_on, row_hash,
+                   signed_slots, var, virtual)
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ class SelectCompiler:
                 and all(qualified("t1", g) in node.exprs for g, _ in parent.spec.groups))
 
 
-KIND = register(Kind(
+KIND = register_kind(Kind(
     "select", SelectSpec.of, SelectCompiler(),
     describe=lambda node: ([f"where {node.spec.predicate}"] if node.spec.predicate
                            else ["projection"]),

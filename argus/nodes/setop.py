@@ -8,7 +8,7 @@ from psycopg import sql
 
 from ..templates import render
 from ..trees import qualified
-from .base import (Kind, register, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, always,
+from .base import (Kind, register_kind, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows, always,
                    any_rows, bag_flush, cols, create_delta, row_hash, signed_slots)
 
 
@@ -142,7 +142,7 @@ class SetOpCompiler:
         return steps
 
 
-KIND = register(Kind("setop", SetOpSpec.of, SetOpCompiler(),
+KIND = register_kind(Kind("setop", SetOpSpec.of, SetOpCompiler(),
                      lambda node: [f"{node.spec.op.replace('_', ' ').upper()} of its two "
                                    "parents (columns by position)"],
                      keeps_state=always,

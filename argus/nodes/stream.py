@@ -11,7 +11,7 @@ from psycopg import sql
 
 from ..names import stream_inbox
 from ..templates import render
-from .base import Kind, register, Node, SIGN_ID, Step, cols, create_delta, var
+from .base import Kind, register_kind, Node, SIGN_ID, Step, cols, create_delta, var
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,6 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
                    probed=probed, claimed=claimed, c_join=key_join(key, "c", "l"))]
 
 
-KIND = register(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),
+KIND = register_kind(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),
                      lambda node: [], loaded=True,
                      label=lambda node: f"stream {node.hist_ref[1]}"))

@@ -21,7 +21,7 @@ from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, cols, create_delta,
-                   named, register, row_hash, tid_column, var)
+                   named, register_kind, row_hash, tid_column, var)
 
 
 @dataclass(frozen=True)
@@ -316,7 +316,7 @@ def _describe(node: Node) -> list[str]:
             "cycle's changes touch are computed again from the parent"]
 
 
-KIND = register(Kind("window", lambda d: WindowSpec(
+KIND = register_kind(Kind("window", lambda d: WindowSpec(
     d["keys"], tuple(d["keep"]) if d.get("keep") else None, bool(d.get("grouped"))),
     WindowCompiler(), _describe, keeps_state=keeps_state, top_k=lambda node: node.spec.keep,
     label=lambda node: (f"ω top {node.spec.keep[1]}" if node.spec.keep
