@@ -21,6 +21,7 @@ import pytest
 
 from argus.frontend.analyze import StreamSchema, analyze
 from argus.nodes import COMPILERS, Node
+from argus.nodes.lazy import is_lazy
 from argus.nodes.purge import purge_block
 from argus.program import flush_block, frame, node_block, probe_block
 
@@ -29,16 +30,17 @@ from .test_scenarios import parse, stream_spec
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = bool(os.environ.get("ARGUS_UPDATE_GOLDEN"))
 KINDS = ("stream", "select", "join", "aggregate", "distinct", "setop", "window", "recursive",
-         "rerun")  # (not lazy: made by a migration, not by a registration)
+         "rerun", "lazy")  # (lazy: the joins a JISC migration builds lazily, nodes.lazy)
 
 
 def networks() -> list[tuple[str, dict[str, tuple[dict[str, str], str | None]],
-                              dict[str, str], set[str]]]:
+                              dict[str, str], set[str], list[str]]]:
     """(title, streams: name -> (columns, time column), queries: name -> SQL, the
-    queries registered to be re-run: written `rerun name: …`)."""
+    queries registered to be re-run: written `rerun name: …`, the queries then migrated
+    by JISC: written `jisc name`)."""
     out = []
     for title, steps in parse(GOLDEN / "networks.txt"):
-        streams, queries, rerun = {}, {}, set()
+        streams, queries, rerun, jisc = {}, {}, set(), []
         for verb, text in steps:
             if verb == "stream":
                 name, columns, time = stream_spec(text)
@@ -48,7 +50,9 @@ def networks() -> list[tuple[str, dict[str, tuple[dict[str, str], str | None]],
                 queries[name.strip()] = query.strip()
                 if verb == "rerun":
                     rerun.add(name.strip())
-        out.append((title, streams, queries, rerun))
+            elif verb == "jisc":
+                jisc.append(text.strip())
+        out.append((title, streams, queries, rerun, jisc))
     return out
 
 
@@ -81,7 +85,7 @@ def compiled(recorded: dict) -> dict[str, str]:
                 "probe": _text(probe_block(node, parents, None)),
                 "purge": _text(purge_block(node, children[node.id], time_column)),
             }
-            out[node.kind].append(
+            out["lazy" if is_lazy(node) else node.kind].append(
                 f"==== {title}: node {node.id} ({node.kind}, parents {list(node.parents)})\n"
                 + "".join(f"-- {name}\n{text.strip()}\n" for name, text in sections.items()
                           if text.strip()))
@@ -93,7 +97,7 @@ def compiled(recorded: dict) -> dict[str, str]:
 
 def plans() -> str:
     lines = []
-    for title, streams, queries, _ in networks():
+    for title, streams, queries, _, _ in networks():
         schemas = {name: StreamSchema(name, tuple(columns.items()), time)
                    for name, (columns, time) in streams.items()}
         for name, query in queries.items():
@@ -135,7 +139,7 @@ def record(dsn: str) -> None:
     from argus import network, roles
 
     recorded = {}
-    for title, streams, queries, rerun in networks():
+    for title, streams, queries, rerun, jisc in networks():
         name = "argus_golden"
         roles.drop_database(dsn, name)
         with psycopg.connect(dsn, autocommit=True) as admin:
@@ -147,6 +151,9 @@ def record(dsn: str) -> None:
                 for query, text in queries.items():
                     db.register_query(query, text,
                                       evaluate="rerun" if query in rerun else "incremental")
+                if jisc:
+                    db.configure(migration="jisc", rerun_fallback=False, virtual_join_growth=None)
+                    assert all(d.migrated for d in db.migrate(jisc, force=True)), jisc
                 net = network.load(db.conn)
                 times = dict(db.conn.execute(
                     "SELECT node_id::text, time_column FROM argus_catalog.streams").fetchall())
