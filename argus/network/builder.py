@@ -34,7 +34,7 @@ from ..nodes import COMPILERS, KINDS, SIGN_ID, Node, delta_view, signature, virt
 from ..nodes.aggregate import parent_index_name
 from ..nodes import expiry, lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
-from ..nodes.window import reads_parent_partitions, suffix as window_suffix
+from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top_columns
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
@@ -277,7 +277,10 @@ class Builder(Reads):
         plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
         keys = list(itertools.takewhile(plain.__contains__,
                                         (c.expr for c in columns[:definition["keys"]])))
-        if keys and reads_parent_partitions(node, parent):  # the partitions it touched,
+        by = top_columns(node, parent)  # each touched partition's first rows, in order
+        if by and len(keys) == definition["keys"]:
+            self._record_indexes(node, [(parent, [plain[k] for k in keys] + by)])
+        elif keys and reads_parent_partitions(node, parent):  # the partitions it touched,
             plan = window_suffix(node)  # from their frontiers on (by the ORDER BY column)
             by = [plain[plan.order]] if plan is not None and plan.order in plain else []
             self._record_indexes(node, [(parent, [plain[k] for k in keys] + by)])

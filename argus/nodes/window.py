@@ -178,6 +178,49 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
         T1, T1, sql.Identifier(node.spec.keep[0]), T1)
 
 
+def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
+    """The ORDER BY of a Top-K node over a parent that retracts rows, when each touched
+    partition's new top rows are among the parent's first k there, plus as many as the
+    cycle retracts, plus their ties (window/top_prefix): its one window function is the
+    ROW_NUMBER or RANK it keeps by (a DENSE_RANK ≤ k may keep more than k + r rows),
+    over the node's partitions, ordered by columns of the parent (an index on the
+    partition keys and those columns reads the first rows in order). None otherwise."""
+    if node.spec.keep is None or node.spec.grouped or parent.insert_only:
+        return None
+    trees = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs]
+    windows = [w for t in trees for w in t.find_all(exp.Window)]
+    if len(windows) != 1 or not isinstance(windows[0].this, exp.RowNumber | exp.Rank) \
+            or trees[node.columns.index(node.spec.keep[0])] is not windows[0]:
+        return None
+    keys = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs[:node.spec.keys]]
+    order = windows[0].args.get("order")
+    terms = order.expressions if order else []
+    if list(windows[0].args.get("partition_by") or []) != keys or not terms or not all(
+            isinstance(t.this, exp.Column) and t.this.table == "t1"
+            and t.this.name in parent.columns for t in terms):
+        return None
+    return terms
+
+
+def top_columns(node: Node, parent: Node) -> list[str]:
+    """The parent's columns a Top-K node's window orders by, when it reads each touched
+    partition's first rows in that order (top_order), for the index; else []."""
+    return [t.this.name for t in top_order(node, parent) or []]
+
+
+def _top_prefix(node: Node, parent: Node, terms: list[exp.Ordered]) -> sql.Composed:
+    keys = [sql.SQL("({})").format(sql.SQL(e)) for e in node.exprs[:node.spec.keys]]
+    names = list(node.columns[:node.spec.keys])
+    slots = {"columns": cols(parent.columns, "t1"), "p_columns": parent.column_list,
+             "parent": parent.hist, "t1": T1, "k": sql.Literal(node.spec.keep[1]),
+             "order": sql.SQL(", ").join(sql.SQL(t.sql(DIALECT)) for t in terms)}
+    if not keys:
+        return render("window/top_prefix", equal=sql.SQL("TRUE"), **slots)
+    k_keys = sql.SQL(", ").join(sql.Identifier("k", n) for n in names)
+    return render("window/top_prefix_keyed", equal=_equal(keys, names), k_keys=k_keys,
+                  keys=sql.SQL(", ").join(keys), **slots)
+
+
 def keeps_state(node: Node) -> bool:
     """Whether the node's rows are state a purge must keep: a Top-K's, which new rows
     are ranked among; a running window's, whose values (a running count, sum, row
@@ -191,8 +234,9 @@ def keeps_state(node: Node) -> bool:
 def reads_parent_partitions(node: Node, parent: Node) -> bool:
     """Whether a cycle reads the parent's rows of the partitions it touched (which an
     index on the partition keys serves): not a Top-K node that ranks new rows among its
-    own kept ones."""
-    return suffix(node) is not None or _kept_as_parent_rows(node, parent) is None
+    own kept ones, nor one that reads each partition's first rows (top_order)."""
+    return suffix(node) is not None or (_kept_as_parent_rows(node, parent) is None
+                                        and top_order(node, parent) is None)
 
 
 class WindowCompiler:
@@ -219,6 +263,9 @@ class WindowCompiler:
                 "retracted": sql.SQL("") if parent.insert_only else sql.SQL(
                     "\n        EXCEPT ALL\n        SELECT {} FROM {} AS {} WHERE {}.{} < 0"
                 ).format(parent.column_list, parent.delta, T1, T1, SIGN_ID),
+                "touched_keys": sql.SQL("SELECT DISTINCT {} FROM {} AS {}").format(
+                    named(node.exprs[:len(keys)], keys) if keys else sql.SQL("1"),
+                    parent.delta, T1),
                 "touched_here": _touched(node.hist, node.columns,
                                          [sql.Identifier("t1", k) for k in keys], keys,
                                          ctid=True)}
@@ -285,8 +332,18 @@ class WindowCompiler:
         plan = suffix(node)
         if plan is not None:
             return [Step(self._suffix_statement(node, parents[0], plan), any_rows(parents[0]))]
-        old_rows = _kept_as_parent_rows(node, parents[0])
-        if old_rows is None:
+        old_rows, terms = _kept_as_parent_rows(node, parents[0]), top_order(node, parents[0])
+        if old_rows is None and terms is not None:
+            keys = node.columns[:node.spec.keys]
+            slots = self._slots(node, parents[0], _top_prefix(node, parents[0], terms))
+            slots["touched_keys"] = render(
+                "window/top_keys", key_exprs=slots["key_exprs"], delta=parents[0].delta,
+                t1=T1, sign=SIGN_ID,
+                positions=sql.SQL(", ").join(map(sql.Literal, range(1, len(keys) + 1)))
+                if keys else sql.Literal(1))
+            statement = render("window/delta", delta=node.delta_table,
+                               parent_delta=parents[0].delta, **slots)
+        elif old_rows is None:
             statement = render("window/delta", delta=node.delta_table,
                                parent_delta=parents[0].delta, **self._slots(node, parents[0]))
         else:

@@ -5,12 +5,13 @@
 -- have more of, -1 for each they have fewer of (NULLs equal), each retracted copy with
 -- the ctid of a held row of that value, which the flush deletes (window/flush_delete).
 -- A Top-K node keeps only the rows ranked within k (kept); over a parent that only
--- grows, it is maintained by window/delta_topk. The node's rows of the touched
+-- grows, it is maintained by window/delta_topk; over one that retracts, it reads only
+-- each partition's first rows ({parent_touched}: window/top_prefix). The node's rows of the touched
 -- partitions are read once (argus_old); a parent that only grows retracts nothing
 -- ({retracted}: nothing).
 INSERT INTO {delta} ({columns}, argus_hash, {sign}, argus_ctid)
 WITH argus_keys AS MATERIALIZED (
-    SELECT DISTINCT {key_exprs} FROM {parent_delta} AS {t1}
+    {touched_keys}
 ), argus_old AS MATERIALIZED (
     {touched_here}
 ), argus_new AS (
