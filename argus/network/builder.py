@@ -7,6 +7,7 @@ reused, so equal subplans of different queries share one node and its tables.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import logging
@@ -34,7 +35,7 @@ from ..nodes import COMPILERS, KINDS, SIGN_ID, Node, delta_view, signature, virt
 from ..nodes.aggregate import parent_index_name
 from ..nodes import expiry, lazy as lazy_nodes, rerun
 from ..nodes.lazy import is_lazy
-from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top_columns
+from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top_order
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
@@ -277,9 +278,9 @@ class Builder(Reads):
         plain = {sql.Identifier("t1", c).as_string(self.conn): c for c in parent.columns}
         keys = list(itertools.takewhile(plain.__contains__,
                                         (c.expr for c in columns[:definition["keys"]])))
-        by = top_columns(node, parent)  # each touched partition's first rows, in order
-        if by and len(keys) == definition["keys"]:
-            self._record_indexes(node, [(parent, [plain[k] for k in keys] + by)])
+        terms = top_order(node, parent)  # each touched partition's first rows, in order
+        if terms and len(keys) == definition["keys"]:
+            self._top_index(node, parent, [plain[k] for k in keys], terms)
         elif keys and reads_parent_partitions(node, parent):  # the partitions it touched,
             plan = window_suffix(node)  # from their frontiers on (by the ORDER BY column)
             by = [plain[plan.order]] if plan is not None and plan.order in plain else []
@@ -1077,6 +1078,30 @@ class Builder(Reads):
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
             (json.dumps({"indexes": created}), node.id))
+
+    def _top_index(self, node: Node, parent: Node, keys: list[str], terms) -> None:
+        """An index on the table holding the parent's rows, by the partition keys and
+        then the window's ORDER BY terms in their own directions and NULLS order, from
+        which a Top-K node reads each partition's first rows (nodes.window.top_order)."""
+        found = self._table_of(parent, keys + [t.this.name for t in terms])
+        if node not in self.created or found is None \
+                or len(found[1]) != len(keys) + len(terms):
+            return
+        self.forget()
+        table, columns = found
+        ordered = [t.copy() for t in terms]
+        for term, column in zip(ordered, columns[len(keys):]):
+            term.set("this", exp.column(column, quoted=True))
+        spec = sql.SQL(", ").join([*map(sql.Identifier, columns[:len(keys)]),
+                                   *(sql.SQL(t.sql(DIALECT)) for t in ordered)])
+        text = spec.as_string(self.conn)
+        name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns)}_"
+                     f"{hashlib.md5(text.encode()).hexdigest()[:6]}_top_idx")
+        self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
+            sql.Identifier(name), table.hist, spec))
+        self.conn.execute(
+            "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
+            (json.dumps({"indexes": [[table.hist_ref[0], name]]}), node.id))
 
     def origin(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
         """The table a lazy join's `full` view reads `columns` from (the longest leading

@@ -202,12 +202,6 @@ def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
     return terms
 
 
-def top_columns(node: Node, parent: Node) -> list[str]:
-    """The parent's columns a Top-K node's window orders by, when it reads each touched
-    partition's first rows in that order (top_order), for the index; else []."""
-    return [t.this.name for t in top_order(node, parent) or []]
-
-
 def _top_prefix(node: Node, parent: Node, terms: list[exp.Ordered]) -> sql.Composed:
     keys = [sql.SQL("({})").format(sql.SQL(e)) for e in node.exprs[:node.spec.keys]]
     names = list(node.columns[:node.spec.keys])
