@@ -19,8 +19,8 @@ LANGUAGE sql STABLE AS $$ SELECT previous FROM argus_catalog.clock $$;
 -- numeric(p, s)) as get_typavgwidth takes it, or 32 bytes. One never analyzed or
 -- TRUNCATEd (reltuples -1) is filled so too, but at least 10 pages of it: negative.
 -- PL/pgSQL, not SQL: a SQL function with a SET clause is planned again at every call
--- (1-2 ms of every cycle, a fifth of a one-query cycle's own time); PL/pgSQL plans its
--- statement once a session.
+-- (a measurable share of a small cycle: docs/performance.md, fixed costs); PL/pgSQL
+-- plans its statement once a session.
 CREATE OR REPLACE FUNCTION argus.delta_estimates() RETURNS real[]
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -62,8 +62,8 @@ END $$;
 -- as argus.delta_estimates read them (negative: never analyzed, the planner fills at
 -- least 10 pages), times the pages it has now, against the rows the node wrote: over 3
 -- times and 300 more, or, for a delta that holds rows, over 10 times and 10 more (a
--- tracked nation's 25-row first load planned a 1-row change as 25, and a join hashed
--- 11,000 customers instead of probing 450 of them: 5 ms against 1.4). SQL
+-- tracked table's small first load once made a 1-row change look 25 times larger, and
+-- a join hashed a whole history instead of probing it). SQL
 -- functions with no SET clause, so that the program's expression inlines them: the
 -- cycle pays no call, and its program compiles one line per node instead of six. So
 -- every operator is pg_catalog's by name: called with another search_path, an operator
@@ -532,10 +532,10 @@ BEGIN
         END;
     END LOOP;
 
-    -- What the cycle did, in one statement (a statement each cost ~50 us): the queries
-    -- whose answer changed (a row per query and cycle was 3 ms at 1,000), named by the
-    -- program for each output node (reading the queries' rows was 1.5 ms at 1,000), as
-    -- json (jsonb_object_agg was 0.9 ms at 600 queries, json_object_agg 0.3):
+    -- What the cycle did, in one statement (not one per part): the queries whose answer
+    -- changed (not a row per query and cycle, which grew with the queries), named by
+    -- the program for each output node (not read from the queries' rows), as json (not
+    -- jsonb, whose objects sort their keys; docs/fixed-costs.md):
     -- their output node's changes, or, for an output reading the clock when it moved,
     -- what their changes view counts (every row of the answer at the new clock, every
     -- row of the old one at the previous clock, and the node's changes); each node's
@@ -748,7 +748,7 @@ END $$;
 -- Whether the session's role may read a query's answer: what a cycle report tells it of
 -- the query (a failure's error quotes the row it failed on). SQL with no SET clause and
 -- every function pg_catalog's by name, so that its callers inline it: with a SET clause
--- each call was planned anew, 3 µs a query in every cycle's report.
+-- each call was planned anew, for every query of every cycle's report.
 CREATE OR REPLACE FUNCTION argus.may_read_query(p_name text) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT coalesce(pg_catalog.has_table_privilege(
@@ -1271,7 +1271,7 @@ $$;
 -- A cycle's changes of the subscribed queries it changed, appended to their logs at
 -- the cycle's position, read from their changes views (net, whatever keeps them: a
 -- clock, a migration, a deferred join); then, every 16th cycle (a DELETE per log and
--- cycle cost ~0.2 ms), each log cut below what every named consumer has acknowledged,
+-- cycle costs more than the rows it removes), each log cut below what every named consumer has acknowledged,
 -- or what is older than `p_keep`.
 CREATE OR REPLACE FUNCTION argus.log_changes(p_run bigint, p_queries json, p_keep interval)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$

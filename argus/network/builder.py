@@ -658,7 +658,7 @@ class Builder(Reads):
             log.info("argus: node %d (%s) built from its parents in %.1f s", node.id, kind,
                      seconds)
         # statistics now, not when autovacuum gets to it: planned blind, a cycle's
-        # statements over the new history made it 2.6x slower at 150 queries
+        # statements over the new history are planned as over an empty table
         if not virtual(node) and not build_lazily and not (copy is not None and taken):
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         self._store(node, parents)

@@ -100,7 +100,7 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
                 [f for _, _, f, _, _ in rows if f], purges, initial=1)
     # an anonymous block, not a function: PostgreSQL frees its compiled code and cached
     # plans after it ran (a dropped function's stayed in the session, and every later
-    # DDL statement walked them: drops went 3x slower after 100 registrations)
+    # DDL statement walked them: drops slowed with every registration)
     body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
                         "\n    failed_state text;\n    failed_error text;\n    culprit text;"
                         "\n    nodes_run bigint;\n    outputs jsonb;\n    clock_outputs jsonb;"

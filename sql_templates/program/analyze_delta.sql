@@ -4,19 +4,16 @@
 -- empty is estimated at one row whatever it holds, and a join over it goes quadratic),
 -- or far more, by hundreds (a delta analyzed while large, then cleared by DELETE, which
 -- leaves its pages: a join over it hashes a whole history instead of probing it), it is
--- analyzed first: 1-9 ms, only when the volume of the cycles changed that much (on
--- TPC-H with updates, 4 in 10 cycles: a join hashed 15,000 customers for 72 rows
--- planned as 891).
+-- analyzed first, only when the volume of the cycles changed that much (on TPC-H with
+-- updates, a join hashed all customers for a few dozen rows planned as hundreds).
 -- argus_est holds every delta's rows per page, read once a cycle
 -- (argus.delta_estimates); the pages are the file's size (no executor runs for either):
 -- argus.misjudged, which the program's expression inlines.
 -- No statistics (never analyzed, or TRUNCATEd: argus_est negative): the planner fills
 -- every page, and at least 10, with live rows of the rows' width. A delta cleared by
--- DELETE since has pages of dead rows: a 38-row delta in 185 pages was planned as 20,535
--- rows (TPC-H Q21's join hashed all of orders instead of probing it; 300 rows in 94
--- pages planned as 4,897 hashed all of orders for a MERGE of 300: 42 ms instead of 1);
--- and a delta never analyzed had any few rows planned as 10 pages of them (a 1-row
--- delta as 420: joins hashed their other side's history).
+-- DELETE since has pages of dead rows, planned as thousands of rows for a few dozen (a
+-- join, or a tracked table's MERGE, then hashed a whole history instead of probing
+-- it); and a delta never analyzed had any few rows planned as 10 pages of them.
         IF argus.misjudged(argus_est[{id}], {name}::regclass, {var}) THEN
             ANALYZE {delta};
         END IF;

@@ -2,6 +2,6 @@
 -- when it grew by more than truncate_inbox_bytes since the last cycle's claim (a large
 -- batch: reading it in place saves deleting and copying every row), or when the rows
 -- claimed one by one have left its file large (dead rows that no VACUUM reclaimed). A
--- TRUNCATE makes a new file, 1-2 ms, more than deleting a small batch row by row costs.
+-- TRUNCATE makes a new file, which costs more than deleting a small batch row by row.
 (argus_size[{i}] - coalesce(argus_size_last[{i}], 0) > argus_inbox_limit
  OR argus_size[{i}] > 16 * argus_inbox_limit)
