@@ -36,23 +36,30 @@ def migrations() -> list[tuple[int, str]]:
 CODE_FILES = ("functions.sql", "views.sql")
 
 
-def kinds_function() -> str:
-    """argus.kinds(trait): the node kinds with a trait (argus.nodes.base.Kind), so that
-    the catalog's SQL names no kind: `n.kind <> ALL(argus.kinds('loaded'))` (IMMUTABLE:
-    PostgreSQL folds it into a constant where it is planned)."""
+def generated() -> str:
+    """The functions through which the catalog's SQL reads what Python defines once:
+    argus.kinds(trait), the node kinds with a trait (argus.nodes.base.Kind), so that
+    the SQL names no kind (`n.kind <> ALL(argus.kinds('loaded'))`; IMMUTABLE: folded
+    into a constant where it is planned); argus.cycle_lock() and argus.try_cycle_lock(),
+    the cycle lock (argus.names.CYCLE_LOCK)."""
     cases = sql.SQL(" ").join(
         sql.SQL("WHEN {} THEN ARRAY[{}]::text[]").format(
             sql.Literal(trait), sql.SQL(", ").join(map(sql.Literal, names)))
         for trait, names in (("loaded", LOADED), ("selects", SELECTS), ("joins", JOINS)))
+    lock = sql.SQL(", ").join(map(sql.Literal, CYCLE_LOCK))
     return sql.SQL(
         "CREATE OR REPLACE FUNCTION argus.kinds(trait text) RETURNS text[]\n"
-        "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE trait {} END $$;\n"
-    ).format(cases).as_string(None)
+        "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE trait {cases} END $$;\n"
+        "CREATE OR REPLACE FUNCTION argus.cycle_lock() RETURNS void\n"
+        "LANGUAGE sql AS $$ SELECT pg_catalog.pg_advisory_xact_lock({lock}) $$;\n"
+        "CREATE OR REPLACE FUNCTION argus.try_cycle_lock() RETURNS boolean\n"
+        "LANGUAGE sql AS $$ SELECT pg_catalog.pg_try_advisory_xact_lock({lock}) $$;\n"
+    ).format(cases=cases, lock=lock).as_string(None)
 
 
 def code() -> tuple[str, str]:
     """(md5, text) of the functions and views, as this argus defines them."""
-    text = kinds_function() + "\n".join(
+    text = generated() + "\n".join(
         (resource_dir("catalog") / name).read_text() for name in CODE_FILES)
     return hashlib.md5(text.encode()).hexdigest(), text
 

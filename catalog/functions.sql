@@ -384,8 +384,8 @@ BEGIN
                            '= ''read committed'' for the role running cycles';
     END IF;
     IF wait THEN
-        PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
-    ELSIF NOT pg_try_advisory_xact_lock(1095911253, 83) THEN
+        PERFORM argus.cycle_lock();
+    ELSIF NOT argus.try_cycle_lock() THEN
         RAISE NOTICE 'argus: another cycle is running on this database; skipped';
         RETURN NULL;
     END IF;
@@ -1314,7 +1314,7 @@ DECLARE
     v_position bigint;
     v_new      boolean := p_consumer IS NULL;
 BEGIN
-    PERFORM pg_advisory_xact_lock(1095911253, 83);  -- argus.names.CYCLE_LOCK
+    PERFORM argus.cycle_lock();
     v_position := argus.position();
     IF NOT EXISTS (SELECT FROM argus_catalog.change_logs WHERE query_id = v_query) THEN
         EXECUTE format('CREATE TABLE argus_log.%I AS SELECT 0::bigint AS argus_position, c.* '
@@ -1431,7 +1431,7 @@ BEGIN
     IF p_consumer IS NOT NULL THEN
         DELETE FROM argus_catalog.consumers WHERE query_id = v_query AND consumer = p_consumer;
     ELSIF pg_has_role(session_user, current_user, 'MEMBER') THEN
-        PERFORM pg_advisory_xact_lock(1095911253, 83);
+        PERFORM argus.cycle_lock();
         DELETE FROM argus_catalog.change_logs WHERE query_id = v_query;
         EXECUTE format('DROP TABLE IF EXISTS argus_log.%I', p_query);
     ELSE
