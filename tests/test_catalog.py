@@ -90,3 +90,15 @@ def test_a_network_change_leaves_the_program_to_the_next_cycle(transfers):
     transfers.run(lambda: conn.execute("SELECT argus.run_cycle()"))
     stale, code = program()
     assert not stale and f"argus_written[{info.output_node}]" in code
+
+
+def test_a_cycle_pins_what_python_pins(db):
+    """argus.run_cycle's SET clauses (catalog/functions.sql) are settings.PINNED: a cycle
+    run from psql or pg_cron evaluates with the styles registrations do."""
+    from argus.settings import PINNED
+
+    (config,) = db.conn.execute("SELECT proconfig FROM pg_proc WHERE oid = "
+                                "'argus.run_cycle(boolean)'::regprocedure").fetchone()
+    pinned = dict(c.split("=", 1) for c in config)
+    assert {k.lower(): v for k, v in PINNED.items()} == {
+        k.lower(): v for k, v in pinned.items() if k.lower() in map(str.lower, PINNED)}
