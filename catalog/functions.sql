@@ -267,8 +267,7 @@ BEGIN
                       coalesce(string_agg(CASE WHEN node_id = diagnose THEN probe_block
                                                WHEN NOT excluded THEN code END, E'\n'
                                           ORDER BY join_level, sequence_id, node_id), ''),
-                      coalesce(bool_or(kind <> ALL(argus.kinds('loaded')) AND NOT insert_only
-                                       AND NOT excluded),
+                      coalesce(bool_or(rebuildable AND NOT excluded),
                                false)::text,
                       coalesce(string_agg(flush_code, E'\n'
                                           ORDER BY join_level, sequence_id, node_id)

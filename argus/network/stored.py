@@ -18,7 +18,8 @@ from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
 from ..nodes import lazy
 from ..nodes.base import var
 from ..nodes.purge import purge_block
-from ..program import Statements, fill, flush_block, frame, node_block, probe_block
+from ..program import (Statements, fill, flush_block, frame, node_block, probe_block,
+                       rebuildable)
 from .placement import placed
 from .reads import idle_streams, load, load_node
 
@@ -38,9 +39,10 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
         probe_block(node, list(map(lazy.readable, parents)), conn),
         node_block(node, parents, conn, lean), flush_block(node, parents, conn, lean))]
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
-                 "probe_block = %s, lean_block = %s, lean_flush_block = %s, lean_sql = %s "
-                 "WHERE node_id = %s",
-                 (*blocks, Jsonb(list(lean.texts)) if lean.texts else None, node.id))
+                 "probe_block = %s, lean_block = %s, lean_flush_block = %s, lean_sql = %s, "
+                 "rebuildable = %s WHERE node_id = %s",
+                 (*blocks, Jsonb(list(lean.texts)) if lean.texts else None,
+                  rebuildable(node), node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
@@ -76,12 +78,11 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
     registers is what a cycle can run. The purges are only validated."""
     rows = conn.execute(
         """SELECT n.node_id, n.cycle_block, n.flush_block,
-                  n.kind <> ALL(%s) AND NOT n.insert_only,
+                  n.rebuildable,
                   coalesce((SELECT array_agg(e.parent_id) FROM argus_catalog.edges e
                              WHERE e.child_id = n.node_id), '{}')
              FROM argus_catalog.nodes n WHERE n.node_id = ANY(%s)
-            ORDER BY n.join_level, n.sequence_id, n.node_id""",
-        (LOADED, ids)).fetchall()
+            ORDER BY n.join_level, n.sequence_id, n.node_id""", (ids,)).fetchall()
     involved = sorted({i for r in rows for i in [r[0], *r[4]]})
     tables = [r[0] for r in conn.execute(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "

@@ -88,8 +88,7 @@ BEGIN
                   FROM unnest(argus_ids, argus_ins, argus_ret) AS d(node_id, ins, ret)
                   JOIN argus_catalog.nodes n USING (node_id)
                   JOIN argus_catalog.node_stats st USING (node_id)
-                 WHERE n.kind <> ALL(argus.kinds('loaded')) AND NOT n.insert_only
-                   AND NOT (n.kind = ANY(argus.kinds('selects')) AND n.definition ? 'virtual')
+                 WHERE n.rebuildable
             ), c AS (  -- the rows applying handles, and those rebuilding reads and writes
                 SELECT s.node_id,
                        s.ins + s.ret + sum(coalesce(argus_ins[x.i] + argus_ret[x.i], 0))::bigint
