@@ -83,7 +83,7 @@ def test_the_dashboard_draws_the_network_and_answers_clicks(db, served, browser)
     WebDriverWait(browser, 10).until(lambda _: f"node {shared}: join" in panel.text)
     assert "used by: big, huge" in panel.text and "last cycles:" in panel.text
     assert "INSERT INTO" in panel.text  # its code
-    assert "  kind: inner" in panel.text and "\\\"" not in panel.text  # fields, not JSON
+    assert "  join_type: inner" in panel.text and "\\\"" not in panel.text  # fields, not JSON
     browser.find_element(By.CSS_SELECTOR, 'a.query[data-query="big"]').click()
     answer = browser.find_element(By.ID, "answer")
     WebDriverWait(browser, 10).until(lambda _: "answer" in answer.text)
