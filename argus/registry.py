@@ -533,10 +533,7 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
                     if not virtual(node):  # (a virtual join's history is its parents')
                         parents = [net.nodes[p] for p in node.parents]
                         execute_all(conn, rebuild(node, parents))
-                        conn.execute(sql.SQL(
-                            "UPDATE argus_catalog.node_stats SET hist_rows = "
-                            "(SELECT count(*) FROM {}) WHERE node_id = %s").format(node.hist),
-                            (node.id,))
+                        network.records.count_rows(conn, node)
                 # its own output expressions, over its whole answer (run_cycle checks
                 # each cycle's new rows)
                 conn.execute(sql.SQL("SELECT count(r) FROM {} AS r").format(results_view(name)))

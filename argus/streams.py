@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 import time
@@ -24,7 +23,7 @@ from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError
                      UnknownStreamError)
 from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
                     stream_inbox)
-from .network import assemble, execute_all, load_node, store_blocks
+from .network import assemble, execute_all, load_node, records, store_blocks
 from .templates import render
 from .trees import DIALECT
 
@@ -130,13 +129,9 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
         else:
             tables.create_inbox(conn, name, key, [c for c, t in types.items() if t.not_null])
         conn.execute(render("stream/notify_rows", inbox=stream_inbox(name)))
-        (node_id,) = conn.execute(
-            """INSERT INTO argus_catalog.nodes (kind, join_level, sequence_id, signature,
-                                                definition, hist_schema, hist_name, insert_only)
-               VALUES ('stream', 0, 0, %s, %s, %s, %s, %s) RETURNING node_id""",
-            (json.dumps(["stream", name]),
-             json.dumps({"stream": name} if key is None else {"stream": name, "key": key}),
-             STREAMS_SCHEMA, name, key is None)).fetchone()
+        node_id = records.insert_stream(
+            conn, name, STREAMS_SCHEMA,
+            {"stream": name} if key is None else {"stream": name, "key": key}, key is None)
         (stream_id,) = conn.execute(
             """INSERT INTO argus_catalog.streams (name, node_id, time_column, primary_key)
                VALUES (%s, %s, %s, %s) RETURNING stream_id""",
@@ -148,11 +143,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                  FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attnum > 0
                   AND NOT a.attisdropped""",
             (stream_id, stream_history(name).as_string(conn)))
-        conn.execute(
-            """INSERT INTO argus_catalog.node_columns
-               SELECT %s, position, name, format('%%I', name), type
-                 FROM argus_catalog.stream_columns WHERE stream_id = %s""",
-            (node_id, stream_id))
+        records.stream_columns(conn, node_id, stream_id)
         if time_column is not None:
             (pg_type,) = conn.execute(
                 "SELECT type FROM argus_catalog.stream_columns WHERE stream_id = %s AND name = %s",
@@ -200,7 +191,7 @@ def drop_stream(conn: psycopg.Connection, name: str) -> None:
         # later under this name (argus.quarantine)
         conn.execute("UPDATE argus_catalog.quarantine SET dropped_at = now() "
                      "WHERE stream = %s AND dropped_at IS NULL", (name,))
-        conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
+        records.delete_node(conn, node_id)
         assemble(conn)
 
 

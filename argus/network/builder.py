@@ -40,7 +40,7 @@ from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
 from ..trees import DIALECT, conjuncts, never_fails
-from . import jisc
+from . import jisc, records
 from .durability import persist
 from .groups import CatalogGroups
 from . import shards
@@ -466,12 +466,7 @@ class Builder(Reads):
             self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
                 sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
                 for n, _, t, _ in added)))
-        with self.conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO argus_catalog.node_columns "
-                "(node_id, position, name, expr, type, atom) VALUES (%s, %s, %s, %s, %s, %s)",
-                [(node.id, len(node.columns) + i, n, e, t, a)
-                 for i, (n, e, t, a) in enumerate(added, 1)])
+        records.add_columns(self.conn, node, added)
         self.forget()
         node = self.load(node.id)
         self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
@@ -605,18 +600,7 @@ class Builder(Reads):
                     parents=tuple(p.id for p in parents), columns=names, exprs=exprs,
                     hist_ref=(NETWORK_SCHEMA, f"n{node_id}"), definition=definition,
                     insert_only=insert_only)
-        self.conn.execute(
-            """INSERT INTO argus_catalog.nodes
-                   (node_id, kind, join_level, sequence_id, signature, definition,
-                    hist_schema, hist_name, insert_only)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-            (node_id, kind, level, seq, signature_text, json.dumps(definition), NETWORK_SCHEMA,
-             f"n{node_id}", insert_only))
-        with self.conn.cursor() as cur:
-            cur.executemany("INSERT INTO argus_catalog.edges VALUES (%s, %s, %s)",
-                            [(node_id, i, p.id) for i, p in enumerate(parents, 1)])
-            cur.executemany("INSERT INTO argus_catalog.node_columns VALUES (%s, %s, %s, %s)",
-                            [(node_id, i, c, e) for i, (c, e) in enumerate(zip(names, exprs), 1)])
+        records.insert_node(self.conn, node, signature_text)
         compiler = COMPILERS[kind]
         readable = list(map(lazy_nodes.readable, parents))  # (whole histories)
         execute_all(self.conn, compiler.create(node, readable))
@@ -984,11 +968,7 @@ class Builder(Reads):
                 self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(
                     table, sql.SQL(", ").join(changes)))
         self.forget()
-        self.conn.execute("DELETE FROM argus_catalog.node_columns WHERE node_id = %s",
-                          (node.id,))
-        with self.conn.cursor() as cur:
-            cur.executemany("INSERT INTO argus_catalog.node_columns VALUES (%s, %s, %s, %s)",
-                            [(node.id, i, c.name, c.expr) for i, c in enumerate(columns, 1)])
+        records.replace_columns(self.conn, node.id, [(c.name, c.expr) for c in columns])
         node = dataclasses.replace(node, parents=(parent.id,), definition=definition,
                                    columns=tuple(c.name for c in columns),
                                    exprs=tuple(c.expr for c in columns))

@@ -24,6 +24,7 @@ from ..nodes.join import join_condition
 from ..templates import render
 from ..trees import DIALECT, conjuncts
 from .reads import load_node
+from . import records
 from .stored import execute_all, store_blocks
 
 
@@ -139,9 +140,7 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
                      "CASE WHEN %s THEN signature ELSE %s END WHERE node_id = %s",
                      (json.dumps(definition), taken is not None, original, node.id))
         conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
-        conn.execute(sql.SQL("UPDATE argus_catalog.node_stats SET hist_rows = "
-                             "(SELECT count(*) FROM {}) WHERE node_id = %s").format(node.hist),
-                     (node.id,))
+        records.count_rows(conn, node)
     ids = [n.id for n in nodes]
     recompile = set(ids) | {r[0] for r in conn.execute(
         "SELECT child_id FROM argus_catalog.edges WHERE parent_id = ANY(%s)", (ids,))}

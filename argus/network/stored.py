@@ -20,6 +20,7 @@ from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import (Statements, fill, flush_block, frame, node_block, probe_block,
                        rebuildable)
+from . import records
 from .placement import placed
 from .reads import idle_streams, load, load_node
 
@@ -202,7 +203,7 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
         tables += [sql.Identifier(NETWORK_SCHEMA, t) for t in aux if t != f"n{node_id}_delta"]
         if tables:
             conn.execute(sql.SQL("DROP TABLE {}").format(sql.SQL(", ").join(tables)))
-        conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
+        records.delete_node(conn, node_id)
         indexes += node_indexes or []
     for schema, name in indexes:
         if not name.startswith("argus_"):  # (a tracked table's primary key, shared)
