@@ -279,7 +279,7 @@ class Builder(Reads):
         keys = list(itertools.takewhile(plain.__contains__,
                                         (c.expr for c in columns[:definition["keys"]])))
         terms = top_order(node, parent)  # each touched partition's first rows, in order
-        if terms and len(keys) == definition["keys"]:
+        if terms:  # (its partition keys are the parent's columns: all in `keys`)
             self._top_index(node, parent, [plain[k] for k in keys], terms)
         elif keys and reads_parent_partitions(node, parent):  # the partitions it touched,
             plan = window_suffix(node)  # from their frontiers on (by the ORDER BY column)
@@ -1055,9 +1055,14 @@ class Builder(Reads):
                 table, columns = found
                 name = self._having_index(parent, table, columns) or self._index(table, columns)
                 created.append([table.hist_ref[0], name])
+        self._note_indexes(node, created)
+
+    def _note_indexes(self, node: Node, indexes: list[list[str]]) -> None:
+        """The indexes the node asked for, [schema, name] each: drop_unused keeps an
+        index while a node names it."""
         self.conn.execute(
             "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
-            (json.dumps({"indexes": created}), node.id))
+            (json.dumps({"indexes": indexes}), node.id))
 
     def _top_index(self, node: Node, parent: Node, keys: list[str], terms) -> None:
         """An index on the table holding the parent's rows, by the partition keys and
@@ -1079,9 +1084,7 @@ class Builder(Reads):
                      f"{hashlib.md5(text.encode()).hexdigest()[:6]}_top_idx")
         self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
             sql.Identifier(name), table.hist, spec))
-        self.conn.execute(
-            "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
-            (json.dumps({"indexes": [[table.hist_ref[0], name]]}), node.id))
+        self._note_indexes(node, [[table.hist_ref[0], name]])
 
     def origin(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
         """The table a lazy join's `full` view reads `columns` from (the longest leading

@@ -21,7 +21,7 @@ from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, cols, create_delta,
-                   named, register_kind, row_hash, tid_column, var)
+                   named, passed_on, register_kind, row_hash, tid_column, var, virtual)
 
 
 @dataclass(frozen=True)
@@ -183,8 +183,10 @@ def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
     partition's new top rows are among the parent's first k there, plus as many as the
     cycle retracts, plus their ties (window/top_prefix): its one window function is the
     ROW_NUMBER or RANK it keeps by (a DENSE_RANK ≤ k may keep more than k + r rows),
-    over the node's partitions, ordered by columns of the parent (an index on the
-    partition keys and those columns reads the first rows in order). None otherwise."""
+    over the node's partitions, partitioned and ordered by columns of the parent that a
+    table holds as they are (Builder._top_index makes the index on the partition keys
+    and those columns that reads the first rows in order: without it, each touched
+    partition would be read whole, once per partition). None otherwise."""
     if node.spec.keep is None or node.spec.grouped or parent.insert_only:
         return None
     trees = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs]
@@ -195,10 +197,12 @@ def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
     keys = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs[:node.spec.keys]]
     order = windows[0].args.get("order")
     terms = order.expressions if order else []
-    if list(windows[0].args.get("partition_by") or []) != keys or not terms or not all(
-            isinstance(t.this, exp.Column) and t.this.table == "t1"
-            and t.this.name in parent.columns for t in terms):
+    if list(windows[0].args.get("partition_by") or []) != keys or not terms:
         return None
+    read = [*keys, *(t.this for t in terms)]
+    if not all(isinstance(c, exp.Column) and c.table == "t1" and c.name in parent.columns
+               and (not virtual(parent) or passed_on(parent, c.name)) for c in read):
+        return None  # (a view's column must be its parent's: a selection over groups)
     return terms
 
 
