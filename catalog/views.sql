@@ -61,7 +61,11 @@ SELECT n.node_id,
          ORDER BY m.run_id DESC LIMIT 1) AS last_maintenance,
        round(st.apply_ms_row::numeric, 5) AS apply_ms_per_row,
        round(st.rebuild_ms_row::numeric, 5) AS rebuild_ms_per_row,
-       n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS isolated
+       n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS isolated,
+       -- how its rows that leave by themselves are found: through an index of the
+       -- columns they expire by, or by a scan (argus.expiry_upkeep)
+       CASE WHEN n.expires_by IS NOT NULL
+            THEN CASE WHEN n.expiry_scanned THEN 'scan' ELSE 'index' END END AS expired_by
   FROM argus_catalog.nodes n
   JOIN argus_catalog.node_stats st USING (node_id);
 

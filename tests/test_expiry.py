@@ -171,3 +171,41 @@ def test_a_registrar_joins_windows_of_streams_it_may_read_only(network, login, w
         "SELECT definition FROM argus_catalog.nodes WHERE kind = 'join'").fetchall()]
     assert definition["expiry"]
     assert sorted(network.results("pairs")) == [(1, now)]  # the 12-minute-old row is out
+
+
+def test_a_join_most_of_whose_rows_leave_each_cycle_finds_them_by_a_scan(oracle):
+    """argus.expiry_upkeep: while a quarter of the join's rows leave at every cycle, its
+    expiry index (each new row's ~2 us) goes and the rows that leave are found by a scan;
+    when the clock slows to a sliver of the window a cycle, the index comes back. The
+    answer is exact at every cycle either way (the oracle)."""
+    rng = random.Random(5)
+    for name, column in (("a", "x"), ("b", "y")):
+        oracle.create_stream(name, {"k": "int", column: "int", "t": "timestamptz"},
+                             time_column="t")
+    oracle.register("pairs", _sql(QUERIES["pairs"]))
+    (join,) = [n for (n,) in oracle.conn.execute(
+        "SELECT node_id FROM argus_catalog.nodes WHERE kind = 'join'").fetchall()]
+    clock = dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone.utc)
+
+    def cycle(step: dt.timedelta, n: int) -> None:
+        nonlocal clock
+        clock += step
+        for stream in ("a", "b"):
+            oracle.insert(stream, [(rng.randrange(200), rng.randrange(9),
+                                    clock - rng.random() * step) for _ in range(n)])
+        oracle.run()
+
+    def found_by() -> tuple[str, bool]:
+        return oracle.conn.execute(
+            "SELECT n.expired_by, EXISTS (SELECT FROM pg_indexes i WHERE i.schemaname = "
+            "h.hist_schema AND i.tablename = h.hist_name AND i.indexdef LIKE '%%(argus_expiry)')"
+            " FROM argus.nodes n JOIN argus_catalog.nodes h USING (node_id) WHERE n.node_id = %s",
+            (join,)).fetchone()
+
+    assert found_by() == ("index", True)
+    for _ in range(16):  # 2.5 minutes a cycle of a 10-minute window
+        cycle(dt.timedelta(minutes=2.5), 500)
+    assert found_by() == ("scan", False)
+    for _ in range(16):  # 5 seconds a cycle
+        cycle(dt.timedelta(seconds=5), 20)
+    assert found_by() == ("index", True)

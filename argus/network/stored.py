@@ -15,7 +15,7 @@ from .. import roles
 from ..mqo import index
 from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
 from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
-from ..nodes import lazy
+from ..nodes import expiry, lazy
 from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import (Statements, fill, flush_block, frame, node_block, probe_block,
@@ -41,9 +41,9 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
         node_block(node, parents, conn, lean), flush_block(node, parents, conn, lean))]
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
                  "probe_block = %s, lean_block = %s, lean_flush_block = %s, lean_sql = %s, "
-                 "rebuildable = %s WHERE node_id = %s",
+                 "rebuildable = %s, expires_by = %s WHERE node_id = %s",
                  (*blocks, Jsonb(list(lean.texts)) if lean.texts else None,
-                  rebuildable(node), node.id))
+                  rebuildable(node), expiry.expires_by(node, parents), node.id))
 
 
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:

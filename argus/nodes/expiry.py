@@ -115,6 +115,19 @@ def bound_columns(node: Node) -> list[str]:
     return [own[exp.column(b.column, "t1", quoted=True).sql(DIALECT)] for b in node.spec.bounds]
 
 
+def expires_by(node: Node, parents: list[Node]) -> list[str] | None:
+    """The history's columns the node's rows expire by, each indexed when it is made
+    (None: its rows leave otherwise). argus.expiry_upkeep (catalog/functions.sql) drops
+    those indexes while a large share of the history leaves at every cycle, which a
+    scan then finds for less than the index costs the rows coming in, and makes them
+    again when it does not."""
+    if expiring(node):
+        return [COLUMN]
+    if parents and window(node, parents[0]):
+        return bound_columns(node)
+    return None
+
+
 def values(parent: Node, alias: str) -> list[str]:
     """SQL of the columns (of `alias`, a row of `parent`) a row's expiry is the least of."""
     names = [COLUMN] if parent.kind == "join" else bound_columns(parent)
