@@ -102,6 +102,7 @@ class Step:
     condition: sql.Composable | None = None  # None: whenever the node runs
     dynamic: bool = True
     ctes: sql.Composable | None = None  # top-level CTEs before it (data-modifying ones)
+    sign: int | None = None  # the sign of every row it writes, if one: counted by ROW_COUNT
 
 
 # -- small SQL builders ----------------------------------------------------------------

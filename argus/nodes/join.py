@@ -179,11 +179,11 @@ class JoinCompiler:
             new = sql.SQL("").join(sql.SQL("{}.{} > 0 AND ").format(sql.Identifier(t), SIGN_ID)
                                    for t in new.split())
             steps.append(Step(render("join/term_expiring", delta=node.delta, left=lt,
-                                     right=rt, new=new, **slots), when))
+                                     right=rt, new=new, **slots), when, sign=1))
         steps.append(Step(render("node/expire", delta=node.delta, hist=node.hist,
                                  columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                                  expired=sql.SQL(expiry.expired(node)), t1=T1, sign=SIGN_ID),
-                          sql.SQL("argus_clock_moved")))
+                          sql.SQL("argus_clock_moved"), sign=-1))
         return steps
 
     def flush(self, node, parents):

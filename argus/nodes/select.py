@@ -74,7 +74,7 @@ class SelectCompiler:
                              columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                              expired=sql.SQL(clock_once(self.own(node, expired))), t1=T1,
                              sign=SIGN_ID),
-                      moved)]
+                      moved, sign=-1)]
         if not spec.monotone:
             slots = self._slots(node)
             steps.append(Step(render("select/enter", delta=node.delta, parent=parents[0].hist,
@@ -116,7 +116,8 @@ class SelectCompiler:
             return []  # its delta is a view; node_block counts it
         name, bound = self._bounded(node, "select/delta")
         steps = [Step(render(name, delta=node.delta, parent_delta=parents[0].delta, **bound,
-                             **self._slots(node)), all_rows(parents[0]), dynamic=False)]
+                             **self._slots(node)), all_rows(parents[0]), dynamic=False,
+                      sign=1 if parents[0].insert_only else None)]
         if node.spec.temporal:
             steps += self._temporal(node, parents)
         return steps
