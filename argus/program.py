@@ -43,7 +43,10 @@ def _execute(text: str, lean: Statements | None) -> sql.Composed:
 
 
 def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False,
-               lean: Statements | None = None) -> sql.Composable:
+               lean: Statements | None = None, delta: sql.Composable | None = None
+               ) -> sql.Composable:
+    """`delta`: the node's delta table, which a counted statement that only inserts into
+    it may leave to its node to count (program/scanned)."""
     statement = step.statement
     into = sql.SQL(" INTO argus_p, argus_m") if counted else sql.SQL("")
     if counted:
@@ -57,10 +60,18 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
     executed = sql.SQL("{}{}").format(_execute(text, lean), into)
     if small is None:
         return executed
+    if counted and delta is not None and step.statement.as_string(conn).startswith(
+            f"INSERT INTO {delta.as_string(conn)} "):  # planned for large deltas
+        executed = render("program/scanned", executed=_execute(_plain(step, conn), lean))
     if not counted and text.startswith("SELECT "):  # a check whose rows go nowhere
         statement = sql.SQL("PERFORM {}").format(sql.SQL(text.removeprefix("SELECT ")))
     return render("program/planned_or_kept", small=small, statement=statement, into=into,
                   executed=executed)
+
+
+def _plain(step: Step, conn) -> str:
+    return (step.statement if step.ctes is None else sql.SQL("WITH {} {}").format(
+        step.ctes, step.statement)).as_string(conn)
 
 
 def _step_template(signed: bool, step: Step) -> str:
@@ -114,13 +125,14 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
             *(render(_step_template(signed, step),
                      condition=step.condition or sql.SQL("TRUE"),
                      statement=_step_code(step, conn, None if lean else _small(node, parents),
-                                          counted=signed and step.sign is None, lean=lean),
+                                          counted=signed and step.sign is None, lean=lean,
+                                          delta=node.delta),
                      var=sql.SQL("argus_i" if step.sign == 1 else "argus_r")
                      if signed and step.sign else var(node.id))
               for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
     counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
-                    var=var(node.id))
+                    var=var(node.id), delta=node.delta, sign=SIGN_ID)
     condition = any_rows(*_unique(parents))
     if node.kind_of.clock_driven(node):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import threading
 from decimal import Decimal
 
@@ -599,3 +600,45 @@ def test_a_sessions_first_cycle_runs_the_program_that_keeps_no_plans(transfers, 
             transfers.run(cron.run)
         seen = calls(cron.conn)
     assert seen.get("cycle_program") == 1 and seen.get("cycle_program_kept") == 2, seen
+
+
+def test_a_signed_node_over_large_deltas_counts_its_delta_once(oracle):
+    """Past settings.plan_kept_rows a signed node's statements write without counting
+    each row and the node counts its delta at its end (program/scanned): the rows each
+    node reports for the cycle are the rows in its delta, and the answers follow the
+    oracle, with windows retracting, aggregates replacing groups and joins expiring."""
+    db = oracle.db
+    db.configure(plan_kept_rows=1)
+    oracle.create_stream("s", {"k": "int", "v": "int", "t": "timestamptz"}, time_column="t")
+    window = "t > argus_now() - interval '10 minutes'"
+    oracle.register("per_k", f"SELECT k, count(*) AS n, sum(v) AS sv FROM s WHERE {window} "
+                             "GROUP BY k")
+    oracle.register("pairs", f"SELECT a.k, a.v, b.v AS w FROM s a JOIN s b ON a.k = b.k "
+                             f"AND b.v < a.v WHERE a.{window} AND b.{window}")
+    oracle.register("top", f"SELECT k, v FROM (SELECT k, v, row_number() OVER "
+                           f"(PARTITION BY k ORDER BY v DESC) AS r FROM s WHERE {window}) x "
+                           "WHERE r <= 2")
+    rng = random.Random(3)
+    at = dt.datetime(2024, 3, 1, 12, tzinfo=dt.timezone.utc)
+    for cycle in range(6):
+        at += dt.timedelta(minutes=4)
+        oracle.insert("s", [(rng.randrange(40), rng.randrange(1000),
+                             at - dt.timedelta(seconds=rng.randrange(240)))
+                            for _ in range(1500)])
+        oracle.run()
+        reported = dict(((n, (i, r)) for n, i, r in db.conn.execute(
+            "SELECT node_id, inserted, retracted FROM argus_catalog.run_nodes "
+            "WHERE run_id = (SELECT max(run_id) FROM argus_catalog.runs)").fetchall()))
+        for node_id, (inserted, retracted) in reported.items():
+            delta = db.conn.execute("SELECT to_regclass(%s) IS NOT NULL AND "
+                                    "(SELECT relkind = 'r' FROM pg_class WHERE oid = "
+                                    "to_regclass(%s))",
+                                    (f"argus_net.n{node_id}_delta",) * 2).fetchone()[0]
+            if delta and not db.conn.execute(
+                    "SELECT insert_only OR kind = ANY(argus.kinds('loaded')) "
+                    "FROM argus_catalog.nodes WHERE node_id = %s", (node_id,)).fetchone()[0]:
+                held = db.conn.execute(sql.SQL(
+                    "SELECT count(*) FILTER (WHERE argus_sign > 0), "
+                    "count(*) FILTER (WHERE argus_sign < 0) FROM {}").format(
+                        sql.Identifier("argus_net", f"n{node_id}_delta"))).fetchone()
+                assert held == (inserted, retracted), (cycle, node_id)

@@ -28,6 +28,7 @@ DECLARE
     argus_r bigint;
     argus_p bigint;
     argus_m bigint;
+    argus_scan boolean := false;  -- a statement left its node's delta to count (program/scanned)
     argus_claimed_time timestamptz;
     argus_late bigint[];
     argus_held bigint[];
