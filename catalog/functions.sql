@@ -866,7 +866,8 @@ END $$;
 -- An index entry costs every row that comes in about 2 us, a scan about 0.05 us a row
 -- held: on issue 52's windowed join (150,000 rows, 37,000 leaving each cycle) the
 -- answer's upkeep went 248 -> 143 ms a cycle. A DROP INDEX that waits past 50 ms for
--- a reader of the history is left to the next check.
+-- a reader of the history is left to the next check; any other failure too, with a
+-- warning (an upkeep that fails must not stop the cycles).
 CREATE OR REPLACE FUNCTION argus.expiry_upkeep(p_run bigint) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -877,7 +878,7 @@ DECLARE
 BEGIN
     FOR v IN
         SELECT n.node_id, n.expires_by, n.expiry_scanned,
-               format('%I.%I', n.hist_schema, n.hist_name)::regclass AS hist
+               to_regclass(format('%I.%I', n.hist_schema, n.hist_name)) AS hist
           FROM argus_catalog.nodes n
           JOIN argus_catalog.node_stats s USING (node_id)
          CROSS JOIN LATERAL (
@@ -885,15 +886,16 @@ BEGIN
                 WHERE r.node_id = n.node_id AND r.run_id > p_run - 8 AND r.retracted > 0
                HAVING count(*) >= 3) e
          WHERE n.expires_by IS NOT NULL
+           AND to_regclass(format('%I.%I', n.hist_schema, n.hist_name)) IS NOT NULL
            AND CASE WHEN n.expiry_scanned THEN 64 * e.expired < s.hist_rows
                     ELSE 16 * e.expired >= s.hist_rows AND s.hist_rows >= 10000 END
     LOOP
-        IF v.expiry_scanned THEN
-            FOREACH v_column IN ARRAY v.expires_by LOOP
-                EXECUTE format('CREATE INDEX ON %s (%I)', v.hist, v_column);
-            END LOOP;
-        ELSE
-            BEGIN
+        BEGIN
+            IF v.expiry_scanned THEN
+                FOREACH v_column IN ARRAY v.expires_by LOOP
+                    EXECUTE format('CREATE INDEX ON %s (%I)', v.hist, v_column);
+                END LOOP;
+            ELSE
                 PERFORM set_config('lock_timeout', '50ms', true);
                 FOR v_index IN
                     SELECT i.indexrelid::regclass FROM pg_index i
@@ -905,14 +907,17 @@ BEGIN
                 LOOP
                     EXECUTE format('DROP INDEX %s', v_index);
                 END LOOP;
-            EXCEPTION WHEN lock_not_available THEN
                 PERFORM set_config('lock_timeout', v_timeout, true);
-                CONTINUE;
-            END;
+            END IF;
+            UPDATE argus_catalog.nodes SET expiry_scanned = NOT v.expiry_scanned
+             WHERE node_id = v.node_id;
+        EXCEPTION WHEN lock_not_available THEN
             PERFORM set_config('lock_timeout', v_timeout, true);
-        END IF;
-        UPDATE argus_catalog.nodes SET expiry_scanned = NOT v.expiry_scanned
-         WHERE node_id = v.node_id;
+        WHEN OTHERS THEN
+            PERFORM set_config('lock_timeout', v_timeout, true);
+            RAISE WARNING 'argus: the expiry index of node % was not changed: %',
+                          v.node_id, SQLERRM;
+        END;
     END LOOP;
 END $$;
 
