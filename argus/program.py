@@ -69,6 +69,9 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
                   executed=executed)
 
 
+SCANNED = "argus_scan := true"  # (program/scanned)
+
+
 def _plain(step: Step, conn) -> str:
     return (step.statement if step.ctes is None else sql.SQL("WITH {} {}").format(
         step.ctes, step.statement)).as_string(conn)
@@ -131,8 +134,9 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
                      if signed and step.sign else var(node.id))
               for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
-    counts = render("program/count_insert_only" if counted_as_written else "program/count_signed",
-                    var=var(node.id), delta=node.delta, sign=SIGN_ID)
+    counts = render("program/count_insert_only" if counted_as_written
+                    else "program/count_scanned" if SCANNED in code.as_string(conn)
+                    else "program/count_signed", var=var(node.id), delta=node.delta, sign=SIGN_ID)
     condition = any_rows(*_unique(parents))
     if node.kind_of.clock_driven(node):
         condition = sql.SQL("{} OR argus_clock_moved").format(condition)
