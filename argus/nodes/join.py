@@ -160,7 +160,10 @@ class JoinCompiler:
                                      negate=sql.SQL("" if present_when_matched else "NOT"),
                                      **slots), all_rows(left)))
             gained, lost = ("1", "-1") if present_when_matched else ("-1", "1")
-            steps.append(Step(render(f"join/partners_changed{growing}", delta=node.delta,
+            changed = growing or ("_keyed" if any(
+                isinstance(other, exp.Column)
+                for _, other in _key_pairs(join_condition(node, parents))[0]) else "")
+            steps.append(Step(render(f"join/partners_changed{changed}", delta=node.delta,
                                      left=left.hist, right=right.hist, right_delta=right.delta,
                                      on_gained=sql.SQL(gained), on_lost=sql.SQL(lost),
                                      keyed=_keyed(join_condition(node, parents), right.delta),
@@ -201,6 +204,18 @@ def _keyed(condition: str, right_delta: sql.Composable) -> sql.Composable:
     probe the left history's index), but not one with another conjunct beside (TPC-H
     Q21's `l_suppkey <>`: it scanned 8,500 left rows for 7 changed line items). Implied
     by the condition: it changes no row."""
+    keys, others = _key_pairs(condition)
+    if not keys or not others:
+        return sql.SQL("")
+    return sql.SQL("\n       AND ({}) IN (SELECT {} FROM {} AS {})").format(
+        sql.SQL(", ").join(sql.SQL(mine.sql(DIALECT)) for mine, _ in keys),
+        sql.SQL(", ").join(sql.SQL(other.sql(DIALECT)) for _, other in keys), right_delta, T2)
+
+
+def _key_pairs(condition: str) -> tuple[list[tuple[exp.Expression, exp.Expression]], int]:
+    """The condition's equalities of a left column and an expression of right columns
+    (which an index of the right history serves: network.builder makes one), and how
+    many other conjuncts it has."""
     keys, others = [], 0
     for conjunct in conjuncts(sqlglot.parse_one(condition, read=DIALECT)):
         pair = None
@@ -214,11 +229,7 @@ def _keyed(condition: str, right_delta: sql.Composable) -> sql.Composable:
             others += 1
         else:
             keys.append(pair)
-    if not keys or not others:
-        return sql.SQL("")
-    return sql.SQL("\n       AND ({}) IN (SELECT {} FROM {} AS {})").format(
-        sql.SQL(", ").join(sql.SQL(mine.sql(DIALECT)) for mine, _ in keys),
-        sql.SQL(", ").join(sql.SQL(other.sql(DIALECT)) for _, other in keys), right_delta, T2)
+    return keys, others
 
 
 def deferred(node: Node) -> bool:
