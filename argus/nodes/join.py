@@ -160,14 +160,15 @@ class JoinCompiler:
                                      negate=sql.SQL("" if present_when_matched else "NOT"),
                                      **slots), all_rows(left)))
             gained, lost = ("1", "-1") if present_when_matched else ("-1", "1")
-            changed = growing or ("_keyed" if any(
-                isinstance(other, exp.Column)
-                for _, other in _key_pairs(join_condition(node, parents))[0]) else "")
-            steps.append(Step(render(f"join/partners_changed{changed}", delta=node.delta,
+            keyed = any(isinstance(other, exp.Column)  # (an index of the right serves it)
+                        for _, other in _key_pairs(join_condition(node, parents))[0])
+            partners = render("join/partners_needed" if keyed else "join/partners_all",
+                              right=right.hist, **slots)
+            steps.append(Step(render(f"join/partners_changed{growing}", delta=node.delta,
                                      left=left.hist, right=right.hist, right_delta=right.delta,
                                      on_gained=sql.SQL(gained), on_lost=sql.SQL(lost),
                                      keyed=_keyed(join_condition(node, parents), right.delta),
-                                     **slots),
+                                     partners=partners, **slots),
                               all_rows(right)))
         return steps
 
