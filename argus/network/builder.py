@@ -1033,10 +1033,7 @@ class Builder(Reads):
                         "compare for equality, so argus cannot retract its rows here (an "
                         "aggregate, outer join, EXCEPT or DISTINCT is involved): cast it to a "
                         "comparable type such as text or jsonb")
-        with self.conn.cursor() as cur:
-            cur.executemany("UPDATE argus_catalog.node_columns SET type = %s "
-                            "WHERE node_id = %s AND name = %s",
-                            [(types[n][0], node.id, n) for n in node.columns])
+        records.record_types(self.conn, node.id, {n: types[n][0] for n in node.columns})
         return tuple(types[n][0] for n in node.columns)
 
     def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:

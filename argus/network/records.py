@@ -1,8 +1,10 @@
-"""The catalog's record of the network's nodes, written here only: a node's row, its
-edges and columns (argus_catalog.nodes, edges, node_columns), and the rows it holds as
-its statistics count them (node_stats; the catalog's trigger gives each node its row).
-Streams, the builder, migrations and drops all record through these, so that every node
-is recorded with the same columns (issue 55: they were written in four places)."""
+"""The catalog's record of the network's nodes: a node's row, its edges and columns
+(argus_catalog.nodes, edges, node_columns), and the rows it holds as its statistics
+count them (node_stats; the catalog's trigger gives each node its row). Streams, the
+builder, migrations and drops all record through these, so that every node is recorded
+with the same columns (issue 55: they were written in four places). Written elsewhere
+still: a column's canonical atom (mqo.index.record_atoms, a layer below this one), a
+node's compiled code (stored.store_blocks) and its definition's later additions."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def stream_columns(conn: psycopg.Connection, node_id: int, stream_id: int) -> No
 def replace_columns(conn: psycopg.Connection, node_id: int,
                     columns: Iterable[tuple[str, str]], fresh: bool = False) -> None:
     """The node's columns, (name, expression) in order, instead of those it had (none
-    if `fresh`); their types are recorded once its table exists (add_types)."""
+    if `fresh`); their types are recorded once its table exists (record_types)."""
     if not fresh:
         conn.execute("DELETE FROM argus_catalog.node_columns WHERE node_id = %s", (node_id,))
     with conn.cursor() as cur:
@@ -75,6 +77,14 @@ def add_columns(conn: psycopg.Connection, node: Node,
             "(node_id, position, name, expr, type, atom) VALUES (%s, %s, %s, %s, %s, %s)",
             [(node.id, len(node.columns) + i, n, e, t, a)
              for i, (n, e, t, a) in enumerate(added, 1)])
+
+
+def record_types(conn: psycopg.Connection, node_id: int, types: dict[str, str]) -> None:
+    """The node's columns' types, by name, as PostgreSQL spells them in its table."""
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE argus_catalog.node_columns SET type = %s "
+                        "WHERE node_id = %s AND name = %s",
+                        [(pg_type, node_id, name) for name, pg_type in types.items()])
 
 
 def count_rows(conn: psycopg.Connection, node: Node) -> None:
