@@ -877,16 +877,16 @@ DECLARE
     v_timeout text := current_setting('lock_timeout');
 BEGIN
     FOR v IN
-        SELECT n.node_id, n.expires_by, n.expiry_scanned,
-               to_regclass(format('%I.%I', n.hist_schema, n.hist_name)) AS hist
+        SELECT n.node_id, n.expires_by, n.expiry_scanned, h.hist
           FROM argus_catalog.nodes n
           JOIN argus_catalog.node_stats s USING (node_id)
          CROSS JOIN LATERAL (
                SELECT avg(r.retracted) AS expired FROM argus_catalog.run_nodes r
                 WHERE r.node_id = n.node_id AND r.run_id > p_run - 8 AND r.retracted > 0
                HAVING count(*) >= 3) e
-         WHERE n.expires_by IS NOT NULL
-           AND to_regclass(format('%I.%I', n.hist_schema, n.hist_name)) IS NOT NULL
+         CROSS JOIN LATERAL (
+               SELECT to_regclass(format('%I.%I', n.hist_schema, n.hist_name)) AS hist) h
+         WHERE n.expires_by IS NOT NULL AND h.hist IS NOT NULL
            AND CASE WHEN n.expiry_scanned THEN 64 * e.expired < s.hist_rows
                     ELSE 16 * e.expired >= s.hist_rows AND s.hist_rows >= 10000 END
     LOOP
@@ -911,10 +911,9 @@ BEGIN
             END IF;
             UPDATE argus_catalog.nodes SET expiry_scanned = NOT v.expiry_scanned
              WHERE node_id = v.node_id;
-        EXCEPTION WHEN lock_not_available THEN
-            PERFORM set_config('lock_timeout', v_timeout, true);
+        EXCEPTION WHEN lock_not_available THEN  -- (the lock_timeout set is undone too)
+            NULL;
         WHEN OTHERS THEN
-            PERFORM set_config('lock_timeout', v_timeout, true);
             RAISE WARNING 'argus: the expiry index of node % was not changed: %',
                           v.node_id, SQLERRM;
         END;
