@@ -77,11 +77,16 @@ def _plain(step: Step, conn) -> str:
         step.ctes, step.statement)).as_string(conn)
 
 
-def _step_template(signed: bool, step: Step) -> str:
-    """A signed node's statement counts its rows by sign as it writes them (a CTE that
-    returns each: ~0.4 us a row), unless all have one sign (Step.sign): then, as an
-    insert-only node's, by ROW_COUNT."""
-    return "program/step_signed" if signed and step.sign is None else "program/step"
+def _counting(node: Node, step: Step) -> tuple[str, bool, sql.Composable]:
+    """How a step's rows are counted: (its template, whether its statement counts them
+    by sign, the variable ROW_COUNT adds to). A signed node's statement counts its rows
+    by sign as it writes them (a CTE that returns each: ~0.4 us a row), unless all have
+    one sign (Step.sign): then, as an insert-only node's, by ROW_COUNT."""
+    if node.insert_only:
+        return "program/step", False, var(node.id)
+    if step.sign is None:
+        return "program/step_signed", True, var(node.id)
+    return "program/step", False, sql.SQL("argus_i" if step.sign > 0 else "argus_r")
 
 
 def _small(node: Node, parents: list[Node]) -> sql.Composed | None:
@@ -121,18 +126,19 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
     elif not steps:
         return None
     else:
-        signed = not node.insert_only
+        def step_code(step: Step, parents: list[Node]) -> sql.Composed:
+            template, counted, counter = _counting(node, step)
+            return render(template, condition=step.condition or sql.SQL("TRUE"),
+                          statement=_step_code(step, conn,
+                                               None if lean else _small(node, parents),
+                                               counted=counted, lean=lean, delta=node.delta),
+                          var=counter)
+
         code = per_claim(parents, lambda parents: sql.SQL("\n").join([
             *(render("program/flush_step", condition=step.condition, statement=step.statement)
               for step in lazy.completions(node, parents)),
-            *(render(_step_template(signed, step),
-                     condition=step.condition or sql.SQL("TRUE"),
-                     statement=_step_code(step, conn, None if lean else _small(node, parents),
-                                          counted=signed and step.sign is None, lean=lean,
-                                          delta=node.delta),
-                     var=sql.SQL("argus_i" if step.sign == 1 else "argus_r")
-                     if signed and step.sign else var(node.id))
-              for step in COMPILERS[node.kind].evaluate(node, parents))]), conn)
+            *(step_code(step, parents) for step in COMPILERS[node.kind].evaluate(node, parents))
+        ]), conn)
     counted_as_written = node.insert_only and not delta_view(node)  # a view counts its rows
     counts = render("program/count_insert_only" if counted_as_written
                     else "program/count_scanned" if SCANNED in code.as_string(conn)
