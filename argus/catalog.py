@@ -109,7 +109,9 @@ def migrate(conn: psycopg.Connection) -> int:
             applied += 1
         if applied or installed_code(conn) != digest:  # a migration may drop views
             conn.execute(text)  # reviewed files of our own, no parameters
-            conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s", (digest,))
+            # the program is assembled anew by the new code (argus.assemble_program)
+            conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s, program_stale "
+                         "= program_stale OR program_frame IS NOT NULL", (digest,))
             conn.execute("SELECT argus.apply_privileges()")  # views were created anew
             applied += 1
         return applied

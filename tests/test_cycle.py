@@ -602,6 +602,56 @@ def test_a_sessions_first_cycle_runs_the_program_that_keeps_no_plans(transfers, 
     assert seen.get("cycle_program") == 1 and seen.get("cycle_program_kept") == 2, seen
 
 
+def test_each_nodes_code_is_one_line_of_the_program(transfers):
+    """argus.one_line: PostgreSQL compiles a program of many-line blocks in time
+    quadratic in its size (the line number of each IF is found by a scan from the top);
+    the program holds each node's code on one line, and runs exactly as before."""
+    transfers.register("pairs", "SELECT a.tran_id, b.tran_id AS next FROM transfers a "
+                                "JOIN transfers b ON b.sender = a.receiver")
+    transfers.register("low", "SELECT sender, min(amount) AS low FROM transfers GROUP BY sender")
+    transfers.register("top", "SELECT * FROM (SELECT sender, amount, row_number() OVER "
+                              "(PARTITION BY sender ORDER BY amount DESC) AS r "
+                              "FROM transfers) x WHERE r <= 2")
+    for start in (0, 200):
+        transfers.insert("transfers", rows(start, 200))
+        transfers.run()
+    conn = transfers.conn
+    programs = dict(conn.execute("SELECT proname, prosrc FROM pg_proc WHERE proname IN "
+                                 "('cycle_program', 'cycle_program_kept')").fetchall())
+    blocks = conn.execute("SELECT node_id, argus.one_line(cycle_block), "
+                          "argus.one_line(coalesce(lean_block, cycle_block)), "
+                          "argus.one_line(flush_block) FROM argus_catalog.nodes "
+                          "WHERE cycle_block IS NOT NULL").fetchall()
+    assert len(blocks) >= 4 and any(f for _, _, _, f in blocks)
+    for node_id, kept, lean, flush in blocks:
+        for code, program in ((kept, "cycle_program_kept"), (lean, "cycle_program"),
+                              (flush, "cycle_program_kept")):
+            if code is not None:
+                assert "\n" not in code and code in programs[program].splitlines(), node_id
+
+
+@pytest.mark.parametrize("body", [
+    "IF true THEN\n  x := 'a -- not a comment'; -- a comment's quote\n  x := x || '!';\nEND IF;",
+    "x := 'SELECT 1\nFROM t -- no row\nWHERE a = ''q''' || format('%I', 'a\nb');",
+    "x := (1 - -1)::text; \"v\" := 'it''s'; x := x || \"v\" || '\n--\n';",
+    "x := E'a\\nb' || $$c\nd$$;  -- (left as it is)",
+])
+def test_a_block_on_one_line_computes_what_it_did(db, body):
+    """What argus.one_line makes of a block is the same code: comments go, and line
+    breaks inside literals become escapes."""
+    one = db.conn.execute("SELECT argus.one_line(%s)", (body,)).fetchone()[0]
+    assert "\n" not in one or "$$" in one
+
+    def result(code: str) -> str:
+        db.conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION pg_temp.f() RETURNS text "
+                                "LANGUAGE plpgsql AS {}").format(sql.Literal(
+                                    "DECLARE x text := ''; \"v\" text; BEGIN\n" + code
+                                    + "\nRETURN x; END")))
+        return db.conn.execute("SELECT pg_temp.f()").fetchone()[0]
+
+    assert result(one) == result(body)
+
+
 def test_a_signed_node_over_large_deltas_counts_its_delta_once(oracle):
     """Past settings.plan_kept_rows a signed node's statements write without counting
     each row and the node counts its delta at its end (program/scanned): the rows each
