@@ -209,14 +209,15 @@ DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
 CREATE OR REPLACE FUNCTION argus.one_line(code text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
     SELECT CASE WHEN code ~ E'[$\\\\]' OR strpos(code, '/*') > 0 THEN code ELSE (
-        SELECT coalesce(string_agg(CASE WHEN t = E'\n' THEN ' '
-                                        WHEN left(t, 2) = '--' THEN ''
-                                        WHEN left(t, 1) = '''' AND strpos(t, E'\n') > 0
-                                             AND coalesce(prior, '') !~ '[[:alnum:]_&]$'
-                                        THEN 'E' || replace(t, E'\n', E'\\n')
-                                        ELSE t END, '' ORDER BY i), '')
+        SELECT coalesce(string_agg(CASE WHEN left(t, 2) = '--' THEN ''
+                                        WHEN left(t, 1) = '''' THEN
+                                             CASE WHEN strpos(t, E'\n') = 0 THEN t
+                                                  WHEN prior ~ '[[:alnum:]_&]$' THEN t
+                                                  ELSE 'E' || replace(t, E'\n', E'\\n') END
+                                        WHEN left(t, 1) = '"' THEN t
+                                        ELSE translate(t, E'\n', ' ') END, '' ORDER BY i), '')
           FROM (SELECT m[1] AS t, i, lag(m[1]) OVER (ORDER BY i) AS prior
-                  FROM regexp_matches(code, $r$('(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|[^'"\n-]+|-|\n)$r$,
+                  FROM regexp_matches(code, $r$('(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|[^'"-]+|-)$r$,
                                       'g') WITH ORDINALITY AS x(m, i)) AS tokens) END
 $f$;
 
