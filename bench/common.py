@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import time
 
-import argus
 from argus.bench.runner import fresh_database
 
-__all__ = ["arguments", "cron_overhead", "cycles", "fresh_database"]
+__all__ = ["arguments", "cycles", "fresh_database"]
 
 
 def arguments(doc: str, **options: int | str | bool) -> argparse.Namespace:
@@ -37,22 +36,3 @@ def cycles(db, workload, batch: int, n: int) -> list[float]:
         db.run()
         out.append((time.perf_counter() - started) * 1000)
     return out
-
-
-def cron_overhead(dsn: str, repeat: int = 3) -> tuple[float, float]:
-    """What a cycle run from cron pays besides its work: ms of a new session's first
-    cycle (connecting, compiling the network's program, opening its tables) and of a
-    cycle in a session past its second (which compiles the program that keeps plans),
-    with nothing new to claim; medians of `repeat` sessions. The benches time cycles in
-    one session, as `argus run --follow` runs them."""
-    first, warm = [], []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        with argus.connect(dsn) as db:
-            db.run()
-            first.append((time.perf_counter() - started) * 1000)
-            db.run()
-            started = time.perf_counter()
-            db.run()
-            warm.append((time.perf_counter() - started) * 1000)
-    return sorted(first)[len(first) // 2], sorted(warm)[len(warm) // 2]

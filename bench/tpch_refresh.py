@@ -6,12 +6,14 @@ same statements, and the baselines read those copies.
 
 Per refresh pair, on the same data: the writers' RF1 + RF2 statements on the tracked
 tables, argus's cycle and every query's changes read (what a consumer of each answer
-pays), the pairs back to back in one session (as `argus run --follow` runs them; the
-line after the table adds what a cycle run from cron pays besides); then, pair by pair
+pays), the pairs back to back in one session (as `argus run --follow` runs them); then, pair by pair
 on the copies, the same statements, re-running every query (CREATE TABLE AS) and REFRESH
 MATERIALIZED VIEW of every query; where the server has pg_ivm, the same statements on a
 third copy carrying one IMMV per query pg_ivm accepts (maintained inside the
-statements). At the end every answer is compared with the re-run's. ms. A CHECKPOINT
+statements). At the end every answer is compared with the re-run's; then two more pairs
+are applied, each cycle run as from cron (a new session: connecting, compiling the
+program, planning every statement anew), and the answers compared with the queries run
+on the tracked tables. ms. A CHECKPOINT
 (untimed) precedes each timed step, as in `argus bench`: none pays for writing out the
 pages another dirtied (the re-runs rewrite whole tables). WAL: the bytes the server
 wrote for a pair, argus's writer and cycle against the untracked writer's; after each
@@ -46,8 +48,9 @@ from argus import audit, tpch
 from argus.bench.methods import PgIvm
 from argus.bench.runner import Settle, Wal
 from argus.bench.workloads import TPCH_QUERIES, continuous
-from common import arguments, cron_overhead, fresh_database  # bench/common.py
+from common import arguments, fresh_database  # bench/common.py
 
+CRON_PAIRS = 2  # pairs whose cycles run as from cron, after the timed ones
 KEYS = {"region": ["r_regionkey"], "nation": ["n_nationkey"], "supplier": ["s_suppkey"],
         "customer": ["c_custkey"], "part": ["p_partkey"], "partsupp": ["ps_partkey", "ps_suppkey"],
         "orders": ["o_orderkey"], "lineitem": ["l_orderkey", "l_linenumber"]}
@@ -89,7 +92,7 @@ def main() -> None:
     numbers = [n for n in TPCH_QUERIES if str(n) not in skip.split(",")]
     started = time.perf_counter()
     data = tpch.generate(scale, Path(tempfile.mkdtemp(prefix="argus-tpch-rf-")),
-                         batches=args.pairs, share=0.001)
+                         batches=args.pairs + CRON_PAIRS, share=0.001)
     con = tpch._duckdb()
     texts = dict(con.execute("SELECT query_nr, query FROM tpch_queries()").fetchall())
     print(f"TPC-H scale {scale}: generated in {ms(started) / 1000:.1f} s", flush=True)
@@ -180,6 +183,7 @@ def main() -> None:
                                   "rows", "wal", "plain_wal")}
         batches = [{t: con.execute("SELECT * FROM read_parquet(?)", [str(files[t])]).fetchall()
                     for t in ("orders", "lineitem")} for files in data.refresh]
+        batches, cron_batches = batches[:args.pairs], batches[args.pairs:]
 
         def refresh(schema: str, new: dict) -> tuple[float, list[int]]:
             """RF1 then RF2 on one copy of the tables: ms, and the orders RF2 deleted."""
@@ -246,13 +250,7 @@ def main() -> None:
                 totals[k].append(v)
             print(f"| {i + 1} | ~{t['rows']:,} |" + _row(t), flush=True)
         print("| median | |" + _row({k: statistics.median(v) for k, v in totals.items() if v}))
-        first, warm = cron_overhead(dsn)  # (conninfo drops a password)
         median = {k: statistics.median(v) for k, v in totals.items() if v}
-        cron = median["cycle"] + first - warm
-        print(f"from cron (each cycle in a new session): a new session's first cycle with "
-              f"nothing to claim takes {first:.0f} ms, a later one {warm:.0f} ms; so the "
-              f"median pair's cycle would take ~{cron:.0f} ms, "
-              f"{median['rerun'] / (median['tracked'] + cron + median['read']):.1f}× re-running")
         node_ms = dict(conn.execute("SELECT node_id, ms + coalesce(flush_ms, 0) FROM "
                                     "argus_catalog.run_nodes WHERE run_id = %s",
                                     (report.run_id,)).fetchall())
@@ -273,6 +271,24 @@ def main() -> None:
             wrong = [name for name in immvs if _rerun(conn, name, "ivm.immv") != _rerun(conn, name)]
             print(f"pg_ivm's answers equal to the re-run's: {len(immvs) - len(wrong)} of "
                   f"{len(immvs)}" + (f"; DIFFERENT: {', '.join(wrong)}" if wrong else ""))
+        cold = []  # as from cron: each pair's cycle in a session of its own
+        for new in cron_batches:
+            refresh("public", new)
+            settle()
+            started = time.perf_counter()
+            with argus.connect(dsn) as cron:  # (conninfo drops a password)
+                cron.run()
+            cold.append(ms(started))
+        cron_ms = statistics.median(cold)
+        print(f"from cron (each cycle in a new session, connecting included): "
+              f"{', '.join(f'{c:.0f}' for c in cold)} ms, against {median['cycle']:.0f} in one "
+              f"session; writer + cycle + reading "
+              f"{median['rerun'] / (median['tracked'] + cron_ms + median['read']):.1f}× re-running")
+        wrong = [name for name, query in queries.items()
+                 if bag(db.results(name)) != bag(conn.execute(query))]
+        print(f"after them, answers equal to the queries run on the tracked tables: "
+              f"{len(queries) - len(wrong)} of {len(queries)}"
+              + (f"; DIFFERENT: {', '.join(wrong)}" if wrong else ""))
 
 
 def _rerun(conn, name: str, prefix: str = "plain.rerun") -> Counter:
