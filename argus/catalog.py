@@ -19,6 +19,7 @@ from . import roles
 from .errors import CatalogError
 from .names import CATALOG_SCHEMA, CYCLE_LOCK
 from .nodes import JOINS, LOADED, SELECTS
+from .program import SLOTS
 from .resources import resource_dir
 
 _FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -41,12 +42,14 @@ def generated() -> str:
     argus.kinds(trait), the node kinds with a trait (argus.nodes.base.Kind), so that
     the SQL names no kind (`n.kind <> ALL(argus.kinds('loaded'))`; IMMUTABLE: folded
     into a constant where it is planned); argus.cycle_lock() and argus.try_cycle_lock(),
-    the cycle lock (argus.names.CYCLE_LOCK)."""
+    the cycle lock (argus.names.CYCLE_LOCK); argus.program_slots(), the names of the cycle
+    program's slots in their order (argus.program.SLOTS: argus.fill_program)."""
     cases = sql.SQL(" ").join(
         sql.SQL("WHEN {} THEN ARRAY[{}]::text[]").format(
             sql.Literal(trait), sql.SQL(", ").join(map(sql.Literal, names)))
         for trait, names in (("loaded", LOADED), ("selects", SELECTS), ("joins", JOINS)))
     lock = sql.SQL(", ").join(map(sql.Literal, CYCLE_LOCK))
+    slots = sql.SQL(", ").join(map(sql.Literal, SLOTS))
     return sql.SQL(
         "CREATE OR REPLACE FUNCTION argus.kinds(trait text) RETURNS text[]\n"
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE trait {cases} END $$;\n"
@@ -54,7 +57,9 @@ def generated() -> str:
         "LANGUAGE sql AS $$ SELECT pg_catalog.pg_advisory_xact_lock({lock}) $$;\n"
         "CREATE OR REPLACE FUNCTION argus.try_cycle_lock() RETURNS boolean\n"
         "LANGUAGE sql AS $$ SELECT pg_catalog.pg_try_advisory_xact_lock({lock}) $$;\n"
-    ).format(cases=cases, lock=lock).as_string(None)
+        "CREATE OR REPLACE FUNCTION argus.program_slots() RETURNS text[]\n"
+        "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{slots}]::text[] $$;\n"
+    ).format(cases=cases, lock=lock, slots=slots).as_string(None)
 
 
 def code() -> tuple[str, str]:

@@ -4,7 +4,6 @@ Pure: SQL is built from sql_templates/, nothing runs here."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from psycopg import sql
@@ -307,10 +306,10 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
 
 
 # The program's frame is rendered here, with PostgreSQL format() placeholders where the
-# nodes' code goes (literal % doubled): argus.assemble_program() fills it in the
-# database (catalog/004), `fill` in Python for the code a change must validate.
-_SLOTS = ("declarations", "evaluate", "signed", "flush", "purge", "clear", "outputs",
-          "clock_outputs")
+# nodes' code goes (literal % doubled), one per slot in this order:
+# argus.fill_program(frame, slots) fills them by name (catalog/functions.sql).
+SLOTS = ("declarations", "evaluate", "signed", "flush", "purge", "clear", "outputs",
+         "clock_outputs")
 
 
 def frame(streams: list[tuple[str, Node, str | None]],
@@ -324,14 +323,14 @@ def frame(streams: list[tuple[str, Node, str | None]],
     go to their histories directly."""
     claim_code, release_code = (_claim_and_release(streams, left, unread) if streams
                                 else (sql.SQL(""), sql.SQL("")))
-    marks = {slot: f"@argus_slot_{slot}@" for slot in _SLOTS}
+    marks = {slot: f"@argus_slot_{slot}@" for slot in SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   streams=sql.Literal(len(streams)),
                   claimed=sql.SQL("").join(sql.SQL("    {} bigint;\n").format(_claimed(i))
                                            for i in range(len(streams))),
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
     text = text.replace("%", "%%")
-    for position, slot in enumerate(_SLOTS, 1):
+    for position, slot in enumerate(SLOTS, 1):
         text = text.replace(marks[slot], f"%{position}$s")
     return text
 
@@ -343,14 +342,3 @@ def written(node_ids: list[int], initial: int = 0) -> str:
     low, high = min(node_ids), max(node_ids)
     return (f"    argus_written bigint[] := array_fill({int(initial)}::bigint, "
             f"ARRAY[{high - low + 1}], ARRAY[{low}]);")
-
-
-def fill(frame_text: str, node_ids: list[int], blocks: list[str], signed: bool,
-         flushes: list[str], purges: list[str], initial: int = 0) -> str:
-    """The frame filled as argus.assemble_program() fills it (PostgreSQL's format()),
-    without the clearing of the last cycle's deltas and with no queries to report."""
-    values = [written(node_ids, initial),
-              "\n".join(blocks), "true" if signed else "false", "\n".join(flushes),
-              "\n".join(purges), "", "'{}'", "'{}'"]
-    return re.sub(r"%(?:%|(\d)\$s)",
-                  lambda m: values[int(m[1]) - 1] if m[1] else "%", frame_text)

@@ -221,6 +221,25 @@ LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
                                       'g') WITH ORDINALITY AS x(m, i)) AS tokens) END
 $f$;
 
+-- The program's frame (argus.program.frame) filled: its slots, named as
+-- argus.program_slots() lists them (generated from argus.program.SLOTS), are format()'s
+-- positional arguments, so that no node's code is read again for a slot's mark.
+CREATE OR REPLACE FUNCTION argus.fill_program(frame text, slots jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_names text[] := argus.program_slots();
+    v_missing text[] := ARRAY(SELECT n FROM unnest(v_names) AS n WHERE NOT slots ? n);
+BEGIN
+    IF cardinality(v_missing) > 0 OR (SELECT count(*) FROM jsonb_object_keys(slots))
+                                     <> cardinality(v_names) THEN
+        RAISE EXCEPTION 'argus: the cycle program''s slots are %, given %', v_names,
+              ARRAY(SELECT jsonb_object_keys(slots));
+    END IF;
+    RETURN format(frame, VARIADIC ARRAY(SELECT slots ->> n FROM unnest(v_names)
+                                                         WITH ORDINALITY AS u(n, i)
+                                        ORDER BY i));
+END $$;
+
 -- The cycle program is assembled in the database, by the first cycle after the network
 -- changed, from the code each node stored when it was compiled (argus.program): a
 -- change compiles and validates only its own nodes' code, so that registering query
@@ -237,7 +256,8 @@ DECLARE
     v_outputs jsonb;
     v_clock_outputs jsonb;
 BEGIN
-    IF v_frame IS NULL OR strpos(v_frame, '%8$s') = 0 THEN
+    IF v_frame IS NULL OR strpos(v_frame, format('%%%s$s', cardinality(argus.program_slots()))) = 0
+    THEN
         RAISE EXCEPTION 'argus: this network''s code was compiled by an older argus'
               USING HINT = 'run any argus command (e.g. argus status): it recompiles on connect';
     END IF;
@@ -277,37 +297,38 @@ BEGIN
                        AS flush_code
               FROM argus_catalog.nodes n
         )
-        SELECT format(v_frame,
-                      -- argus.program.written; the lean program's statements
-                      -- (argus.program.Statements)
-                      CASE WHEN count(*) = 0 THEN '    argus_written bigint[];'
-                           ELSE format('    argus_written bigint[] := array_fill(0::bigint, '
-                                       'ARRAY[%s], ARRAY[%s]);', max(node_id) - min(node_id) + 1,
-                                       min(node_id)) END
-                      || CASE WHEN v_kept THEN '' ELSE E'\n    argus_sql jsonb := (SELECT '
-                              'coalesce(jsonb_object_agg(node_id, lean_sql), ''{}'') FROM '
-                              'argus_catalog.nodes WHERE lean_sql IS NOT NULL);' END,
-                      coalesce(string_agg(CASE WHEN node_id = diagnose THEN argus.one_line(probe_block)
-                                               WHEN NOT excluded THEN code END, E'\n'
-                                          ORDER BY join_level, sequence_id, node_id), ''),
-                      coalesce(bool_or(rebuildable AND NOT excluded),
-                               false)::text,
-                      coalesce(string_agg(flush_code, E'\n'
-                                          ORDER BY join_level, sequence_id, node_id)
-                               FILTER (WHERE NOT excluded), ''),
-                      coalesce(string_agg(argus.one_line(purge_block), E'\n'
-                                          ORDER BY join_level, sequence_id, node_id)
-                               FILTER (WHERE NOT excluded), ''),
-                      -- every node's delta the last cycle filled, emptied (a virtual
-                      -- selection's is a view)
-                      coalesce(string_agg(format('        IF argus_dirty ? %L THEN DELETE FROM '
-                                                 'argus_net.%I; END IF;', node_id,
-                                                 'n' || node_id || '_delta'), E'\n'
-                                          ORDER BY node_id)
-                               FILTER (WHERE NOT (kind = ANY(argus.kinds('selects'))
-                                              AND definition ? 'virtual')),
-                               ''),
-                      quote_literal(v_outputs), quote_literal(v_clock_outputs))
+        SELECT argus.fill_program(v_frame, jsonb_build_object(
+            -- argus.program.written; the lean program's statements (argus.program.Statements)
+            'declarations',
+            CASE WHEN count(*) = 0 THEN '    argus_written bigint[];'
+                 ELSE format('    argus_written bigint[] := array_fill(0::bigint, '
+                             'ARRAY[%s], ARRAY[%s]);', max(node_id) - min(node_id) + 1,
+                             min(node_id)) END
+            || CASE WHEN v_kept THEN '' ELSE E'\n    argus_sql jsonb := (SELECT '
+                    'coalesce(jsonb_object_agg(node_id, lean_sql), ''{}'') FROM '
+                    'argus_catalog.nodes WHERE lean_sql IS NOT NULL);' END,
+            'evaluate',
+            coalesce(string_agg(CASE WHEN node_id = diagnose THEN argus.one_line(probe_block)
+                                     WHEN NOT excluded THEN code END, E'\n'
+                                ORDER BY join_level, sequence_id, node_id), ''),
+            'signed', coalesce(bool_or(rebuildable AND NOT excluded), false)::text,
+            'flush',
+            coalesce(string_agg(flush_code, E'\n' ORDER BY join_level, sequence_id, node_id)
+                     FILTER (WHERE NOT excluded), ''),
+            'purge',
+            coalesce(string_agg(argus.one_line(purge_block), E'\n'
+                                ORDER BY join_level, sequence_id, node_id)
+                     FILTER (WHERE NOT excluded), ''),
+            -- every node's delta the last cycle filled, emptied (a virtual selection's is
+            -- a view)
+            'clear',
+            coalesce(string_agg(format('        IF argus_dirty ? %L THEN DELETE FROM '
+                                       'argus_net.%I; END IF;', node_id,
+                                       'n' || node_id || '_delta'), E'\n' ORDER BY node_id)
+                     FILTER (WHERE NOT (kind = ANY(argus.kinds('selects'))
+                                    AND definition ? 'virtual')), ''),
+            'outputs', quote_literal(v_outputs),
+            'clock_outputs', quote_literal(v_clock_outputs)))
           INTO v_body FROM n;
         -- replaced in place: a new function each time would leave each old one's compiled
         -- code and plans in the sessions that ran it

@@ -6,6 +6,7 @@ import doctest
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 import argus
 from argus.frontend import analyze
@@ -102,3 +103,19 @@ def test_a_cycle_pins_what_python_pins(db):
     pinned = dict(c.split("=", 1) for c in config)
     assert {k.lower(): v for k, v in PINNED.items()} == {
         k.lower(): v for k, v in pinned.items() if k.lower() in map(str.lower, PINNED)}
+
+
+def test_the_program_is_filled_by_its_slots_names(db):
+    """argus.fill_program fills the frame's slots by the names argus.program.SLOTS gives
+    them, in one pass (a node's code holding a placeholder is not read again); a slot
+    missing or unknown is an error that names them."""
+    from argus.program import SLOTS
+
+    frame = " | ".join(f"%{i}$s" for i in range(1, len(SLOTS) + 1))
+    slots = {name: f"<{name} %2$s>" for name in SLOTS}
+    (filled,) = db.conn.execute("SELECT argus.fill_program(%s, %s)",
+                                (frame, Jsonb(slots))).fetchone()
+    assert filled == " | ".join(slots.values())
+    for wrong in ({k: v for k, v in slots.items() if k != "flush"}, {**slots, "flushes": ""}):
+        with pytest.raises(psycopg.errors.RaiseException, match="clock_outputs"):
+            db.conn.execute("SELECT argus.fill_program(%s, %s)", (frame, Jsonb(wrong)))

@@ -18,7 +18,7 @@ from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
 from ..nodes import expiry, lazy
 from ..nodes.base import var
 from ..nodes.purge import purge_block
-from ..program import (Statements, fill, flush_block, frame, node_block, probe_block,
+from ..program import (Statements, flush_block, frame, node_block, probe_block, written,
                        rebuildable)
 from . import records
 from .placement import placed
@@ -98,8 +98,11 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
               "    argus_isolate := false;\n") + ran + "\n".join(
         f"{block}\n    {var(node_id).as_string(None)} := 1;"
         for node_id, block, _, _, _ in rows if block)
-    body = fill(frame([]), involved, [forced], any(r[3] for r in rows),
-                [f for _, _, f, _, _ in rows if f], purges, initial=1)
+    (body,) = conn.execute("SELECT argus.fill_program(%s, %s)", (frame([]), Jsonb({
+        "declarations": written(involved, initial=1), "evaluate": forced,
+        "signed": str(any(r[3] for r in rows)).lower(),
+        "flush": "\n".join(f for _, _, f, _, _ in rows if f), "purge": "\n".join(purges),
+        "clear": "", "outputs": "'{}'", "clock_outputs": "'{}'"}))).fetchone()
     # an anonymous block, not a function: PostgreSQL frees its compiled code and cached
     # plans after it ran (a dropped function's stayed in the session, and every later
     # DDL statement walked them: drops slowed with every registration)
