@@ -205,10 +205,14 @@ DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
 -- function whenever the statement began on an earlier line than the last one it looked
 -- up: a program of blocks over many lines compiles in time quadratic in its size (TPC-H's
 -- 1.4 MB program that keeps plans: 112 ms a session, 30 ms with its blocks on one line
--- each). A block with a backslash, a dollar or a /* comment is left as it is.
+-- each). A block with a backslash, a dollar, a /* comment or two literals a line break
+-- apart is left as it is.
 CREATE OR REPLACE FUNCTION argus.one_line(code text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
-    SELECT CASE WHEN code ~ E'[$\\\\]' OR strpos(code, '/*') > 0 THEN code ELSE (
+    SELECT CASE WHEN code ~ E'[$\\\\]' OR strpos(code, '/*') > 0
+                     -- two literals a line break apart are one ('a'<newline>'b' is 'ab')
+                     OR code ~ $r$'([[:space:]]|--[^\n]*)*\n([[:space:]]|--[^\n]*)*'$r$
+                THEN code ELSE (
         SELECT coalesce(string_agg(CASE WHEN left(t, 2) = '--' THEN ''
                                         WHEN left(t, 1) = '''' THEN
                                              CASE WHEN strpos(t, E'\n') = 0 THEN t
