@@ -225,6 +225,22 @@ LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
                                       'g') WITH ORDINALITY AS x(m, i)) AS tokens) END
 $f$;
 
+-- A node's code on one line (argus_catalog.nodes.one_line, catalog/037) is made again,
+-- when the program is next assembled, after its code changed.
+CREATE OR REPLACE FUNCTION argus.code_changed() RETURNS trigger LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF (NEW.cycle_block, NEW.flush_block, NEW.lean_block, NEW.lean_flush_block,
+        NEW.purge_block) IS DISTINCT FROM (OLD.cycle_block, OLD.flush_block, OLD.lean_block,
+                                           OLD.lean_flush_block, OLD.purge_block) THEN
+        NEW.one_line := NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE TRIGGER code_changed
+BEFORE UPDATE OF cycle_block, flush_block, lean_block, lean_flush_block, purge_block
+ON argus_catalog.nodes FOR EACH ROW EXECUTE FUNCTION argus.code_changed();
+
 -- The program's frame (argus.program.frame) filled: its slots, named as
 -- argus.program_slots() lists them (generated from argus.program.SLOTS), are format()'s
 -- positional arguments, so that no node's code is read again for a slot's mark.
@@ -290,15 +306,21 @@ BEGIN
     -- PostgreSQL compiles a program at its first call in a session: one that keeps no
     -- plan need not compile the statements that keep them. A diagnosis (a node's probe
     -- instead of its code) makes the first alone, and leaves both to be made again.
+    -- each node's code on one line, made again for the nodes whose code changed
+    UPDATE argus_catalog.nodes SET one_line = jsonb_build_object(
+               'cycle', argus.one_line(cycle_block), 'flush', argus.one_line(flush_block),
+               'lean', argus.one_line(coalesce(lean_block, cycle_block)),
+               'lean_flush', argus.one_line(coalesce(lean_flush_block, flush_block)),
+               'purge', argus.one_line(purge_block))
+     WHERE one_line IS NULL;
     FOREACH v_kept IN ARRAY CASE WHEN diagnose IS NULL THEN ARRAY[false, true]
                                  ELSE ARRAY[false] END LOOP
         WITH n AS (
             SELECT n.*, n.node_id IN (SELECT node_id FROM argus.excluded_nodes()) AS excluded,
-                   argus.one_line(CASE WHEN v_kept THEN n.cycle_block
-                                       ELSE coalesce(n.lean_block, n.cycle_block) END) AS code,
-                   argus.one_line(CASE WHEN v_kept THEN n.flush_block
-                                       ELSE coalesce(n.lean_flush_block, n.flush_block) END)
-                       AS flush_code
+                   n.one_line ->> CASE WHEN v_kept THEN 'cycle' ELSE 'lean' END AS code,
+                   n.one_line ->> CASE WHEN v_kept THEN 'flush' ELSE 'lean_flush' END
+                       AS flush_code,
+                   n.one_line ->> 'purge' AS purge_code
               FROM argus_catalog.nodes n
         )
         SELECT argus.fill_program(v_frame, jsonb_build_object(
@@ -320,7 +342,7 @@ BEGIN
             coalesce(string_agg(flush_code, E'\n' ORDER BY join_level, sequence_id, node_id)
                      FILTER (WHERE NOT excluded), ''),
             'purge',
-            coalesce(string_agg(argus.one_line(purge_block), E'\n'
+            coalesce(string_agg(purge_code, E'\n'
                                 ORDER BY join_level, sequence_id, node_id)
                      FILTER (WHERE NOT excluded), ''),
             -- every node's delta the last cycle filled, emptied (a virtual selection's is

@@ -630,6 +630,34 @@ def test_each_nodes_code_is_one_line_of_the_program(transfers):
                 assert "\n" not in code and code in programs[program].splitlines(), node_id
 
 
+def test_a_network_change_puts_only_its_own_nodes_code_on_one_line(transfers):
+    """The program is assembled from each node's code on one line as stored
+    (argus_catalog.nodes.one_line), made again only for a node whose code changed."""
+    transfers.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
+                                     "GROUP BY sender")
+    transfers.insert("transfers", rows(0, 50))
+    transfers.run()
+    conn = transfers.conn
+    (node,) = conn.execute("SELECT output_node FROM argus_catalog.queries "
+                           "WHERE name = 'per_sender'").fetchone()
+
+    def kept_program() -> str:
+        conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+        transfers.run()
+        return conn.execute("SELECT prosrc FROM pg_proc "
+                            "WHERE proname = 'cycle_program_kept'").fetchone()[0]
+
+    conn.execute("UPDATE argus_catalog.nodes SET one_line = jsonb_set(one_line, '{cycle}', "
+                 "to_jsonb((one_line ->> 'cycle') || ' /* as stored */')) WHERE node_id = %s",
+                 (node,))
+    assert "/* as stored */" in kept_program()  # read, not made again
+    conn.execute("UPDATE argus_catalog.nodes SET cycle_block = cycle_block || ' ' "
+                 "WHERE node_id = %s", (node,))
+    assert "/* as stored */" not in kept_program()  # its code changed: made again
+    assert conn.execute("SELECT count(*) FROM argus_catalog.nodes WHERE one_line IS NULL"
+                        ).fetchone() == (0,)
+
+
 @pytest.mark.parametrize("body, collapsed", [
     ("IF true THEN\n  x := 'a -- not a comment'; -- a comment's quote\n  x := x || '!';\n"
      "END IF;", True),
