@@ -203,10 +203,9 @@ DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
 -- made spaces, a literal's written as \n in an E'' literal. PostgreSQL finds a compound
 -- statement's line number when it has read to its END, by a scan from the top of the
 -- function whenever the statement began on an earlier line than the last one it looked
--- up: a program of blocks over many lines compiles in time quadratic in its size (TPC-H's
--- 1.4 MB program that keeps plans: 112 ms a session, 30 ms with its blocks on one line
--- each). A block with a backslash, a dollar, a /* comment or two literals a line break
--- apart is left as it is.
+-- up: a program of blocks over many lines compiles in time quadratic in its size
+-- (docs/performance.md). A block with a backslash, a dollar, a /* comment or two
+-- literals a line break apart is left as it is.
 CREATE OR REPLACE FUNCTION argus.one_line(code text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
     SELECT CASE WHEN code ~ E'[$\\\\]' OR strpos(code, '/*') > 0
