@@ -117,7 +117,8 @@ def migrate(conn: psycopg.Connection) -> int:
             # the program is assembled anew by the new code (argus.assemble_program)
             conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s, program_stale "
                          "= program_stale OR program_frame IS NOT NULL", (digest,))
-            conn.execute("UPDATE argus_catalog.nodes SET one_line = NULL")
+            conn.execute("UPDATE argus_catalog.nodes n "
+                         "SET one_line = argus.code_on_one_line(n)")  # (argus.one_line may be new)
             conn.execute("SELECT argus.apply_privileges()")  # views were created anew
             applied += 1
         return applied

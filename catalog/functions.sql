@@ -224,20 +224,30 @@ LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
                                       'g') WITH ORDINALITY AS x(m, i)) AS tokens) END
 $f$;
 
--- A node's code on one line (argus_catalog.nodes.one_line, catalog/037) is made again,
--- when the program is next assembled, after its code changed.
+-- A node's code as the program holds it (argus_catalog.nodes.one_line, catalog/037):
+-- made when its code is stored or changes, so that assembling a program rewrites no
+-- node's, and no cycle writes the node rows.
+CREATE OR REPLACE FUNCTION argus.code_on_one_line(n argus_catalog.nodes) RETURNS jsonb
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT jsonb_build_object(
+        'cycle', argus.one_line(n.cycle_block), 'flush', argus.one_line(n.flush_block),
+        'lean', argus.one_line(coalesce(n.lean_block, n.cycle_block)),
+        'lean_flush', argus.one_line(coalesce(n.lean_flush_block, n.flush_block)),
+        'purge', argus.one_line(n.purge_block))
+$$;
 CREATE OR REPLACE FUNCTION argus.code_changed() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF (NEW.cycle_block, NEW.flush_block, NEW.lean_block, NEW.lean_flush_block,
-        NEW.purge_block) IS DISTINCT FROM (OLD.cycle_block, OLD.flush_block, OLD.lean_block,
-                                           OLD.lean_flush_block, OLD.purge_block) THEN
-        NEW.one_line := NULL;
+    IF TG_OP = 'INSERT'
+       OR (NEW.cycle_block, NEW.flush_block, NEW.lean_block, NEW.lean_flush_block,
+           NEW.purge_block) IS DISTINCT FROM (OLD.cycle_block, OLD.flush_block, OLD.lean_block,
+                                              OLD.lean_flush_block, OLD.purge_block) THEN
+        NEW.one_line := argus.code_on_one_line(NEW);
     END IF;
     RETURN NEW;
 END $$;
 CREATE OR REPLACE TRIGGER code_changed
-BEFORE UPDATE OF cycle_block, flush_block, lean_block, lean_flush_block, purge_block
+BEFORE INSERT OR UPDATE OF cycle_block, flush_block, lean_block, lean_flush_block, purge_block
 ON argus_catalog.nodes FOR EACH ROW EXECUTE FUNCTION argus.code_changed();
 
 -- The program's frame (argus.program.frame) filled: its slots, named as
@@ -305,13 +315,6 @@ BEGIN
     -- PostgreSQL compiles a program at its first call in a session: one that keeps no
     -- plan need not compile the statements that keep them. A diagnosis (a node's probe
     -- instead of its code) makes the first alone, and leaves both to be made again.
-    -- each node's code on one line, made again for the nodes whose code changed
-    UPDATE argus_catalog.nodes SET one_line = jsonb_build_object(
-               'cycle', argus.one_line(cycle_block), 'flush', argus.one_line(flush_block),
-               'lean', argus.one_line(coalesce(lean_block, cycle_block)),
-               'lean_flush', argus.one_line(coalesce(lean_flush_block, flush_block)),
-               'purge', argus.one_line(purge_block))
-     WHERE one_line IS NULL;
     FOREACH v_kept IN ARRAY CASE WHEN diagnose IS NULL THEN ARRAY[false, true]
                                  ELSE ARRAY[false] END LOOP
         WITH n AS (
