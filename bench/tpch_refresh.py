@@ -249,8 +249,8 @@ def main() -> None:
             for k, v in t.items():
                 totals[k].append(v)
             print(f"| {i + 1} | ~{t['rows']:,} |" + _row(t), flush=True)
-        print("| median | |" + _row({k: statistics.median(v) for k, v in totals.items() if v}))
         median = {k: statistics.median(v) for k, v in totals.items() if v}
+        print("| median | |" + _row(median))
         node_ms = dict(conn.execute("SELECT node_id, ms + coalesce(flush_ms, 0) FROM "
                                     "argus_catalog.run_nodes WHERE run_id = %s",
                                     (report.run_id,)).fetchall())

@@ -618,9 +618,8 @@ def test_each_nodes_code_is_one_line_of_the_program(transfers):
     conn = transfers.conn
     programs = dict(conn.execute("SELECT proname, prosrc FROM pg_proc WHERE proname IN "
                                  "('cycle_program', 'cycle_program_kept')").fetchall())
-    blocks = conn.execute("SELECT node_id, argus.one_line(cycle_block), "
-                          "argus.one_line(coalesce(lean_block, cycle_block)), "
-                          "argus.one_line(flush_block) FROM argus_catalog.nodes "
+    blocks = conn.execute("SELECT node_id, one_line ->> 'cycle', one_line ->> 'lean', "
+                          "one_line ->> 'flush' FROM argus_catalog.nodes "
                           "WHERE cycle_block IS NOT NULL").fetchall()
     assert len(blocks) >= 4 and any(f for _, _, _, f in blocks)
     for node_id, kept, lean, flush in blocks:
@@ -632,7 +631,7 @@ def test_each_nodes_code_is_one_line_of_the_program(transfers):
 
 def test_a_network_change_puts_only_its_own_nodes_code_on_one_line(transfers):
     """The program is assembled from each node's code on one line as stored
-    (argus_catalog.nodes.one_line), made again only for a node whose code changed."""
+    (argus_catalog.nodes.one_line), made again when the node's code changes."""
     transfers.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
                                      "GROUP BY sender")
     transfers.insert("transfers", rows(0, 50))

@@ -27,9 +27,6 @@ def init(dsn: str | None) -> None:
                       f"{db.conn.info.port}")
 
 
-# -- streams -------------------------------------------------------------------------
-
-
 def grant_arguments(command):
     """GROUP ROLE [--query Q | --stream S] [--dsn], for grant and revoke."""
     for decorate in reversed([

@@ -165,9 +165,6 @@ def stream_drop(name: str, dsn: str | None) -> None:
         console.print(f"stream {name} dropped")
 
 
-# -- queries -------------------------------------------------------------------------
-
-
 @main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--stream", required=True, help="The stream to load into.")

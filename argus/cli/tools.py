@@ -152,6 +152,3 @@ def gen_tpch(scale: float, batches: int, share: float, out: Path) -> None:
     data = generate(scale, out, batches, share)
     console.print(f"TPC-H scale {scale}: {len(data.initial)} tables and {len(data.refresh)} "
                   f"refresh batches (orders + lineitem) in {out}")
-
-
-# -- scheduling ----------------------------------------------------------------------
