@@ -167,9 +167,9 @@ def test_a_slow_backfill_says_so_node_by_node(transfers, caplog, monkeypatch):
     said to be as it is built (argus's log, which the command line prints)."""
     import logging
 
-    from argus.network import builder
+    from argus.network import apply
 
-    monkeypatch.setattr(builder, "SLOW_BUILD_SECONDS", 0.0)
+    monkeypatch.setattr(apply, "SLOW_BUILD_SECONDS", 0.0)
     with caplog.at_level(logging.INFO, logger="argus"):
         info = transfers.register("per_sender", "SELECT sender, count(*) AS n FROM transfers "
                                                 "GROUP BY sender")

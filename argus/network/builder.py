@@ -7,11 +7,8 @@ reused, so equal subplans of different queries share one node and its tables.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
-import logging
-import time
 
 import psycopg
 import sqlglot
@@ -23,14 +20,14 @@ from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
 from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
 from ..frontend.lateral import expands
-from ..frontend.planner import HOLISTIC, short
+from ..frontend.planner import HOLISTIC
 from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
 from ..mqo.order import Estimates, Tree
 from ..mqo.replan import Replan
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
-from ..names import NETWORK_SCHEMA, TIME_TYPES
+from ..names import NETWORK_SCHEMA
 from ..nodes import COMPILERS, KINDS, SIGN_ID, Node, delta_view, signature, virtual
 from ..nodes.aggregate import parent_index_name
 from ..nodes import expiry, lazy as lazy_nodes, rerun
@@ -39,36 +36,13 @@ from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top
 from ..nodes.join import deferred, guards, join_condition, one_sided
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
-from ..trees import DIALECT, conjuncts, never_fails
-from . import jisc, records
-from .durability import persist
+from ..trees import DIALECT, never_fails
+from . import indexes, jisc, records
+from .apply import SEQUENCE_GAP, Apply, NewNode
 from .groups import CatalogGroups
 from . import shards
 from .reads import Reads, load_node, network_bytes
 from .stored import execute_all, store_blocks
-
-SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child later
-SLOW_BUILD_SECONDS = 1.0  # a node built slower than this is said to be, as it is built
-log = logging.getLogger(__name__)  # (argus's command line prints its messages)
-
-# Columns of a table and whether their type can be hashed (has a default hash opclass,
-# directly, through its base or element type, or by binary coercion).
-_COLUMN_TYPES = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod),
-       EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
-                WHERE am.amname = 'hash' AND oc.opcdefault
-                  AND oc.opcintype IN (t.oid, t.typbasetype,
-                      CASE WHEN t.typcategory = 'A' THEN 'anyarray'::regtype END,
-                      CASE WHEN t.typtype = 'e' THEN 'anyenum'::regtype END,
-                      CASE WHEN t.typtype = 'r' THEN 'anyrange'::regtype END))
-       OR EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
-                    JOIN pg_cast c ON c.castsource = t.oid AND c.casttarget = oc.opcintype
-                                  AND c.castmethod = 'b'
-                   WHERE am.amname = 'hash' AND oc.opcdefault)
-  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
- WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
- ORDER BY a.attnum
-"""
 
 
 def _category(pg_type: str) -> str:
@@ -77,7 +51,7 @@ def _category(pg_type: str) -> str:
             "real": "float4", "double precision": "float8"}.get(pg_type, "other")
 
 
-class Builder(Reads):
+class Builder(Reads, Apply):
     """Maps plans to nodes inside the registration's transaction.
 
     Selections and inner joins are covered through the computation index
@@ -469,8 +443,8 @@ class Builder(Reads):
         records.add_columns(self.conn, node, added)
         self.forget()
         node = self.load(node.id)
-        self.conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
-                          (self._resigned(node, parents, node.definition), node.id))
+        records.set_signature(self.conn, node.id,
+                              self._resigned(node, parents, node.definition))
         if virtual(node):  # the views gain the columns at their end
             execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
         else:
@@ -531,6 +505,8 @@ class Builder(Reads):
                 insert_only: bool, entry: IndexEntry | None = None,
                 salted: bool = False, copy: tuple[int, dict[str, str]] | None = None
                 ) -> Node:
+        """The node computing `columns` of `parents` as `definition` says: an equal one
+        (by signature), else a new one, decided (NewNode) and then made."""
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
         of = KINDS[kind]
@@ -558,8 +534,18 @@ class Builder(Reads):
             if entry is not None and self._block(node.id) is None:
                 self._record(node, parents, entry)
             return node
-        if of.joins and definition.get("join_type") != "inner":  # (one node may be both)
-            unsharded = {i: self._unsharded(p) for i, p in {p.id: p for p in parents}.items()}
+        new = self._decide(NewNode(kind, tuple(self._readied(kind, parents, definition)),
+                                   names, exprs, definition, insert_only, signature_text,
+                                   copy=copy), salted)
+        return self.create(new, entry)
+
+    def _readied(self, kind: str, parents: list[Node], definition: dict) -> list[Node]:
+        """The parents as a new node can read them: on the coordinator for an outer,
+        semi or anti join (Citus), computed by the cycles if deferred, completed if
+        built lazily."""
+        if KINDS[kind].joins and definition.get("join_type") != "inner":  # (one node may
+            unsharded = {i: self._unsharded(p)  # be both parents)
+                         for i, p in {p.id: p for p in parents}.items()}
             parents = [unsharded[p.id] for p in parents]
         undeferred = {}  # (once per node: one node may be both parents)
         for p in parents:
@@ -570,86 +556,38 @@ class Builder(Reads):
             jisc.finish(self.conn, [p.id for p in parents if is_lazy(p)])  # (a second reader)
             self.forget()
             parents = [self.load(p.id) for p in parents]
-        if copy is not None and copy[0] in self.taken:  # (its table is another's now)
-            copy = None
-        build_lazily = (self.lazy and of.joins and insert_only and copy is None
-                        and definition.get("join_type") == "inner")
+        return parents
+
+    def _decide(self, new: NewNode, salted: bool) -> NewNode:
+        """How a new node keeps its rows and is filled (nothing written yet): built
+        lazily (a JISC migration's inner join), a view at once or past a limit (a
+        join large next to its inputs), a view of a stream (a selection passing most of
+        it), a copy of a migrated node's rows, or filled from its parents."""
+        of, definition, parents = KINDS[new.kind], new.definition, list(new.parents)
+        copy = None if new.copy is not None and new.copy[0] in self.taken else new.copy
+        lazily = (self.lazy and of.joins and new.insert_only and copy is None
+                  and definition.get("join_type") == "inner")
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
-        if of.joins and insert_only and not any(map(is_lazy, parents)):
-            limit = self._view_of_join(parents, definition, names, exprs)
-        view_now = build_lazily and limit is not None and self._estimated_rows(
+        if of.joins and new.insert_only and not any(map(is_lazy, parents)):
+            limit = self._view_of_join(parents, definition, new.names, new.exprs)
+        view_now = lazily and limit is not None and self._estimated_rows(
             parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
-        build_lazily = build_lazily and not view_now
-        if build_lazily:
+        lazily = lazily and not view_now
+        signature_text = new.signature
+        if lazily:  # (found by no signature: another query must not read it)
             limit = None
-        if build_lazily:  # (found by no signature: another query must not read it)
             definition = {**definition, "lazy": {"signature": signature_text}}
-            signature_text = signature(kind, parents, names, exprs, definition,
+            signature_text = signature(new.kind, parents, new.names, new.exprs, definition,
                                        self._salt(salted))
-        if of.selects and self.view_of_stream(parents[0], definition, exprs):
+        if of.selects and self.view_of_stream(parents[0], definition, new.exprs):
             definition = {**definition, "virtual": True}
-        if (of.joins and definition.get("join_type") == "inner" and not insert_only
+        if (of.joins and definition.get("join_type") == "inner" and not new.insert_only
                 and (found := expiry.of_inputs(parents, self.load))):
             definition = {**definition, "expiry": list(found)}  # (nodes/expiry)
-
-        (node_id,) = self.conn.execute(
-            "SELECT nextval(pg_get_serial_sequence('argus_catalog.nodes', 'node_id'))").fetchone()
-        level = max(p.join_level for p in parents) + (1 if len(parents) > 1 else 0)
-        seq = max(p.sequence_id for p in parents) + SEQUENCE_GAP
-        node = Node(id=node_id, kind=kind, join_level=level, sequence_id=seq,
-                    parents=tuple(p.id for p in parents), columns=names, exprs=exprs,
-                    hist_ref=(NETWORK_SCHEMA, f"n{node_id}"), definition=definition,
-                    insert_only=insert_only)
-        records.insert_node(self.conn, node, signature_text)
-        compiler = COMPILERS[kind]
-        readable = list(map(lazy_nodes.readable, parents))  # (whole histories)
-        execute_all(self.conn, compiler.create(node, readable))
-        persist(self.conn, node_id)  # (unlogged while still empty: settings.durability)
-        node = dataclasses.replace(node, types=self._record_types(node))
-        started = time.perf_counter()
-        counted = None  # a virtual join's rows, as far as its backfill counted them
-        taken = None  # the rows of an old answer whose table the new node took over
-        if build_lazily:
-            jisc.create_full(self.conn, node, parents)
-            persist(self.conn, node_id)
-            self.pending_lazy.add(node.id)
-        elif view_now:
-            node, counted = self._view_instead(node, parents), limit
-        elif copy is not None and insert_only and (
-                taken := self._take_over(node, self.load(copy[0]), copy[1], limit)) is not None:
-            counted = taken  # (the old answer's table, renamed: its rows and statistics)
-        elif copy is not None and insert_only:  # (a migration's answer: argus.adapt)
-            source, where = copy
-            filled = self.conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}{}").format(
-                node.hist, sql.SQL(", ").join(map(sql.Identifier, where)),
-                sql.SQL(", ").join(map(sql.Identifier, where.values())),
-                self.load(source).hist, sql.SQL("") if limit is None else
-                sql.SQL(" LIMIT {}").format(sql.Literal(limit)))).rowcount
-            if filled == limit:
-                node, counted = self._view_instead(node, parents), limit
-        elif limit is None:
-            execute_all(self.conn, compiler.backfill(node, readable))
-        elif self.conn.execute(compiler.backfill(node, parents, limit)[0]).rowcount == limit:
-            node, counted = self._view_instead(node, parents), limit
-        if delta_view(node) and virtual(self._stored(parents[0])):
-            # a view of a virtual join: its rows are not counted (that would run the
-            # join); its parent's are, as many as it can have
-            (counted,) = self.conn.execute(
-                "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
-                (parents[0].id,)).fetchone()
-        self._counted(node, (time.perf_counter() - started) * 1000, counted)
-        if (seconds := time.perf_counter() - started) > SLOW_BUILD_SECONDS:  # a sign of life
-            log.info("argus: node %d (%s) built from its parents in %.1f s", node.id, kind,
-                     seconds)
-        # statistics now, not when autovacuum gets to it: planned blind, a cycle's
-        # statements over the new history are planned as over an empty table
-        if not virtual(node) and not build_lazily and not (copy is not None and taken):
-            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
-        self._store(node, parents)
-        if entry is not None:
-            self._record(node, parents, entry)
-        self.created.append(node)
-        return node
+        fill = "lazily" if lazily else "view" if view_now else "copy" if (
+            copy is not None and new.insert_only) else "parents"
+        return dataclasses.replace(new, definition=definition, signature=signature_text,
+                                   fill=fill, limit=limit, copy=copy)
 
     def _unsharded(self, node: Node) -> Node:
         """The node with its history back on the coordinator (Citus plans an outer,
@@ -733,9 +671,7 @@ class Builder(Reads):
                   ) -> None:
         estimate = {"rows": round(rows, 1), "rate": round(rate, 2),
                     "inflow": {str(s): round(r, 2) for s, r in inflow.items()}}
-        self.conn.execute("UPDATE argus_catalog.nodes SET estimate = %s "
-                          "WHERE node_id = %s AND estimate IS NULL",
-                          (json.dumps(estimate), node.id))
+        records.set_estimate(self.conn, node.id, estimate)
 
     def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:
@@ -791,43 +727,6 @@ class Builder(Reads):
             limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
         return min(limits)
 
-    def _take_over(self, node: Node, old: Node, where: dict[str, str], limit: int | None
-                   ) -> int | None:
-        """A migration's new answer node takes the old answer's table instead of a copy
-        of it, when the old one is its query's own (dropped after the switch) and holds
-        the same columns, and nothing else reads it: the tables swap names, the columns are
-        renamed, the ones not needed dropped (a second block copying it is built from
-        its parents instead: `taken`). Its rows (and PostgreSQL's statistics of them) stay; the
-        old node is left the new node's empty table, to be dropped. None: copy instead."""
-        rows, readers = self.conn.execute(
-            "SELECT hist_rows, (SELECT count(*) FROM argus_catalog.edges WHERE parent_id = %(n)s)"
-            " + (SELECT count(*) FROM argus_catalog.queries WHERE output_node = %(n)s)"
-            " FROM argus_catalog.node_stats WHERE node_id = %(n)s", {"n": old.id}).fetchone()
-        if (old.id not in self.own_nodes() or readers > 1  # (one block read twice: copied)
-                or virtual(old) or not old.insert_only
-                or len(set(where.values())) != len(where)
-                or (limit is not None and rows >= limit)
-                or any(dict(zip(old.columns, old.types)).get(o) != t
-                       for o, t in zip(where.values(), node.types))):
-            return None
-        schema, taking = NETWORK_SCHEMA, f"n{node.id}_taking"
-        for table, name in ((old.hist, taking), (node.hist, old.hist_ref[1]),
-                            (sql.Identifier(schema, taking), node.hist_ref[1])):
-            self.conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
-                table, sql.Identifier(name)))
-        drop = [c for c in old.columns if c not in where.values()]
-        if drop:
-            self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(node.hist, sql.SQL(", ").join(
-                sql.SQL("DROP COLUMN {}").format(sql.Identifier(c)) for c in drop)))
-        for step in (lambda i, new, was: (was, f"argus_taking_{i}"),  # (a new name may be
-                     lambda i, new, was: (f"argus_taking_{i}", new)):  # an old one's)
-            for i, (new, was) in enumerate(where.items()):
-                before, after = step(i, new, was)
-                self.conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(
-                    node.hist, sql.Identifier(before), sql.Identifier(after)))
-        self.taken.add(old.id)
-        return rows
-
     def _estimated_rows(self, parents: list[Node], definition: dict) -> float:
         """PostgreSQL's estimate of an inner join's rows: a lazily built join is not
         filled, so whether it is to be a view instead is decided on it."""
@@ -843,8 +742,7 @@ class Builder(Reads):
         """A join whose definition changes how it keeps its rows (virtual, deferred):
         recorded, and its views made again to match."""
         node = dataclasses.replace(node, definition={**node.definition, **changes})
-        self.conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
-                          (json.dumps(node.definition), node.id))
+        records.set_definition(self.conn, node.id, node.definition)
         self.forget()
         execute_all(self.conn, COMPILERS["join"].views(node, parents))
         return node
@@ -892,24 +790,6 @@ class Builder(Reads):
         node = self._redefined(node, parents, deferred=defer)
         self._store(node, parents)  # its cycle code: the guards, or its delta's
         return node
-
-    def _counted(self, node: Node, backfill_ms: float, rows: int | None = None) -> None:
-        """Record the new node's rows and, for a signed node, what its backfill cost per
-        row read and written: the first estimate of what rebuilding it costs (003).
-        `rows`: the rows of a view that counting would run a whole join for (a virtual
-        join's backfill limit, a selection over one its parent's rows)."""
-        counted = (sql.SQL("SELECT count(*) AS rows FROM {}").format(node.hist) if rows is None
-                   else sql.SQL("SELECT {}::bigint AS rows").format(sql.Literal(rows)))
-        self.conn.execute(sql.SQL(
-            """UPDATE argus_catalog.node_stats n SET hist_rows = c.rows,
-                      rebuild_ms_row = CASE WHEN %s THEN NULL ELSE
-                          %s / (c.rows + coalesce((SELECT sum(p.hist_rows)
-                                 FROM argus_catalog.edges e
-                                 JOIN argus_catalog.node_stats p ON p.node_id = e.parent_id
-                                WHERE e.child_id = n.node_id), 0) + 10) END
-                 FROM ({}) AS c
-                WHERE n.node_id = %s""").format(counted),
-            (node.insert_only, backfill_ms, node.id))
 
     def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
         """The signature of a node changed in place (enriched, restructured). Its own
@@ -973,16 +853,16 @@ class Builder(Reads):
                                    columns=tuple(c.name for c in columns),
                                    exprs=tuple(c.expr for c in columns))
         node = dataclasses.replace(node, types=self._record_types(node))
-        self.conn.execute(
-            "UPDATE argus_catalog.nodes SET definition = %s, signature = %s WHERE node_id = %s",
-            (json.dumps(definition), self._resigned(node, [parent], definition), node.id))
+        records.set_definition(self.conn, node.id, definition,
+                               self._resigned(node, [parent], definition))
         if new_parent is not None:
             old_parent = self.load(self.conn.execute(
                 "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",
                 (node.id,)).fetchone()[0])
             self.conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
                 sql.Identifier(old_parent.hist_ref[0], parent_index_name(node.id))))
-            self._move(node, new_parent)
+            self.forget()
+            records.reparent(self.conn, node.id, new_parent, SEQUENCE_GAP)
             execute_all(self.conn, compiler.parent_index(node, parent))
         aux = [r[0] for r in self.conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
@@ -999,181 +879,34 @@ class Builder(Reads):
         store_blocks(self.conn, node, parents)
         self.compiled.add(node.id)
 
-    def _move(self, node: Node, parent: Node) -> None:
-        """Make `parent` the node's only parent, after it in evaluation order (ARGUS's
-        sort IDs: the node and its same-level descendants move up only if needed), and
-        a node of every query that uses the node."""
-        self.forget()
-        self.conn.execute("UPDATE argus_catalog.edges SET parent_id = %s WHERE child_id = %s",
-                          (parent.id, node.id))
-        self.conn.execute("INSERT INTO argus_catalog.query_nodes SELECT query_id, %s "
-                          "FROM argus_catalog.query_nodes WHERE node_id = %s "
-                          "ON CONFLICT DO NOTHING", (parent.id, node.id))
-        todo = [(node.id, parent.join_level, parent.sequence_id)]
-        while todo:
-            node_id, level, after = todo.pop()
-            row = self.conn.execute(
-                "UPDATE argus_catalog.nodes SET sequence_id = %s WHERE node_id = %s "
-                "AND join_level = %s AND sequence_id <= %s RETURNING sequence_id",
-                (after + SEQUENCE_GAP, node_id, level, after)).fetchone()
-            if row is None:
-                continue
-            todo += [(child, level, row[0]) for (child,) in self.conn.execute(
-                "SELECT child_id FROM argus_catalog.edges WHERE parent_id = %s", (node_id,))]
-
-    def _record_types(self, node: Node) -> tuple[str, ...]:
-        self.forget()
-        rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()
-        types = {name: (pg_type, hashable) for name, pg_type, hashable in rows}
-        if not node.insert_only:
-            for name in node.columns:
-                if not types[name][1]:
-                    raise QueryError(
-                        f"column {name!r} has type {types[name][0]}, which PostgreSQL cannot "
-                        "compare for equality, so argus cannot retract its rows here (an "
-                        "aggregate, outer join, EXCEPT or DISTINCT is involved): cast it to a "
-                        "comparable type such as text or jsonb")
-        records.record_types(self.conn, node.id, {n: types[n][0] for n in node.columns})
-        return tuple(types[n][0] for n in node.columns)
-
     def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:
         """Index the parents' histories on the columns the join condition compares with
         the other side, so that a delta probes them instead of scanning."""
-        self._record_indexes(node, join_keys(join_condition(node, [left, right]), left, right))
+        self._record_indexes(node, indexes.join_keys(join_condition(node, [left, right]),
+                                                     left, right))
 
-    def _record_indexes(self, node: Node, keys: list[tuple[Node, list[str]]]) -> None:
+    def _record_indexes(self, node: Node, keys: indexes.Keys) -> None:
         if node not in self.created or node.definition.get("indexes") is not None:
             return
         self.forget()
-        created = []
-        for parent, columns in keys:
-            found = self._table_of(parent, columns)
-            if found is not None:
-                table, columns = found
-                name = self._having_index(parent, table, columns) or self._index(table, columns)
-                created.append([table.hist_ref[0], name])
-        self._note_indexes(node, created)
-
-    def _note_indexes(self, node: Node, indexes: list[list[str]]) -> None:
-        """The indexes the node asked for, [schema, name] each: drop_unused keeps an
-        index while a node names it."""
-        self.conn.execute(
-            "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
-            (json.dumps({"indexes": indexes}), node.id))
+        records.note_indexes(self.conn, node.id, indexes.for_keys(self.conn, self.load, keys))
 
     def _top_index(self, node: Node, parent: Node, keys: list[str], terms) -> None:
-        """An index on the table holding the parent's rows, by the partition keys and
-        then the window's ORDER BY terms in their own directions and NULLS order, from
-        which a Top-K node reads each partition's first rows (nodes.window.top_order)."""
-        found = self._table_of(parent, keys + [t.this.name for t in terms])
-        if node not in self.created or found is None \
-                or len(found[1]) != len(keys) + len(terms):
+        if node not in self.created:
             return
-        self.forget()
-        table, columns = found
-        ordered = [t.copy() for t in terms]
-        for term, column in zip(ordered, columns[len(keys):]):
-            term.set("this", exp.column(column, quoted=True))
-        spec = sql.SQL(", ").join([*map(sql.Identifier, columns[:len(keys)]),
-                                   *(sql.SQL(t.sql(DIALECT)) for t in ordered)])
-        text = spec.as_string(self.conn)
-        name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns)}_"
-                     f"{hashlib.md5(text.encode()).hexdigest()[:6]}_top_idx")
-        self.conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
-            sql.Identifier(name), table.hist, spec))
-        self._note_indexes(node, [[table.hist_ref[0], name]])
+        made = indexes.top(self.conn, self.load, parent, keys, terms)
+        if made is not None:
+            self.forget()
+            records.note_indexes(self.conn, node.id, [made])
 
     def origin(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
         """The table a lazy join's `full` view reads `columns` from (the longest leading
         part of them one table holds), through its parents' views."""
-        return self._table_of(node, columns, through=lambda n: virtual(n) or is_lazy(n))
+        return indexes.table_of(self.conn, self.load, node, columns,
+                                through=lambda n: virtual(n) or is_lazy(n))
 
     def index_of(self, parent: Node, columns: list[str]) -> str:
-        return self._index(parent, columns)
-
-    def _table_of(self, node: Node, columns: list[str], through=virtual
-                  ) -> tuple[Node, list[str]] | None:
-        """The node whose table holds the rows of `node` (itself, unless its history is
-        a view) and its columns that `columns` are — through a virtual join, the
-        longest leading part of them that one side passes through; None if the first
-        is computed."""
-        while through(node):
-            exprs = dict(zip(node.columns, node.exprs))
-            found = None
-            for alias, parent_id in zip(("t1", "t2"), node.parents):
-                parent = self.load(parent_id)
-                passed = {sql.Identifier(alias, c).as_string(self.conn): c
-                          for c in parent.columns}
-                mine = [passed[e] for e in itertools.takewhile(
-                    passed.__contains__, (exprs[c] for c in columns))]
-                if mine and (found is None or len(mine) > len(found[1])):
-                    found = parent, mine
-            if found is None:
-                return None
-            node, columns = found
-        return node, columns
-
-    def _having_index(self, parent: Node, table: Node, columns: list[str]) -> str | None:
-        """A selection over an aggregate's groups (a HAVING) is a view of them: a join
-        reading it would scan every group for the few that pass (TPC-H Q18: 150,000
-        groups for 5, 19 ms a cycle). Its join key is indexed on the groups that pass
-        it only, a partial index, which both probes and lists them. (The groups' sums
-        that the predicate reads are then indexed: their updates are no longer HOT.)
-        None: not such a selection, or a predicate PostgreSQL cannot index."""
-        predicate = parent.definition.get("predicate")
-        if not (parent.kind_of.selects and virtual(parent) and predicate
-                and not parent.definition.get("temporal") and table.kind_of.groups
-                and parent.parents == (table.id,)):
-            return None
-        tree = sqlglot.parse_one(predicate, read=DIALECT)
-        for column in tree.find_all(exp.Column):
-            column.set("table", None)
-        name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns)}_n{parent.id}_idx")
-        try:
-            with self.conn.transaction():
-                self.conn.execute(sql.SQL("CREATE INDEX {} ON {} ({}) WHERE {}").format(
-                    sql.Identifier(name), table.hist,
-                    sql.SQL(", ").join(map(sql.Identifier, columns)),
-                    sql.SQL(tree.sql(DIALECT))))
-        except psycopg.Error:  # (a function that is not IMMUTABLE, a column it computes)
-            return None
-        return name
-
-    def _index(self, parent: Node, columns: list[str]) -> str:
-        """The name of an index on the parent led by `columns`: one that exists (argus's,
-        or a tracked table's primary key: a second index on its leading column cost
-        every change of TPC-H's lineitem and orders), else a new one, which replaces
-        those of argus's it extends (whose columns lead it), so that a stream history
-        keeps one index per join key, not one per query."""
-        schema, table = parent.hist_ref
-        existing = self.conn.execute(
-            r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord), i.indisprimary
-                 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                 CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-                WHERE i.indrelid = %s::regclass
-                  AND (c.relname LIKE 'argus\_%%' OR i.indisprimary)
-                  AND NOT 0 = ANY (i.indkey)  -- not an aggregate's expression index
-                  AND i.indpred IS NULL  -- nor a HAVING's partial one (_having_index)
-                GROUP BY c.relname, i.indisprimary ORDER BY c.relname""",
-            (parent.hist.as_string(self.conn),)).fetchall()
-        for name, indexed, _ in existing:
-            if indexed[:len(columns)] == columns:
-                return name
-        name = short(f"argus_{table}_{'_'.join(columns)}_idx")
-        self.conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
-            sql.Identifier(name), parent.hist, sql.SQL(", ").join(map(sql.Identifier, columns))))
-        for old, indexed, primary in existing:
-            if columns[:len(indexed)] == indexed and not primary:
-                self.conn.execute(
-                    """UPDATE argus_catalog.nodes SET definition = jsonb_set(definition,
-                              '{indexes}', (SELECT jsonb_agg(CASE WHEN i = %(old)s::jsonb
-                                                                  THEN %(new)s::jsonb ELSE i END)
-                                              FROM jsonb_array_elements(definition->'indexes') i))
-                        WHERE definition->'indexes' @> jsonb_build_array(%(old)s::jsonb)""",
-                    {"old": json.dumps([schema, old]), "new": json.dumps([schema, name])})
-                self.conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, old)))
-        return name
+        return indexes.index(self.conn, parent, columns)
 
 
 def _union_operands(plan: Plan) -> list[Plan]:
@@ -1218,42 +951,4 @@ def growing(definition: dict, parent: Node) -> dict:
         out["grows"] = True
     elif Model.of(out).has_extremes:
         out["counted"] = True  # its MIN/MAX books keep how many rows are at the extreme
-    return out
-
-
-def join_keys(condition: str, left: Node, right: Node) -> list[tuple[Node, list[str]]]:
-    """(parent, columns) of the indexes worth having for a join condition: per side,
-    the columns a top-level conjunct compares with an expression of the other side only:
-    the equality keys and a window key (a BETWEEN's, else a time's), so that a delta
-    row's probe reads only its partners, (sender, tran_date) for a chain within a day
-    window; with no equality key, one range key. An index costs at every insert into
-    the parent, hence one per side."""
-    tree = sqlglot.parse_one(condition, read=DIALECT)
-    side = {"t1": left, "t2": right}
-    keys: dict[str, tuple[list[str], list[str], list[str]]] = {t: ([], [], []) for t in side}
-
-    def consider(kind: int, column: exp.Expr, other: list[exp.Expr]) -> None:
-        if not isinstance(column, exp.Column) or column.table not in side:
-            return
-        tables = {c.table for o in other for c in o.find_all(exp.Column)}
-        if tables and tables <= {"t1", "t2"} - {column.table}:
-            found = keys[column.table][kind]
-            if column.name not in found:
-                found.append(column.name)
-
-    for node in conjuncts(tree):
-        if isinstance(node, exp.Between):
-            consider(1, node.this, [node.args["low"], node.args["high"]])
-        elif isinstance(node, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
-            kind = 0 if isinstance(node, exp.EQ) else 2
-            consider(kind, node.left, [node.right])
-            consider(kind, node.right, [node.left])
-    out = []
-    for table, (equal, between, bounded) in keys.items():
-        types = dict(zip(side[table].columns, side[table].types))
-        windows = [c for c in between + bounded if c not in equal
-                   and (c in between or types.get(c) in TIME_TYPES)]
-        columns = equal + windows[:1] if equal else (windows or bounded)[:1]
-        if columns:
-            out.append((side[table], columns))
     return out

@@ -12,7 +12,6 @@ own query planned again costs it as its own node, found by its signature.
 
 from __future__ import annotations
 
-import json
 
 import psycopg
 import sqlglot
@@ -88,8 +87,7 @@ def settle(builder) -> list[int]:
         if origin is not None:  # what a completion looks its keys up in
             definition["indexes"] = [*(definition.get("indexes") or []),
                                      [origin[0].hist_ref[0], builder.index_of(*origin)]]
-        conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
-                     (json.dumps(definition), node_id))
+        records.set_definition(conn, node_id, definition)
         builder.forget()
         node = builder.load(node_id)
         execute_all(conn, lazy.create_done(node))
@@ -136,9 +134,8 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
         original = node.definition["lazy"]["signature"]
         taken = conn.execute("SELECT 1 FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
                              (original,)).fetchone()
-        conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = "
-                     "CASE WHEN %s THEN signature ELSE %s END WHERE node_id = %s",
-                     (json.dumps(definition), taken is not None, original, node.id))
+        records.set_definition(conn, node.id, definition,
+                               None if taken is not None else original)
         conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         records.count_rows(conn, node)
     ids = [n.id for n in nodes]

@@ -1,10 +1,11 @@
 """The catalog's record of the network's nodes: a node's row, its edges and columns
 (argus_catalog.nodes, edges, node_columns), and the rows it holds as its statistics
 count them (node_stats; the catalog's trigger gives each node its row). Streams, the
-builder, migrations and drops all record through these, so that every node is recorded
-with the same columns (issue 55: they were written in four places). Written elsewhere
-still: a column's canonical atom (mqo.index.record_atoms, a layer below this one), a
-node's compiled code (stored.store_blocks) and its definition's later additions."""
+builder, migrations, Citus placement and drops all record through these, so that every
+node is recorded with the same columns (issue 55: they were written in four places).
+Written elsewhere: a column's canonical atom (mqo.index.record_atoms, a layer below
+this one), a node's compiled code (stored.store_blocks), the cycles' statistics (the
+cycle program) and an upgrade's one-line code (catalog.migrate)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,95 @@ def count_rows(conn: psycopg.Connection, node: Node) -> None:
 def delete_node(conn: psycopg.Connection, node_id: int) -> None:
     """The node's record, its edges, columns and statistics with it (ON DELETE CASCADE)."""
     conn.execute("DELETE FROM argus_catalog.nodes WHERE node_id = %s", (node_id,))
+
+
+def note_indexes(conn: psycopg.Connection, node_id: int, indexes: list[list[str]]) -> None:
+    """The indexes the node asked for, [schema, name] each (network.indexes):
+    drop_unused keeps an index while a node names it."""
+    conn.execute(
+        "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
+        (json.dumps({"indexes": indexes}), node_id))
+
+
+def rename_index(conn: psycopg.Connection, old: list[str], new: list[str]) -> None:
+    """Every node naming index `old` ([schema, name]) names `new` instead."""
+    conn.execute(
+        """UPDATE argus_catalog.nodes SET definition = jsonb_set(definition,
+                  '{indexes}', (SELECT jsonb_agg(CASE WHEN i = %(old)s::jsonb
+                                                      THEN %(new)s::jsonb ELSE i END)
+                                  FROM jsonb_array_elements(definition->'indexes') i))
+            WHERE definition->'indexes' @> jsonb_build_array(%(old)s::jsonb)""",
+        {"old": json.dumps(old), "new": json.dumps(new)})
+
+
+def set_definition(conn: psycopg.Connection, node_id: int, definition: dict,
+                   signature: str | None = None) -> None:
+    """How the node computes and keeps its rows, changed in place (and with it, when
+    given, the signature it is found by)."""
+    if signature is None:
+        conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
+                     (json.dumps(definition), node_id))
+    else:
+        conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = %s "
+                     "WHERE node_id = %s", (json.dumps(definition), signature, node_id))
+
+
+def set_signature(conn: psycopg.Connection, node_id: int, signature: str) -> None:
+    conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
+                 (signature, node_id))
+
+
+def set_sharded_by(conn: psycopg.Connection, node_id: int, key: str | None) -> None:
+    """The column the node's history is distributed by on Citus (None: on the
+    coordinator)."""
+    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
+                 (key, node_id))
+
+
+def set_estimate(conn: psycopg.Connection, node_id: int, estimate: dict) -> None:
+    """The optimizer's prediction for a new node (its rows, rate and inflows), kept as
+    first made: `argus explain` sets what the cycles measure against it."""
+    conn.execute("UPDATE argus_catalog.nodes SET estimate = %s "
+                 "WHERE node_id = %s AND estimate IS NULL", (json.dumps(estimate), node_id))
+
+
+def count_built(conn: psycopg.Connection, node: Node, backfill_ms: float,
+                rows: int | None = None) -> None:
+    """A new node's rows and, for a signed node, what its backfill cost per row read
+    and written: the first estimate of what rebuilding it costs (003). `rows`: the
+    rows of a view that counting would run a whole join for (a virtual join's backfill
+    limit, a selection over one its parent's rows)."""
+    counted = (sql.SQL("SELECT count(*) AS rows FROM {}").format(node.hist) if rows is None
+               else sql.SQL("SELECT {}::bigint AS rows").format(sql.Literal(rows)))
+    conn.execute(sql.SQL(
+        """UPDATE argus_catalog.node_stats n SET hist_rows = c.rows,
+                  rebuild_ms_row = CASE WHEN %s THEN NULL ELSE
+                      %s / (c.rows + coalesce((SELECT sum(p.hist_rows)
+                             FROM argus_catalog.edges e
+                             JOIN argus_catalog.node_stats p ON p.node_id = e.parent_id
+                            WHERE e.child_id = n.node_id), 0) + 10) END
+             FROM ({}) AS c
+            WHERE n.node_id = %s""").format(counted),
+        (node.insert_only, backfill_ms, node.id))
+
+
+def reparent(conn: psycopg.Connection, node_id: int, parent: Node, gap: int) -> None:
+    """Make `parent` the node's only parent, after it in evaluation order (ARGUS's
+    sort IDs, `gap` apart: the node and its same-level descendants move up only if
+    needed), and a node of every query that uses the node."""
+    conn.execute("UPDATE argus_catalog.edges SET parent_id = %s WHERE child_id = %s",
+                 (parent.id, node_id))
+    conn.execute("INSERT INTO argus_catalog.query_nodes SELECT query_id, %s "
+                 "FROM argus_catalog.query_nodes WHERE node_id = %s "
+                 "ON CONFLICT DO NOTHING", (parent.id, node_id))
+    todo = [(node_id, parent.join_level, parent.sequence_id)]
+    while todo:
+        moved, level, after = todo.pop()
+        row = conn.execute(
+            "UPDATE argus_catalog.nodes SET sequence_id = %s WHERE node_id = %s "
+            "AND join_level = %s AND sequence_id <= %s RETURNING sequence_id",
+            (after + gap, moved, level, after)).fetchone()
+        if row is None:
+            continue
+        todo += [(child, level, row[0]) for (child,) in conn.execute(
+            "SELECT child_id FROM argus_catalog.edges WHERE parent_id = %s", (moved,))]

@@ -13,6 +13,7 @@ import psycopg
 
 from ..nodes import JOINS, Node
 from ..nodes.base import virtual
+from . import records
 from .placement import placed
 from .stored import store_blocks
 
@@ -146,6 +147,5 @@ def unshard(conn: psycopg.Connection, node: Node) -> Node:
 
 
 def _record(conn: psycopg.Connection, node: Node, key: str | None) -> Node:
-    conn.execute("UPDATE argus_catalog.nodes SET sharded_by = %s WHERE node_id = %s",
-                 (key, node.id))
+    records.set_sharded_by(conn, node.id, key)
     return dataclasses.replace(node, sharded_by=key)
