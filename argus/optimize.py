@@ -15,7 +15,7 @@ import psycopg
 
 from .network import Builder, load, network_bytes
 from .network.reads import observed_rates
-from .network.builder import may_be_view
+from .network.layouts import may_be_view
 from .nodes import virtual
 
 RECENT = 10  # the last cycles whose timings say what a node's upkeep costs

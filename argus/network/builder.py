@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 
 import psycopg
 import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..aggregates import Model, entries, fixed_scale
+from ..aggregates import fixed_scale
 from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
-from ..frontend.canon import map_atom
 from ..frontend.constants import Constants
 from ..frontend.lateral import expands
 from ..frontend.planner import HOLISTIC
@@ -26,23 +24,22 @@ from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
 from ..mqo.order import Estimates, Tree
 from ..mqo.replan import Replan
-from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing, column_name, fresh_name
-from ..names import NETWORK_SCHEMA
-from ..nodes import COMPILERS, KINDS, SIGN_ID, Node, delta_view, signature, virtual
-from ..nodes.aggregate import parent_index_name
-from ..nodes import expiry, lazy as lazy_nodes, rerun
+from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing
+from ..nodes import KINDS, Node, signature, virtual
+from ..nodes import expiry, rerun
 from ..nodes.lazy import is_lazy
 from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top_order
-from ..nodes.join import deferred, guards, join_condition, one_sided
+from ..nodes.join import deferred, join_condition
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
-from ..trees import DIALECT, never_fails
+from ..trees import DIALECT
 from . import indexes, jisc, records
-from .apply import SEQUENCE_GAP, Apply, NewNode
+from .apply import Apply, NewNode
+from .layouts import Layouts
+from .reshape import Reshape, growing
 from .groups import CatalogGroups
-from . import shards
-from .reads import Reads, load_node, network_bytes
-from .stored import execute_all, store_blocks
+from .reads import Reads, load_node
+from .stored import store_blocks
 
 
 def _category(pg_type: str) -> str:
@@ -51,7 +48,7 @@ def _category(pg_type: str) -> str:
             "real": "float4", "double precision": "float8"}.get(pg_type, "other")
 
 
-class Builder(Reads, Apply):
+class Builder(Reads, Apply, Layouts, Reshape):
     """Maps plans to nodes inside the registration's transaction.
 
     Selections and inner joins are covered through the computation index
@@ -91,99 +88,114 @@ class Builder(Reads, Apply):
         return node
 
     def _node_for(self, plan: Plan) -> Node:
-        if isinstance(plan, Scan):
-            node = self._stream_node(plan.stream)
-            self.names[plan] = {c: c for c in plan.columns}
-            return node
-        if is_spj(plan):
-            def block_of():
-                return describe(plan, self._source, canonical=self.sharing.canonicalize,
-                                infer=self.sharing.infer_bounds, resolve=self.constants)
-
-            block = block_of()
-            if self.constants.fetch():  # constants PostgreSQL had to read: again, with them
-                block = block_of()
-            blocks = BlockBuilder(self, block)
-            node, self.names[plan] = blocks.build()
-            if blocks.chosen is not None and len(block.sources) > 1:
-                self.join_orders.append(self._order_record(block, *blocks.chosen))
-            if self.replan is not None:
-                self.replan.name_last(tuple(self._instance_name(block, i)
-                                            for i in range(1, len(block.sources) + 1)))
-            return node
-        if isinstance(plan, Select) and any(expands(c.expr) for c in plan.columns):
-            # a set-returning function's rows (frontend.lateral): shared by signature only
-            parent = self.node_for(plan.input)
-            self.check_horizon(parent, None)
-            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
-                            for c in plan.columns)
-            predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
-            self.names[plan] = {c.name: c.name for c in columns}
-            return self.ensure("select", [parent], columns,
-                               {"predicate": predicate, "expands": True, **self._bound()},
-                               parent.insert_only)
-        if isinstance(plan, Select):  # a temporal filter
-            parent = self.node_for(plan.input)
-            predicate = self.renamed(plan.predicate, t1=plan.input)
-            columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input))
-                            for c in plan.columns)
-            temporal, bounds, monotone = classify(predicate)
-            definition = {"predicate": predicate, "temporal": True, "monotone": monotone,
-                          "bounds": [[b.column, b.op, b.expr] for b in bounds],
-                          "clock_conjuncts": clock_conjuncts(predicate)}
-            self.check_horizon(parent, bounds if monotone else [])
-            node = self.ensure("select", [parent], columns, definition, False)
-            self._index_parent(node, parent, [b.column for b in bounds])
-            self.names[plan] = {c.name: c.name for c in columns}
-            return node
-        if isinstance(plan, Join):  # left, semi and anti joins
-            left, right = self.node_for(plan.left), self.node_for(plan.right)
-            self.check_horizon(left, None)
-            self.check_horizon(right, None)
-            inputs = {"t1": plan.left, "t2": plan.right}
-            columns = tuple(Col(c.name, self.renamed(c.expr, **inputs)) for c in plan.columns)
-            condition = self.renamed(plan.condition, **inputs)
-            insert_only = plan.join_type == "semi" and left.insert_only and right.insert_only
-            node = self.ensure("join", [left, right], columns,
-                                {"join_type": plan.join_type, "condition": condition}, insert_only)
-            self._index_join_keys(node, left, right)
-            self.names[plan] = {c.name: c.name for c in columns}
-            return node
-        if isinstance(plan, Aggregate) and any(a.func == HOLISTIC for a in plan.aggregates):
-            return self._recomputed_groups(plan)
-        if isinstance(plan, Aggregate):
-            parent = self.node_for(plan.input)
-            self.check_horizon(parent, None)
-            groups = tuple(Col(g.name, self.renamed(g.expr, t1=plan.input)) for g in plan.groups)
-            aggs = tuple(dataclasses.replace(a, arg=self.renamed(a.arg, t1=plan.input))
-                         if a.arg is not None else a for a in plan.aggregates)
-            args = sorted({a.arg for a in aggs if a.arg is not None})
-            categories = {a: _category(t) for a, t in zip(args, self.probe_types(parent, args))}
-            categories.update(self._declared_scales(parent, [a for a in args
-                                                             if categories[a] == "numeric"]))
-            node, self.names[plan] = regroup.aggregate(self, parent,
-                                                       regroup.Want(groups, aggs, categories))
-            return node
-        if isinstance(plan, Distinct):
-            parent = self.node_for(plan.input)
-            self.check_horizon(parent, None)
-            # the parent may be a shared node with more columns than this plan reads; two
-            # of the plan's columns may be one of the node's (`DISTINCT k AS a, k AS b`)
-            columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
-                            for c in dict.fromkeys(self.columns_of(plan.input)))
-            self.names[plan] = self.names[plan.input]
-            return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
-        if isinstance(plan, Window):
-            definition = {"keys": len(plan.keys)} | ({"keep": list(plan.keep)} if plan.keep
-                                                      else {})
-            return self._window(plan, plan.keys + plan.columns, definition)
-        if isinstance(plan, Recursive):
-            return self._recursive(plan)
-        if isinstance(plan, SetOp):
-            node, columns = self._setop(plan)
-            self.names[plan] = dict(zip(plan.names, columns))
-            return node
+        """The plan's node, by its shape: one method each (the first that applies)."""
+        for applies, make in (
+                (lambda p: isinstance(p, Scan), self._scan),
+                (is_spj, self._spj),
+                (lambda p: isinstance(p, Select) and any(expands(c.expr) for c in p.columns),
+                 self._expanding),
+                (lambda p: isinstance(p, Select), self._temporal),
+                (lambda p: isinstance(p, Join), self._outer_join),
+                (lambda p: isinstance(p, Aggregate)
+                 and any(a.func == HOLISTIC for a in p.aggregates), self._recomputed_groups),
+                (lambda p: isinstance(p, Aggregate), self._aggregate),
+                (lambda p: isinstance(p, Distinct), self._distinct),
+                (lambda p: isinstance(p, Window), self._windowed),
+                (lambda p: isinstance(p, Recursive), self._recursive),
+                (lambda p: isinstance(p, SetOp), self._set_operation)):
+            if applies(plan):
+                return make(plan)
         raise TypeError(f"no node kind for {type(plan).__name__}")  # pragma: no cover
+
+    def _scan(self, plan: Scan) -> Node:
+        self.names[plan] = {c: c for c in plan.columns}
+        return self._stream_node(plan.stream)
+
+    def _spj(self, plan: Plan) -> Node:
+        """Selections and inner joins, covered through the computation index
+        (mqo.sharing) in the order the cost model chose."""
+        def block_of():
+            return describe(plan, self._source, canonical=self.sharing.canonicalize,
+                            infer=self.sharing.infer_bounds, resolve=self.constants)
+
+        block = block_of()
+        if self.constants.fetch():  # constants PostgreSQL had to read: again, with them
+            block = block_of()
+        blocks = BlockBuilder(self, block)
+        node, self.names[plan] = blocks.build()
+        if blocks.chosen is not None and len(block.sources) > 1:
+            self.join_orders.append(self._order_record(block, *blocks.chosen))
+        if self.replan is not None:
+            self.replan.name_last(tuple(self._instance_name(block, i)
+                                        for i in range(1, len(block.sources) + 1)))
+        return node
+
+    def _expanding(self, plan: Select) -> Node:
+        """A set-returning function's rows (frontend.lateral): shared by signature only."""
+        parent = self.node_for(plan.input)
+        self.check_horizon(parent, None)
+        columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in plan.columns)
+        predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
+        self.names[plan] = {c.name: c.name for c in columns}
+        return self.ensure("select", [parent], columns,
+                           {"predicate": predicate, "expands": True, **self._bound()},
+                           parent.insert_only)
+
+    def _temporal(self, plan: Select) -> Node:
+        """A filter that reads the clock (frontend.temporal): its rows leave as it moves."""
+        parent = self.node_for(plan.input)
+        predicate = self.renamed(plan.predicate, t1=plan.input)
+        columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in plan.columns)
+        temporal, bounds, monotone = classify(predicate)
+        definition = {"predicate": predicate, "temporal": True, "monotone": monotone,
+                      "bounds": [[b.column, b.op, b.expr] for b in bounds],
+                      "clock_conjuncts": clock_conjuncts(predicate)}
+        self.check_horizon(parent, bounds if monotone else [])
+        node = self.ensure("select", [parent], columns, definition, False)
+        self._index_parent(node, parent, [b.column for b in bounds])
+        self.names[plan] = {c.name: c.name for c in columns}
+        return node
+
+    def _outer_join(self, plan: Join) -> Node:
+        """A left, semi or anti join (inner joins are blocks')."""
+        left, right = self.node_for(plan.left), self.node_for(plan.right)
+        self.check_horizon(left, None)
+        self.check_horizon(right, None)
+        inputs = {"t1": plan.left, "t2": plan.right}
+        columns = tuple(Col(c.name, self.renamed(c.expr, **inputs)) for c in plan.columns)
+        condition = self.renamed(plan.condition, **inputs)
+        insert_only = plan.join_type == "semi" and left.insert_only and right.insert_only
+        node = self.ensure("join", [left, right], columns,
+                           {"join_type": plan.join_type, "condition": condition}, insert_only)
+        self._index_join_keys(node, left, right)
+        self.names[plan] = {c.name: c.name for c in columns}
+        return node
+
+    def _aggregate(self, plan: Aggregate) -> Node:
+        """GROUP BY: shared, expanded or rerouted through the groups already kept
+        (mqo.regroup)."""
+        parent = self.node_for(plan.input)
+        self.check_horizon(parent, None)
+        groups = tuple(Col(g.name, self.renamed(g.expr, t1=plan.input)) for g in plan.groups)
+        aggs = tuple(dataclasses.replace(a, arg=self.renamed(a.arg, t1=plan.input))
+                     if a.arg is not None else a for a in plan.aggregates)
+        args = sorted({a.arg for a in aggs if a.arg is not None})
+        categories = {a: _category(t) for a, t in zip(args, self.probe_types(parent, args))}
+        categories.update(self._declared_scales(parent, [a for a in args
+                                                         if categories[a] == "numeric"]))
+        node, self.names[plan] = regroup.aggregate(self, parent,
+                                                   regroup.Want(groups, aggs, categories))
+        return node
+
+    def _distinct(self, plan: Distinct) -> Node:
+        parent = self.node_for(plan.input)
+        self.check_horizon(parent, None)
+        # the parent may be a shared node with more columns than this plan reads; two
+        # of the plan's columns may be one of the node's (`DISTINCT k AS a, k AS b`)
+        columns = tuple(Col(c, sql.Identifier("t1", c).as_string(self.conn))
+                        for c in dict.fromkeys(self.columns_of(plan.input)))
+        self.names[plan] = self.names[plan.input]
+        return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
 
     def _declared_scales(self, parent: Node, args: list[str]) -> dict[str, str]:
         """"numeric:<scale>" for the arguments whose every value has one scale: a
@@ -232,6 +244,11 @@ class Builder(Reads, Apply):
         self._record_indexes(node, [(by_name[s], [c]) for s, c in plan.keys if s is not None])
         return node
 
+    def _windowed(self, plan: Window) -> Node:
+        definition = {"keys": len(plan.keys)} | ({"keep": list(plan.keep)} if plan.keep
+                                                  else {})
+        return self._window(plan, plan.keys + plan.columns, definition)
+
     def _window(self, plan: Window | Aggregate, columns, definition: dict) -> Node:
         """A window node: its partitions (the first definition['keys'] columns) computed
         again when a cycle's changes touch them."""
@@ -269,6 +286,11 @@ class Builder(Reads, Apply):
         calls = [Col(a.name, a.arg if a.func == HOLISTIC else a.call) for a in plan.aggregates]
         return self._window(plan, list(plan.groups) + calls,
                             {"keys": len(plan.groups), "grouped": True})
+
+    def _set_operation(self, plan: SetOp) -> Node:
+        node, columns = self._setop(plan)
+        self.names[plan] = dict(zip(plan.names, columns))
+        return node
 
     def _setop(self, plan: SetOp) -> tuple[Node, list[str]]:
         """A set operation's node and its columns, in the plan's order. UNION ALL and
@@ -395,65 +417,6 @@ class Builder(Reads, Apply):
                             left.insert_only and right.insert_only, entry,
                             salted=not self.sharing.join_sharing, copy=copy)
         self._index_join_keys(node, left, right)
-        return node
-
-    def enrich(self, node: Node, atoms: set[str]) -> Node:
-        """Projection enrichment: add columns holding `atoms` (over the node's STAs) to
-        a shared selection or join node, first to the parents that lack them, and
-        refill it from its parents. Its children and the views over it read columns by
-        name, so they are unaffected."""
-        if is_lazy(self.load(node.id)):  # (its full view and completed keys lack them)
-            jisc.finish(self.conn, [node.id])
-            self.forget()
-        node = self.load(node.id)  # the caller's may predate an enrichment of it
-        atoms = atoms - set(self.atoms(node))
-        if not atoms:  # (two instances of one query read it, and the other's added them)
-            return node
-        parents = [self.load(p) for p in node.parents]
-        width = len(self.sources_of(parents[0])) if node.kind_of.joins else None
-        wanted: dict[int, set[str]] = {}
-        plan = []
-        for atom in sorted(atoms):
-            k = int(atom.split(".", 1)[0].strip('"')[1:])
-            side = 1 if node.kind_of.selects or k <= width else 2
-            parent_atom = atom if side == 1 or node.kind_of.selects else \
-                map_atom(atom, {k: k - width})
-            wanted.setdefault(side, set()).add(parent_atom)
-            plan.append((atom, side, parent_atom))
-        for side, parent_atoms in wanted.items():
-            parent = parents[side - 1]
-            missing = parent_atoms - set(self.atoms(parent))
-            if missing:
-                parents[side - 1] = self.enrich(parent, missing)
-        taken = set(node.columns)
-        added = []
-        for atom, side, parent_atom in plan:
-            parent = parents[side - 1]
-            column = self.atoms(parent)[parent_atom]
-            name = fresh_name(column_name(atom, len(self.sources_of(node))), taken)
-            pg_type = dict(zip(parent.columns, parent.types))[column]
-            added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
-                          pg_type, atom))
-        tables = [t for t, view in ((node.hist, virtual(node)), (node.delta, delta_view(node)))
-                  if not view]
-        for table in tables:
-            self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
-                sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
-                for n, _, t, _ in added)))
-        records.add_columns(self.conn, node, added)
-        self.forget()
-        node = self.load(node.id)
-        records.set_signature(self.conn, node.id,
-                              self._resigned(node, parents, node.definition))
-        if virtual(node):  # the views gain the columns at their end
-            execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
-        else:
-            self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
-            execute_all(self.conn, COMPILERS[node.kind].backfill(
-                node, list(map(lazy_nodes.readable, parents))))
-            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
-        self._store(node, parents)
-        self._candidates.clear()
         return node
 
     def check_horizon(self, parent: Node, bounds) -> None:
@@ -589,81 +552,6 @@ class Builder(Reads, Apply):
         return dataclasses.replace(new, definition=definition, signature=signature_text,
                                    fill=fill, limit=limit, copy=copy)
 
-    def _unsharded(self, node: Node) -> Node:
-        """The node with its history back on the coordinator (Citus plans an outer,
-        semi or anti join of a distributed table only with another co-located with it,
-        and no join of one with a table of the coordinator's)."""
-        if node.sharded_by is None:
-            return node
-        node = shards.unshard(self.conn, node)
-        store_blocks(self.conn, node, [self.load(p) for p in node.parents])
-        self.forget()
-        return node
-
-    def sharded(self) -> dict[str, shards.Sharded]:
-        """The distributed streams (on Citus; none elsewhere), read once."""
-        return self._once(("sharded",), lambda: shards.sharding(self.conn))
-
-    def shard_created(self, local: frozenset[int] = frozenset()) -> None:
-        """On Citus, the nodes this registration made sharded where they can be
-        (shards.place_all), but those in `local`. Last, once every backfill ran: Citus
-        opens no new connection to a shard placement that DDL touched in the
-        transaction, and a backfill's repartition join needs some."""
-        self.created = shards.place_all(self.conn, self.created, self.load, self.sharded(),
-                                        local)
-        self.forget()
-
-    def on_coordinator(self, node: Node) -> Node:
-        """The node with its history on the coordinator, for an answer whose changes
-        view Citus cannot plan over the workers (one that reads the clock: a UNION ALL
-        of the history and its delta); a stream's history on the workers is refused."""
-        if node.loaded and node.hist_ref[1] in self.sharded():
-            raise UnsupportedQueryError(
-                f"argus_now() in the output of a query over stream {node.hist_ref[1]!r}, "
-                "whose history is on the Citus workers, is not supported yet: compute it "
-                "over a selection or an aggregate of the stream, or read argus_now() "
-                "when reading the answer")
-        return self._unsharded(node)
-
-    def _stored(self, node: Node) -> Node:
-        """The node whose table holds the rows of `node` (itself, unless it is a view of
-        a selection's; a virtual join's rows are held by no one table: itself)."""
-        while delta_view(node):
-            node = self.load(node.parents[0])
-        return node
-
-    def _over_groups(self, parent: Node) -> bool:
-        """The parent is an aggregate's groups, or a view of them."""
-        return self._stored(parent).kind_of.groups
-
-    def _over_top_k(self, parent: Node, definition: dict, exprs) -> bool:
-        """The parent is a Top-K window node (or a view of one), which keeps only rows
-        that pass a selection of its ranks, and the selection cannot fail on a row (a
-        view's error would surface when the answer is read)."""
-        stored = self._stored(parent)
-        return stored.kind_of.top_k(stored) is not None \
-            and all(map(never_fails, filter(None, [definition.get("predicate"), *exprs])))
-
-    def view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
-        """ARGUS's conditional materialization: a selection over a stream (through
-        selections that keep no table) that passes most of the stream's rows is not
-        worth a copy of them; its consumers read the stream's history through a view,
-        by the stream's indexes. So is one over a virtual join (a narrower query
-        sharing a loose chain: 2M rows copied of its 2.5M). Most: more than
-        settings.virtual_selectivity, by PostgreSQL's estimate. Only a selection that
-        cannot fail on a row: a view's error would surface when the answer is read, not
-        in the cycle that isolates it."""
-        predicate = definition.get("predicate")
-        if definition.get("temporal") or definition.get("virtual") or not all(
-                map(never_fails, filter(None, [predicate, *exprs]))):
-            return False
-        layout, threshold, _, _ = self._layout()
-        base = self._stored(parent)
-        if layout != "cost" or threshold is None or not (
-                base.loaded or base.kind_of.joins and virtual(base)):
-            return False
-        return self.share_of(parent, predicate, base) > threshold
-
     def estimates(self, block) -> Estimates | None:
         return self.block_estimates(block) if self._layout()[0] == "cost" else None
 
@@ -686,130 +574,6 @@ class Builder(Reads, Apply):
         source = self.load(block.sources[i - 1])
         return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
 
-    def _layout(self) -> tuple[str, float | None, float | None, int | None]:
-        return self._once(("layout",), lambda: self.conn.execute(
-            "SELECT layout, virtual_selectivity, virtual_join_growth, state_budget "
-            "FROM argus_catalog.settings").fetchone())
-
-    def _view_of_join(self, parents: list[Node], definition: dict, names, exprs
-                      ) -> int | None:
-        """Conditional materialization of an inner join (Zhu's virtual intermediate
-        states): when its answer is large next to its inputs — more than
-        settings.virtual_join_growth times their rows together — a table of it costs
-        more state and more flushing each cycle than joining its parents' histories,
-        through their indexes, when a consumer reads or probes it. A chain of three
-        transfers with a 20-day window held 8.9M rows for inputs of 100k, and flushing
-        100k new ones was a third of its cycle. Under settings.state_budget, also a
-        join whose rows would not fit in what the budget leaves (State-Removal, the
-        joins first: they are the state that grows fastest). Only a join whose
-        condition and columns cannot fail on a row (as a selection's, above) but by an
-        overflow of + - * (its day windows), which the cycles evaluate on each new row
-        (its delta, or a deferred join's guards). The rows past which it is to be a view
-        (its backfill stops there), or None."""
-        layout, _, growth, budget = self._layout()
-        if layout != "cost" or (growth, budget) == (None, None) \
-                or not may_be_view(definition, exprs) or self.sharded():
-            return None  # (on Citus: a join's view over distributed histories is read
-            # through set operations Citus 13 cannot plan, docs/scale-out.md)
-        limits = []
-        if growth is not None:
-            inputs = sum(r[0] for r in self.conn.execute(
-                "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = ANY(%s)",
-                ([p.id for p in parents],)))
-            limits.append(int(growth * inputs) + 1)
-        if budget is not None:  # a row's bytes: its width and a tuple header, twice
-            left, right = parents  # (the delta's share too)
-            plan = self.explain(sql.SQL("SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(
-                sql.SQL(", ").join(sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(n))
-                                   for n, e in zip(names, exprs)),
-                left.hist, right.hist, sql.SQL(definition["condition"])))
-            row_bytes = 2 * (plan["Plan Width"] + 32)
-            limits.append(max(budget - network_bytes(self.conn), 0) // row_bytes + 1)
-        return min(limits)
-
-    def _estimated_rows(self, parents: list[Node], definition: dict) -> float:
-        """PostgreSQL's estimate of an inner join's rows: a lazily built join is not
-        filled, so whether it is to be a view instead is decided on it."""
-        return self.explain(sql.SQL("SELECT FROM {} AS t1 JOIN {} AS t2 ON {}").format(
-            *(p.hist for p in parents), sql.SQL(definition["condition"])))["Plan Rows"]
-
-    def _view_instead(self, node: Node, parents: list[Node]) -> Node:
-        """The new join's table, filled up to its limit, gives way to a view."""
-        self.conn.execute(sql.SQL("DROP TABLE {}").format(node.hist))
-        return self._redefined(node, parents, virtual=True)
-
-    def _redefined(self, node: Node, parents: list[Node], **changes: bool) -> Node:
-        """A join whose definition changes how it keeps its rows (virtual, deferred):
-        recorded, and its views made again to match."""
-        node = dataclasses.replace(node, definition={**node.definition, **changes})
-        records.set_definition(self.conn, node.id, node.definition)
-        self.forget()
-        execute_all(self.conn, COMPILERS["join"].views(node, parents))
-        return node
-
-    def defer(self, node: Node) -> Node:
-        """A query's output that is a virtual join no node consumes: its delta is not
-        computed by the cycles, its changes are when read (join/changes.sql). A join
-        whose answer is many times its inputs gains as many changes per new row: a
-        cycle computing them for no reader cost the loose chains most of theirs."""
-        if not (node.kind_of.joins and virtual(node)) or "deferred" in node.definition:
-            return node
-        if self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
-                             (node.id,)).fetchone():
-            return node
-        parents = [self.load(p) for p in node.parents]
-        if one_sided(node, parents) is None:
-            return node
-        try:  # the guards' arithmetic over the rows already there (join/guard)
-            with self.conn.transaction():
-                for _, statement in guards(node, parents, "hist"):
-                    self.conn.execute(statement)
-        except psycopg.errors.DataException:
-            return node  # a row it overflows on: the cycles evaluate it and say so
-        return self._deferral(node, True)
-
-    def undefer(self, node: Node) -> Node:
-        """A deferred join gains a consumer, which reads its delta each cycle: from now
-        on the cycles compute it. Its delta table takes the last cycle's changes, and
-        that cycle's record of them, so that the next cycle clears them; its query's
-        changes view reads them through the same view, which now passes them on."""
-        copied = self.conn.execute(sql.SQL("INSERT INTO {} ({}, {}) SELECT {}, {} FROM {}").format(
-            node.delta_table, node.column_list, SIGN_ID, node.column_list, SIGN_ID,
-            node.aux("changes"))).rowcount
-        if copied:
-            self.conn.execute(
-                """INSERT INTO argus_catalog.run_nodes (run_id, node_id, inserted, retracted, ms)
-                   SELECT max(run_id), %s, %s, 0, 0 FROM argus_catalog.runs
-                    WHERE status = 'ok' HAVING max(run_id) IS NOT NULL
-                   ON CONFLICT (run_id, node_id) DO UPDATE SET inserted = EXCLUDED.inserted""",
-                (node.id, copied))
-        return self._deferral(node, False)
-
-    def _deferral(self, node: Node, defer: bool) -> Node:
-        parents = [self.load(p) for p in node.parents]
-        node = self._redefined(node, parents, deferred=defer)
-        self._store(node, parents)  # its cycle code: the guards, or its delta's
-        return node
-
-    def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
-        """The signature of a node changed in place (enriched, restructured). Its own
-        salt stays: a node of a query registered without sharing stays that query's. And
-        it stays apart from an equal node made before: a twin computing the same rows.
-        (Once an aggregate of a query without sharing, moved onto a finer one, took the
-        signature of the shared twin it now equalled, and the registration failed.)"""
-        (stored,) = self.conn.execute("SELECT signature FROM argus_catalog.nodes "
-                                      "WHERE node_id = %s", (node.id,)).fetchone()
-        parts = json.loads(stored)
-        salt = parts[4] if len(parts) > 4 else None
-        text = signature(node.kind, parents, node.columns, node.exprs, definition, salt)
-        twin = self.conn.execute("SELECT node_id FROM argus_catalog.nodes WHERE "
-                                 "md5(signature) = md5(%s) AND node_id <> %s",
-                                 (text, node.id)).fetchone()
-        if twin:
-            text = signature(node.kind, parents, node.columns, node.exprs, definition,
-                             f"{salt} beside its twin {twin[0]}")
-        return text
-
     def _salt(self, salted: bool = False) -> str | None:
         """What makes a node's signature unique to this query: nodes that must not be
         shared (sharing "none", or joins when join sharing is off)."""
@@ -820,60 +584,6 @@ class Builder(Reads, Apply):
                            entry.atoms, [p.id for p in parents])
         self.forget()
         self._candidates.clear()
-
-    def restructure(self, node: Node, definition: dict, columns: list[Col],
-                    new_parent: Node | None = None) -> Node:
-        """Change an aggregate node in place — more aggregates (horizontal expansion), or
-        computed from a finer aggregate (rerouting): its tables gain the new stored
-        columns and lose the obsolete ones, and it is refilled from its parent. Its
-        visible columns keep their names and values, so its consumers are unaffected."""
-        parent = new_parent or self.load(node.parents[0])
-        definition = growing(definition, parent)
-        compiler = COMPILERS["aggregate"]
-        old, new = node.spec, Model.of(definition)
-        probe = sql.Identifier("argus_restructure_probe")
-        self.conn.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS {} WITH NO DATA")
-                          .format(probe, compiler.from_scratch(new, parent)))
-        types = dict(self.conn.execute(
-            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = 'argus_restructure_probe'::regclass AND attnum > 0").fetchall())
-        self.conn.execute(sql.SQL("DROP TABLE {}").format(probe))
-        add = [c for c in new.stored if c not in old.stored]
-        drop = [c for c in old.stored if c not in new.stored]
-        for table in (node.hist, node.delta):
-            changes = [sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(c), sql.SQL(types[c]))
-                       for c in add]
-            changes += [sql.SQL("DROP COLUMN {}").format(sql.Identifier(c)) for c in drop]
-            if changes:
-                self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(
-                    table, sql.SQL(", ").join(changes)))
-        self.forget()
-        records.replace_columns(self.conn, node.id, [(c.name, c.expr) for c in columns])
-        node = dataclasses.replace(node, parents=(parent.id,), definition=definition,
-                                   columns=tuple(c.name for c in columns),
-                                   exprs=tuple(c.expr for c in columns))
-        node = dataclasses.replace(node, types=self._record_types(node))
-        records.set_definition(self.conn, node.id, definition,
-                               self._resigned(node, [parent], definition))
-        if new_parent is not None:
-            old_parent = self.load(self.conn.execute(
-                "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",
-                (node.id,)).fetchone()[0])
-            self.conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
-                sql.Identifier(old_parent.hist_ref[0], parent_index_name(node.id))))
-            self.forget()
-            records.reparent(self.conn, node.id, new_parent, SEQUENCE_GAP)
-            execute_all(self.conn, compiler.parent_index(node, parent))
-        aux = [r[0] for r in self.conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
-            (NETWORK_SCHEMA, f"n{node.id}\\_d%"))]
-        self.conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(
-            [node.hist] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
-                           if t != f"n{node.id}_delta"])))
-        execute_all(self.conn, compiler.backfill(node, [parent]))
-        self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
-        self._store(node, [parent])
-        return node
 
     def _store(self, node: Node, parents: list[Node]) -> None:
         store_blocks(self.conn, node, parents)
@@ -929,26 +639,3 @@ def _without(keyed: list, covered: list[str]) -> list | None:
             return None
         rest.remove(match)
     return rest
-
-
-def may_be_view(definition: dict, exprs) -> bool:
-    """An insert-only join whose history may be a view (Builder._view_of_join): an inner
-    one whose condition and columns cannot fail on a row but by overflow."""
-    return definition["join_type"] == "inner" and all(
-        never_fails(e, overflow=True) for e in [definition["condition"], *exprs])
-
-
-def growing(definition: dict, parent: Node) -> dict:
-    """An aggregate's definition marked "grows" when its input only grows
-    (nodes.aggregate.grows): an insert-only parent, or — computed from its books (a regroup,
-    every aggregate "from" the parent's) — an aggregate over such an input; else
-    "counted" when it keeps MIN/MAX books (argus.aggregates.Book)."""
-    regroup = all(entry.regrouped for entry in entries(definition))
-    grows = parent.insert_only or (parent.kind_of.groups and regroup
-                                   and bool(parent.definition.get("grows")))
-    out = {k: v for k, v in definition.items() if k not in ("grows", "counted")}
-    if grows:
-        out["grows"] = True
-    elif Model.of(out).has_extremes:
-        out["counted"] = True  # its MIN/MAX books keep how many rows are at the extreme
-    return out

@@ -1,0 +1,179 @@
+"""Nodes changed in place as later queries need more of them: a shared selection or
+join gains columns (projection enrichment), an aggregate gains aggregates or is computed
+from a finer aggregate instead of its input (horizontal expansion, rerouting). Their
+consumers read columns by name and are unaffected; a changed node keeps its own salt
+and stays apart from a twin (its signature, _resigned).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from psycopg import sql
+
+from ..aggregates import Model, entries
+from ..frontend.canon import map_atom
+from ..mqo.sharing import column_name, fresh_name
+from ..names import NETWORK_SCHEMA
+from ..nodes import COMPILERS, Node, delta_view, signature, virtual
+from ..nodes import lazy as lazy_nodes
+from ..nodes.aggregate import parent_index_name
+from ..nodes.lazy import is_lazy
+from ..plan import Col
+from . import jisc, records
+from .apply import SEQUENCE_GAP
+from .stored import execute_all
+
+
+def growing(definition: dict, parent: Node) -> dict:
+    """An aggregate's definition marked "grows" when its input only grows
+    (nodes.aggregate.grows): an insert-only parent, or — computed from its books (a regroup,
+    every aggregate "from" the parent's) — an aggregate over such an input; else
+    "counted" when it keeps MIN/MAX books (argus.aggregates.Book)."""
+    regroup = all(entry.regrouped for entry in entries(definition))
+    grows = parent.insert_only or (parent.kind_of.groups and regroup
+                                   and bool(parent.definition.get("grows")))
+    out = {k: v for k, v in definition.items() if k not in ("grows", "counted")}
+    if grows:
+        out["grows"] = True
+    elif Model.of(out).has_extremes:
+        out["counted"] = True  # its MIN/MAX books keep how many rows are at the extreme
+    return out
+
+
+class Reshape:
+    """The builder's in-place changes (network.builder.Builder mixes it in)."""
+
+    def enrich(self, node: Node, atoms: set[str]) -> Node:
+        """Projection enrichment: add columns holding `atoms` (over the node's STAs) to
+        a shared selection or join node, first to the parents that lack them, and
+        refill it from its parents. Its children and the views over it read columns by
+        name, so they are unaffected."""
+        if is_lazy(self.load(node.id)):  # (its full view and completed keys lack them)
+            jisc.finish(self.conn, [node.id])
+            self.forget()
+        node = self.load(node.id)  # the caller's may predate an enrichment of it
+        atoms = atoms - set(self.atoms(node))
+        if not atoms:  # (two instances of one query read it, and the other's added them)
+            return node
+        parents = [self.load(p) for p in node.parents]
+        width = len(self.sources_of(parents[0])) if node.kind_of.joins else None
+        wanted: dict[int, set[str]] = {}
+        plan = []
+        for atom in sorted(atoms):
+            k = int(atom.split(".", 1)[0].strip('"')[1:])
+            side = 1 if node.kind_of.selects or k <= width else 2
+            parent_atom = atom if side == 1 or node.kind_of.selects else \
+                map_atom(atom, {k: k - width})
+            wanted.setdefault(side, set()).add(parent_atom)
+            plan.append((atom, side, parent_atom))
+        for side, parent_atoms in wanted.items():
+            parent = parents[side - 1]
+            missing = parent_atoms - set(self.atoms(parent))
+            if missing:
+                parents[side - 1] = self.enrich(parent, missing)
+        taken = set(node.columns)
+        added = []
+        for atom, side, parent_atom in plan:
+            parent = parents[side - 1]
+            column = self.atoms(parent)[parent_atom]
+            name = fresh_name(column_name(atom, len(self.sources_of(node))), taken)
+            pg_type = dict(zip(parent.columns, parent.types))[column]
+            added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
+                          pg_type, atom))
+        tables = [t for t, view in ((node.hist, virtual(node)), (node.delta, delta_view(node)))
+                  if not view]
+        for table in tables:
+            self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(
+                sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
+                for n, _, t, _ in added)))
+        records.add_columns(self.conn, node, added)
+        self.forget()
+        node = self.load(node.id)
+        records.set_signature(self.conn, node.id,
+                              self._resigned(node, parents, node.definition))
+        if virtual(node):  # the views gain the columns at their end
+            execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
+        else:
+            self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
+            execute_all(self.conn, COMPILERS[node.kind].backfill(
+                node, list(map(lazy_nodes.readable, parents))))
+            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
+        self._store(node, parents)
+        self._candidates.clear()
+        return node
+
+    def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
+        """The signature of a node changed in place (enriched, restructured). Its own
+        salt stays: a node of a query registered without sharing stays that query's. And
+        it stays apart from an equal node made before: a twin computing the same rows.
+        (Once an aggregate of a query without sharing, moved onto a finer one, took the
+        signature of the shared twin it now equalled, and the registration failed.)"""
+        (stored,) = self.conn.execute("SELECT signature FROM argus_catalog.nodes "
+                                      "WHERE node_id = %s", (node.id,)).fetchone()
+        parts = json.loads(stored)
+        salt = parts[4] if len(parts) > 4 else None
+        text = signature(node.kind, parents, node.columns, node.exprs, definition, salt)
+        twin = self.conn.execute("SELECT node_id FROM argus_catalog.nodes WHERE "
+                                 "md5(signature) = md5(%s) AND node_id <> %s",
+                                 (text, node.id)).fetchone()
+        if twin:
+            text = signature(node.kind, parents, node.columns, node.exprs, definition,
+                             f"{salt} beside its twin {twin[0]}")
+        return text
+
+    def restructure(self, node: Node, definition: dict, columns: list[Col],
+                    new_parent: Node | None = None) -> Node:
+        """Change an aggregate node in place — more aggregates (horizontal expansion), or
+        computed from a finer aggregate (rerouting): its tables gain the new stored
+        columns and lose the obsolete ones, and it is refilled from its parent. Its
+        visible columns keep their names and values, so its consumers are unaffected."""
+        parent = new_parent or self.load(node.parents[0])
+        definition = growing(definition, parent)
+        compiler = COMPILERS["aggregate"]
+        old, new = node.spec, Model.of(definition)
+        probe = sql.Identifier("argus_restructure_probe")
+        self.conn.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS {} WITH NO DATA")
+                          .format(probe, compiler.from_scratch(new, parent)))
+        types = dict(self.conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'argus_restructure_probe'::regclass AND attnum > 0").fetchall())
+        self.conn.execute(sql.SQL("DROP TABLE {}").format(probe))
+        add = [c for c in new.stored if c not in old.stored]
+        drop = [c for c in old.stored if c not in new.stored]
+        for table in (node.hist, node.delta):
+            changes = [sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(c), sql.SQL(types[c]))
+                       for c in add]
+            changes += [sql.SQL("DROP COLUMN {}").format(sql.Identifier(c)) for c in drop]
+            if changes:
+                self.conn.execute(sql.SQL("ALTER TABLE {} {}").format(
+                    table, sql.SQL(", ").join(changes)))
+        self.forget()
+        records.replace_columns(self.conn, node.id, [(c.name, c.expr) for c in columns])
+        node = dataclasses.replace(node, parents=(parent.id,), definition=definition,
+                                   columns=tuple(c.name for c in columns),
+                                   exprs=tuple(c.expr for c in columns))
+        node = dataclasses.replace(node, types=self._record_types(node))
+        records.set_definition(self.conn, node.id, definition,
+                               self._resigned(node, [parent], definition))
+        if new_parent is not None:
+            old_parent = self.load(self.conn.execute(
+                "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",
+                (node.id,)).fetchone()[0])
+            self.conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+                sql.Identifier(old_parent.hist_ref[0], parent_index_name(node.id))))
+            self.forget()
+            records.reparent(self.conn, node.id, new_parent, SEQUENCE_GAP)
+            execute_all(self.conn, compiler.parent_index(node, parent))
+        aux = [r[0] for r in self.conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+            (NETWORK_SCHEMA, f"n{node.id}\\_d%"))]
+        self.conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(
+            [node.hist] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
+                           if t != f"n{node.id}_delta"])))
+        execute_all(self.conn, compiler.backfill(node, [parent]))
+        self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
+        self._store(node, [parent])
+        return node
+
