@@ -2,7 +2,8 @@
 -- (argus_seq) counts, and the source node's delta gets, per key that changed, the row
 -- the table had (-1) and the row it has now (+1). A row whose text is the same before
 -- and after cancels out: text, not the type's equality, which json lacks and which
--- calls 1.0 and 1.00, or '1 day' and '24 hours', the same. The history is the table
+-- calls 1.0 and 1.00, or '1 day' and '24 hours', the same (compared only for a key that
+-- had a row and has one: an insert or a delete is no update). The history is the table
 -- before this cycle (the flush applies the delta); it is probed once per key, and
 -- the claim's statistics read the same probe. (The history's alias is read whole:
 -- `h` was ambiguous in a table with a column h.)
@@ -14,7 +15,9 @@
             SELECT x.* FROM {probed} p
              CROSS JOIN LATERAL (
                  SELECT p.argus_op <> 'd' AS has,
-                        ROW({o_columns})::text IS DISTINCT FROM ROW({p_columns})::text AS differs
+                        p.argus_had AND p.argus_op <> 'd'
+                        AND ROW({o_columns})::text IS DISTINCT FROM ROW({p_columns})::text
+                            AS differs
              ) AS c
              CROSS JOIN LATERAL (
                  SELECT {o_columns}, -1 WHERE p.argus_had AND (NOT c.has OR c.differs)
