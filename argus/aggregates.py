@@ -132,11 +132,8 @@ def _variance(sample: bool, category: str, root: bool) -> str:
     return f"CASE WHEN {{c}} > {minimum} THEN {_special(exact, category, sums=False)} END"
 
 
-
 def _spec(func: str, category: str, distinct: bool):
     """(bookkeeping, final) of one aggregate; category: the argument's type family."""
-    if category in _LEGACY:
-        return _legacy_spec(func, category, distinct)
     if func == "count" and distinct:
         return [("c", "count(DISTINCT {x})", "distinct")], "{c}"
     sums = _sums(category, squares=func.startswith(("var", "stddev")))
@@ -164,38 +161,6 @@ def _spec(func: str, category: str, distinct: bool):
                               "add")], "CASE WHEN {c} > 0 THEN {t} > 0 END"),
     }
     return table[func]
-
-
-# Categories of aggregates stored networks may hold from older argus ("exact": integer
-# or numeric, "float"): running sums in the argument's type, which a NaN never leaves.
-_LEGACY = ("exact", "float")
-
-
-def _legacy_spec(func: str, category: str, distinct: bool):
-    cast = {"exact": "::numeric", "float": "::float8"}[category]
-    if func == "count" and distinct:
-        return [("c", "count(DISTINCT {x})", "distinct")], "{c}"
-    squares = [("s", f"sum({{s}} * ({{x}}){cast})", "add"),
-               ("q", f"sum({{s}} * ({{x}}){cast} * ({{x}}){cast})", "add"), _COUNT]
-    minimum = {"var_samp": "1", "var_pop": "0", "stddev_samp": "1", "stddev_pop": "0"}
-    if func in minimum:
-        numerator = "({c} * {q} - {s} * {s})"
-        denominator = ("({c} * ({c} - 1))" if minimum[func] == "1" else "({c} * {c})")
-        root = func.startswith("stddev")
-        if category == "exact":
-            variance = f"{numerator} / {denominator}"
-            value = f"argus.numeric_sqrt({variance})" if root else variance
-            final = f"CASE WHEN {numerator} <= 0 THEN 0 ELSE {value} END"
-        else:
-            variance = f"greatest({numerator}, 0) / {denominator}"
-            final = f"sqrt({variance})" if root else variance
-        return squares, f"CASE WHEN {{c}} > {minimum[func]} THEN {final} END"
-    if func == "sum":
-        return [("s", "sum({s} * ({x}))", "add"), _COUNT], "CASE WHEN {c} > 0 THEN {s} END"
-    if func == "avg":
-        return ([("s", f"sum({{s}} * ({{x}}){cast})", "add"), _COUNT],
-                "CASE WHEN {c} > 0 THEN {s} / {c} END")
-    return _spec(func, "other", distinct)
 
 
 def _merged(func: str, category: str, sources: dict[str, list[str]]):

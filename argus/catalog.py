@@ -1,10 +1,12 @@
-"""Create and upgrade the system catalog from the versioned DDL files in catalog/.
+"""Create and upgrade the system catalog from catalog/.
 
-Tables change through files named NNN_description.sql, applied in order, each in the
-transaction that records its version; they hold tables only. Functions and views are
-defined once, as they are now, in catalog/functions.sql and catalog/views.sql, applied
-after the numbered files, whenever one was applied or their text changed. All under
-the cycle lock, so that two processes never race.
+A new database gets the catalog's tables from catalog/schema.sql (version 37: the
+files of versions 1 to 37 squashed into one); later versions change them through files
+named NNN_description.sql (038 on), applied in order, each in the transaction that
+records its version; they hold tables only. Functions and views are defined once, as
+they are now, in catalog/functions.sql and catalog/views.sql, applied after the
+numbered files, whenever one was applied or their text changed. All under the cycle
+lock, so that two processes never race.
 """
 
 from __future__ import annotations
@@ -23,9 +25,15 @@ from .program import SLOTS
 from .resources import resource_dir
 
 _FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+SQUASHED = 37  # the version catalog/schema.sql creates
+
+
+def schema() -> str:
+    return (resource_dir("catalog") / "schema.sql").read_text()
 
 
 def migrations() -> list[tuple[int, str]]:
+    """The numbered files after the squashed schema: (version, DDL), in order."""
     found = []
     for path in sorted(resource_dir("catalog").iterdir()):
         match = _FILE.match(path.name)
@@ -78,7 +86,7 @@ def installed_code(conn: psycopg.Connection) -> str | None:
 
 
 def latest_version() -> int:
-    return migrations()[-1][0]
+    return max([SQUASHED] + [version for version, _ in migrations()])
 
 
 def installed_version(conn: psycopg.Connection) -> int | None:
@@ -105,6 +113,18 @@ def migrate(conn: psycopg.Connection) -> int:
                 f"this database's argus catalog is version {current}, newer than this "
                 f"argus understands ({latest_version()}): upgrade argus")
         applied = 0
+        if 0 < current < SQUASHED:
+            raise CatalogError(
+                f"this database's argus catalog is version {current}, made by an argus "
+                f"older than its first release (catalog version {SQUASHED}), which cannot "
+                f"upgrade it: drop its argus schemas (argus_catalog, argus, argus_streams, "
+                f"argus_inbox, argus_net, argus_results, argus_changes, argus_staging, "
+                f"argus_log) or use a new database, and install argus again")
+        if current == 0:
+            conn.execute(schema())  # a reviewed file of our own, no parameters
+            conn.execute(sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
+                sql.Identifier(CATALOG_SCHEMA, "schema_version")), (SQUASHED,))
+            current, applied = SQUASHED, 1
         for version, ddl in migrations():
             if version <= current:
                 continue

@@ -1,5 +1,5 @@
 """Continuous results that reach the application: a query's committed changes, in
-order, each cycle's once, from a log the cycle writes (catalog/030_subscriptions.sql).
+order, each cycle's once, from a log the cycle writes (catalog/schema.sql: change_logs, consumers).
 
 A subscriber without a position starts from the answer as it is (every row +1, at the
 position of the last cycle its snapshot sees), then follows the log; a named consumer

@@ -197,7 +197,6 @@ LANGUAGE sql STABLE AS $$
                         WHERE qn.node_id = n.node_id AND q.status = 'ok')
 $$;
 
-DROP FUNCTION IF EXISTS argus.learn_maintenance(bigint);  -- in argus.run_cycle
 
 -- A node's block of PL/pgSQL on one line: comments dropped, line breaks outside literals
 -- made spaces, a literal's written as \n in an E'' literal. PostgreSQL finds a compound
@@ -834,8 +833,7 @@ $$;
 -- What a cycle did, in one row (argus.cycle.report), for whoever may run cycles; of
 -- the queries, only those the session's role may read.
 -- PL/pgSQL, not SQL, so that a session plans its statement once, not at every cycle.
-DROP FUNCTION IF EXISTS argus.cycle_report(bigint);  -- its columns changed once
-CREATE FUNCTION argus.cycle_report(p_run bigint)
+CREATE OR REPLACE FUNCTION argus.cycle_report(p_run bigint)
 RETURNS TABLE (status text, error text, nodes_run bigint, rows_in jsonb, held jsonb,
                failed jsonb, queries json)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -994,8 +992,7 @@ END $$;
 
 -- One cycle and its report in one statement: a round trip less per cycle than
 -- run_cycle() then cycle_report() (argus.cycle.run). No row: another cycle was running.
-DROP FUNCTION IF EXISTS argus.cycle(boolean);  -- its columns changed once
-CREATE FUNCTION argus.cycle(wait boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION argus.cycle(wait boolean DEFAULT false)
 RETURNS TABLE (run_id bigint, status text, error text, nodes_run bigint, rows_in jsonb,
                held jsonb, failed jsonb, queries json, replan jsonb, reoptimize boolean)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -1036,8 +1033,7 @@ $$;
 
 -- The streams and their columns, for whoever may load or read one; a table that
 -- follows an ordinary table (argus track) names it (source).
-DROP FUNCTION IF EXISTS argus.stream_schemas();  -- its columns changed twice
-CREATE FUNCTION argus.stream_schemas()
+CREATE OR REPLACE FUNCTION argus.stream_schemas()
 RETURNS TABLE (name text, time_column text, columns text[], types text[], not_null text[],
                primary_key text[], source text)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -1441,8 +1437,7 @@ END $$;
 -- past the answer it started from), the last cycle and new_consumer: it starts from
 -- the answer (argus.subscriptions). Waits for a running cycle, so that no cycle's
 -- changes fall between the position and the log.
-DROP FUNCTION IF EXISTS argus.subscribe(text, text);
-CREATE FUNCTION argus.subscribe(p_query text, p_consumer text DEFAULT NULL)
+CREATE OR REPLACE FUNCTION argus.subscribe(p_query text, p_consumer text DEFAULT NULL)
 RETURNS TABLE (log_position bigint, new_consumer boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

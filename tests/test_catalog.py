@@ -26,6 +26,28 @@ def test_a_newer_catalog_is_refused(fresh_dsn):
         argus.connect(fresh_dsn)
 
 
+def test_a_catalog_from_before_the_squashed_schema_is_refused_and_left_alone(fresh_dsn):
+    """catalog/schema.sql is version 37: an older catalog (made before argus's first
+    release) cannot be upgraded, and says what to do instead of failing half-way."""
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM argus_catalog.schema_version")
+        conn.execute("INSERT INTO argus_catalog.schema_version VALUES (12)")
+    with pytest.raises(argus.CatalogError, match="version 12.*install argus again"):
+        argus.connect(fresh_dsn)
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        assert catalog.installed_version(conn) == 12
+
+
+def test_a_new_database_gets_the_squashed_schema_and_its_settings(fresh_dsn):
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        versions = [v for (v,) in conn.execute(
+            "SELECT version FROM argus_catalog.schema_version ORDER BY version")]
+        assert versions[0] == catalog.SQUASHED and versions[-1] == catalog.latest_version()
+        zone, durability = conn.execute(
+            "SELECT time_zone, durability FROM argus_catalog.settings").fetchone()
+        assert zone and durability == "derived"
+
+
 def test_functions_changed_by_a_newer_argus_are_reapplied_by_the_owner_role(db, fresh_dsn):
     """An upgrade re-applies catalog/functions.sql as argus's owner role, which may not
     create in schema public (PostgreSQL 15) nor replace the argus_now() its installer

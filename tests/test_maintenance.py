@@ -1,5 +1,5 @@
 """Per node and per cycle, a signed node either applies its changes to its history or
-rebuilds the history from its parents (catalog/003_maintenance.sql): the choice follows
+rebuilds the history from its parents (node_stats, catalog/schema.sql): the choice follows
 the learned costs, both paths give the oracle's answers, and explain shows the choice."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The computation index in the catalog (catalog/002_index.sql): record what a new node
+"""The computation index in the catalog (catalog/schema.sql): record what a new node
 computes, and find the nodes that could compute part of a new query.
 
 The search is SQL over B-tree indexes: nodes joining the same sources (the topology

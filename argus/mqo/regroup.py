@@ -66,7 +66,7 @@ class Want:
 
     groups: tuple[Col, ...]
     aggs: tuple[Agg, ...]
-    categories: dict  # argument SQL -> 'exact' | 'float' | 'other'
+    categories: dict  # argument SQL -> its category (argus.aggregates: int, numeric, …)
 
 
 @dataclass
@@ -121,8 +121,7 @@ def serve(off: Offer, want: Want, types: dict) -> list[dict] | None:
             if got is None:
                 return None
             column, offered = got
-            exact_sum = category == "exact" and suffix in ("s", "q")
-            if offered and offered != change and not exact_sum:
+            if offered and offered != change:
                 return None  # e.g. a real sum where a float8 one is needed
             sources[suffix] = [column, types[(a.func, a.arg, suffix)]]
         out.append(sources)

@@ -1,4 +1,4 @@
-"""Derived state without WAL (settings.durability, catalog/029).
+"""Derived state without WAL (settings.durability, catalog/schema.sql).
 
 Every table argus keeps besides the stream histories, inboxes and catalog is a function
 of the streams' histories: with durability 'derived' those tables are UNLOGGED, so a

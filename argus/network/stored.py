@@ -49,7 +49,7 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> N
 def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     """The network changed: store the program's frame and every node's purge code, make
     PostgreSQL validate the code this change compiled (`check`), and leave the program
-    to the next cycle to assemble (argus.assemble_program, catalog/004). Called in the
+    to the next cycle to assemble (argus.assemble_program, catalog/functions.sql). Called in the
     transaction of every change, so that code and network never disagree."""
     streams = [(name, load_node(conn, node_id), time_column) for name, node_id, time_column
                in conn.execute("SELECT name, node_id, time_column FROM argus_catalog.streams "
