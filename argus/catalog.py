@@ -17,7 +17,7 @@ import re
 import psycopg
 from psycopg import sql
 
-from . import roles
+from . import roles, settings
 from .errors import CatalogError
 from .names import CATALOG_SCHEMA, CYCLE_LOCK
 from .nodes import JOINS, LOADED, SELECTS
@@ -51,7 +51,8 @@ def generated() -> str:
     the SQL names no kind (`n.kind <> ALL(argus.kinds('loaded'))`; IMMUTABLE: folded
     into a constant where it is planned); argus.cycle_lock() and argus.try_cycle_lock(),
     the cycle lock (argus.names.CYCLE_LOCK); argus.program_slots(), the names of the cycle
-    program's slots in their order (argus.program.SLOTS: argus.fill_program)."""
+    program's slots in their order (argus.program.SLOTS: argus.fill_program); and the
+    settings' defaults (argus.settings.SETTINGS)."""
     cases = sql.SQL(" ").join(
         sql.SQL("WHEN {} THEN ARRAY[{}]::text[]").format(
             sql.Literal(trait), sql.SQL(", ").join(map(sql.Literal, names)))
@@ -67,7 +68,8 @@ def generated() -> str:
         "LANGUAGE sql AS $$ SELECT pg_catalog.pg_try_advisory_xact_lock({lock}) $$;\n"
         "CREATE OR REPLACE FUNCTION argus.program_slots() RETURNS text[]\n"
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{slots}]::text[] $$;\n"
-    ).format(cases=cases, lock=lock, slots=slots).as_string(None)
+    ).format(cases=cases, lock=lock, slots=slots).as_string(None) \
+        + settings.column_defaults().as_string(None)
 
 
 def code() -> tuple[str, str]:
@@ -120,7 +122,8 @@ def migrate(conn: psycopg.Connection) -> int:
                 f"upgrade it: drop its argus schemas (argus_catalog, argus, argus_streams, "
                 f"argus_inbox, argus_net, argus_results, argus_changes, argus_staging, "
                 f"argus_log) or use a new database, and install argus again")
-        if current == 0:
+        fresh = current == 0
+        if fresh:
             conn.execute(schema())  # a reviewed file of our own, no parameters
             conn.execute(sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
                 sql.Identifier(CATALOG_SCHEMA, "schema_version")), (SQUASHED,))
@@ -134,6 +137,9 @@ def migrate(conn: psycopg.Connection) -> int:
             applied += 1
         if applied or installed_code(conn) != digest:  # a migration may drop views
             conn.execute(text)  # reviewed files of our own, no parameters
+            if fresh:  # the settings row, with the defaults just set
+                conn.execute("INSERT INTO argus_catalog.settings (time_zone) "
+                             "VALUES (current_setting('TimeZone'))")
             # the program is assembled anew by the new code (argus.assemble_program)
             conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s, program_stale "
                          "= program_stale OR program_frame IS NOT NULL", (digest,))

@@ -194,7 +194,8 @@ def analyze_delta(node: Node) -> sql.Composed:
 
 def rebuildable(node: Node) -> bool:
     """Signed nodes may rebuild their history instead of applying a cycle's changes
-    (node_stats in catalog/schema.sql); an insert-only node's changes are an append, never dearer."""
+    (node_stats, catalog/schema.sql); an insert-only node's changes are an append, never
+    dearer."""
     return not node.loaded and not node.insert_only and not virtual(node)
 
 

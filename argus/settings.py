@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import psycopg
 from psycopg import sql
@@ -83,98 +84,131 @@ def _interval(text: object) -> str:
 INTERVALS = ("max_clock_lead", "keep_runs_for", "stale_staging_after", "node_timeout",
              "keep_changes")
 
-# name -> (parse, what it does)
-SETTINGS: dict[str, tuple[Callable[[object], object], str]] = {
-    "maintenance": (_choice("auto", "apply", "rebuild"),
-                    "how signed nodes keep their histories: auto (the cheaper of applying "
-                    "the cycle's changes and rebuilding from the parents, by learned costs), "
-                    "apply, or rebuild"),
-    "random_page_cost": (_optional(_positive(float)),
-                         "the planner's random_page_cost inside cycles (null: the server's)"),
-    "purge": (_bool, "delete history that no windowed query can need again"),
-    "plan_kept_rows": (_optional(_positive(int)),
-                       "run a node's statement with its plan kept for the session when its "
-                       "deltas hold at most this many rows together (null: plan every "
-                       "statement for its deltas at every cycle)"),
-    "truncate_delta_bytes": (_positive(int),
-                             "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
-    "truncate_inbox_bytes": (_positive(int),
-                             "take an inbox that grew by more than this since the last "
-                             "claim (or whose file is 16 times this) whole (locked, read "
-                             "in place, truncated) when no load is writing to it"),
-    "unread_inbox_bytes": (_optional(_size),
-                           "claim a stream that no query reads only when its inbox grew "
-                           "past this (its rows wait there and move the clock when "
-                           "claimed; null: at every cycle)"),
-    "node_timeout": (_optional(_interval),
-                     "a cycle running past this (a registrar's query that computes for "
-                     "hours) isolates the query whose node was running, and runs again "
-                     "without it; registrars' requests run under it too (null: no limit)"),
-    "max_query_state": (_optional(_size),
-                        "refuse to register a query whose state PostgreSQL estimates above "
-                        "this many bytes, unless forced (null: no limit)"),
-    "layout": (_choice("cost", "heuristic"),
-               "how new queries are laid out: cost (joins ordered by their cost per "
-               "cycle, bushy trees allowed; conditional materialization: "
-               "virtual_selectivity, virtual_join_growth) or heuristic (ARGUS's left-deep "
-               "order, every node a table)"),
-    "virtual_selectivity": (_optional(_fraction),
-                            "a new selection or projection over a stream that PostgreSQL "
-                            "estimates to pass more than this share of the stream's rows "
-                            "keeps no table: it is a view of the stream (null: never)"),
-    "virtual_join_growth": (_optional(_positive(float)),
-                            "a new insert-only inner join holding more than this many "
-                            "times its inputs' rows together keeps no table: it is a view "
-                            "of their join (null: never)"),
-    "state_budget": (_optional(_size),
-                     "bytes the network's tables may hold (4GB): a new join that would "
-                     "take them past it is a view of its parents' join, and a query "
-                     "whose registration would still take them past is refused unless "
-                     "forced (null: no budget)"),
-    "reoptimize_every": (_optional(_positive(int)),
-                         "every this many cycles, plan each query again (incremental or "
-                         "re-run, and its joins) on what the cycles observed and migrate "
-                         "the ones that gain (null: only on argus optimize)"),
-    "migration": (_choice("moving-state", "jisc"),
-                  "how a query moves to a new layout: moving-state (its new nodes built "
-                  "from the states that exist, between two cycles) or jisc (its new joins "
-                  "completed key by key as the cycles first probe them: no pause)"),
-    "migration_min_gain": (_fraction,
-                           "migrate only to a layout cheaper per cycle by more than this "
-                           "share (hysteresis: no two layouts flap)"),
-    "migration_horizon": (_positive(int),
-                          "migrate only when the saving over this many cycles pays for "
-                          "building the new nodes"),
-    "rerun_fallback": (_bool,
-                       "at each re-plan, evaluate a query by re-running it when that costs "
-                       "less than its nodes by more than migration_min_gain, and back "
-                       "(argus optimize --evaluate pins a query's evaluation)"),
-    "max_clock_lead": (_optional(_interval),
-                       "hold back (quarantine) rows whose event time is further ahead of the "
-                       "server's clock than this (null: never)"),
-    "keep_runs": (_optional(_positive(int)),
-                  "the cycle log (argus.runs) keeps this many cycles at most (null: all)"),
-    "keep_runs_for": (_optional(_interval),
-                      "the cycle log keeps the cycles of this long at most (null: all)"),
-    "keep_changes": (_optional(_interval),
-                     "a subscribed query's log keeps changes this long at most, though not "
-                     "every consumer acknowledged them (null: until they all did)"),
-    "time_zone": (_text,
-                  "the time zone that event times of type timestamp or date are read in "
-                  "(against argus_now(), the horizon) by every cycle, registration and "
-                  "migration, whatever zone the session running it has (changed only while "
-                  "no query is registered; default: the zone of the session that installed "
-                  "argus)"),
-    "durability": (_choice("derived", "logged"),
-                   "derived: the tables argus can recompute from the stream histories "
-                   "(node histories, aggregate states, answers) write no WAL (UNLOGGED): "
-                   "a crash empties them and argus rebuilds them from the histories; "
-                   "logged: every table survives a crash as it is"),
-    "stale_staging_after": (_interval,
-                            "a Spark load's staging table this old, that no live load "
-                            "holds, was left by a load that died: the next load or cycle "
-                            "drops it"),
+class Setting(NamedTuple):
+    """A setting: its value in a new database (the catalog's column default, generated
+    from this: catalog.generated), how a value given for it is read, what it does."""
+
+    default: object
+    parse: Callable[[object], object]
+    help: str
+
+
+INSTALLER = "the installer's"  # time_zone's default: the zone of the session installing
+
+SETTINGS: dict[str, Setting] = {
+    "maintenance": Setting(
+        "auto", _choice("auto", "apply", "rebuild"),
+        "how signed nodes keep their histories: auto (the cheaper of applying the cycle's changes "
+        "and rebuilding from the parents, by learned costs), apply, or rebuild"),
+    "random_page_cost": Setting(
+        1.1, _optional(_positive(float)),
+        "the planner's random_page_cost inside cycles (null: the server's)"),
+    "purge": Setting(
+        True, _bool,
+        "delete history that no windowed query can need again"),
+    "plan_kept_rows": Setting(
+        1000, _optional(_positive(int)),
+        "run a node's statement with its plan kept for the session when its deltas hold at most "
+        "this many rows together (null: plan every statement for its deltas at every cycle)"),
+    "truncate_delta_bytes": Setting(
+        1048576, _positive(int),
+        "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
+    "truncate_inbox_bytes": Setting(
+        262144, _positive(int),
+        "take an inbox that grew by more than this since the last claim (or whose file is 16 times "
+        "this) whole (locked, read in place, truncated) when no load is writing to it"),
+    "unread_inbox_bytes": Setting(
+        16777216, _optional(_size),
+        "claim a stream that no query reads only when its inbox grew past this (its rows wait "
+        "there and move the clock when claimed; null: at every cycle)"),
+    "node_timeout": Setting(
+        "10 minutes", _optional(_interval),
+        "a cycle running past this (a registrar's query that computes for hours) isolates the "
+        "query whose node was running, and runs again without it; registrars' requests run under "
+        "it too (null: no limit)"),
+    "max_query_state": Setting(
+        268435456, _optional(_size),
+        "refuse to register a query whose state PostgreSQL estimates above this many bytes, unless "
+        "forced (null: no limit)"),
+    "layout": Setting(
+        "cost", _choice("cost", "heuristic"),
+        "how new queries are laid out: cost (joins ordered by their cost per cycle, bushy trees "
+        "allowed; conditional materialization: virtual_selectivity, virtual_join_growth) or "
+        "heuristic (ARGUS's left-deep order, every node a table)"),
+    "virtual_selectivity": Setting(
+        0.3, _optional(_fraction),
+        "a new selection or projection over a stream that PostgreSQL estimates to pass more than "
+        "this share of the stream's rows keeps no table: it is a view of the stream (null: never)"),
+    "virtual_join_growth": Setting(
+        4, _optional(_positive(float)),
+        "a new insert-only inner join holding more than this many times its inputs' rows together "
+        "keeps no table: it is a view of their join (null: never)"),
+    "state_budget": Setting(
+        None, _optional(_size),
+        "bytes the network's tables may hold (4GB): a new join that would take them past it is a "
+        "view of its parents' join, and a query whose registration would still take them past is "
+        "refused unless forced (null: no budget)"),
+    "reoptimize_every": Setting(
+        100, _optional(_positive(int)),
+        "every this many cycles, plan each query again (incremental or re-run, and its joins) on "
+        "what the cycles observed and migrate the ones that gain (null: only on argus optimize)"),
+    "migration": Setting(
+        "moving-state", _choice("moving-state", "jisc"),
+        "how a query moves to a new layout: moving-state (its new nodes built from the states that "
+        "exist, between two cycles) or jisc (its new joins completed key by key as the cycles "
+        "first probe them: no pause)"),
+    "migration_min_gain": Setting(
+        0.3, _fraction,
+        "migrate only to a layout cheaper per cycle by more than this share (hysteresis: no two "
+        "layouts flap)"),
+    "migration_horizon": Setting(
+        100, _positive(int),
+        "migrate only when the saving over this many cycles pays for building the new nodes"),
+    "rerun_fallback": Setting(
+        True, _bool,
+        "at each re-plan, evaluate a query by re-running it when that costs less than its nodes by "
+        "more than migration_min_gain, and back (argus optimize --evaluate pins a query's "
+        "evaluation)"),
+    "max_clock_lead": Setting(
+        "1 day", _optional(_interval),
+        "hold back (quarantine) rows whose event time is further ahead of the server's clock than "
+        "this (null: never)"),
+    "keep_runs": Setting(
+        10000, _optional(_positive(int)),
+        "the cycle log (argus.runs) keeps this many cycles at most (null: all)"),
+    "keep_runs_for": Setting(
+        "7 days", _optional(_interval),
+        "the cycle log keeps the cycles of this long at most (null: all)"),
+    "keep_changes": Setting(
+        "1 day", _optional(_interval),
+        "a subscribed query's log keeps changes this long at most, though not every consumer "
+        "acknowledged them (null: until they all did)"),
+    "time_zone": Setting(
+        INSTALLER, _text,
+        "the time zone that event times of type timestamp or date are read in (against "
+        "argus_now(), the horizon) by every cycle, registration and migration, whatever zone the "
+        "session running it has (changed only while no query is registered; default: the zone of "
+        "the session that installed argus)"),
+    "durability": Setting(
+        "derived", _choice("derived", "logged"),
+        "derived: the tables argus can recompute from the stream histories (node histories, "
+        "aggregate states, answers) write no WAL (UNLOGGED): a crash empties them and argus "
+        "rebuilds them from the histories; logged: every table survives a crash as it is"),
+    "stale_staging_after": Setting(
+        "1 hour", _interval,
+        "a Spark load's staging table this old, that no live load holds, was left by a load that "
+        "died: the next load or cycle drops it"),
 }
+
+def column_defaults() -> sql.Composed:
+    """The catalog's settings row takes its defaults from SETTINGS: an ALTER of each
+    column (none for time_zone, set when argus is installed)."""
+    return sql.SQL("").join(
+        sql.SQL("ALTER TABLE argus_catalog.settings ALTER COLUMN {} {};\n").format(
+            sql.Identifier(name), sql.SQL("DROP DEFAULT") if s.default is None else
+            sql.SQL("SET DEFAULT {}").format(sql.Literal(s.default)))
+        for name, s in SETTINGS.items() if s.default is not INSTALLER)
+
 
 # Tuning whose defaults suit most networks: `argus config` lists these apart.
 EXPERT = frozenset({"maintenance", "random_page_cost", "plan_kept_rows", "truncate_delta_bytes",
@@ -228,7 +262,7 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
         if name not in SETTINGS:
             raise SettingError(f"unknown setting {name!r} (settings: {', '.join(SETTINGS)})")
         try:
-            parsed[name] = SETTINGS[name][0](text)
+            parsed[name] = SETTINGS[name].parse(text)
         except ValueError as exc:
             raise SettingError(f"setting {name!r} cannot be {text!r}: {exc}") from None
     if "time_zone" in parsed:

@@ -392,29 +392,30 @@ CREATE TABLE argus_catalog.clock (
 INSERT INTO argus_catalog.clock DEFAULT VALUES;
 
 -- Settings an operator may change (one row; argus.settings names, checks and explains
--- them), and the state of the stored program.
+-- them, and gives their defaults: catalog.generated; argus.catalog.migrate inserts the
+-- row), and the state of the stored program.
 CREATE TABLE argus_catalog.settings (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    purge     boolean NOT NULL DEFAULT true,  -- delete history no windowed query needs
+    purge     boolean NOT NULL,  -- delete history no windowed query needs
     -- deltas are cleared with DELETE, and TRUNCATEd only once their file has grown past
     -- this many bytes
-    truncate_delta_bytes bigint NOT NULL DEFAULT 1048576,
+    truncate_delta_bytes bigint NOT NULL,
     -- how signed nodes keep their histories: 'auto', the cheaper of applying a cycle's
     -- changes and rebuilding from the parents by the learned costs (node_stats);
     -- 'apply' / 'rebuild': always
-    maintenance text NOT NULL DEFAULT 'auto' CHECK (maintenance IN ('auto', 'apply', 'rebuild')),
+    maintenance text NOT NULL CHECK (maintenance IN ('auto', 'apply', 'rebuild')),
     -- the network's tables and indexes are hot in memory during a cycle, where a random
     -- page costs little more than a sequential one; with PostgreSQL's default (4) the
     -- planner scans a whole history rather than probing its index once per delta row.
     -- NULL: the server's setting.
-    random_page_cost real DEFAULT 1.1,
+    random_page_cost real,
     -- the version of the node code stored in nodes (argus.nodes CODE_VERSION): older
     -- code is recompiled when argus connects
     code_version int NOT NULL DEFAULT 0,
     -- a cycle takes an inbox that grew by more than this since the last claim whole
     -- (locked, read, truncated) when no load is writing to it, instead of deleting its
     -- rows one by one
-    truncate_inbox_bytes bigint NOT NULL DEFAULT 262144,
+    truncate_inbox_bytes bigint NOT NULL,
     -- the cycle program is assembled in the database, by the first cycle after the
     -- network changed, from the code each node stored when it was compiled, so that a
     -- cycle started from psql or pg_cron runs the current network: its body around the
@@ -423,33 +424,31 @@ CREATE TABLE argus_catalog.settings (
     program_stale boolean NOT NULL DEFAULT true,
     -- rows whose event time is further ahead of the server's clock are quarantined
     -- (NULL: no limit)
-    max_clock_lead interval DEFAULT '1 day',
+    max_clock_lead interval,
     -- the cycle log keeps the last keep_runs cycles and those of the last keep_runs_for,
     -- whichever are fewer (NULL: no limit of that kind)
-    keep_runs     bigint DEFAULT 10000,
-    keep_runs_for interval DEFAULT '7 days',
+    keep_runs     bigint,
+    keep_runs_for interval,
     -- registration refuses a query whose state PostgreSQL estimates above this many
     -- bytes, unless forced (NULL: no limit)
-    max_query_state bigint DEFAULT 268435456,
+    max_query_state bigint,
     -- md5 of the functions and views argus applied (catalog/functions.sql, views.sql)
     catalog_code text,
     -- a Spark load's staging table this old, which no live load holds, is dropped
-    stale_staging_after interval NOT NULL DEFAULT '1 hour',
+    stale_staging_after interval NOT NULL,
     -- the roles are <role_prefix>_owner, _reader, _writer and _registrar (NULL: roles
     -- were never set up, the role that installed argus owns everything)
     role_prefix text,
     -- conditional materialization (ARGUS's rule): a selection or projection over a stream
     -- that passes more than this share of the stream's rows keeps no table of its own;
     -- its history and changes are views of the stream's (NULL: never)
-    virtual_selectivity float8 DEFAULT 0.3
-        CHECK (virtual_selectivity IS NULL OR virtual_selectivity >= 0),
+    virtual_selectivity float8 CHECK (virtual_selectivity IS NULL OR virtual_selectivity >= 0),
     -- the layout of new nodes: 'heuristic', every node keeps a table of its rows; 'cost',
     -- joins ordered by cost, and conditional materialization
-    layout text NOT NULL DEFAULT 'cost' CHECK (layout IN ('heuristic', 'cost')),
+    layout text NOT NULL CHECK (layout IN ('heuristic', 'cost')),
     -- an insert-only inner join is a view of its parents' histories when, at
     -- registration, it holds more than this many times its parents' rows together
-    virtual_join_growth float8 DEFAULT 4
-        CHECK (virtual_join_growth IS NULL OR virtual_join_growth > 0),
+    virtual_join_growth float8 CHECK (virtual_join_growth IS NULL OR virtual_join_growth > 0),
     -- bytes the network's tables (argus_net) may hold: a new join that would take it
     -- past is a view of its parents' join (State-Removal); a query whose registration
     -- would still take it past is refused. NULL: none.
@@ -459,22 +458,21 @@ CREATE TABLE argus_catalog.settings (
     -- migrated to the new layout between two cycles when it saves more than
     -- migration_min_gain of the layout's cost per cycle and pays for its build within
     -- migration_horizon cycles
-    reoptimize_every integer DEFAULT 100 CHECK (reoptimize_every IS NULL OR reoptimize_every > 0),
-    migration text NOT NULL DEFAULT 'moving-state',
-    migration_min_gain float8 NOT NULL DEFAULT 0.3
-        CHECK (migration_min_gain >= 0 AND migration_min_gain <= 1),
-    migration_horizon integer NOT NULL DEFAULT 100 CHECK (migration_horizon > 0),
+    reoptimize_every integer CHECK (reoptimize_every IS NULL OR reoptimize_every > 0),
+    migration text NOT NULL,
+    migration_min_gain float8 NOT NULL CHECK (migration_min_gain >= 0 AND migration_min_gain <= 1),
+    migration_horizon integer NOT NULL CHECK (migration_horizon > 0),
     -- at each re-plan, a query is re-run instead when that costs less (argus.adapt)
-    rerun_fallback boolean NOT NULL DEFAULT true,
+    rerun_fallback boolean NOT NULL,
     -- a stream that no query reads is claimed only when its inbox grew past this many
     -- bytes: until then its rows wait in the inbox, written once, and move the stream
     -- clock when they are claimed. NULL: claimed at every cycle, like any stream.
-    unread_inbox_bytes bigint DEFAULT 16777216,
+    unread_inbox_bytes bigint,
     -- a node's statements run with their plans kept for the session when its deltas are
     -- this small together, and are planned for their deltas' sizes at every cycle
     -- otherwise; kept plans are made anew in every session after the cycle plans_reset_run
     -- (node_stats.planned_rows)
-    plan_kept_rows  bigint DEFAULT 1000,
+    plan_kept_rows  bigint,
     plans_reset_run bigint NOT NULL DEFAULT 0,
     -- event times of type timestamp or date become instants (compared with the stream
     -- clock, the horizon, argus_now()) in this time zone: every cycle, registration and
@@ -485,16 +483,15 @@ CREATE TABLE argus_catalog.settings (
     -- client that runs the cycle: argus.cycle.run): past it, the node then running is
     -- isolated and the cycle, rolled back, runs again without it ('timed_out').
     -- Registrars' requests run under it too. NULL: no limit.
-    node_timeout interval DEFAULT '10 minutes',
+    node_timeout interval,
     -- 'derived': the tables argus can recompute from the stream histories (node
     -- histories, aggregate states, answers) are UNLOGGED (argus.network.durability);
     -- stream histories, inboxes, quarantine, loads and this catalog stay logged
-    durability text NOT NULL DEFAULT 'derived' CHECK (durability IN ('logged', 'derived')),
+    durability text NOT NULL CHECK (durability IN ('logged', 'derived')),
     -- a subscribed query's log keeps changes this long at most, though not every
     -- consumer acknowledged them (NULL: until they all did)
-    keep_changes interval DEFAULT '1 day'
+    keep_changes interval
 );
-INSERT INTO argus_catalog.settings (time_zone) VALUES (current_setting('TimeZone'));
 
 -- A crash empties unlogged tables, derived_intact's one row with them: the next session
 -- of argus's owner rebuilds the network from the stream histories before any cycle, and

@@ -48,6 +48,27 @@ def test_a_new_database_gets_the_squashed_schema_and_its_settings(fresh_dsn):
         assert zone and durability == "derived"
 
 
+def test_a_new_database_has_every_setting_at_the_default_python_gives(fresh_dsn):
+    """The settings' defaults are defined once, in argus.settings.SETTINGS; the catalog's
+    column defaults are generated from them (catalog.generated)."""
+    from psycopg import sql
+
+    from argus.settings import INSTALLER, SETTINGS
+
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        types = dict(conn.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'argus_catalog.settings'::regclass AND attnum > 0"))
+        for name, setting in SETTINGS.items():
+            if setting.default is INSTALLER:
+                continue
+            (same,) = conn.execute(sql.SQL(
+                "SELECT {} IS NOT DISTINCT FROM CAST({} AS {}) FROM argus_catalog.settings"
+            ).format(sql.Identifier(name), sql.Literal(setting.default),
+                     sql.SQL(types[name]))).fetchone()
+            assert same, name
+
+
 def test_functions_changed_by_a_newer_argus_are_reapplied_by_the_owner_role(db, fresh_dsn):
     """An upgrade re-applies catalog/functions.sql as argus's owner role, which may not
     create in schema public (PostgreSQL 15) nor replace the argus_now() its installer

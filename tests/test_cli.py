@@ -315,6 +315,7 @@ def test_config_lists_every_setting_with_the_experts_apart(fresh_dsn):
         assert key in (expert if key in EXPERT else common), key
     out = invoke(fresh_dsn, "config", "purge", "off")
     assert out.exit_code == 0 and "False" in out.output and "for experts" not in out.output
+    assert "True" in out.output  # its default (argus.settings.SETTINGS)
     out = invoke(fresh_dsn, "config", "plan_kept_rows")
     assert "for experts" in out.output and "purge" not in out.output
     out = invoke(fresh_dsn, "config", "purg", "on")

@@ -79,9 +79,10 @@ def config(name: str | None, value: str | None, dsn: str | None) -> None:
                         ("for experts: tuning whose defaults suit most networks",
                          [k for k in shown if k in EXPERT])):
         if keys:
-            table = Table("setting", "value", "what it does", title=title)
+            table = Table("setting", "value", "default", "what it does", title=title)
             for key in keys:
-                table.add_row(key, str(current[key]), SETTINGS[key][1])
+                table.add_row(key, str(current[key]), str(SETTINGS[key].default),
+                              SETTINGS[key].help)
             console.print(table)
 
 

@@ -56,7 +56,12 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps):
     (`argus.mqo.sharing`); every other plan node is shared when an equal node (same kind,
     parents, columns and definition: its signature) exists. Shared nodes name their
     columns their own way, so each plan's columns are mapped to its node's (`names`),
-    and SQL over a plan's inputs is renamed before it becomes a node's."""
+    and SQL over a plan's inputs is renamed before it becomes a node's.
+
+    This class maps plans and decides what a new node is (ensure, _decide); its parts
+    read the network (network.reads), make a decided node (network.apply), lay nodes
+    out (network.layouts), change them in place (network.reshape) and map set
+    operations (network.setops)."""
 
     def __init__(self, conn: psycopg.Connection, sharing: Sharing | None = None,
                  query: str = "") -> None:
