@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .api import Argus
-from .datagen import TRANSFER_COLUMNS, TransferGenerator
+from .bench.datagen import TRANSFER_COLUMNS, TransferGenerator
 from . import roles
 from .names import STREAMS_SCHEMA
 from .nodes import KINDS
@@ -52,7 +52,7 @@ def _loader(dsn: str, use_spark: bool, console: Console):
         gen = TransferGenerator(seed=7, accounts=20_000)
         return lambda db, n: db.insert("transfers", gen.batch(n))
     from . import spark as argus_spark
-    from .sparkgen import transfers
+    from .bench.sparkgen import transfers
 
     console.print("[dim]starting Spark (local mode) to generate and load the data[/]")
     session = argus_spark.session(app="argus-demo")

@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from argus import nexmark
-from argus.bench import Options
+import importlib
+import pkgutil
+
+import argus.bench
+from argus.bench import Options, nexmark
 from argus.cli import main
 
 pytestmark = pytest.mark.usefixtures("bench_database")  # (not argus_bench: a user's name)
@@ -66,3 +69,18 @@ def test_bench_runs_the_tpch_queries_asked_for_without_the_per_query_phase(admin
     assert ("Answers of all 2 tpch queries equal to the re-run ones after the last batch: "
             "yes.") in report
     assert "## Each query alone" not in report
+
+
+def test_every_focused_benchmark_reads_its_options(capsys):
+    """The benchmarks run as `python -m argus.bench.<name>` (docs/performance.md cites
+    their figures) import and describe their options, so that a change to the code they
+    call cannot leave one broken until someone measures again."""
+    scripts = [m.name for m in pkgutil.iter_modules(argus.bench.__path__)
+               if hasattr(importlib.import_module(f"argus.bench.{m.name}"), "main")]
+    assert {"tpch_refresh", "topk", "drift_shared", "pathway_nexmark"} <= set(scripts)
+    for name in scripts:
+        module = importlib.import_module(f"argus.bench.{name}")
+        with pytest.raises(SystemExit) as exit_, pytest.MonkeyPatch.context() as patch:
+            patch.setattr("sys.argv", [name, "--help"])
+            module.main()
+        assert exit_.value.code == 0 and "--dsn" in capsys.readouterr().out, name

@@ -15,14 +15,14 @@ PACKAGE = Path(argus.__file__).parent
 # bottom to top
 LAYERS = [
     ("foundations", {"errors", "trees", "names", "resources", "templates", "plan", "pg_plan",
-                     "settings", "aggregates", "datagen", "workload", "nexmark", "alchemy"}),
+                     "settings", "aggregates", "alchemy"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),
     ("node kinds and the cycle program", {"nodes", "program"}),
     ("the network in PostgreSQL", {"roles", "catalog", "network"}),
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
                     "registry", "requests", "cycle", "subscriptions", "files",
-                    "quarantine", "explain", "status", "embedded", "schedule", "tpch", "sparkgen",
+                    "quarantine", "explain", "status", "embedded", "schedule",
                     "optimize", "adapt", "picture", "audit"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
                  "dashboard"}),

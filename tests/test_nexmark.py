@@ -1,10 +1,10 @@
-"""The Nexmark queries argus maintains (argus.nexmark.QUERIES, a workload we did not
+"""The Nexmark queries argus maintains (argus.bench.nexmark.QUERIES, a workload we did not
 write), all registered at once over the generator's events, checked by the oracle after
 every cycle: registration over a history, then batches of a few sizes."""
 
 from __future__ import annotations
 
-from argus import nexmark
+from argus.bench import nexmark
 
 
 def test_every_nexmark_query_is_exact_after_every_cycle(oracle):

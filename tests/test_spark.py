@@ -142,8 +142,8 @@ def test_argus_load_reads_a_csv_file_once(events, fresh_dsn, tmp_path, monkeypat
 
 
 def test_generated_transfers_feed_the_queries(spark, db, fresh_dsn):
-    from argus.datagen import TRANSFER_COLUMNS
-    from argus.sparkgen import transfers
+    from argus.bench.datagen import TRANSFER_COLUMNS
+    from argus.bench.sparkgen import transfers
 
     db.create_stream("transfers", TRANSFER_COLUMNS, time_column="tran_date")
     db.register_query("big", "SELECT tran_id FROM transfers WHERE amount > 1000000")
@@ -170,7 +170,7 @@ def test_the_demo_runs_on_spark_generated_data(admin_dsn):
 
 
 def test_tpch_initial_load_and_refresh_batches(db, fresh_dsn, tmp_path):
-    tpch = pytest.importorskip("argus.tpch")
+    tpch = pytest.importorskip("argus.bench.tpch")
     pytest.importorskip("duckdb", reason="the tpch extra is not installed")
     from .oracle import Oracle
 

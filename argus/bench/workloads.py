@@ -1,8 +1,8 @@
 """The benchmark's workloads: streams, their history, batches of new rows, queries.
 
-- transfers: the FedWire-like stream (argus.datagen) and ARGUS-like families of related
-  queries (argus.workload); any history size and batch size.
-- tpch: TPC-H from DuckDB's generator (argus.tpch), the TPC-H queries argus maintains
+- transfers: the FedWire-like stream (argus.bench.datagen) and ARGUS-like families of related
+  queries (argus.bench.families); any history size and batch size.
+- tpch: TPC-H from DuckDB's generator (argus.bench.tpch), the TPC-H queries argus maintains
   (ORDER BY / LIMIT stripped), and refresh batches of new orders with their line items
   (a share of the orders each, 0.1% by default, as TPC-H's RF1).
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import sqlglot
 
-from ..datagen import TRANSFER_COLUMNS, TransferGenerator
-from ..workload import transfer_queries
+from .datagen import TRANSFER_COLUMNS, TransferGenerator
+from .families import transfer_queries
 from ..trees import DIALECT
 
 # TPC-H's queries: argus maintains all 22 incrementally.
@@ -41,7 +41,7 @@ class Workload:
 
 def transfers(history: int, queries: int, seed: int = 1, loose: int = 0) -> Workload:
     """Batches continue the stream after the history most recently loaded; `loose`
-    loose chains (argus.workload.loose_chain) follow the queries."""
+    loose chains (argus.bench.families.loose_chain) follow the queries."""
     state = {}
 
     def chunks() -> Iterator[dict[str, list[tuple]]]:
@@ -60,7 +60,7 @@ def transfers(history: int, queries: int, seed: int = 1, loose: int = 0) -> Work
 def tpch(scale: float, batches: int, share: float = 0.001,
          only: tuple[int, ...] = TPCH_QUERIES) -> Workload:
     """Every batch is the next of `batches` refresh batches of `share` of the orders."""
-    from .. import tpch as generator
+    from . import tpch as generator
 
     root = Path(tempfile.mkdtemp(prefix="argus-bench-tpch-"))
     data = generator.generate(scale, root, batches=batches, share=share)
@@ -102,7 +102,7 @@ def continuous(text: str, top_k: bool = False) -> str:
 def nexmark(events: int, seed: int = 1) -> Workload:
     """The Nexmark queries argus maintains over `events` events of history; batches are
     the next events (persons, auctions and bids mixed as the generator makes them)."""
-    from .. import nexmark as model
+    from . import nexmark as model
 
     state = {}
 

@@ -5,7 +5,7 @@ Two queries: Nexmark q19 (the top 10 bids of each auction) and a global top 10 o
 bids (ORDER BY … LIMIT). Each way in its own database over the same history, then three
 batches of each size; the median cycle in ms.
 
-Usage: python bench/topk.py [--dsn DSN] [--events 100000]
+Usage: python -m argus.bench.topk [--dsn DSN] [--events 100000]
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import argus
 import argus.nodes.window as window
 from argus.bench import workloads
 from argus.bench.runner import load
-from argus.nexmark import QUERIES
-from common import arguments, cycles, fresh_database  # bench/common.py
+from argus.bench.nexmark import QUERIES
+from argus.bench.common import arguments, cycles, fresh_database
 
 TOP_K = {"q19": QUERIES["q19"],
          "top10": "SELECT auction, bidder, price FROM bid "

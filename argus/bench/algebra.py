@@ -5,7 +5,7 @@ Loads 100,000 transfers of history; for each 1,000-row batch measures, in the sa
 process on the same server and data, one argus cycle (the query alone registered) and
 the query re-run from scratch into a result table, and checks that both agree.
 
-Usage: python bench/algebra.py [--dsn DSN] [--history N] [--batch N] [--batches N]
+Usage: python -m argus.bench.algebra [--dsn DSN] [--history N] [--batch N] [--batches N]
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections import Counter
 from psycopg import sql
 
 import argus
-from common import arguments, fresh_database  # bench/common.py
-from argus.datagen import TRANSFER_COLUMNS, TransferGenerator
+from argus.bench.common import arguments, fresh_database
+from argus.bench.datagen import TRANSFER_COLUMNS, TransferGenerator
 
 QUERIES = {
     "band_join_3way": """

@@ -3,7 +3,7 @@ within the last hour of event time, each link within 20 minutes of the previous)
 200 cycles with purging on and off; prints retained rows and cycle time after 10 and
 after 200 cycles, in one run on the same server.
 
-Usage: python bench/windows.py [--dsn DSN] [--cycles N] [--batch N]
+Usage: python -m argus.bench.windows [--dsn DSN] [--cycles N] [--batch N]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 
 
 import argus
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.common import arguments, fresh_database
 
 QUERY = """
     SELECT a.id AS first, b.id AS second, c.id AS third

@@ -7,7 +7,7 @@ answers and last changes must read the same across), and three more cycles (what
 cost against the three before: JISC's joins complete there). Once per migration
 strategy, each on its own copy of the same data.
 
-Usage: python bench/replan.py [--dsn DSN] [--tpch-scale-thousandths 50]
+Usage: python -m argus.bench.replan [--dsn DSN] [--tpch-scale-thousandths 50]
        [--nexmark-events 50000]
 """
 
@@ -20,7 +20,7 @@ from collections import Counter
 import argus
 from argus.bench import workloads
 from argus.bench.runner import load
-from common import arguments, cycles, fresh_database  # bench/common.py
+from argus.bench.common import arguments, cycles, fresh_database
 
 
 def bag(rows) -> Counter:

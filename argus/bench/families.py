@@ -1,4 +1,4 @@
-"""Families of related continuous queries over the transfer stream (argus.datagen), as
+"""Families of related continuous queries over the transfer stream (argus.bench.datagen), as
 ARGUS's evaluation generated them: query seeds varied systematically, so that many
 queries overlap — equal predicates written differently, thresholds that subsume one
 another, self-join chains of 2 to 5 transfers with different day windows, aggregates

@@ -6,7 +6,7 @@ Reachability over transfers above 10 (who money can reach), over a random graph 
 (three of each size): argus's cycle against PostgreSQL running the query from scratch
 over the same histories into a temporary table. Median ms.
 
-Usage: python bench/recursive.py [--dsn DSN] [--accounts 200000] [--edges 100000]
+Usage: python -m argus.bench.recursive [--dsn DSN] [--accounts 200000] [--edges 100000]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import statistics
 import time
 
 import argus
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.common import arguments, fresh_database
 
 QUERY = ("WITH RECURSIVE reach(src, dst) AS (SELECT sender, receiver FROM transfers "
          "WHERE amount > 10 UNION SELECT r.src, t.receiver FROM reach r "

@@ -9,7 +9,7 @@ process on the same server and data:
   matview      REFRESH MATERIALIZED VIEW of one view per query
   floor        inserting the batch into a plain table with no queries at all
 
-Usage: python bench/selections.py [--dsn DSN] [--history N] [--batch N] [--batches N]
+Usage: python -m argus.bench.selections [--dsn DSN] [--history N] [--batch N] [--batches N]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 from psycopg import sql
 
 import argus
-from common import arguments, fresh_database  # bench/common.py
-from argus.datagen import TRANSFER_COLUMNS, TransferGenerator
+from argus.bench.common import arguments, fresh_database
+from argus.bench.datagen import TRANSFER_COLUMNS, TransferGenerator
 
 QUERIES = [f"SELECT tran_id, amount FROM transfers WHERE amount > {t}"
            for t in (1_000, 10_000, 50_000, 100_000, 500_000, 1_000_000)]

@@ -19,7 +19,7 @@ pages another dirtied (the re-runs rewrite whole tables). WAL: the bytes the ser
 wrote for a pair, argus's writer and cycle against the untracked writer's; after each
 CHECKPOINT every page first written is logged whole, as after any checkpoint.
 
-Usage: python bench/tpch_refresh.py [--dsn DSN] [--scale-milli 100] [--pairs 3]
+Usage: python -m argus.bench.tpch_refresh [--dsn DSN] [--scale-milli 100] [--pairs 3]
        [--method trigger|slot] [--skip 17,20] [--top-k] [--durability derived|logged]
        (--skip: queries left out, "" for none; Q17 and Q20 re-run for minutes at scale
        0.1 over copies without indexes; --top-k: the queries' ORDER BY … LIMIT kept;
@@ -44,11 +44,12 @@ from psycopg import sql
 from sqlglot import exp
 
 import argus
-from argus import audit, tpch
+from argus import audit
+from argus.bench import tpch
 from argus.bench.methods import PgIvm
 from argus.bench.runner import Settle, Wal
 from argus.bench.workloads import TPCH_QUERIES, continuous
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.common import arguments, fresh_database
 
 CRON_PAIRS = 2  # pairs whose cycles run as from cron, after the timed ones
 KEYS = {"region": ["r_regionkey"], "nation": ["n_nationkey"], "supplier": ["s_suppkey"],

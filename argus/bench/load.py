@@ -1,7 +1,7 @@
 """Benchmark: loading with Spark over JDBC (exactly once, through a staging table)
 against PostgreSQL's own COPY of the same rows, in one run.
 
-Usage: python bench/load.py [--dsn DSN] [--rows N] [--batch-size N] [--partitions N]
+Usage: python -m argus.bench.load [--dsn DSN] [--rows N] [--batch-size N] [--partitions N]
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import time
 
 
 import argus
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.common import arguments, fresh_database
 from argus import spark as argus_spark
-from argus.datagen import TRANSFER_COLUMNS
-from argus.sparkgen import transfers
+from argus.bench.datagen import TRANSFER_COLUMNS
+from argus.bench.sparkgen import transfers
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ loaded, the queries registered, then batches; prints the median cycle, the state
 network keeps beside the stream histories, the registration time, and the nodes that
 are views.
 
-Usage: python bench/layout.py [--dsn DSN] [--history N] [--queries N] [--loose N]
+Usage: python -m argus.bench.layout [--dsn DSN] [--history N] [--queries N] [--loose N]
        [--batch N] [--batches N] [--tpch-scale-thousandths N] [--nexmark-events N]
        [--only K]   (only the K-th workload of the table, from 1)
 """
@@ -27,7 +27,7 @@ import argus
 from argus.bench import workloads
 from argus.bench.runner import load
 from argus.network import network_bytes
-from common import arguments, cycles, fresh_database  # bench/common.py
+from argus.bench.common import arguments, cycles, fresh_database
 
 LAYOUTS = ("heuristic", "cost")
 
@@ -46,7 +46,8 @@ def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
     (views,) = db.conn.execute(  # (not the changes views of deferred joins)
         "SELECT count(*) FROM argus_catalog.nodes WHERE definition ? 'virtual'").fetchone()
     (nodes,) = db.conn.execute(
-        "SELECT count(*) FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
+        "SELECT count(*) FROM argus_catalog.nodes "
+        "WHERE kind <> ALL(argus.kinds('loaded'))").fetchone()
     accuracy = db.estimate_accuracy()
     db.close()
     return {"cycle": statistics.median(times), "state": float(state), "nodes": nodes,

@@ -1,6 +1,6 @@
 """Benchmark: what sharing is worth, as the ARGUS thesis measured it (its Table 1).
 
-Registers the same generated families of transfer queries (argus.workload) under six
+Registers the same generated families of transfer queries (argus.bench.families) under six
 network-generation configurations, each in a fresh database with the same history:
 
   AllSharing  sharing-selection, canonicalization, join sharing, the bounds the
@@ -15,7 +15,7 @@ At each query count (100, 250, 500, 1,000 by default) it reports the nodes in th
 network, the mean registration time of the queries registered since the last count,
 and the median cycle time over batches of new transfers — all in one run.
 
-Usage: python bench/sharing.py [--dsn DSN] [--history N] [--batch N] [--batches N]
+Usage: python -m argus.bench.sharing [--dsn DSN] [--history N] [--batch N] [--batches N]
                                [--sizes 100,250,500,1000] [--configs AllSharing,…]
 """
 
@@ -26,10 +26,10 @@ import statistics
 import time
 
 import argus
-from argus.datagen import TRANSFER_COLUMNS, TransferGenerator
+from argus.bench.datagen import TRANSFER_COLUMNS, TransferGenerator
 from argus.mqo.sharing import Sharing
-from argus.workload import transfer_queries
-from common import fresh_database  # bench/common.py
+from argus.bench.families import transfer_queries
+from argus.bench.common import fresh_database
 
 CONFIGS = {
     "AllSharing": Sharing("selection"),
@@ -79,7 +79,8 @@ def run(config: str, args, sizes: list[int]) -> list[dict]:
             nodes, state = db.conn.execute(
                 "SELECT count(*), coalesce(sum(hist_rows) FILTER (WHERE NOT definition ? "
                 "'virtual'), 0)::bigint FROM argus_catalog.nodes JOIN argus_catalog.node_stats "
-                "USING (node_id) WHERE kind <> 'stream'").fetchone()  # views keep no rows
+                "USING (node_id) WHERE kind <> ALL(argus.kinds('loaded'))"
+            ).fetchone()  # views keep no rows
             row = {"config": config, "queries": size, "nodes": nodes, "state": state,
                    "register_ms": registration * 1000,
                    "cycle_ms": statistics.median(cycles) * 1000}
@@ -95,7 +96,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     configs = args.configs.split(",")
     print(f"{args.history:,} transfers of history; cycles on batches of {args.batch:,} "
-          f"(median of {args.batches}); query families from argus.workload, seed {args.seed}")
+          f"(median of {args.batches}); query families from argus.bench.families, seed {args.seed}")
     rows = [r for config in configs for r in run(config, args, sizes)]
     print("\n| queries | configuration | nodes | rows of state | registration (ms/query) "
           "| cycle (ms) |\n|---:|---|---:|---:|---:|---:|")

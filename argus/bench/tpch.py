@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ArgusError
+from ..errors import ArgusError
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 _TYPES = {"INTEGER": "integer", "BIGINT": "bigint", "VARCHAR": "text", "DATE": "date",

@@ -9,7 +9,7 @@ coordinator alone (nothing distributed: the same server, so the difference is Ci
 and with the histories distributed; then whether every answer agrees. On a 2-core machine the
 cluster cannot be faster: this measures what distributing costs.
 
-Usage: python bench/citus.py [--history 100000] [--queries 10] [--cycles 5]
+Usage: python -m argus.bench.citus [--history 100000] [--queries 10] [--cycles 5]
                              [--tpch-milli 100 [--local-dimensions]]
 """
 
@@ -26,7 +26,7 @@ from argus import citus_local
 from argus.bench.runner import load
 from argus.bench.workloads import BENCH_TPCH, tpch, transfers
 from argus.errors import ArgusError
-from common import arguments  # bench/common.py
+from argus.bench.common import arguments
 
 
 def main() -> None:
@@ -88,7 +88,7 @@ def main() -> None:
               + (f"; DIFFERENT: {', '.join(differ)}" if differ else ""))
         kept, spread = sharded.conn.execute(
             "SELECT count(*) FILTER (WHERE sharded_by IS NULL), count(sharded_by) "
-            "FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchone()
+            "FROM argus_catalog.nodes WHERE kind <> ALL(argus.kinds('loaded'))").fetchone()
         print(f"nodes sharded over the workers: {spread} of {kept + spread}")
         local, remote = sharded.conn.execute(
             """SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)

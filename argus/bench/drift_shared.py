@@ -11,7 +11,7 @@ neither ever left it: the static layout. Three layouts on the same rows: static
 VACUUM ANALYZE after every cycle, untimed, as autovacuum would. Each answer is checked
 against its SQL over the stream histories after the last cycle.
 
-Usage: python bench/drift_shared.py [--dsn DSN] [--before 12] [--after 20] [--scale 1.0]
+Usage: python -m argus.bench.drift_shared [--dsn DSN] [--before 12] [--after 20] [--scale 1.0]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections import Counter
 
 import argus
 from argus.registry import over_histories
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.common import arguments, fresh_database
 
 WINDOW = "t > argus_now() - interval '10 minutes'"
 JOIN = ("FROM a JOIN b ON a.k = b.k JOIN c ON b.y = c.y WHERE a.x < 5 AND c.z < 5 "

@@ -8,7 +8,7 @@ the key) against a plain `UPDATE … FROM` of the same rows. Then the cycle (arg
 against the queries re-run into tables, and against refreshing one materialized view
 per query. Median ms.
 
-Usage: python bench/tables.py [--dsn DSN] [--accounts 100000] [--customers 1000]
+Usage: python -m argus.bench.tables [--dsn DSN] [--accounts 100000] [--customers 1000]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import statistics
 import time
 
 import argus
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.common import arguments, fresh_database
 
 QUERIES = {
     "per_customer": "SELECT customer, count(*) AS n, sum(balance) AS total, "

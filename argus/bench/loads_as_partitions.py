@@ -9,7 +9,7 @@ PARTITION, validated by a CHECK constraint, no scan), then what readers of the h
 pay with the partitions the batches left: index probes as a join's nested loop makes
 them, `= ANY` of the keys, and a whole scan. Medians; ms.
 
-Usage: python bench/loads_as_partitions.py [--dsn DSN] [--events 150000]
+Usage: python -m argus.bench.loads_as_partitions [--dsn DSN] [--events 150000]
        [--batch 5000] [--batches 6]
 """
 
@@ -20,8 +20,8 @@ import time
 
 import psycopg
 
-from argus.nexmark import COLUMNS, NexmarkGenerator
-from common import arguments, fresh_database  # bench/common.py
+from argus.bench.nexmark import COLUMNS, NexmarkGenerator
+from argus.bench.common import arguments, fresh_database
 
 TYPES = ", ".join(f"{c} {t.replace(' NOT NULL', '')}" for c, t in COLUMNS["bid"].items())
 INDEXES = [("auction", "date_time"), ("price",), ("bidder", "date_time"), ("auction", "bidder")]

@@ -10,7 +10,7 @@ identical untracked plain.accounts. Each kind of statement runs on both, alterna
 10,000 rows, a DELETE of 100 rows. Then the cycle that takes a batch of UPDATEs against
 re-running the two queries of bench/tables.py over plain.accounts.
 
-Usage: python bench/track.py [--dsn DSN] [--accounts 100000] [--customers 1000] [--repeat 9]
+Usage: python -m argus.bench.track [--dsn DSN] [--accounts 100000] [--customers 1000] [--repeat 9]
                             [--method trigger|slot]
 """
 
@@ -22,8 +22,8 @@ import time
 
 import argus
 from argus.bench.methods import PgIvm
-from common import arguments, fresh_database  # bench/common.py
-from tables import QUERIES, agree, over_plain, rerun  # bench/tables.py
+from argus.bench.common import arguments, fresh_database
+from argus.bench.tables import QUERIES, agree, over_plain, rerun
 
 
 def timed(conn, statement: str, params=()) -> float:

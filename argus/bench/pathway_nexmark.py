@@ -3,7 +3,7 @@ Nexmark queries both maintain: ms per batch from the batch's arrival to current 
 
 Why: argus keeps answers current with incremental SQL inside PostgreSQL; Pathway is an
 incremental dataflow engine (differential dataflow in Rust) driven from Python. Both get
-H events of history, then N batches of B events (argus.nexmark's generator, seed 1), and
+H events of history, then N batches of B events (argus.bench.nexmark's generator, seed 1), and
 are timed per batch:
 - argus: COPY of the batch into the inboxes + one cycle (as `argus bench` times it);
 - Pathway (its own virtualenv, run as a subprocess of this script, PATHWAY_THREADS=2):
@@ -23,7 +23,7 @@ The database is argus_pathway, made anew and dropped at the end. Pathway's q11 (
 windows: a sort and pointer jumping in pw.iterate) costs more as the history grows and
 dominates its time; --queries without q11 shows the others.
 
-Usage: python bench/pathway_nexmark.py [--dsn DSN] [--history 100000] [--batch 5000[,…]]
+Usage: python -m argus.bench.pathway_nexmark [--dsn DSN] [--history 100000] [--batch 5000[,…]]
            [--batches 5] [--queries q0,q1,…] [--pathway-python /tmp/pwvenv/bin/python]
 Pathway: python3 -m venv /tmp/pwvenv && /tmp/pwvenv/bin/pip install pathway==0.33.0
 """
@@ -46,13 +46,13 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent  # argus/bench: nexmark.py beside this file
 DATABASE = "argus_pathway"
 SEED = 1
 CHUNK = 100_000  # history events generated at a time (Pathway commits the history once)
 TIMEOUT = 3600  # seconds Pathway may take over one batch
 
-# argus.nexmark's queries that Pathway maintains here with the same answers
+# argus.bench.nexmark's queries that Pathway maintains here with the same answers
 QUERIES = ("q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q10", "q11", "q14", "q15",
            "q16", "q17", "q18", "q20", "q21", "q22")
 LEFT_OUT = {
@@ -61,14 +61,14 @@ LEFT_OUT = {
           "chained 10 deep would be another query)",
     "q19": "the top 10 bids of each auction, numbered: Pathway has no top-k per group "
            "(sorted_tuple over each auction's every bid, sliced, re-sorts whole groups)",
-    "q12, q13": "not in argus.nexmark (processing-time windows; no side table)",
+    "q12, q13": "not in argus.bench.nexmark (processing-time windows; no side table)",
 }
 
 
 def nexmark():
     """argus/nexmark.py loaded by path: it needs only the standard library, while `import
-    argus.nexmark` would run argus/__init__ (psycopg, …), which Pathway's venv lacks."""
-    spec = importlib.util.spec_from_file_location("nexmark", ROOT / "argus" / "nexmark.py")
+    argus.bench.nexmark` would run argus/__init__ (psycopg, …), which Pathway's venv lacks."""
+    spec = importlib.util.spec_from_file_location("nexmark", HERE / "nexmark.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -252,7 +252,7 @@ def feeder_for(pw, model, spec: dict, outputs: Outputs):
     return Feeder()
 
 
-# The queries in Pathway's table API, each with argus.nexmark's SQL semantics and output
+# The queries in Pathway's table API, each with argus.bench.nexmark's SQL semantics and output
 # columns in the SQL's order (names aside: `id` is Pathway's row key).
 
 WINDOW = dt.timedelta(seconds=10)  # TUMBLE(…, 10 seconds): the start is date_time floored
@@ -500,7 +500,7 @@ def run_argus(db, args, sizes: list[int], queries: list[str]) -> dict:
     ms of it copying, and seconds loading the history and registering the queries."""
     from argus.bench import workloads
     from argus.bench.runner import load
-    from argus.nexmark import QUERIES as SQL
+    from argus.bench.nexmark import QUERIES as SQL
 
     workload = workloads.nexmark(args.history, SEED)
     started = time.perf_counter()
@@ -529,7 +529,7 @@ def run_argus(db, args, sizes: list[int], queries: list[str]) -> dict:
 
 def from_scratch(conn, name: str) -> list[tuple]:
     """The query's SQL over argus's stream histories."""
-    from argus.nexmark import QUERIES as SQL
+    from argus.bench.nexmark import QUERIES as SQL
 
     with conn.transaction():
         conn.execute("SET LOCAL search_path TO argus_streams, public")
@@ -606,7 +606,7 @@ def report(args, sizes, queries, pathway: dict, warnings: list[str], ours: dict,
 
 
 def main() -> None:
-    from common import arguments  # bench/common.py
+    from argus.bench.common import arguments
 
     import argus
 
