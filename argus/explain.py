@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
@@ -69,48 +70,91 @@ def _costed(order: dict) -> str:
             f"{order['state']:,} rows held)")
 
 
-def explain(conn: psycopg.Connection, name: str, code: bool = False) -> str:
-    """The query's nodes: what each computes, keeps and cost; with `code`, the SQL each
-    runs and the query's views too."""
+@dataclass
+class _Facts:
+    """What explaining a query reads of the catalog, once."""
+
+    info: object  # registry.QueryInfo
+    net: object  # network.LoadedNetwork
+    canonical: str
+    join_orders: list | None
+    evaluate: str
+    estimates: dict
+    users: dict
+    stream_of: dict
+    on_workers: dict
+    blocks: dict
+    indexed: dict
+    last_run: dict
+    proposed: dict
+
+
+def _facts(conn: psycopg.Connection, name: str) -> _Facts:
     info = query_info(conn, name)
-    net = network.load(conn)
-    canonical, join_orders = conn.execute(
-        "SELECT canonical, join_orders FROM argus_catalog.queries WHERE name = %s",
+    canonical, join_orders, evaluate = conn.execute(
+        "SELECT canonical, join_orders, evaluate FROM argus_catalog.queries WHERE name = %s",
         (info.name,)).fetchone()
-    estimates = dict(conn.execute(
-        "SELECT n.node_id, n.estimate || jsonb_build_object('hist_rows', s.hist_rows) "
-        "FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id) "
-        "WHERE n.estimate IS NOT NULL AND n.node_id = ANY(%s)",
-        ([ref.id for ref in info.nodes],)))
+    ids = [ref.id for ref in info.nodes]
     users: dict[int, list[str]] = {}
     for node_id, query in conn.execute(
             """SELECT qn.node_id, q.name FROM argus_catalog.query_nodes qn
                  JOIN argus_catalog.queries q USING (query_id) ORDER BY q.name"""):
         users.setdefault(node_id, []).append(query)
-    stream_of = {node_id: stream for stream, node_id in net.streams.items()}
-    on_workers = citus.placed(conn)
-    blocks = {node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
-        "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")}
-    indexed = {node_id: (sources, predset) for node_id, sources, predset in conn.execute(
-        "SELECT node_id, sources, predset FROM argus.index")}
-    last_run = {row[0]: row[1:] for row in conn.execute(_LAST_RUN)}
-    # what the layout rules say of its nodes today
-    proposed = {p.node: p for p in proposals(conn, {ref.id for ref in info.nodes})}
+    net = network.load(conn)
+    return _Facts(
+        info=info, net=net, canonical=canonical, join_orders=join_orders, evaluate=evaluate,
+        estimates=dict(conn.execute(
+            "SELECT n.node_id, n.estimate || jsonb_build_object('hist_rows', s.hist_rows) "
+            "FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id) "
+            "WHERE n.estimate IS NOT NULL AND n.node_id = ANY(%s)", (ids,))),
+        users=users,
+        stream_of={node_id: stream for stream, node_id in net.streams.items()},
+        on_workers=citus.placed(conn),
+        blocks={node_id: (cycle, flush) for node_id, cycle, flush in conn.execute(
+            "SELECT node_id, cycle_block, flush_block FROM argus_catalog.nodes")},
+        indexed={node_id: (sources, predset) for node_id, sources, predset in conn.execute(
+            "SELECT node_id, sources, predset FROM argus.index")},
+        last_run={row[0]: row[1:] for row in conn.execute(_LAST_RUN)},
+        # what the layout rules say of its nodes today
+        proposed={p.node: p for p in proposals(conn, set(ids))})
 
-    def text(statement: sql.Composable) -> str:
-        return textwrap.indent(statement.as_string(conn), "        ")
 
+def explain(conn: psycopg.Connection, name: str, code: bool = False) -> str:
+    """The query's nodes: what each computes, keeps and cost; with `code`, the SQL each
+    runs and the query's views too."""
+    facts = _facts(conn, name)
+    out = _header(conn, facts)
+    out.append("  nodes, in evaluation order (join_level, sequence_id):")
+    for ref in facts.info.nodes:
+        out += _node(conn, facts, facts.net.nodes[ref.id], code)
+    if not code:
+        out.append("  (the SQL each node runs, and the query's views: with --code)")
+        return "\n".join(out)
+    out.append("  views:")
+    for view in (results_view(facts.info.name), changes_view(facts.info.name)):
+        (definition,) = conn.execute("SELECT pg_get_viewdef(%s::regclass, true)",
+                                     (view.as_string(conn),)).fetchone()
+        out.append(_indented(conn, sql.SQL("CREATE VIEW {} AS\n{}").format(
+            view, sql.SQL(definition))))
+    return "\n".join(out)
+
+
+def _indented(conn: psycopg.Connection, statement: sql.Composable) -> str:
+    return textwrap.indent(statement.as_string(conn), "        ")
+
+
+def _header(conn: psycopg.Connection, facts: _Facts) -> list[str]:
+    """The query, its views, its join orders and how it was last re-planned."""
+    info = facts.info
     out = [f"query {info.name}", textwrap.indent(info.sql.strip(), "    "),
-           f"  canonical: {canonical}",
+           f"  canonical: {facts.canonical}",
            f"  answer:  {results_view(info.name).as_string(conn)} ("
            + ", ".join(f"{c} {t}" for c, t in info.columns) + ")",
            f"  changes: {changes_view(info.name).as_string(conn)} (same columns + argus_sign)"]
-    for order in join_orders or []:
+    for order in facts.join_orders or []:
         out.append(f"  join order by cost: {_costed(order)}")
         out += [f"    alternative: {_costed(a)}" for a in order["alternatives"]]
-    (evaluate,) = conn.execute("SELECT evaluate FROM argus_catalog.queries WHERE name = %s",
-                               (info.name,)).fetchone()
-    if evaluate == "rerun":
+    if facts.evaluate == "rerun":
         out.append("  evaluated by re-running it in each cycle that brings its streams rows "
                    "(not incrementally)")
     for at, run, why, trees in conn.execute(
@@ -132,70 +176,75 @@ def explain(conn: psycopg.Connection, name: str, code: bool = False) -> str:
         measured = "" if old_ms is None else f"; its nodes measured {old_ms:,.1f} ms per cycle"
         out.append(f"  last re-planned {at} after run {run}: "
                    f"{'migrated' if migrated else 'kept'} ({why}){costs}{measured}")
-    out.append("  nodes, in evaluation order (join_level, sequence_id):")
-    for ref in info.nodes:
-        node = net.nodes[ref.id]
-        path = "insert-only path" if node.insert_only else "signed path (retractions)"
-        out.append(f"    node {node.id}  {node.kind}"
-                   + (f" {stream_of[node.id]}" if node.id in stream_of else "")
-                   + f"  sort ({node.join_level}, {node.sequence_id})"
-                   + (f"  parents {list(node.parents)}" if node.parents else "")
-                   + f"  {path}  used by: {', '.join(users.get(node.id, []))}")
-        out.append(f"      history {node.hist.as_string(conn)}, delta "
-                   f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}")
-        stream = stream_of.get(node.id)
-        if stream in on_workers and on_workers[stream] is None:
-            out.append("      copied to every Citus node (a reference table)")
-        elif sharded := node.sharded_by or on_workers.get(stream):
-            out.append(f"      sharded by {sharded} over the Citus workers (co-located with "
-                       "the histories of as many shards sharded by columns of its type)")
-        out += [f"      {line}" for line in describe(node)]
-        if is_lazy(node):
-            (complete,) = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
-                done(node))).fetchone() if keys(node) else (0,)
-            out.append(f"      built lazily (JISC migration): {complete:,} "
-                       f"key{'' if complete == 1 else 's'} "
-                       f"({', '.join(k for k, _ in keys(node))}) complete; the others are "
-                       f"read from its parents when node "
-                       f"{node.definition['lazy'].get('consumer')} first probes them")
-        if node.id in indexed:
-            sources, predset = indexed[node.id]
-            stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
-            out.append(f"      computes ({stas}): {predset or 'every row'}")
-        out += [f"      {line}" for line in maintenance(node, last_run.get(node.id))]
-        if node.id in estimates:
-            e = estimates[node.id]
-            rate = None if node.definition.get("deferred") else predicted(conn, node.id, e)
-            out.append(f"      estimated {e['rows']:,.0f} rows, {e['rate']:,.1f} new per cycle; "
-                       f"measured {e['hist_rows']:,} rows" + (
-                           "" if rate is None else f", {rate[1]:,.1f} new per cycle (estimated "
-                           f"{rate[0]:,.1f} for the cycles' new input rows)"))
-        if node.id in proposed:
-            p = proposed[node.id]
-            saves = ", ".join(what for what in (
-                None if p.mib is None else f"frees {p.mib:,.1f} MiB",
-                None if p.ms is None else f"saves {p.ms:,.1f} ms per cycle") if what)
-            out.append(f"      layout today (argus optimize --dry-run): {p.change}, {p.why}"
-                       + (f"; {saves}" if saves else ""))
-        cycle_block, flush_block = blocks[node.id]
-        if not code:
-            continue
-        if node.loaded:
-            out.append("      cycle code (claim; one statement for all streams):")
-            out.append(text(claim([(stream_of[node.id], node, None)])))
-        elif cycle_block is not None:
-            out.append("      cycle code (in argus_net.cycle_program; runs when a parent's "
-                       "delta has rows):")
-            out.append(textwrap.indent(textwrap.dedent(cycle_block), "        "))
-        if flush_block is not None:
-            out.append("      flush code (end of cycle):")
-            out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
-    if not code:
-        out.append("  (the SQL each node runs, and the query's views: with --code)")
-        return "\n".join(out)
-    out.append("  views:")
-    for view in (results_view(info.name), changes_view(info.name)):
-        (definition,) = conn.execute("SELECT pg_get_viewdef(%s::regclass, true)",
-                                     (view.as_string(conn),)).fetchone()
-        out.append(text(sql.SQL("CREATE VIEW {} AS\n{}").format(view, sql.SQL(definition))))
-    return "\n".join(out)
+    return out
+
+
+def _node(conn: psycopg.Connection, facts: _Facts, node, code: bool) -> list[str]:
+    """One node: what it is, where its rows are, what it computes and costs (and with
+    `code`, the SQL it runs)."""
+    stream = facts.stream_of.get(node.id)
+    path = "insert-only path" if node.insert_only else "signed path (retractions)"
+    out = [f"    node {node.id}  {node.kind}" + (f" {stream}" if stream else "")
+           + f"  sort ({node.join_level}, {node.sequence_id})"
+           + (f"  parents {list(node.parents)}" if node.parents else "")
+           + f"  {path}  used by: {', '.join(facts.users.get(node.id, []))}",
+           f"      history {node.hist.as_string(conn)}, delta "
+           f"{node.delta.as_string(conn)}; columns: {', '.join(node.columns)}"]
+    if stream in facts.on_workers and facts.on_workers[stream] is None:
+        out.append("      copied to every Citus node (a reference table)")
+    elif sharded := node.sharded_by or facts.on_workers.get(stream):
+        out.append(f"      sharded by {sharded} over the Citus workers (co-located with "
+                   "the histories of as many shards sharded by columns of its type)")
+    out += [f"      {line}" for line in describe(node)]
+    out += [f"      {line}" for line in _state(conn, facts, node)]
+    return out + (_code(conn, facts, node) if code else [])
+
+
+def _state(conn: psycopg.Connection, facts: _Facts, node) -> list[str]:
+    """How the node is built and kept, against what was estimated of it."""
+    out = []
+    if is_lazy(node):
+        (complete,) = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+            done(node))).fetchone() if keys(node) else (0,)
+        out.append(f"built lazily (JISC migration): {complete:,} "
+                   f"key{'' if complete == 1 else 's'} "
+                   f"({', '.join(k for k, _ in keys(node))}) complete; the others are "
+                   f"read from its parents when node "
+                   f"{node.definition['lazy'].get('consumer')} first probes them")
+    if node.id in facts.indexed:
+        sources, predset = facts.indexed[node.id]
+        stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
+        out.append(f"computes ({stas}): {predset or 'every row'}")
+    out += maintenance(node, facts.last_run.get(node.id))
+    if node.id in facts.estimates:
+        e = facts.estimates[node.id]
+        rate = None if node.definition.get("deferred") else predicted(conn, node.id, e)
+        out.append(f"estimated {e['rows']:,.0f} rows, {e['rate']:,.1f} new per cycle; "
+                   f"measured {e['hist_rows']:,} rows" + (
+                       "" if rate is None else f", {rate[1]:,.1f} new per cycle (estimated "
+                       f"{rate[0]:,.1f} for the cycles' new input rows)"))
+    if node.id in facts.proposed:
+        p = facts.proposed[node.id]
+        saves = ", ".join(what for what in (
+            None if p.mib is None else f"frees {p.mib:,.1f} MiB",
+            None if p.ms is None else f"saves {p.ms:,.1f} ms per cycle") if what)
+        out.append(f"layout today (argus optimize --dry-run): {p.change}, {p.why}"
+                   + (f"; {saves}" if saves else ""))
+    return out
+
+
+def _code(conn: psycopg.Connection, facts: _Facts, node) -> list[str]:
+    """The SQL the node runs in a cycle, and at its end."""
+    cycle_block, flush_block = facts.blocks[node.id]
+    out = []
+    if node.loaded:
+        out.append("      cycle code (claim; one statement for all streams):")
+        out.append(_indented(conn, claim([(facts.stream_of[node.id], node, None)])))
+    elif cycle_block is not None:
+        out.append("      cycle code (in argus_net.cycle_program; runs when a parent's "
+                   "delta has rows):")
+        out.append(textwrap.indent(textwrap.dedent(cycle_block), "        "))
+    if flush_block is not None:
+        out.append("      flush code (end of cycle):")
+        out.append(textwrap.indent(textwrap.dedent(flush_block), "        "))
+    return out
