@@ -338,6 +338,41 @@ class Planner:
     def from_where(self, sel: exp.Select, outer: frozenset[str]) -> tuple[Rel, list[exp.Expr]]:
         """Plan FROM + WHERE. Conjuncts that mention `outer` aliases (a correlated
         subquery's link to the enclosing query) are returned, not applied."""
+        items = self._from_items(sel)
+        rels = [self.source(item) for _, item, _ in items]
+        local = frozenset().union(*(r.aliases for r in rels))
+        nullable: set[str] = set()
+        for (side, _, _), rel in zip(items, rels):
+            if side == "LEFT":
+                nullable |= rel.aliases
+        where = sel.args.get("where")
+        pool, sublinks, correlated = self._where(where.this if where else None, outer, local)
+        on_conditions: dict[int, list[exp.Expr]] = {}
+        for i, (side, _, on) in enumerate(items):
+            for c in conjuncts(on):
+                self._refuse_nested_subqueries(c)
+                if side == "INNER":
+                    pool.append(_Conjunct(c, aliases_of(c)))
+                else:
+                    on_conditions.setdefault(i, []).append(c)
+        self._push_down(items, rels, pool, on_conditions, nullable)
+        # an uncorrelated IN (subquery) over one relation's columns, below the joins
+        for link in list(sublinks) if len(rels) > 1 else []:
+            i = self._filtered_by(link, rels, nullable | outer)
+            if i is not None:
+                rels[i] = self.sublink(rels[i], link)
+                sublinks.remove(link)
+        current = self._left_deep(items, rels, pool, on_conditions)
+        rest = [c.expr for c in pool if not c.used]
+        if rest:
+            current = self.filter(current, rest)
+        for link in sublinks:
+            current = self.sublink(current, link)
+        return current, correlated
+
+    @staticmethod
+    def _from_items(sel: exp.Select) -> list[tuple[str | None, exp.Expr, exp.Expr | None]]:
+        """(join side, relation, ON condition) of each FROM item, the first's side None."""
         items = [(None, sel.args["from_"].this, None)]
         for join in sel.args.get("joins") or []:
             # qualify() has already turned USING and NATURAL into ON conditions
@@ -348,19 +383,16 @@ class Planner:
             if kind in ("SEMI", "ANTI") or kind == "LATERAL":
                 raise UnsupportedQueryError(f"{kind} JOIN")
             items.append((side or "INNER", join.this, join.args.get("on")))
+        return items
 
-        rels = [self.source(item) for _, item, _ in items]
-        local = frozenset().union(*(r.aliases for r in rels))
-        nullable: set[str] = set()
-        for (side, _, _), rel in zip(items, rels):
-            if side == "LEFT":
-                nullable |= rel.aliases
-
-        where = sel.args.get("where")
+    def _where(self, where: exp.Expr | None, outer: frozenset[str], local: frozenset[str]
+               ) -> tuple[list[_Conjunct], list[exp.Expr], list[exp.Expr]]:
+        """WHERE's conjuncts: those to apply, the subqueries (sublinks), and those
+        correlated with the enclosing query."""
         pool: list[_Conjunct] = []
         sublinks: list[exp.Expr] = []
         correlated: list[exp.Expr] = []
-        for c in conjuncts(where.this if where else None):
+        for c in conjuncts(where):
             if self._is_sublink(c):
                 sublinks.append(c)
             elif aliases_of(c) & outer:
@@ -370,16 +402,12 @@ class Planner:
             else:
                 self._refuse_nested_subqueries(c)
                 pool.append(_Conjunct(c, aliases_of(c)))
-        on_conditions: dict[int, list[exp.Expr]] = {}
-        for i, (side, _, on) in enumerate(items):
-            for c in conjuncts(on):
-                self._refuse_nested_subqueries(c)
-                if side == "INNER":
-                    pool.append(_Conjunct(c, aliases_of(c)))
-                else:
-                    on_conditions.setdefault(i, []).append(c)
+        return pool, sublinks, correlated
 
-        # push single-relation conjuncts below the joins
+    def _push_down(self, items, rels: list[Rel], pool: list[_Conjunct],
+                   on_conditions: dict[int, list[exp.Expr]], nullable: set[str]) -> None:
+        """Single-relation conjuncts below the joins (not on a LEFT join's padded side,
+        but a LEFT join's ON conditions on its right side alone)."""
         for i, rel in enumerate(rels):
             mine = [c for c in pool if not c.used and c.aliases and c.aliases <= rel.aliases
                     and not (c.aliases & nullable)]
@@ -392,14 +420,9 @@ class Planner:
                     c.used = True
                 rels[i] = self.filter(rel, [c.expr for c in mine])
 
-        # an uncorrelated IN (subquery) over one relation's columns, below the joins
-        for link in list(sublinks) if len(rels) > 1 else []:
-            i = self._filtered_by(link, rels, nullable | outer)
-            if i is not None:
-                rels[i] = self.sublink(rels[i], link)
-                sublinks.remove(link)
-
-        # joins, left-deep
+    def _left_deep(self, items, rels: list[Rel], pool: list[_Conjunct],
+                   on_conditions: dict[int, list[exp.Expr]]) -> Rel:
+        """The relations joined left-deep, a connected inner relation first."""
         current = rels[0]
         pending = list(range(1, len(rels)))
         while pending:
@@ -416,21 +439,14 @@ class Planner:
             pending.remove(i)
             right = rels[i]
             if items[i][0] == "LEFT":
-                condition = on_conditions.get(i, [])
-                current = self.join(current, right, "left", condition)
+                current = self.join(current, right, "left", on_conditions.get(i, []))
             else:
                 usable = [c for c in pool if not c.used
                           and c.aliases <= current.aliases | right.aliases]
                 for c in usable:
                     c.used = True
                 current = self.join(current, right, "inner", [c.expr for c in usable])
-
-        rest = [c.expr for c in pool if not c.used]
-        if rest:
-            current = self.filter(current, rest)
-        for link in sublinks:
-            current = self.sublink(current, link)
-        return current, correlated
+        return current
 
     @staticmethod
     def _filtered_by(link: exp.Expr, rels: list[Rel], excluded: set[str]) -> int | None:
