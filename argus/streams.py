@@ -6,7 +6,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import psycopg
@@ -18,7 +18,7 @@ from sqlglot.errors import SqlglotError
 from . import roles, tables
 from .frontend import reach
 from .frontend.analyze import StreamSchema
-from .nodes import COMPILERS
+from .nodes import COMPILERS, Node
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
                      UnknownStreamError)
 from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
@@ -75,6 +75,40 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
     `if_not_exists`: a stream declared so already is kept (one declared otherwise is
     refused, saying how)."""
     name = check_name(name, "stream")
+    types, time_column = _declared(name, columns, time_column)
+    key = tables.check_key(name, primary_key, types, time_column)
+    column_defs = sql.SQL(", ").join(
+        sql.SQL("{} {}{}").format(sql.Identifier(c), sql.SQL(t.sql),
+                                  sql.SQL(" NOT NULL" if t.not_null else ""))
+        for c, t in types.items())
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        roles.become_owner(conn)
+        if _exists(conn, name, lambda: (time_column, None if key is None else list(key),
+                                        _as_declared(conn, column_defs)), key, if_not_exists):
+            return stream_schemas(conn)[name]
+        try:
+            conn.execute(render("stream/create_history", history=stream_history(name),
+                                column_defs=column_defs))
+        except psycopg.errors.UndefinedObject as exc:
+            raise InvalidNameError(f"stream {name!r}: {exc.diag.message_primary}") from None
+        reach.check_types(conn, stream_history(name))  # cycles write it as the owner
+        if key is None:
+            conn.execute(render("stream/create_inbox", inbox=stream_inbox(name),
+                                history=stream_history(name)))
+        else:
+            tables.create_inbox(conn, name, key, [c for c, t in types.items() if t.not_null])
+        conn.execute(render("stream/notify_rows", inbox=stream_inbox(name)))
+        node = _recorded(conn, name, time_column, key)
+        execute_all(conn, COMPILERS["stream"].create(node, []))
+        store_blocks(conn, node, [])
+        assemble(conn)
+    return stream_schemas(conn)[name]
+
+
+def _declared(name: str, columns: Mapping[str, str], time_column: str | None
+              ) -> tuple[dict[str, ColumnType], str | None]:
+    """The stream's columns and time column, checked."""
     if not isinstance(columns, Mapping) or not columns:
         raise InvalidNameError(f"stream {name!r}: columns must be a non-empty dict of "
                                "column name -> type")
@@ -89,76 +123,62 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
         if time_column not in types:
             raise InvalidNameError(f"stream {name!r}: time column {time_column!r} is not "
                                    f"one of its columns ({', '.join(types)})")
-    key = tables.check_key(name, primary_key, types, time_column)
+    return types, time_column
 
-    column_defs = sql.SQL(", ").join(
-        sql.SQL("{} {}{}").format(sql.Identifier(c), sql.SQL(t.sql),
-                                  sql.SQL(" NOT NULL" if t.not_null else ""))
-        for c, t in types.items())
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        roles.become_owner(conn)
-        existing = conn.execute(
-            """SELECT s.time_column, s.primary_key, array_agg(ROW(c.name, c.type, c.not_null)::text
-                                                              ORDER BY c.position)
-                 FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
-                WHERE s.name = %s GROUP BY s.time_column, s.primary_key""", (name,)).fetchone()
-        if existing is not None:
-            declared = (time_column, None if key is None else list(key),
-                        _as_declared(conn, column_defs))
-            if if_not_exists and tuple(existing) == declared:
-                return stream_schemas(conn)[name]
-            raise DuplicateNameError(
-                f"stream {name!r} already exists" + (
-                    ", declared otherwise (its columns, time column or key differ)"
-                    if if_not_exists else
-                    " (if_not_exists=True, or --if-not-exists, keeps one declared the same)"
-                    if key is None else ""))
-        if conn.execute("SELECT to_regclass(%s)",
-                        (stream_history(name).as_string(conn),)).fetchone()[0]:
-            raise DuplicateNameError(f"a table {STREAMS_SCHEMA}.{name} already exists")
-        try:
-            conn.execute(render("stream/create_history", history=stream_history(name),
-                                column_defs=column_defs))
-        except psycopg.errors.UndefinedObject as exc:
-            raise InvalidNameError(f"stream {name!r}: {exc.diag.message_primary}") from None
-        reach.check_types(conn, stream_history(name))  # cycles write it as the owner
-        if key is None:
-            conn.execute(render("stream/create_inbox", inbox=stream_inbox(name),
-                                history=stream_history(name)))
-        else:
-            tables.create_inbox(conn, name, key, [c for c, t in types.items() if t.not_null])
-        conn.execute(render("stream/notify_rows", inbox=stream_inbox(name)))
-        node_id = records.insert_stream(
-            conn, name, STREAMS_SCHEMA,
-            {"stream": name} if key is None else {"stream": name, "key": key}, key is None)
-        (stream_id,) = conn.execute(
-            """INSERT INTO argus_catalog.streams (name, node_id, time_column, primary_key)
-               VALUES (%s, %s, %s, %s) RETURNING stream_id""",
-            (name, node_id, time_column, key)).fetchone()
-        # record the types as PostgreSQL spells them
-        conn.execute(
-            """INSERT INTO argus_catalog.stream_columns
-               SELECT %s, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
-                 FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attnum > 0
-                  AND NOT a.attisdropped""",
-            (stream_id, stream_history(name).as_string(conn)))
-        records.stream_columns(conn, node_id, stream_id)
-        if time_column is not None:
-            (pg_type,) = conn.execute(
-                "SELECT type FROM argus_catalog.stream_columns WHERE stream_id = %s AND name = %s",
-                (stream_id, time_column)).fetchone()
-            if pg_type not in TIME_TYPES:
-                raise InvalidNameError(
-                    f"stream {name!r}: time column {time_column!r} has type {pg_type}; an "
-                    f"event time must be one of {', '.join(TIME_TYPES)}")
-            conn.execute(render("stream/finite_time", inbox=stream_inbox(name),
-                                column=sql.Identifier(time_column)))
-        node = load_node(conn, node_id)
-        execute_all(conn, COMPILERS["stream"].create(node, []))
-        store_blocks(conn, node, [])
-        assemble(conn)
-    return stream_schemas(conn)[name]
+
+def _exists(conn: psycopg.Connection, name: str, declared: Callable[[], tuple], key,
+            if_not_exists: bool) -> bool:
+    """True if the stream exists declared the same (`declared()`, asked only then) and
+    may be kept (`if_not_exists`); refused if it exists otherwise, or a table of its name
+    does."""
+    existing = conn.execute(
+        """SELECT s.time_column, s.primary_key, array_agg(ROW(c.name, c.type, c.not_null)::text
+                                                          ORDER BY c.position)
+             FROM argus_catalog.streams s JOIN argus_catalog.stream_columns c USING (stream_id)
+            WHERE s.name = %s GROUP BY s.time_column, s.primary_key""", (name,)).fetchone()
+    if existing is not None:
+        if if_not_exists and tuple(existing) == declared():
+            return True
+        raise DuplicateNameError(
+            f"stream {name!r} already exists" + (
+                ", declared otherwise (its columns, time column or key differ)"
+                if if_not_exists else
+                " (if_not_exists=True, or --if-not-exists, keeps one declared the same)"
+                if key is None else ""))
+    if conn.execute("SELECT to_regclass(%s)",
+                    (stream_history(name).as_string(conn),)).fetchone()[0]:
+        raise DuplicateNameError(f"a table {STREAMS_SCHEMA}.{name} already exists")
+    return False
+
+
+def _recorded(conn: psycopg.Connection, name: str, time_column: str | None, key) -> Node:
+    """The new stream's catalog rows (its source node, its columns as PostgreSQL spells
+    their types), and its time column's check."""
+    node_id = records.insert_stream(
+        conn, name, STREAMS_SCHEMA,
+        {"stream": name} if key is None else {"stream": name, "key": key}, key is None)
+    (stream_id,) = conn.execute(
+        """INSERT INTO argus_catalog.streams (name, node_id, time_column, primary_key)
+           VALUES (%s, %s, %s, %s) RETURNING stream_id""",
+        (name, node_id, time_column, key)).fetchone()
+    conn.execute(
+        """INSERT INTO argus_catalog.stream_columns
+           SELECT %s, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+             FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attnum > 0
+              AND NOT a.attisdropped""",
+        (stream_id, stream_history(name).as_string(conn)))
+    records.stream_columns(conn, node_id, stream_id)
+    if time_column is not None:
+        (pg_type,) = conn.execute(
+            "SELECT type FROM argus_catalog.stream_columns WHERE stream_id = %s AND name = %s",
+            (stream_id, time_column)).fetchone()
+        if pg_type not in TIME_TYPES:
+            raise InvalidNameError(
+                f"stream {name!r}: time column {time_column!r} has type {pg_type}; an "
+                f"event time must be one of {', '.join(TIME_TYPES)}")
+        conn.execute(render("stream/finite_time", inbox=stream_inbox(name),
+                            column=sql.Identifier(time_column)))
+    return load_node(conn, node_id)
 
 
 def drop_stream(conn: psycopg.Connection, name: str) -> None:
