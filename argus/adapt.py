@@ -103,76 +103,118 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         conn.execute("SELECT set_config('application_name', %s, true)",
                      (f"{MIGRATING}{name}"[:63],))
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
-        row = conn.execute("SELECT query_id, sql, canonical, functions, output_node, status, "
-                           "sharing, join_sharing, evaluate, join_orders IS NOT NULL "
-                           "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
-        if row is None:
-            raise UnknownQueryError(f"unknown query {name!r}")
-        (query_id, sql_text, canonical, schemas, old_top, status, shared_as, join_sharing,
-         current, joins) = row
-        sharing = Sharing(shared_as, join_sharing=join_sharing)
-        layout, strategy, min_gain, horizon, growth, fallback, last_run = conn.execute(
-            "SELECT layout, migration, migration_min_gain, migration_horizon, "
-            "virtual_join_growth, rerun_fallback, "
-            "(SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
-            "FROM argus_catalog.settings").fetchone()
-        if status != "ok":
-            raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
-                             f"until it runs again (argus retry {name})")
-        switch = _switch_to(conn, name, query_id, current, evaluate, fallback, min_gain)
+        q = _query(conn, name)
+        switch = _switch_to(conn, name, q.query_id, q.current, evaluate, q.fallback,
+                            q.min_gain)
         if switch is not None:
-            target, why = switch
-            log = {"query": name, "after_run": last_run, "strategy": strategy,
-                   "forced": evaluate is not None, "triggered": trigger,
-                   "old_nodes": sorted(_only_used_by(conn, [query_id])),
-                   "old_evaluate": current, "new_evaluate": target}
-            if target == current:
-                if not apply:
-                    return Decision(name, UNKNOWN, False, why, evaluate is not None)
-                return Decision(name, UNKNOWN, False, why, evaluate is not None, None,
-                                _log(conn, migrated=False, why=why, **log))
-            analyzed = _analyzed(conn, sql_text, canonical, schemas)
-            if not apply:
-                return Decision(name, UNKNOWN, True, why, evaluate is not None)
-            return _move(conn, name, query_id, analyzed, sharing, old_top, UNKNOWN, why, log,
-                         None, target, strategy)
-        if current == "rerun" or not joins:
-            why = ("evaluated by re-running it: no joins to order" if current == "rerun"
+            return _evaluation(conn, q, switch, evaluate is not None, apply, trigger)
+        if q.current == "rerun" or not q.joins:
+            why = ("evaluated by re-running it: no joins to order" if q.current == "rerun"
                    else "no joins to order")
             return Decision(name, UNKNOWN, False, why)
-        if layout != "cost":
+        if q.layout != "cost":
             raise QueryError("queries are planned again by cost: layout is "
-                             f"{layout!r} (argus config layout cost)")
-        analyzed = _analyzed(conn, sql_text, canonical, schemas)
-        mine = _only_used_by(conn, [query_id])
-        uses = frozenset(r[0] for r in conn.execute(
-            "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
-        replan = Replan(frozenset(mine), uses, growth=growth)
-        with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
-            _build(conn, name, analyzed, sharing, replan, current)
-        prediction = predict(replan.choices)
-        go, why = decide(prediction, min_gain, horizon)
-        if force and prediction.current is not None:
-            go, why = True, f"forced ({why})"
-        log = {"query": name, "after_run": last_run, "strategy": strategy, "forced": force,
-               "triggered": trigger, "predicted_old": prediction.current,
-               "predicted_new": prediction.best,
-               "build_rows": prediction.build, "old_nodes": sorted(mine),
-               "old_trees": [t[0] for t in prediction.trees],
-               "new_trees": [t[1] for t in prediction.trees]}
-        if not go and not force:
-            members = _sharers(conn, query_id)
-            if len(members) > 1:
-                return _together(conn, members, analyzed, apply, trigger,
-                                 (last_run, strategy, min_gain, horizon, growth))
+                             f"{q.layout!r} (argus config layout cost)")
+        return _joins(conn, q, force, apply, trigger)
+
+
+@dataclass(frozen=True)
+class _Query:
+    """A registered query as a migration reads it, with the settings it follows."""
+
+    name: str
+    query_id: int
+    sql_text: str
+    canonical: str
+    schemas: dict | None
+    old_top: int
+    sharing: Sharing
+    current: str  # its evaluation: incremental or rerun
+    joins: bool  # its blocks were ordered by cost (it has joins to order)
+    layout: str
+    strategy: str
+    min_gain: float
+    horizon: int
+    growth: float | None
+    fallback: bool
+    last_run: int
+
+
+def _query(conn: psycopg.Connection, name: str) -> _Query:
+    row = conn.execute("SELECT query_id, sql, canonical, functions, output_node, status, "
+                       "sharing, join_sharing, evaluate, join_orders IS NOT NULL "
+                       "FROM argus_catalog.queries WHERE name = %s", (name,)).fetchone()
+    if row is None:
+        raise UnknownQueryError(f"unknown query {name!r}")
+    (query_id, sql_text, canonical, schemas, old_top, status, shared_as, join_sharing,
+     current, joins) = row
+    if status != "ok":
+        raise QueryError(f"query {name!r} failed and is isolated: it is not migrated "
+                         f"until it runs again (argus retry {name})")
+    return _Query(name, query_id, sql_text, canonical, schemas, old_top,
+                  Sharing(shared_as, join_sharing=join_sharing), current, joins,
+                  *conn.execute(
+                      "SELECT layout, migration, migration_min_gain, migration_horizon, "
+                      "virtual_join_growth, rerun_fallback, "
+                      "(SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
+                      "FROM argus_catalog.settings").fetchone())
+
+
+def _evaluation(conn: psycopg.Connection, q: _Query, switch: tuple[str, str], forced: bool,
+                apply: bool, trigger: str | None) -> Decision:
+    """Between incremental and re-running: keep the query's evaluation, or move it."""
+    target, why = switch
+    log = {"query": q.name, "after_run": q.last_run, "strategy": q.strategy,
+           "forced": forced, "triggered": trigger,
+           "old_nodes": sorted(_only_used_by(conn, [q.query_id])),
+           "old_evaluate": q.current, "new_evaluate": target}
+    if target == q.current:
         if not apply:
-            return Decision(name, prediction, go, why, force)
-        if not go:
-            return Decision(name, prediction, False, why, force, None,
-                            _log(conn, migrated=False, why=why, **log))
-        return _move(conn, name, query_id, analyzed, sharing, old_top, prediction, why, log,
-                     Replan(frozenset(mine), uses, "other" if force else "best", growth),
-                     current, strategy)
+            return Decision(q.name, UNKNOWN, False, why, forced)
+        return Decision(q.name, UNKNOWN, False, why, forced, None,
+                        _log(conn, migrated=False, why=why, **log))
+    analyzed = _analyzed(conn, q.sql_text, q.canonical, q.schemas)
+    if not apply:
+        return Decision(q.name, UNKNOWN, True, why, forced)
+    return _move(conn, q.name, q.query_id, analyzed, q.sharing, q.old_top, UNKNOWN, why, log,
+                 None, target, q.strategy)
+
+
+def _joins(conn: psycopg.Connection, q: _Query, force: bool, apply: bool,
+           trigger: str | None) -> Decision:
+    """The query's joins planned again (a prediction, nothing kept), and moved to the
+    best tree when it gains enough; with the queries it shares nodes with when it alone
+    would not."""
+    analyzed = _analyzed(conn, q.sql_text, q.canonical, q.schemas)
+    mine = _only_used_by(conn, [q.query_id])
+    uses = frozenset(r[0] for r in conn.execute(
+        "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (q.query_id,)))
+    replan = Replan(frozenset(mine), uses, growth=q.growth)
+    with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
+        _build(conn, q.name, analyzed, q.sharing, replan, q.current)
+    prediction = predict(replan.choices)
+    go, why = decide(prediction, q.min_gain, q.horizon)
+    if force and prediction.current is not None:
+        go, why = True, f"forced ({why})"
+    log = {"query": q.name, "after_run": q.last_run, "strategy": q.strategy, "forced": force,
+           "triggered": trigger, "predicted_old": prediction.current,
+           "predicted_new": prediction.best,
+           "build_rows": prediction.build, "old_nodes": sorted(mine),
+           "old_trees": [t[0] for t in prediction.trees],
+           "new_trees": [t[1] for t in prediction.trees]}
+    if not go and not force:
+        members = _sharers(conn, q.query_id)
+        if len(members) > 1:
+            return _together(conn, members, analyzed, apply, trigger,
+                             (q.last_run, q.strategy, q.min_gain, q.horizon, q.growth))
+    if not apply:
+        return Decision(q.name, prediction, go, why, force)
+    if not go:
+        return Decision(q.name, prediction, False, why, force, None,
+                        _log(conn, migrated=False, why=why, **log))
+    return _move(conn, q.name, q.query_id, analyzed, q.sharing, q.old_top, prediction, why,
+                 log, Replan(frozenset(mine), uses, "other" if force else "best", q.growth),
+                 q.current, q.strategy)
 
 
 @dataclass(frozen=True)

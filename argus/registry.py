@@ -79,13 +79,10 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         raise QueryError(f"evaluate must be one of {', '.join(EVALUATIONS)}, not {evaluate!r}")
     # read and planned before taking the cycle lock: a large query holds up no cycle
     schemas = stream_schemas(conn)
-
-    def functions_of(names: frozenset[str]) -> dict[str, str]:
-        return functions.check(conn, names, registrant)
-
     read = analyze_rerun if evaluate == "rerun" else analyze
     try:
-        analyzed = read(sql_text, schemas, functions_of)
+        analyzed = read(sql_text, schemas,
+                        lambda names: functions.check(conn, names, registrant))
     except UnsupportedQueryError as exc:
         if evaluate == "incremental" and rerunnable(exc):
             exc.args = (f"{exc.args[0]}; it can be evaluated by re-running it instead "
@@ -113,24 +110,31 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
             plan = _checked(conn, analyzed, registrant)
         if not force:
             _check_state(conn, name, plan)
-        bound = None if force else row_bound(conn)
-        (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
-        before = None if budget is None or force else network.network_bytes(conn)
-        try:
-            info, compiled = _build(conn, name, sql_text, analyzed, sharing or Sharing(),
-                                    evaluate, bound)
-            if not force:
-                _check_kept(conn, info)
-            if before is not None:
-                _check_budget(conn, name, budget, before)
-            assemble(conn, check=compiled)
-            return info
-        except psycopg.Error as exc:
-            raise QueryError(f"query {name!r} cannot be maintained: "
-                             f"{exc.diag.message_primary or exc}{_why(exc)}") from None
-        except RecursionError:
-            raise QueryError(f"query {name!r} nests too deeply to be maintained; "
-                             "split it") from None
+        return _built(conn, name, sql_text, analyzed, sharing or Sharing(), evaluate, force)
+
+
+def _built(conn: psycopg.Connection, name: str, sql_text: str, analyzed, sharing: Sharing,
+           evaluate: str, force: bool) -> QueryInfo:
+    """The registered query's nodes made, within the limits of the query's state and
+    the network's budget unless forced, and its code validated; what PostgreSQL refuses
+    is a QueryError saying so."""
+    bound = None if force else row_bound(conn)
+    (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
+    before = None if budget is None or force else network.network_bytes(conn)
+    try:
+        info, compiled = _build(conn, name, sql_text, analyzed, sharing, evaluate, bound)
+        if not force:
+            _check_kept(conn, info)
+        if before is not None:
+            _check_budget(conn, name, budget, before)
+        assemble(conn, check=compiled)
+        return info
+    except psycopg.Error as exc:
+        raise QueryError(f"query {name!r} cannot be maintained: "
+                         f"{exc.diag.message_primary or exc}{_why(exc)}") from None
+    except RecursionError:
+        raise QueryError(f"query {name!r} nests too deeply to be maintained; "
+                         "split it") from None
 
 
 def _claim_waiting(conn: psycopg.Connection, name: str, streams) -> None:
