@@ -83,54 +83,78 @@ def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
     is claimed only when `take(i)` (its inbox grew past settings.unread_inbox_bytes).
     Locked, the rows held back stay in the inbox until `hold_locked` moves them (a scan
     of each inbox that only the rare cycle holding rows back pays for)."""
-    parts, counts, times, late, held, retracted, ignored = [], [], [], [], [], [], []
-    for i, (name, node, time_column) in enumerate(streams):
-        claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
-        if is_table(node):  # its changes, netted per key into a signed delta
-            parts.extend(_claim_table(node, i, claimed, stats))
-            counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
-            retracted.append(sql.SQL("(SELECT retracted FROM {})").format(stats))
-            ignored.append(sql.SQL("(SELECT ignored FROM {})").format(stats))
-            late.append(sql.SQL("0"))
-            held.append(sql.SQL("0"))
-            continue
-        retracted.append(sql.SQL("0"))
-        ignored.append(sql.SQL("0"))
-        t = sql.Identifier(time_column) if time_column else None
-        admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
-        take = take_var(i) if name in unread else None  # claimed only if taken
-        if not (locked and name in left):
-            template = ("stream/claim_locked" if locked else
-                        "stream/claim_direct" if name in unread else "stream/claim")
-            parts.append(render(template, claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
-                                inbox=stream_inbox(name), delta=node.delta_table,
-                                history=node.hist, columns=node.column_list, sign=SIGN_ID,
-                                admitted=admitted, take=take))
-        if t and not locked:
-            parts.append(render("stream/hold", held=sql.Identifier(f"held_{i}"),
-                                claimed=claimed, name=sql.Literal(name), t=t))
-        # locked, the inbox is stable: a second scan of it is cheaper than keeping the
-        # claimed rows in a tuple store for both the move and the statistics
-        if locked:
-            claimed = sql.SQL("(SELECT {}, {} AS argus_admitted FROM {} WHERE {}) AS {}").format(
-                t or sql.SQL("1"), admitted, stream_inbox(name), take or sql.SQL("TRUE"),
-                claimed)
-        parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
-                            latest=sql.SQL("(max({}) FILTER (WHERE argus_admitted))::timestamptz"
-                                           ).format(t) if t else sql.SQL("NULL::timestamptz"),
-                            late=sql.SQL("count(*) FILTER (WHERE argus_admitted AND "
-                                         "{} < argus_clock_old)").format(t)
-                            if t else sql.SQL("0")))
-        counts.append(sql.SQL("(SELECT n FROM {})").format(stats))
-        times.append(sql.SQL("(SELECT latest FROM {})").format(stats))
-        late.append(sql.SQL("(SELECT late FROM {})").format(stats))
-        held.append(sql.SQL("(SELECT held FROM {})").format(stats))
+    claims = [_claim_table_part(node, i) if is_table(node) else
+              _claim_stream_part(name, node, time_column, i, locked, left, unread)
+              for i, (name, node, time_column) in enumerate(streams)]
+    times = [c.time for c in claims if c.time is not None]
+
+    def each(field: str) -> sql.Composable:
+        return sql.SQL(", ").join(getattr(c, field) for c in claims)
+
     return sql.SQL("WITH {} SELECT {}, greatest({}), ARRAY[{}]::bigint[], "
                    "ARRAY[{}]::bigint[], ARRAY[{}]::bigint[], ARRAY[{}]::bigint[]").format(
-        sql.SQL(",\n").join(parts), sql.SQL(", ").join(counts),
+        sql.SQL(",\n").join(part for c in claims for part in c.parts), each("count"),
         sql.SQL(", ").join(times or [sql.SQL("NULL::timestamptz")]),
-        sql.SQL(", ").join(late), sql.SQL(", ").join(held), sql.SQL(", ").join(retracted),
-        sql.SQL(", ").join(ignored))
+        each("late"), each("held"), each("retracted"), each("ignored"))
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    """One stream's part of the claim statement: its CTEs, and what it reports."""
+
+    parts: list[sql.Composable]
+    count: sql.Composable
+    time: sql.Composable | None  # its largest event time claimed (None: no time column)
+    late: sql.Composable
+    held: sql.Composable
+    retracted: sql.Composable
+    ignored: sql.Composable
+
+
+def _claim_table_part(node: Node, i: int) -> _Claimed:
+    """A table's changes, netted per key into a signed delta."""
+    stats = sql.Identifier(f"stats_{i}")
+    return _Claimed(_claim_table(node, i, sql.Identifier(f"claimed_{i}"), stats),
+                    sql.SQL("(SELECT n FROM {})").format(stats), None,
+                    sql.SQL("0"), sql.SQL("0"),
+                    sql.SQL("(SELECT retracted FROM {})").format(stats),
+                    sql.SQL("(SELECT ignored FROM {})").format(stats))
+
+
+def _claim_stream_part(name: str, node: Node, time_column: str | None, i: int,
+                       locked: bool, left: frozenset[str], unread: frozenset[str]
+                       ) -> _Claimed:
+    """An insert-only stream's rows, admitted or held back by their event time."""
+    claimed, stats = sql.Identifier(f"claimed_{i}"), sql.Identifier(f"stats_{i}")
+    parts = []
+    t = sql.Identifier(time_column) if time_column else None
+    admitted = render("stream/admitted", t=t) if t else sql.SQL("TRUE")
+    take = take_var(i) if name in unread else None  # claimed only if taken
+    if not (locked and name in left):
+        template = ("stream/claim_locked" if locked else
+                    "stream/claim_direct" if name in unread else "stream/claim")
+        parts.append(render(template, claimed=claimed, moved=sql.Identifier(f"moved_{i}"),
+                            inbox=stream_inbox(name), delta=node.delta_table,
+                            history=node.hist, columns=node.column_list, sign=SIGN_ID,
+                            admitted=admitted, take=take))
+    if t and not locked:
+        parts.append(render("stream/hold", held=sql.Identifier(f"held_{i}"),
+                            claimed=claimed, name=sql.Literal(name), t=t))
+    # locked, the inbox is stable: a second scan of it is cheaper than keeping the
+    # claimed rows in a tuple store for both the move and the statistics
+    if locked:
+        claimed = sql.SQL("(SELECT {}, {} AS argus_admitted FROM {} WHERE {}) AS {}").format(
+            t or sql.SQL("1"), admitted, stream_inbox(name), take or sql.SQL("TRUE"), claimed)
+    parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
+                        latest=sql.SQL("(max({}) FILTER (WHERE argus_admitted))::timestamptz"
+                                       ).format(t) if t else sql.SQL("NULL::timestamptz"),
+                        late=sql.SQL("count(*) FILTER (WHERE argus_admitted AND "
+                                     "{} < argus_clock_old)").format(t)
+                        if t else sql.SQL("0")))
+    return _Claimed(parts, sql.SQL("(SELECT n FROM {})").format(stats),
+                    sql.SQL("(SELECT latest FROM {})").format(stats),
+                    sql.SQL("(SELECT late FROM {})").format(stats),
+                    sql.SQL("(SELECT held FROM {})").format(stats), sql.SQL("0"), sql.SQL("0"))
 
 
 def hold_locked(streams: list[tuple[str, Node, str | None]],
