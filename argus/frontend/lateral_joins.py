@@ -124,6 +124,29 @@ def _decorrelate(select: exp.Select, join: exp.Join, outer: set[str],
         raise UnsupportedQueryError(f"LATERAL ({inner.sql(DIALECT)[:60]}) {name}",
                                     "a LATERAL subquery is maintained when it is a SELECT")
     _check_own_columns(inner, name, columns_of)
+    keys, kept, on_outer = _correlation(inner, name, outer)
+    if not (keys or on_outer):  # not correlated at all: a derived table
+        join.set("this", exp.Subquery(this=inner, alias=exp.TableAlias(
+            this=alias.this.copy(), columns=[c.copy() for c in alias.columns] or None)))
+        return
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+                                       and (not e.table or e.table == name))
+           for e in select.expressions):
+        raise UnsupportedQueryError(f"SELECT * over the LATERAL subquery {name}",
+                                    "name the columns it returns")
+    given = [folded(c) for c in alias.columns]
+    if aggregates(inner) and not inner.args.get("group"):
+        names = _output_names(inner)
+        _as_scalars(select, join, inner, alias.this, given + names[len(given):], on_outer)
+        return
+    _keyed(join, inner, alias, given, keys, kept, on_outer)
+
+
+def _correlation(inner: exp.Select, name: str, outer: set[str]
+                 ) -> tuple[list[tuple[exp.Expr, exp.Expr]], list[exp.Expr], list[exp.Expr]]:
+    """The subquery's WHERE split: equalities with the outer row (its side, the outer
+    row's), terms of its own rows, terms of the outer row's alone; refused if it reads
+    the outer row otherwise."""
     defined = {folded(_alias(t)) for t in inner.find_all(exp.Table, exp.Subquery)}
 
     def outside(node: exp.Expr) -> set[str]:
@@ -161,21 +184,14 @@ def _decorrelate(select: exp.Select, join: exp.Join, outer: set[str],
     rest.set("where", None)
     if outside(rest):
         raise UnsupportedQueryError(NOT_EQUALITIES, "read the outer row's columns in its WHERE")
-    if not (keys or on_outer):  # not correlated at all: a derived table
-        join.set("this", exp.Subquery(this=inner, alias=exp.TableAlias(
-            this=alias.this.copy(), columns=[c.copy() for c in alias.columns] or None)))
-        return
-    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
-                                       and (not e.table or e.table == name))
-           for e in select.expressions):
-        raise UnsupportedQueryError(f"SELECT * over the LATERAL subquery {name}",
-                                    "name the columns it returns")
-    names = _output_names(inner)
-    given = [folded(c) for c in alias.columns]
-    if aggregates(inner) and not inner.args.get("group"):
-        names = given + names[len(given):]
-        _as_scalars(select, join, inner, alias.this, names, on_outer)
-        return
+    return keys, kept, on_outer
+
+
+def _keyed(join: exp.Join, inner: exp.Select, alias: exp.TableAlias, given: list[str],
+           keys: list[tuple[exp.Expr, exp.Expr]], kept: list[exp.Expr],
+           on_outer: list[exp.Expr]) -> None:
+    """The subquery computed for every key its correlation reads (its windows, LIMIT and
+    GROUP BY per key), joined on those keys."""
     inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     for window in inner.find_all(exp.Window):  # over the outer row's rows only
         if window.parent_select is inner:
