@@ -111,27 +111,7 @@ def _local(select: exp.Select) -> set[str]:
 
 
 def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
-    inner = sub.this
-    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1 \
-            or inner.args.get("group") or inner.args.get("distinct") \
-            or inner.args.get("having"):
-        raise UnsupportedQueryError(
-            "a scalar subquery of several columns, or with GROUP BY, DISTINCT or HAVING",
-            "a scalar subquery is maintained when it is one value: an aggregate, or a "
-            "column of at most one row")
-    several = not aggregates(inner)
-    if several:  # its rows counted: its value, or PostgreSQL's error past one row
-        inner = _one_row(inner)
-    where = select.args.get("where")
-    grouped = bool(select.args.get("group"))
-    # a value per row (in WHERE, or an aggregate's argument), not one per group
-    per_row = (where is not None and sub.find_ancestor(exp.Where) is where) or isinstance(
-        sub.find_ancestor(exp.AggFunc, exp.Select), exp.AggFunc)
-    if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
-            aggregates(select):
-        raise UnsupportedQueryError(
-            "a scalar subquery in the select list or HAVING of an aggregate without GROUP BY")
-    inner = inner.copy()
+    inner, several, grouped, per_row = _one_value(select, sub)
     outer = _tables(inner) - _defined(inner)
     if outer - _local(select):
         raise UnsupportedQueryError("subqueries correlated over more than one level")
@@ -156,6 +136,45 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         if not (join.side or join.kind or join.args.get("on") or join.args.get("using")):
             join.set("kind", "CROSS")  # let s meet only b: a list of explicit joins
     named = _name_output(sub, select, figure_name(sub))
+    value = _joined_value(select, sub, inner, name, projection, keys, kept, outer, several)
+    if grouped and not per_row:  # one value per group: grouping by it changes no group
+        group = select.args["group"]
+        group.set("expressions", [*group.expressions, value.copy()]
+                  + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
+    return set(inner.named_selects) | named
+
+
+def _one_value(select: exp.Select, sub: exp.Subquery
+            ) -> tuple[exp.Select, bool, bool, bool]:
+    """The subquery as one value (a copy: counted to one row when it has no aggregate),
+    whether it had no aggregate (`several`), whether the query groups, and whether the
+    value is one per row (in WHERE, or an aggregate's argument), not one per group."""
+    inner = sub.this
+    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1 \
+            or inner.args.get("group") or inner.args.get("distinct") \
+            or inner.args.get("having"):
+        raise UnsupportedQueryError(
+            "a scalar subquery of several columns, or with GROUP BY, DISTINCT or HAVING",
+            "a scalar subquery is maintained when it is one value: an aggregate, or a "
+            "column of at most one row")
+    several = not aggregates(inner)
+    if several:  # its rows counted: its value, or PostgreSQL's error past one row
+        inner = _one_row(inner)
+    where = select.args.get("where")
+    grouped = bool(select.args.get("group"))
+    per_row = (where is not None and sub.find_ancestor(exp.Where) is where) or isinstance(
+        sub.find_ancestor(exp.AggFunc, exp.Select), exp.AggFunc)
+    if not (where and sub.find_ancestor(exp.Where) is where) and not grouped and \
+            aggregates(select):
+        raise UnsupportedQueryError(
+            "a scalar subquery in the select list or HAVING of an aggregate without GROUP BY")
+    return inner.copy(), several, grouped, per_row
+
+
+def _joined_value(select: exp.Select, sub: exp.Subquery, inner: exp.Select, name: str,
+                  projection: exp.Expr, keys, kept, outer, several: bool) -> exp.Column:
+    """The subquery LEFT JOINed to the query (uncorrelated: on TRUE; correlated: grouped
+    by its keys, on them), and the subquery replaced by its value there."""
     alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
     value = exp.column(VALUE, table=name, quoted=True)
     if not keys:
@@ -163,26 +182,22 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
         select.join(exp.Subquery(this=inner, alias=alias), on=exp.true(), join_type="LEFT",
                     copy=False)
         sub.replace(value)
-    else:
-        columns = [exp.alias_(theirs.copy(), f"argus_k{i}", quoted=True)
-                   for i, (_, theirs) in enumerate(keys)]
-        inner.set("expressions", [*columns, exp.alias_(projection.copy(), VALUE, quoted=True),
-                                  exp.alias_(exp.true(), HIT, quoted=True)])
-        inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-        inner.set("group", exp.Group(expressions=[theirs.copy() for _, theirs in keys]))
-        if _tables(inner) & outer:  # in a join, a subquery
-            raise UnsupportedQueryError(NOT_EQUALITIES)
-        on = exp.and_(*(exp.EQ(this=exp.column(f"argus_k{i}", table=name, quoted=True),
-                               expression=mine.copy()) for i, (mine, _) in enumerate(keys)))
-        select.join(exp.Subquery(this=inner, alias=alias), on=on, join_type="LEFT", copy=False)
-        sub.replace(exp.Case(ifs=[exp.If(this=exp.column(HIT, table=name, quoted=True),
-                                         true=value)],
-                             default=exp.null() if several else _over_no_rows(projection)))
-    if grouped and not per_row:  # one value per group: grouping by it changes no group
-        group = select.args["group"]
-        group.set("expressions", [*group.expressions, value.copy()]
-                  + ([exp.column(HIT, table=name, quoted=True)] if keys else []))
-    return set(inner.named_selects) | named
+        return value
+    columns = [exp.alias_(theirs.copy(), f"argus_k{i}", quoted=True)
+               for i, (_, theirs) in enumerate(keys)]
+    inner.set("expressions", [*columns, exp.alias_(projection.copy(), VALUE, quoted=True),
+                              exp.alias_(exp.true(), HIT, quoted=True)])
+    inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    inner.set("group", exp.Group(expressions=[theirs.copy() for _, theirs in keys]))
+    if _tables(inner) & outer:  # in a join, a subquery
+        raise UnsupportedQueryError(NOT_EQUALITIES)
+    on = exp.and_(*(exp.EQ(this=exp.column(f"argus_k{i}", table=name, quoted=True),
+                           expression=mine.copy()) for i, (mine, _) in enumerate(keys)))
+    select.join(exp.Subquery(this=inner, alias=alias), on=on, join_type="LEFT", copy=False)
+    sub.replace(exp.Case(ifs=[exp.If(this=exp.column(HIT, table=name, quoted=True),
+                                     true=value)],
+                         default=exp.null() if several else _over_no_rows(projection)))
+    return value
 
 
 def _one_row(inner: exp.Select) -> exp.Select:
