@@ -56,6 +56,23 @@ def step_text(name: str, step: exp.Expr, streams: set[str]
     """The recursive branch as SQL with placeholders (plan.Recursive), the SQL of the
     values it returns, the stream each `{o<i>}` reads, and the columns its rounds
     probe: (a stream, or None for the relation itself; a column)."""
+    _check_step(name, step)
+    step = step.copy()
+    items, occurrences = _placeholders(name, step, streams)
+    keys = _keys(step, items)
+    values = _copied_values(name, step)
+    step.where(exp.column(PRUNE, quoted=True), copy=False)
+    text = step.sql(DIALECT).replace("{", "{{").replace("}", "}}")
+    text = re.sub(r'"argus_occ_(\d+)"', r"{o\1}", text)
+    text = text.replace(f'"{RECURSIVE}"', "{r}").replace(f'"{PRUNE}"', "{prune}")
+    return (text, [v.sql(DIALECT) for v in values], [o for o in occurrences if o is not None],
+            sorted({(occurrences[position], column) for position, column in keys},
+                   key=lambda k: (k[0] or "", k[1])))
+
+
+def _check_step(name: str, step: exp.Expr) -> None:
+    """A recursive branch is a join of the relation and streams, by inner joins: the
+    relation then only grows."""
     if not isinstance(step, exp.Select):
         raise UnsupportedQueryError(f"the recursive branch of {name}: not a SELECT")
     if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
@@ -78,10 +95,16 @@ def step_text(name: str, step: exp.Expr, streams: set[str]
     if any(j.side for j in step.args.get("joins") or []):
         raise UnsupportedQueryError(f"an outer join in the recursive branch of {name}",
                                     "join the relation and streams by inner joins")
-    step = step.copy()
+
+
+def _placeholders(name: str, step: exp.Select, streams: set[str]
+                  ) -> tuple[list[exp.Expr], list[str | None]]:
+    """The branch's FROM items, aliased as the node names them (so that equal recursions
+    share it), the relation and each stream occurrence a placeholder: the items, and
+    the stream each is (None: the relation)."""
     items = [step.args["from_"].this] + [j.this for j in step.args.get("joins") or []]
-    occurrences = []
-    renamed = {}  # aliases as the node names them, so that equal recursions share it
+    occurrences: list[str | None] = []
+    renamed = {}
     for position, item in enumerate(items):
         if not isinstance(item, exp.Table):
             raise UnsupportedQueryError(f"{item.sql(DIALECT)} in the recursive branch of "
@@ -101,9 +124,14 @@ def step_text(name: str, step: exp.Expr, streams: set[str]
     for column in step.find_all(exp.Column):
         if column.table in renamed:
             column.set("table", exp.to_identifier(renamed[column.table]))
-    keys = _keys(step, items)
+    return items, occurrences
+
+
+def _copied_values(name: str, step: exp.Select) -> list[exp.Expr]:
+    """The values the branch returns, each copied from its inputs: finitely many rows,
+    so the rounds end."""
     values = [e.this if isinstance(e, exp.Alias) else e for e in step.expressions]
-    for value in values:  # copied from the inputs: finitely many rows, so the rounds end
+    for value in values:
         if not all(isinstance(n, (exp.Column, exp.Identifier, exp.Literal, exp.Null,
                                   exp.Boolean, exp.Cast, exp.DataType, exp.Paren))
                    for n in value.walk()):
@@ -112,13 +140,7 @@ def step_text(name: str, step: exp.Expr, streams: set[str]
                 "its columns are maintained when copied from the relation and streams "
                 "(a computed value, a counter, can grow without end; filter on it in "
                 "WHERE instead)")
-    step.where(exp.column(PRUNE, quoted=True), copy=False)
-    text = step.sql(DIALECT).replace("{", "{{").replace("}", "}}")
-    text = re.sub(r'"argus_occ_(\d+)"', r"{o\1}", text)
-    text = text.replace(f'"{RECURSIVE}"', "{r}").replace(f'"{PRUNE}"', "{prune}")
-    return (text, [v.sql(DIALECT) for v in values], [o for o in occurrences if o is not None],
-            sorted({(occurrences[position], column) for position, column in keys},
-                   key=lambda k: (k[0] or "", k[1])))
+    return values
 
 
 def _keys(step: exp.Select, items: list[exp.Expr]) -> list[tuple[int, str]]:
