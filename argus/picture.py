@@ -61,6 +61,32 @@ def svg(boxes: list[Box], edges: list[tuple[int, int]], queries: list[tuple[str,
     parents: dict[int, list[int]] = {b.node_id: [] for b in boxes}
     for parent, child in edges:
         parents[child].append(parent)
+    at, widest, rows = _placed(boxes, parents)
+    by_id = {b.node_id: b for b in boxes}
+    slowest = max((b.ms or 0.0 for b in boxes), default=0.0) or 1.0
+    query_y = MARGIN + rows * (HEIGHT + GAP_Y)
+    parts = []
+    for parent, child in edges:
+        (px, py), (cx, cy) = at[parent], at[child]
+        parts.append(f'<line class="edge" data-parent="{parent}" data-child="{child}" '
+                     f'x1="{px + by_id[parent].width / 2:.0f}" y1="{py + HEIGHT:.0f}" '
+                     f'x2="{cx + by_id[child].width / 2:.0f}" y2="{cy:.0f}" '
+                     'stroke="#555" marker-end="url(#arrow)"/>')
+    parts += [_box(box, *at[box.node_id], slowest) for box in boxes]
+    labels, qx = _query_labels(queries, at, by_id, query_y)
+    width, height = max(widest, qx + 100) + MARGIN, query_y + 40
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+            f'height="{height:.0f}" font-family="sans-serif">'
+            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+            'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+            '<path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>'
+            + "".join(parts + labels) + "</svg>\n")
+
+
+def _placed(boxes: list[Box], parents: dict[int, list[int]]
+            ) -> tuple[dict[int, tuple[float, float]], float, int]:
+    """Each box's top left corner, by rank (row) and then under its parents; the
+    widest row's width; the number of rows."""
     rank = _ranks(parents)
     at: dict[int, tuple[float, float]] = {}
     widest = 0.0
@@ -75,22 +101,14 @@ def svg(boxes: list[Box], edges: list[tuple[int, int]], queries: list[tuple[str,
             at[box.node_id] = (x, MARGIN + y_index * (HEIGHT + GAP_Y))
             x += box.width + GAP_X
         widest = max(widest, x)
-    by_id = {b.node_id: b for b in boxes}
-    slowest = max((b.ms or 0.0 for b in boxes), default=0.0) or 1.0
-    query_y = MARGIN + rows * (HEIGHT + GAP_Y)
-    parts = []
-    for parent, child in edges:
-        (px, py), (cx, cy) = at[parent], at[child]
-        parts.append(f'<line class="edge" data-parent="{parent}" data-child="{child}" '
-                     f'x1="{px + by_id[parent].width / 2:.0f}" y1="{py + HEIGHT:.0f}" '
-                     f'x2="{cx + by_id[child].width / 2:.0f}" y2="{cy:.0f}" '
-                     'stroke="#555" marker-end="url(#arrow)"/>')
-    for box in boxes:
-        x, y = at[box.node_id]
-        opacity = 0.35 + 0.65 * (box.ms or 0.0) / slowest
-        ms = "" if box.ms is None else f", {box.ms:,.1f} ms"
-        parts.append(
-            f'<g class="node" data-node="{box.node_id}" data-kind={quoteattr(box.kind)}>'
+    return at, widest, rows
+
+
+def _box(box: Box, x: float, y: float, slowest: float) -> str:
+    """A node: its kind's colour, darker the longer it takes per cycle."""
+    opacity = 0.35 + 0.65 * (box.ms or 0.0) / slowest
+    ms = "" if box.ms is None else f", {box.ms:,.1f} ms"
+    return (f'<g class="node" data-node="{box.node_id}" data-kind={quoteattr(box.kind)}>'
             f'<title>{escape(box.title)}</title>'
             f'<rect x="{x:.0f}" y="{y:.0f}" width="{box.width:.0f}" height="{HEIGHT}" rx="6" '
             f'fill="{COLOURS.get(box.kind, "#bab0ac")}" fill-opacity="{opacity:.2f}" '
@@ -98,11 +116,17 @@ def svg(boxes: list[Box], edges: list[tuple[int, int]], queries: list[tuple[str,
             f'<text x="{x + 8:.0f}" y="{y + 18:.0f}" font-size="13">{escape(box.label)}</text>'
             f'<text x="{x + 8:.0f}" y="{y + 35:.0f}" font-size="11">'
             f'{box.rows:,} rows{escape(ms)}</text></g>')
-    lowest, right = {}, 0.0  # each query's label under its top node, in one row
+
+
+def _query_labels(queries: list[tuple[str, int]], at: dict[int, tuple[float, float]],
+                  by_id: dict[int, Box], query_y: float) -> tuple[list[str], float]:
+    """Each query's label under its top node, in one row, and the last label's x."""
+    lowest, right = {}, 0.0
     for name, top in sorted(queries, key=lambda q: at[q[1]][0]):
         half = 4.5 * len(f"query {name}") + 6  # (about half the label's width)
         x = max(at[top][0] + by_id[top].width / 2, right + half)
         lowest[name], right = (x, top), x + half
+    parts = []
     for name, (qx, top) in lowest.items():
         tx, ty = at[top]
         parts.append(f'<line class="edge" x1="{tx + by_id[top].width / 2:.0f}" '
@@ -111,14 +135,7 @@ def svg(boxes: list[Box], edges: list[tuple[int, int]], queries: list[tuple[str,
                      f'<g class="query" data-query={quoteattr(name)}><text x="{qx:.0f}" '
                      f'y="{query_y + 16:.0f}" text-anchor="middle" font-size="14" '
                      f'font-weight="bold">query {escape(name)}</text></g>')
-    qx = max((x for x, _ in lowest.values()), default=0.0)
-    width, height = max(widest, qx + 100) + MARGIN, query_y + 40
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
-            f'height="{height:.0f}" font-family="sans-serif">'
-            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
-            'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
-            '<path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>'
-            + "".join(parts) + "</svg>\n")
+    return parts, max((x for x, _ in lowest.values()), default=0.0)
 
 
 _NODES = """
