@@ -80,27 +80,9 @@ def create_app(dsn: str, hosts: tuple[str, ...] = LOOPBACK):
 
     @app.get("/node/<int:node_id>")
     def node(node_id: int):
-        from .explain import describe
-
         with read() as conn:
-            code = conn.execute("SELECT cycle_block, flush_block FROM argus_catalog.nodes "
-                                "WHERE node_id = %s", (node_id,)).fetchone()
-            if code is None:
-                abort(404)
-            found = load_node(conn, node_id)
-            timings = conn.execute(
-                """SELECT r.run_id, r.ms, r.flush_ms, r.inserted, r.retracted
-                     FROM argus_catalog.run_nodes r WHERE r.node_id = %s
-                    ORDER BY r.run_id DESC LIMIT 20""", (node_id,)).fetchall()
-            users = [q for (q,) in conn.execute(
-                """SELECT q.name FROM argus_catalog.query_nodes qn
-                     JOIN argus_catalog.queries q USING (query_id)
-                    WHERE qn.node_id = %s ORDER BY 1""", (node_id,))]
-        return jsonify(id=node_id, kind=found.kind, describe=describe(found), users=users,
-                       columns=list(found.columns), definition=found.definition,
-                       code=[textwrap.dedent(block) for block in code if block],
-                       cycles=[{"run": r, "ms": ms, "flush_ms": f, "inserted": i,
-                                "retracted": d} for r, ms, f, i, d in timings])
+            found = _node(conn, node_id)
+        return jsonify(found) if found is not None else abort(404)
 
     @app.get("/query/<name>")
     def query(name: str):
@@ -109,16 +91,46 @@ def create_app(dsn: str, hosts: tuple[str, ...] = LOOPBACK):
         except ArgusError:
             abort(404)
         with read() as conn:
-            row = conn.execute("SELECT sql, status, error FROM argus_catalog.queries "
-                               "WHERE name = %s", (name,)).fetchone()
-            if row is None:
-                abort(404)
-            answer, changes = ([], []) if row[1] != "ok" else (
-                _rows(conn, results_view(name)), _rows(conn, changes_view(name)))
-        return jsonify(name=name, sql=row[0], status=row[1], error=row[2], answer=answer,
-                       changes=changes)
+            found = _query(conn, name)
+        return jsonify(found) if found is not None else abort(404)
 
     return app
+
+
+def _node(conn: psycopg.Connection, node_id: int) -> dict | None:
+    """A node for its panel: what it computes, who uses it, its code and last cycles."""
+    from .explain import describe
+
+    code = conn.execute("SELECT cycle_block, flush_block FROM argus_catalog.nodes "
+                        "WHERE node_id = %s", (node_id,)).fetchone()
+    if code is None:
+        return None
+    found = load_node(conn, node_id)
+    timings = conn.execute(
+        """SELECT r.run_id, r.ms, r.flush_ms, r.inserted, r.retracted
+             FROM argus_catalog.run_nodes r WHERE r.node_id = %s
+            ORDER BY r.run_id DESC LIMIT 20""", (node_id,)).fetchall()
+    users = [q for (q,) in conn.execute(
+        """SELECT q.name FROM argus_catalog.query_nodes qn
+             JOIN argus_catalog.queries q USING (query_id)
+            WHERE qn.node_id = %s ORDER BY 1""", (node_id,))]
+    return dict(id=node_id, kind=found.kind, describe=describe(found), users=users,
+                columns=list(found.columns), definition=found.definition,
+                code=[textwrap.dedent(block) for block in code if block],
+                cycles=[{"run": r, "ms": ms, "flush_ms": f, "inserted": i,
+                         "retracted": d} for r, ms, f, i, d in timings])
+
+
+def _query(conn: psycopg.Connection, name: str) -> dict | None:
+    """A query for its panel: its SQL, status, answer and last changes."""
+    row = conn.execute("SELECT sql, status, error FROM argus_catalog.queries "
+                       "WHERE name = %s", (name,)).fetchone()
+    if row is None:
+        return None
+    answer, changes = ([], []) if row[1] != "ok" else (
+        _rows(conn, results_view(name)), _rows(conn, changes_view(name)))
+    return dict(name=name, sql=row[0], status=row[1], error=row[2], answer=answer,
+                changes=changes)
 
 
 def _rows(conn: psycopg.Connection, view: sql.Composable) -> dict:
