@@ -20,7 +20,7 @@ from psycopg import sql
 from . import roles, settings
 from .errors import CatalogError
 from .names import CATALOG_SCHEMA, CYCLE_LOCK
-from .nodes import JOINS, LOADED, SELECTS
+from .nodes import JOINS, KINDS, LOADED, SELECTS
 from .program import SLOTS
 from .resources import resource_dir
 
@@ -51,14 +51,16 @@ def generated() -> str:
     the SQL names no kind (`n.kind <> ALL(argus.kinds('loaded'))`; IMMUTABLE: folded
     into a constant where it is planned); argus.cycle_lock() and argus.try_cycle_lock(),
     the cycle lock (argus.names.CYCLE_LOCK); argus.program_slots(), the names of the cycle
-    program's slots in their order (argus.program.SLOTS: argus.fill_program); and the
-    settings' defaults (argus.settings.SETTINGS)."""
+    program's slots in their order (argus.program.SLOTS: argus.fill_program); the node
+    kinds a node may have (nodes.kind's CHECK); and the settings' defaults
+    (argus.settings.SETTINGS)."""
     cases = sql.SQL(" ").join(
         sql.SQL("WHEN {} THEN ARRAY[{}]::text[]").format(
             sql.Literal(trait), sql.SQL(", ").join(map(sql.Literal, names)))
         for trait, names in (("loaded", LOADED), ("selects", SELECTS), ("joins", JOINS)))
     lock = sql.SQL(", ").join(map(sql.Literal, CYCLE_LOCK))
     slots = sql.SQL(", ").join(map(sql.Literal, SLOTS))
+    kinds = sql.SQL(", ").join(map(sql.Literal, sorted(KINDS)))
     return sql.SQL(
         "CREATE OR REPLACE FUNCTION argus.kinds(trait text) RETURNS text[]\n"
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE trait {cases} END $$;\n"
@@ -68,7 +70,9 @@ def generated() -> str:
         "LANGUAGE sql AS $$ SELECT pg_catalog.pg_try_advisory_xact_lock({lock}) $$;\n"
         "CREATE OR REPLACE FUNCTION argus.program_slots() RETURNS text[]\n"
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{slots}]::text[] $$;\n"
-    ).format(cases=cases, lock=lock, slots=slots).as_string(None) \
+        "ALTER TABLE argus_catalog.nodes DROP CONSTRAINT IF EXISTS nodes_kind_check,\n"
+        "    ADD CONSTRAINT nodes_kind_check CHECK (kind = ANY (ARRAY[{kinds}]::text[]));\n"
+    ).format(cases=cases, lock=lock, slots=slots, kinds=kinds).as_string(None) \
         + settings.column_defaults().as_string(None)
 
 

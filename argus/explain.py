@@ -14,7 +14,8 @@ from .optimize import predicted, proposals
 from .nodes.lazy import done, is_lazy, keys
 from .nodes.stream import claim
 from .names import changes_view, results_view
-from .registry import query_info
+from .network.reads import LoadedNetwork
+from .registry import QueryInfo, query_info
 
 
 def describe(node) -> list[str]:
@@ -74,8 +75,8 @@ def _costed(order: dict) -> str:
 class _Facts:
     """What explaining a query reads of the catalog, once."""
 
-    info: object  # registry.QueryInfo
-    net: object  # network.LoadedNetwork
+    info: QueryInfo
+    net: LoadedNetwork
     canonical: str
     join_orders: list | None
     evaluate: str

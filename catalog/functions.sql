@@ -197,7 +197,6 @@ LANGUAGE sql STABLE AS $$
                         WHERE qn.node_id = n.node_id AND q.status = 'ok')
 $$;
 
-
 -- A node's block of PL/pgSQL on one line: comments dropped, line breaks outside literals
 -- made spaces, a literal's written as \n in an E'' literal. PostgreSQL finds a compound
 -- statement's line number when it has read to its END, by a scan from the top of the
@@ -223,7 +222,7 @@ LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $f$
                                       'g') WITH ORDINALITY AS x(m, i)) AS tokens) END
 $f$;
 
--- A node's code as the program holds it (argus_catalog.nodes.one_line, catalog/037):
+-- A node's code as the program holds it (argus_catalog.nodes.one_line, catalog/schema.sql):
 -- made when its code is stored or changes, so that assembling a program rewrites no
 -- node's, and no cycle writes the node rows.
 CREATE OR REPLACE FUNCTION argus.code_on_one_line(n argus_catalog.nodes) RETURNS jsonb
@@ -929,7 +928,7 @@ BEGIN
 END $$;
 
 -- Every 8th cycle, before the program runs (its plans are made after the change): a
--- node whose rows expire by themselves (nodes/expiry, catalog/036) drops the indexes of
+-- node whose rows expire by themselves (nodes/expiry; nodes.expires_by) drops the indexes of
 -- the columns they expire by when its history holds at most 16 times the rows that
 -- leave it at a cycle (averaged over those of its last 8 cycles that expired any, at
 -- least 3, in a history of 10,000 rows or more), and makes them again past 64 times.
@@ -1176,7 +1175,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       FROM argus_catalog.settings
 $$;
 
--- Derived state (settings.durability, catalog/029): true while the network's unlogged
+-- Derived state (settings.durability, derived_intact): true while the network's unlogged
 -- tables hold its state; raises (every results view calls it) after a crash emptied
 -- them, until argus's owner rebuilds them (argus.network.durability), so that no answer
 -- is read empty or partial.
@@ -1342,7 +1341,7 @@ BEGIN
                     WHERE stream = p_stream AND load_id = p_load_id);
 END $$;
 
--- Continuous results (catalog/030_subscriptions.sql, argus.subscriptions) --------------
+-- Continuous results (change_logs, consumers; argus.subscriptions) --------------------
 
 -- A query the session's role may read, by name; an error naming it otherwise.
 CREATE OR REPLACE FUNCTION argus.readable_query(p_name text) RETURNS bigint
@@ -1629,7 +1628,7 @@ LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     RETURNING request_id
 $$;
 
--- A cycle the server rolled back whole (catalog/031_rolled_back_runs.sql), recorded by
+-- A cycle the server rolled back whole (runs.status 'rolled_back'), recorded by
 -- the client that ran it: a run of its own, with the error.
 CREATE OR REPLACE FUNCTION argus.record_rollback(p_error text) RETURNS bigint
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$

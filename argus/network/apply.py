@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from psycopg import sql
 
@@ -58,12 +58,12 @@ class NewNode:
     parents: tuple[Node, ...]
     names: tuple[str, ...]
     exprs: tuple[str, ...]
-    definition: dict = field(hash=False)
+    definition: dict
     insert_only: bool
     signature: str
     fill: str = "parents"
     limit: int | None = None
-    copy: tuple[int, dict[str, str]] | None = field(default=None, hash=False)
+    copy: tuple[int, dict[str, str]] | None = None
 
 
 class Apply:
