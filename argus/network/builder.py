@@ -261,7 +261,12 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps):
         parent = self.node_for(plan.input)
         self.check_horizon(parent, None)
         columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in columns)
-        self.names[plan] = {c.name: c.name for c in columns}
+        key_of = {c.expr: c.name for c in columns[:definition["keys"]]}
+        self.names[plan] = {c.name: key_of.get(c.expr, c.name) for c in columns}
+        # (a column that is a partition key is read from the key's column: a second copy
+        # would widen every row and ask a second index of the same values)
+        columns = columns[:definition["keys"]] + tuple(
+            c for c in columns[definition["keys"]:] if c.expr not in key_of)
         if definition.get("keep"):  # the parent columns its windows read, kept too, so
             # that new rows can be ranked with the kept ones (nodes.window: the merge)
             passed = {sqlglot.parse_one(c.expr, read=DIALECT) for c in columns}

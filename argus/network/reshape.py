@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from ..aggregates import Model, entries
 from ..frontend.canon import map_atom
@@ -21,6 +23,7 @@ from ..nodes import lazy as lazy_nodes
 from ..nodes.aggregate import parent_index_name
 from ..nodes.lazy import is_lazy
 from ..plan import Col
+from ..trees import DIALECT, qualified
 from . import jisc, records
 from .apply import SEQUENCE_GAP
 from .stored import execute_all
@@ -34,12 +37,39 @@ def growing(definition: dict, parent: Node) -> dict:
     regroup = all(entry.regrouped for entry in entries(definition))
     grows = parent.insert_only or (parent.kind_of.groups and regroup
                                    and bool(parent.definition.get("grows")))
-    out = {k: v for k, v in definition.items() if k not in ("grows", "counted")}
+    out = {k: v for k, v in definition.items() if k not in ("grows", "counted", "outward")}
     if grows:
         out["grows"] = True
     elif Model.of(out).has_extremes:
-        out["counted"] = True  # its MIN/MAX books keep how many rows are at the extreme
+        # its MIN/MAX books only move outward, or keep how many rows are at the extreme
+        out["outward" if _outward(out, parent) else "counted"] = True
     return out
+
+
+_RISING = {"max": ("count", "max"), "min": ("min",)}  # (what a growing aggregate's
+# column is, for a MIN or MAX over it to only move outward: counts and maxima only rise)
+
+
+def _outward(definition: dict, parent: Node) -> bool:
+    """Every MIN/MAX of an aggregate over a growing aggregate's groups reads a column
+    that only moves its way (a MAX of counts: Nexmark q5's busiest auction per window),
+    and its groups are the parent's groups' own (a parent row never changes group): a
+    retracted row of the parent comes back, beyond or level, so the extreme never
+    leaves and is never read again from the parent (nodes.aggregate.outward)."""
+    if not (parent.kind_of.groups and parent.definition.get("grows")):
+        return False
+    keys = {qualified("t1", g) for g, _ in parent.definition["groups"]}
+    funcs = {e.name: e.func for e in entries(parent.definition)}
+    if not all(_columns(e) <= keys for _, e in definition["groups"]):
+        return False
+    return all(e.func not in _RISING or (e.arg is not None and e.merge is None and any(
+        e.arg == qualified("t1", name) for name, f in funcs.items() if f in _RISING[e.func]))
+        for e in entries(definition))
+
+
+def _columns(text: str) -> set[str]:
+    return {qualified("t1", c.name) for c in sqlglot.parse_one(text, read=DIALECT)
+            .find_all(exp.Column)}
 
 
 class Reshape:

@@ -46,6 +46,13 @@ def grows(node: Node, parent: Node) -> bool:
     return parent.insert_only or bool(node.definition.get("grows"))
 
 
+def outward(node: Node, parent: Node) -> bool:
+    """Its MIN/MAX books only move outward: its input grows, or (definition "outward",
+    set by the network) each reads a growing aggregate's counts or extremes that move
+    its way. An extreme then never leaves: no group is read again from the parent."""
+    return grows(node, parent) or bool(node.definition.get("outward"))
+
+
 def parent_index_name(node_id: int) -> str:
     return f"argus_n{int(node_id)}_groups"
 
@@ -227,7 +234,7 @@ class AggregateCompiler:
     def parent_index(node: Node, parent: Node) -> list[sql.Composable]:
         """MIN/MAX under retraction re-read the parent's rows of the affected groups."""
         model = node.spec
-        if not (model.group_exprs and not grows(node, parent) and model.has_extremes) \
+        if not (model.group_exprs and not outward(node, parent) and model.has_extremes) \
                 or virtual(parent):  # a view: its aggregate's groups are few
             return []
         return [render("aggregate/parent_index", name=sql.Identifier(parent_index_name(node.id)),
@@ -268,7 +275,7 @@ class AggregateCompiler:
         if book.combine == "count":  # merged with its extreme's book
             return sql.SQL(""), None
         extreme = sql.SQL("least" if book.combine == "min" else "greatest")
-        if grows(node, parent):  # extremes only move outward: old vs inserted
+        if outward(node, parent):  # extremes only move outward: old vs inserted
             return sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(f=extreme, b=b), None
         if model.counted:
             return self._counted(model, spec, book, parent, extreme)

@@ -392,7 +392,7 @@ def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Compo
 def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
     """A node's canonical definition: an equal signature means the same node."""
     definition = {k: v for k, v in definition.items()  # less what is layout, not identity
-                  if k not in ("indexes", "virtual", "grows", "counted", "deferred", "bound",
-                               "expiry")}
+                  if k not in ("indexes", "virtual", "grows", "counted", "outward", "deferred",
+                               "bound", "expiry")}
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
     return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
