@@ -86,9 +86,11 @@ def code() -> tuple[str, str]:
 def installed_code(conn: psycopg.Connection) -> str | None:
     try:
         with conn.transaction():
-            return conn.execute("SELECT catalog_code FROM argus_catalog.settings").fetchone()[0]
-    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):  # before 6
+            row = conn.execute("SELECT catalog_code FROM argus_catalog.program_state"
+                               ).fetchone()
+    except psycopg.errors.UndefinedTable:  # (a catalog before version 38)
         return None
+    return row[0] if row else None
 
 
 def latest_version() -> int:
@@ -144,9 +146,10 @@ def migrate(conn: psycopg.Connection) -> int:
             if fresh:  # the settings row, with the defaults just set
                 conn.execute("INSERT INTO argus_catalog.settings (time_zone) "
                              "VALUES (current_setting('TimeZone'))")
+                conn.execute("INSERT INTO argus_catalog.program_state DEFAULT VALUES")
             # the program is assembled anew by the new code (argus.assemble_program)
-            conn.execute("UPDATE argus_catalog.settings SET catalog_code = %s, program_stale "
-                         "= program_stale OR program_frame IS NOT NULL", (digest,))
+            conn.execute("UPDATE argus_catalog.program_state SET catalog_code = %s, "
+                         "program_stale = program_stale OR program_frame IS NOT NULL", (digest,))
             conn.execute("UPDATE argus_catalog.nodes n "
                          "SET one_line = argus.code_on_one_line(n)")  # (argus.one_line may be new)
             conn.execute("SELECT argus.apply_privileges()")  # views were created anew

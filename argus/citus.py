@@ -109,7 +109,7 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
             conn.execute("SELECT create_distributed_table(%s, %s, shard_count => %s)",
                          (history, column, shards))
         _shard_registered(conn)
-        conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+        conn.execute("UPDATE argus_catalog.program_state SET program_stale = true")
     for setting, value in SETTINGS.items():  # (this session's too)
         conn.execute("SELECT set_config(%s, %s, false)", (setting, value))
 

@@ -547,5 +547,5 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
         conn.execute("UPDATE argus_catalog.queries SET status = 'ok', error = NULL, "
                      "culprit = NULL, failed_run = NULL, failed_node = NULL, "
                      "failed_at = NULL WHERE name = %s", (name,))
-        conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+        conn.execute("UPDATE argus_catalog.program_state SET program_stale = true")
         return query_info(conn, name)

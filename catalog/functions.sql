@@ -277,7 +277,7 @@ END $$;
 CREATE OR REPLACE FUNCTION argus.assemble_program(diagnose bigint DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql SET check_function_bodies = off SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_frame text := (SELECT program_frame FROM argus_catalog.settings);
+    v_frame text := (SELECT program_frame FROM argus_catalog.program_state);
     v_kept  boolean;
     v_body  text;
     v_outputs jsonb;
@@ -366,14 +366,14 @@ BEGIN
                        CASE WHEN v_kept THEN 'cycle_program_kept' ELSE 'cycle_program' END,
                        v_body);
     END LOOP;
-    UPDATE argus_catalog.settings SET program_stale = diagnose IS NOT NULL;
+    UPDATE argus_catalog.program_state SET program_stale = diagnose IS NOT NULL;
 END $$;
 
 -- The program names the working queries of each output node (argus.assemble_program):
 -- any change to which queries work, or to what answers them, assembles it again.
 CREATE OR REPLACE FUNCTION argus.queries_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE argus_catalog.settings SET program_stale = true WHERE NOT program_stale;
+    UPDATE argus_catalog.program_state SET program_stale = true WHERE NOT program_stale;
     RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER queries_changed
@@ -434,6 +434,7 @@ DECLARE
     v_deferred jsonb;
     v_timeout  text;
     v_settings argus_catalog.settings;
+    v_program_state argus_catalog.program_state;
     v_program  record;
     v_attempts int := 0;
     v_failed   text[] := '{}';
@@ -459,6 +460,7 @@ BEGIN
         RETURN NULL;
     END IF;
     SELECT * INTO v_settings FROM argus_catalog.settings;
+    SELECT * INTO v_program_state FROM argus_catalog.program_state;
     PERFORM argus.intact();  -- a crash emptied the network's state: rebuilt first
     SELECT count(*) INTO v_pending FROM argus_catalog.requests WHERE status = 'pending';
     IF v_pending > 0 THEN
@@ -469,7 +471,7 @@ BEGIN
     -- event times of type timestamp or date are the same instants, and values the same
     -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pinned_session
     PERFORM set_config('TimeZone', v_settings.time_zone, true);
-    IF v_settings.program_stale THEN
+    IF v_program_state.program_stale THEN
         PERFORM argus.assemble_program();
     END IF;
     IF EXISTS (SELECT FROM argus_catalog.staging) THEN
@@ -478,13 +480,13 @@ BEGIN
     -- Plans kept for small deltas (settings.plan_kept_rows) were made for the histories'
     -- sizes then: a cycle after one that saw a history double or halve makes them anew.
     -- (argus.plans_kept: this session ran a cycle small enough to keep plans since.)
-    IF v_settings.plans_reset_run
+    IF v_program_state.plans_reset_run
        > coalesce(nullif(current_setting('argus.plans_reset_run', true), ''), '0')::bigint THEN
         IF current_setting('argus.plans_kept', true) = 'on' THEN
             EXECUTE 'DISCARD PLANS';
             PERFORM set_config('argus.plans_kept', 'off', false);
         END IF;
-        PERFORM set_config('argus.plans_reset_run', v_settings.plans_reset_run::text, false);
+        PERFORM set_config('argus.plans_reset_run', v_program_state.plans_reset_run::text, false);
     END IF;
     IF v_settings.random_page_cost IS NOT NULL THEN
         PERFORM set_config('random_page_cost', v_settings.random_page_cost::text, true);
@@ -674,7 +676,7 @@ BEGIN
     -- (settings.plan_kept_rows) has every session make them again (at its next cycle's
     -- start).
     IF v_resized THEN
-        UPDATE argus_catalog.settings SET plans_reset_run = v_run;
+        UPDATE argus_catalog.program_state SET plans_reset_run = v_run;
     END IF;
     PERFORM argus.trim_log(v_run, v_settings.keep_runs, v_settings.keep_runs_for);
     IF EXISTS (SELECT FROM argus_catalog.change_logs) THEN  -- (subscribed queries only)
@@ -1160,11 +1162,11 @@ CREATE OR REPLACE FUNCTION argus.session_info()
 RETURNS TABLE (version int, catalog_code text, code_version int, role_prefix text,
                owner boolean)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT (SELECT max(v.version) FROM argus_catalog.schema_version v), s.catalog_code,
-           s.code_version, s.role_prefix,
+    SELECT (SELECT max(v.version) FROM argus_catalog.schema_version v), p.catalog_code,
+           p.code_version, s.role_prefix,
            pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
                                        WHERE nspname = 'argus_catalog'), 'USAGE')
-      FROM argus_catalog.settings s
+      FROM argus_catalog.settings s, argus_catalog.program_state p
 $$;
 
 -- The time limit of a cycle's statements (settings.node_timeout), for whoever runs

@@ -38,6 +38,35 @@ def test_a_catalog_from_before_the_squashed_schema_is_refused_and_left_alone(fre
         assert catalog.installed_version(conn) == 12
 
 
+def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
+    """A catalog of version 37 kept argus's own state (its code's versions, the program's
+    frame, when kept plans were last reset) in the user's settings row: version 38 moves
+    it to argus_catalog.program_state, values and all."""
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        conn.execute("""
+            ALTER TABLE argus_catalog.settings ADD COLUMN code_version int NOT NULL DEFAULT 0,
+                ADD COLUMN catalog_code text, ADD COLUMN program_frame text,
+                ADD COLUMN program_stale boolean NOT NULL DEFAULT true,
+                ADD COLUMN plans_reset_run bigint NOT NULL DEFAULT 0;
+            UPDATE argus_catalog.settings s SET code_version = p.code_version,
+                   catalog_code = 'an older argus', program_frame = p.program_frame,
+                   program_stale = false, plans_reset_run = 42
+              FROM argus_catalog.program_state p;
+            DROP TABLE argus_catalog.program_state;
+            DELETE FROM argus_catalog.schema_version WHERE version > 37""")
+    with argus.connect(fresh_dsn) as again:
+        conn = again.conn
+        assert catalog.installed_version(conn) == catalog.latest_version()
+        assert conn.execute("SELECT count(*), max(plans_reset_run), max(catalog_code), "
+                            "bool_and(program_stale) FROM argus_catalog.program_state"
+                            ).fetchone() == (1, 42, catalog.code()[0], True)
+        assert not conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'argus_catalog.settings'"
+            "::regclass AND attname IN ('code_version', 'catalog_code', 'program_frame', "
+            "'program_stale', 'plans_reset_run') AND NOT attisdropped").fetchall()
+        again.run()
+
+
 def test_a_new_database_gets_the_squashed_schema_and_its_settings(fresh_dsn):
     with psycopg.connect(fresh_dsn, autocommit=True) as conn:
         versions = [v for (v,) in conn.execute(
@@ -73,7 +102,7 @@ def test_functions_changed_by_a_newer_argus_are_reapplied_by_the_owner_role(db, 
     """An upgrade re-applies catalog/functions.sql as argus's owner role, which may not
     create in schema public (PostgreSQL 15) nor replace the argus_now() its installer
     made there: the upgrade must not need to."""
-    db.conn.execute("UPDATE argus_catalog.settings SET catalog_code = 'an older argus'")
+    db.conn.execute("UPDATE argus_catalog.program_state SET catalog_code = 'an older argus'")
     with argus.connect(fresh_dsn) as again:
         assert catalog.installed_code(again.conn) == catalog.code()[0]
         assert again.conn.execute("SELECT public.argus_now() IS NOT DISTINCT FROM "
@@ -89,9 +118,9 @@ def test_node_code_compiled_by_an_older_argus_is_recompiled(transfers, fresh_dsn
                               "HAVING count(*) > 1")
     db.conn.execute("UPDATE argus_catalog.nodes SET flush_block = '    NULL;' "
                     "WHERE NOT insert_only")  # stale code: maintains nothing
-    db.conn.execute("UPDATE argus_catalog.settings SET code_version = 0")
+    db.conn.execute("UPDATE argus_catalog.program_state SET code_version = 0")
     with argus.connect(fresh_dsn) as again:
-        assert again.conn.execute("SELECT code_version FROM argus_catalog.settings"
+        assert again.conn.execute("SELECT code_version FROM argus_catalog.program_state"
                                   ).fetchone()[0] == network.CODE_VERSION
         assert again.conn.execute("SELECT count(*) FROM argus_catalog.nodes "
                                   "WHERE flush_block = '    NULL;'").fetchone()[0] == 0
@@ -119,7 +148,7 @@ def test_a_network_change_leaves_the_program_to_the_next_cycle(transfers):
 
     def program() -> tuple[bool, str]:
         return conn.execute(
-            "SELECT s.program_stale, p.prosrc FROM argus_catalog.settings s, pg_proc p "
+            "SELECT s.program_stale, p.prosrc FROM argus_catalog.program_state s, pg_proc p "
             "WHERE p.oid = 'argus_net.cycle_program(bigint, jsonb, argus_catalog.settings)'"
             "::regprocedure").fetchone()
 

@@ -442,7 +442,8 @@ def test_a_plan_kept_for_small_deltas_is_made_anew_when_a_history_grew(oracle):
         if cycle == 39:
             before = scans()
     seq, index = scans()
-    assert db.conn.execute("SELECT plans_reset_run FROM argus_catalog.settings").fetchone()[0] > 0
+    assert db.conn.execute("SELECT plans_reset_run FROM argus_catalog.program_state"
+                           ).fetchone()[0] > 0
     assert seq == before[0] and index >= before[1] + 40
 
 
@@ -641,7 +642,7 @@ def test_a_network_change_puts_only_its_own_nodes_code_on_one_line(transfers):
                            "WHERE name = 'per_sender'").fetchone()
 
     def kept_program() -> str:
-        conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+        conn.execute("UPDATE argus_catalog.program_state SET program_stale = true")
         transfers.run()
         return conn.execute("SELECT prosrc FROM pg_proc "
                             "WHERE proname = 'cycle_program_kept'").fetchone()[0]

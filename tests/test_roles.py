@@ -281,13 +281,13 @@ def test_a_writer_runs_cycles_with_kept_plans_and_their_reset(network, login):
     role, dsn = login("writer")
     network.grant("writer", role, stream="s")
     reset_before = network.conn.execute(
-        "SELECT plans_reset_run FROM argus_catalog.settings").fetchone()[0]
+        "SELECT plans_reset_run FROM argus_catalog.program_state").fetchone()[0]
     with argus.connect(dsn) as writer:
         for start in range(2, 2802, 400):
             writer.insert("s", [(i, f"s{i}") for i in range(start, start + 400)])
             writer.run()
     assert network.conn.execute(
-        "SELECT plans_reset_run FROM argus_catalog.settings").fetchone()[0] > reset_before
+        "SELECT plans_reset_run FROM argus_catalog.program_state").fetchone()[0] > reset_before
     expected = network.conn.execute(
         "SELECT s.id, t.secret FROM argus_streams.s s JOIN argus_streams.t t "
         "ON s.id = t.id").fetchall()

@@ -584,7 +584,7 @@ def test_an_upgrade_makes_the_capture_of_a_table_tracked_before_again(oracle):
                           "'argus_inbox.\"track pairs\"'::regproc), "
                           "'\\margus_([on])\\M', '\\1', 'g')").fetchone()
     conn.execute(old)  # the capture as an older argus made it
-    conn.execute("UPDATE argus_catalog.settings SET code_version = 0")
+    conn.execute("UPDATE argus_catalog.program_state SET code_version = 0")
     with pytest.raises(psycopg.errors.AmbiguousColumn):
         conn.execute("UPDATE public.pairs SET n = 2")
     with argus.connect(oracle.db.dsn):

@@ -144,6 +144,6 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
     for node_id in sorted(recompile):
         node = load_node(conn, node_id)
         store_blocks(conn, node, [load_node(conn, p) for p in node.parents])
-    conn.execute("UPDATE argus_catalog.settings SET program_stale = true")
+    conn.execute("UPDATE argus_catalog.program_state SET program_stale = true")
     return ids
 

@@ -68,7 +68,7 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
     purges = _store_purges(conn)
     if check:
         run_once(conn, list(check), purges)
-    conn.execute("UPDATE argus_catalog.settings SET program_frame = %s, program_stale = true",
+    conn.execute("UPDATE argus_catalog.program_state SET program_frame = %s, program_stale = true",
                  (program_frame,))
 
 
@@ -156,9 +156,9 @@ def _store_purges(conn: psycopg.Connection) -> list[str]:
 
 def recompile_stale(conn: psycopg.Connection) -> bool:
     """Recompile every node's stored code, and the program, when an older argus compiled
-    them (settings.code_version < CODE_VERSION). True if it did."""
+    them (program_state.code_version < CODE_VERSION). True if it did."""
     def current() -> bool:
-        return conn.execute("SELECT code_version >= %s FROM argus_catalog.settings",
+        return conn.execute("SELECT code_version >= %s FROM argus_catalog.program_state",
                             (CODE_VERSION,)).fetchone()[0]
 
     if current():
@@ -172,7 +172,7 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
         for node in net.nodes.values():
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
-        conn.execute("UPDATE argus_catalog.settings SET code_version = %s", (CODE_VERSION,))
+        conn.execute("UPDATE argus_catalog.program_state SET code_version = %s", (CODE_VERSION,))
     return True
 
 
