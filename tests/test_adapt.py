@@ -480,8 +480,8 @@ def test_a_windowed_query_is_planned_again_every_period(oracle, monkeypatch):
     fallback (on by default) proposed it whenever re-running looked cheaper, the switch
     failed, nothing was logged, and its joins were never planned again. Now every
     period logs its decision, and the drift migrates it."""
-    from argus import adapt
-    monkeypatch.setattr(adapt, "RERUN_OVERHEAD", 1e-9)  # re-running looks free
+    from argus.adapt import fallback
+    monkeypatch.setattr(fallback, "RERUN_OVERHEAD", 1e-9)  # re-running looks free
     db = oracle.db
     db.configure(reoptimize_every=3)
     for stream in ("r", "s", "t"):

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from argus import adapt
+from argus.adapt import fallback, records
 from argus.errors import ArgusError, QueryError
 from argus.mqo.replan import evaluation
 
@@ -110,8 +110,8 @@ def test_the_fallback_moves_a_query_it_predicts_cheaper_and_leaves_pinned_ones(
         two.run()
     # every re-run predicted free, every node worth re-planning: the decision's own
     # path, on the real network, made deterministic
-    monkeypatch.setattr(adapt, "RERUN_OVERHEAD", 1e-9)
-    monkeypatch.setattr(adapt, "WORTH_MS", 0.0)
+    monkeypatch.setattr(fallback, "RERUN_OVERHEAD", 1e-9)
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)
     decisions = {d.query: d for d in two.db.migrate()}
     assert decisions["join"].migrated, decisions["join"].why
     assert "re-running it" in decisions["join"].why

@@ -35,7 +35,9 @@ from .topk import push_top_k
 from .lateral import lateral_functions
 from .lateral_joins import lateral_subqueries, scalar_top_1
 from .limit import limit_as_top_k
-from .planner import CALLED_AGGREGATES, Planner, figure_name
+from .grouping import CALLED_AGGREGATES
+from .planner import Planner
+from .relations import figure_name
 from ..trees import DIALECT, folded
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..trees import DIALECT
-from .planner import AGGREGATES
+from .grouping import AGGREGATES
 
 
 def filters_as_case(tree: exp.Expr) -> exp.Expr:

@@ -19,7 +19,7 @@ from sqlglot import exp
 from ..errors import UnknownColumnError, UnsupportedQueryError
 from ..trees import DIALECT, conjuncts, folded, never_fails
 from .limit import top_k
-from .planner import figure_name
+from .relations import figure_name
 from .scalar import aggregates
 
 KEY = "argus_lk"

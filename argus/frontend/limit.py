@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
 from ..trees import DIALECT, folded
-from .planner import figure_name
+from .relations import figure_name
 
 RANK = "argus_rn"
 LIMITED = "argus_l"

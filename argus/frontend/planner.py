@@ -17,7 +17,6 @@ Anything else is refused with an UnsupportedQueryError naming it.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Mapping
@@ -26,151 +25,13 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ..errors import QueryError, UnsupportedQueryError
-from ..names import MAX_IDENTIFIER_BYTES
-from ..plan import (Agg, Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
-                    Window)
+from ..plan import Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp, Window
 from . import recursive
-from .temporal import calls_user_clock, rewrite_user_calls
+from .grouping import aggregate, aggregate_calls
+from .relations import (Conjunct, Rel, Result, aliases_of, bind, columns_of, conjunction,
+                        figure_name, passthrough, short)
+from .temporal import calls_user_clock
 from ..trees import DIALECT, conjuncts
-
-AGG_ALIAS = "argus_agg"  # the pseudo-relation that names an aggregate's outputs
-
-# aggregate name (as PostgreSQL spells it) -> the canonical one argus maintains
-AGGREGATES = {
-    "count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
-    "stddev": "stddev_samp", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
-    "variance": "var_samp", "var_samp": "var_samp", "var_pop": "var_pop",
-    "bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or",
-    "logical_and": "bool_and", "logical_or": "bool_or",
-}
-
-
-# Aggregates sqlglot reads as plain function calls, and ordered-set ones (WITHIN GROUP).
-CALLED_AGGREGATES = {"every", "jsonb_agg", "jsonb_object_agg", "json_agg", "json_object_agg",
-                     "xmlagg", "range_agg", "range_intersect_agg"}
-# Aggregates whose value depends on the order of the rows: without ORDER BY inside, an
-# answer kept by recomputing a group could differ from the query run again.
-ORDER_SENSITIVE = {"string_agg", "array_agg", "jsonb_agg", "jsonb_object_agg", "json_agg",
-                   "json_object_agg", "xmlagg"}
-HOLISTIC = "holistic"  # Agg.func of an aggregate kept by recomputing its groups
-
-
-def short(name: str) -> str:
-    """A column name within PostgreSQL's identifier limit, still unique."""
-    if len(name.encode()) <= MAX_IDENTIFIER_BYTES:
-        return name
-    digest = hashlib.md5(name.encode()).hexdigest()[:8]
-    return f"{name.encode()[:50].decode(errors='ignore')}_{digest}"
-
-
-def conjunction(conditions: list[str]) -> str:
-    """SQL conditions joined by AND, each in parentheses (one may hold an OR)."""
-    if len(conditions) == 1:
-        return conditions[0]
-    return " AND ".join(f"({c})" for c in conditions)
-
-
-def columns_of(expr: exp.Expr) -> list[exp.Column]:
-    """Column references of `expr`, including those inside its subqueries."""
-    return list(expr.find_all(exp.Column))
-
-
-def aliases_of(expr: exp.Expr) -> frozenset[str]:
-    return frozenset(c.table for c in columns_of(expr))
-
-
-def figure_name(expr: exp.Expr) -> str:
-    """The name PostgreSQL gives an unaliased output column (its FigureColname)."""
-    if isinstance(expr, exp.Alias):
-        return expr.alias
-    if isinstance(expr, exp.Paren):
-        return figure_name(expr.this)
-    if isinstance(expr, exp.Column):
-        return expr.name
-    if isinstance(expr, exp.Cast):
-        inner = figure_name(expr.this)
-        if inner != "?column?":
-            return inner
-        return _TYPE_NAMES.get(expr.to.this, expr.to.sql(DIALECT).lower())
-    if isinstance(expr, exp.Case):
-        return "case"
-    if isinstance(expr, exp.Subquery) and isinstance(expr.this, exp.Select):
-        # a scalar subquery: its one column's name (qualify()'s own aliases are _col_N)
-        (inner,) = expr.this.expressions[:1] or [exp.null()]
-        if isinstance(inner, exp.Alias) and not inner.alias.startswith("_col_"):
-            return inner.alias
-        return figure_name(inner.this if isinstance(inner, exp.Alias) else inner)
-    if isinstance(expr, exp.Exists):
-        return "exists"
-    if isinstance(expr, exp.Window):
-        return figure_name(expr.this)
-    if isinstance(expr, exp.Func):
-        if isinstance(expr, exp.Anonymous):
-            return expr.name.lower()
-        head = expr.sql(DIALECT).split("(", 1)[0].strip()
-        if head.replace("_", "").isalnum() and not head[0].isdigit():
-            return head.lower()
-    return "?column?"
-
-
-_TYPE_NAMES = {
-    exp.DataType.Type.INT: "int4", exp.DataType.Type.BIGINT: "int8",
-    exp.DataType.Type.SMALLINT: "int2", exp.DataType.Type.BOOLEAN: "bool",
-    exp.DataType.Type.DOUBLE: "float8", exp.DataType.Type.FLOAT: "float4",
-    exp.DataType.Type.DECIMAL: "numeric", exp.DataType.Type.TEXT: "text",
-    exp.DataType.Type.VARCHAR: "varchar", exp.DataType.Type.DATE: "date",
-    exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamptz",
-}
-
-
-@dataclass
-class Rel:
-    """A relation while planning: its plan and where each SQL column lives in it."""
-
-    plan: Plan
-    cols: dict[tuple[str, str], str]  # (table alias, SQL column) -> plan column
-    aliases: frozenset[str]
-    nullable: frozenset[str] = frozenset()  # aliases on the padded side of a LEFT JOIN
-
-
-@dataclass
-class Result:
-    """A translated query expression: its plan and output expressions over it (t1)."""
-
-    plan: Plan
-    outputs: list[tuple[str, str]]  # (output name, SQL over the plan's columns as t1)
-
-
-@dataclass
-class _Conjunct:
-    expr: exp.Expr
-    aliases: frozenset[str]
-    used: bool = False
-
-
-def bind(expr: exp.Expr, inputs: list[Rel]) -> str:
-    """SQL for `expr` with each column replaced by its plan column in input t1, t2, …"""
-    def visit(node: exp.Expr) -> exp.Expr:
-        if not isinstance(node, exp.Column):
-            return node
-        key = (node.table, node.name)
-        for i, rel in enumerate(inputs, 1):
-            if key in rel.cols:
-                return exp.column(rel.cols[key], table=f"t{i}", quoted=True)
-        raise QueryError(f"column {node.sql(DIALECT)} cannot be used here")
-
-    return rewrite_user_calls(expr.transform(visit)).sql(DIALECT, copy=False)
-
-
-def passthrough(rel: Rel, referenced: set[tuple[str, str]],
-                i: int = 1) -> list[tuple[tuple[str, str], Col]]:
-    """Columns of `rel` the query mentions, as columns of a node whose input i is rel."""
-    out = []
-    for key, plan_col in rel.cols.items():
-        if key in referenced:
-            out.append((key, Col(plan_col, exp.column(plan_col, table=f"t{i}",
-                                                        quoted=True).sql(DIALECT))))
-    return out
 
 
 @dataclass
@@ -274,14 +135,14 @@ class Planner:
         group = sel.args.get("group")
         for part in projections + ([having] if having else []) + ([group] if group else []):
             self._refuse_nested_subqueries(part)
-        calls = self._aggregate_calls(projections + ([having.this] if having else []))
+        calls = aggregate_calls(projections + ([having.this] if having else []))
         if group is not None or calls:
             if group is not None and (group.find(exp.Rollup, exp.Cube, exp.GroupingSets)
                                       or any(group.args.get(k) for k in
                                              ("rollup", "cube", "grouping_sets"))):
                 raise UnsupportedQueryError("ROLLUP / CUBE / GROUPING SETS")
             keys = list(group.expressions) if group is not None else []
-            rel, rewrite = self.aggregate(rel, keys, calls)
+            rel, rewrite = aggregate(rel, keys, calls)
             projections = [rewrite(p) for p in projections]
             if having is not None:
                 predicate = bind(rewrite(having.this), [rel])
@@ -352,7 +213,7 @@ class Planner:
             for c in conjuncts(on):
                 self._refuse_nested_subqueries(c)
                 if side == "INNER":
-                    pool.append(_Conjunct(c, aliases_of(c)))
+                    pool.append(Conjunct(c, aliases_of(c)))
                 else:
                     on_conditions.setdefault(i, []).append(c)
         self._push_down(items, rels, pool, on_conditions, nullable)
@@ -386,10 +247,10 @@ class Planner:
         return items
 
     def _where(self, where: exp.Expr | None, outer: frozenset[str], local: frozenset[str]
-               ) -> tuple[list[_Conjunct], list[exp.Expr], list[exp.Expr]]:
+               ) -> tuple[list[Conjunct], list[exp.Expr], list[exp.Expr]]:
         """WHERE's conjuncts: those to apply, the subqueries (sublinks), and those
         correlated with the enclosing query."""
-        pool: list[_Conjunct] = []
+        pool: list[Conjunct] = []
         sublinks: list[exp.Expr] = []
         correlated: list[exp.Expr] = []
         for c in conjuncts(where):
@@ -401,10 +262,10 @@ class Planner:
                 correlated.append(c)
             else:
                 self._refuse_nested_subqueries(c)
-                pool.append(_Conjunct(c, aliases_of(c)))
+                pool.append(Conjunct(c, aliases_of(c)))
         return pool, sublinks, correlated
 
-    def _push_down(self, items, rels: list[Rel], pool: list[_Conjunct],
+    def _push_down(self, items, rels: list[Rel], pool: list[Conjunct],
                    on_conditions: dict[int, list[exp.Expr]], nullable: set[str]) -> None:
         """Single-relation conjuncts below the joins (not on a LEFT join's padded side,
         but a LEFT join's ON conditions on its right side alone)."""
@@ -414,13 +275,13 @@ class Planner:
             if items[i][0] == "LEFT":  # ON conditions on the right side alone
                 here = [c for c in on_conditions.get(i, []) if aliases_of(c) <= rel.aliases]
                 on_conditions[i] = [c for c in on_conditions.get(i, []) if c not in here]
-                mine += [_Conjunct(c, aliases_of(c)) for c in here]
+                mine += [Conjunct(c, aliases_of(c)) for c in here]
             if mine:
                 for c in mine:
                     c.used = True
                 rels[i] = self.filter(rel, [c.expr for c in mine])
 
-    def _left_deep(self, items, rels: list[Rel], pool: list[_Conjunct],
+    def _left_deep(self, items, rels: list[Rel], pool: list[Conjunct],
                    on_conditions: dict[int, list[exp.Expr]]) -> Rel:
         """The relations joined left-deep, a connected inner relation first."""
         current = rels[0]
@@ -590,7 +451,7 @@ class Planner:
                 if subquery.args.get(arg):
                     raise UnsupportedQueryError(
                         f"{arg.rstrip('_').upper()} in a correlated subquery")
-            if self._aggregate_calls(list(subquery.expressions)):
+            if aggregate_calls(list(subquery.expressions)):
                 raise UnsupportedQueryError("aggregates in a correlated subquery")
             sub, correlation = self.from_where(subquery, outer=outer.aliases)
             sub_outputs = [self._unalias(e) for e in subquery.expressions]
@@ -600,81 +461,3 @@ class Planner:
                 raise QueryError("the subquery of IN must return exactly one column")
             condition.append(exp.EQ(this=inner.this.copy(), expression=sub_outputs[0].copy()))
         return self.join(outer, sub, "anti" if negated else "semi", condition)
-
-    # -- aggregates ------------------------------------------------------------------
-
-    @staticmethod
-    def _aggregate_calls(exprs: list[exp.Expr]) -> list[exp.AggFunc]:
-        calls: dict[str, exp.AggFunc] = {}
-        for e in exprs:
-            for call in e.find_all(exp.AggFunc, exp.Anonymous, exp.WithinGroup):
-                if isinstance(call, exp.Anonymous) and call.name.lower() not in \
-                        CALLED_AGGREGATES or isinstance(call.parent, exp.WithinGroup):
-                    continue
-                if isinstance(call.parent, exp.Filter):  # (one the planner will refuse,
-                    call = call.parent  # or recompute: argus.frontend.filters folds the rest)
-                if isinstance(call.parent, exp.Window):  # a window's: not grouped
-                    continue
-                if call.find_ancestor(exp.Select) is not e.find_ancestor(exp.Select) and \
-                        call.find_ancestor(exp.Select) is not None and \
-                        call.find_ancestor(exp.Select) is not e.parent_select:
-                    continue
-                calls.setdefault(call.sql(DIALECT), call)
-        return list(calls.values())
-
-    def aggregate(self, rel: Rel, keys: list[exp.Expr], calls: list[exp.AggFunc]):
-        groups = tuple(Col(f"g{j}", bind(k, [rel])) for j, k in enumerate(keys, 1))
-        aggs, by_sql = [], {}
-        for k, call in enumerate(calls, 1):
-            aggs.append(self._agg(f"a{k}", call, rel))
-            by_sql[call.sql(DIALECT)] = f"a{k}"
-        key_sql = {k.sql(DIALECT): f"g{j}" for j, k in enumerate(keys, 1)}
-        plan = Aggregate(rel.plan, groups, tuple(aggs))
-        cols = {(AGG_ALIAS, c): c for c in plan.names}
-        new = Rel(plan, cols, frozenset({AGG_ALIAS}))
-
-        def rewrite(expr: exp.Expr) -> exp.Expr:
-            def visit(node: exp.Expr) -> exp.Expr:
-                text = node.sql(DIALECT)
-                if isinstance(node, (exp.AggFunc, exp.Filter, exp.Anonymous,
-                                     exp.WithinGroup)) and text in by_sql:
-                    return exp.column(by_sql[text], table=AGG_ALIAS)
-                if text in key_sql and not isinstance(node, (exp.Alias, exp.Literal)):
-                    return exp.column(key_sql[text], table=AGG_ALIAS)
-                return node
-            return expr.transform(visit)
-
-        return new, rewrite
-
-    def _agg(self, name: str, call: exp.Expr, rel: Rel) -> Agg:
-        """An aggregate kept by its bookkeeping (argus.aggregates), or else one kept by
-        computing again the groups a cycle touched (HOLISTIC: its whole call as `arg`):
-        string_agg, array_agg, jsonb_agg, percentile_cont … WITHIN GROUP, sum(DISTINCT),
-        an ORDER BY or a FILTER inside."""
-        inner = call.this if isinstance(call, (exp.Filter, exp.WithinGroup)) else call
-        func = (inner.name if isinstance(inner, exp.Anonymous)
-                else inner.sql(DIALECT).split("(", 1)[0]).strip().lower()
-        canonical = AGGREGATES.get(func)
-        arg = inner.expressions[0] if isinstance(inner, exp.Anonymous) and \
-            len(inner.expressions) == 1 else None if isinstance(inner, exp.Anonymous) \
-            else inner.this
-        distinct = isinstance(arg, exp.Distinct)
-        if distinct and len(arg.expressions) == 1:
-            arg = arg.expressions[0]
-        kept = (canonical is not None and call is inner and not call.find(exp.Order)
-                and (not distinct or canonical == "count" and not isinstance(
-                    arg, (exp.Distinct, exp.Tuple))))
-        if kept and (isinstance(arg, exp.Star) or arg is None):
-            return Agg(name, "count", None)
-        if kept:
-            return Agg(name, canonical, bind(arg, [rel]), distinct)
-        if func in ORDER_SENSITIVE and not call.find(exp.Order):
-            raise UnsupportedQueryError(
-                f"{func}() without ORDER BY inside", "the order of its values is "
-                f"unspecified, and a group computed again could list them in another "
-                f"order than the query run again: write {func}(… ORDER BY …)")
-        if func in ("json_agg", "json_object_agg"):
-            raise UnsupportedQueryError(f"{func}()", "json has no equality to find the "
-                                        "groups that changed: use jsonb_agg / "
-                                        "jsonb_object_agg")
-        return Agg(name, HOLISTIC, bind(call, [rel]))

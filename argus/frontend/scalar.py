@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
 from ..trees import conjuncts
-from .planner import figure_name
+from .relations import figure_name
 
 HIT = "argus_hit"
 NOT_EQUALITIES = "a scalar subquery correlated other than by equalities in its WHERE"

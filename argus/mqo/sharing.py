@@ -34,7 +34,7 @@ from .order import Estimates, Tree
 from .replan import Replan
 from ..frontend.canon import PredSet, column_atom, map_atom, map_clause
 from ..plan import Col
-from ..frontend.planner import short
+from ..frontend.relations import short
 from ..trees import DIALECT
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile

@@ -18,7 +18,7 @@ from ..aggregates import fixed_scale
 from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
 from ..frontend.constants import Constants
 from ..frontend.lateral import expands
-from ..frontend.planner import HOLISTIC
+from ..frontend.grouping import HOLISTIC
 from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
@@ -291,7 +291,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps):
 
     def _recomputed_groups(self, plan: Aggregate) -> Node:
         """GROUP BY with an aggregate argus keeps no bookkeeping for (string_agg,
-        percentile_cont, sum(DISTINCT) …: planner.HOLISTIC): a window node grouping
+        percentile_cont, sum(DISTINCT) …: grouping.HOLISTIC): a window node grouping
         its partitions, each group computed again, all its aggregates with it, when a
         cycle's changes touch it."""
         calls = [Col(a.name, a.arg if a.func == HOLISTIC else a.call) for a in plan.aggregates]

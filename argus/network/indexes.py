@@ -18,7 +18,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from ..frontend.planner import short
+from ..frontend.relations import short
 from ..names import TIME_TYPES
 from ..nodes import Node, virtual
 from ..trees import DIALECT, conjuncts

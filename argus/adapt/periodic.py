@@ -1,0 +1,98 @@
+"""When queries are planned again: every settings.reoptimize_every cycles (the least
+recently planned first, for CHECK_SECONDS at most), and at once when Zhu's trigger
+names a query whose joins write far more than when it was planned."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import psycopg
+
+from .. import roles
+from .decide import tried
+from . import records
+from .records import RECENT, UNKNOWN, Decision
+
+CHECK_SECONDS = 2.0  # a periodic check plans queries again for about this long at most
+
+
+def reoptimize(conn: psycopg.Connection) -> list[Decision]:
+    """The periodic check; it never fails the cycle that ran before it."""
+    try:
+        return _reoptimize(conn)
+    except psycopg.Error as exc:
+        return [Decision("", UNKNOWN, False,
+                         f"the periodic re-plan failed: {exc}")]
+
+
+def replan_triggered(conn: psycopg.Connection, costs: dict[str, list[float]]
+                     ) -> list[Decision]:
+    """Zhu's trigger (argus.replan_triggered named them): the queries whose joins
+    write far more per row in than after they were last planned, planned again at
+    once; it never fails the cycle that ran before it."""
+    try:
+        if not _may_replan(conn):
+            return []
+        out = []
+        for name, (now, then) in sorted(costs.items()):
+            trigger = (f"its joins now write {now:,.0f} rows per 1,000 rows in, "
+                       f"{then:,.0f} after it was last planned")
+            decision = tried(conn, name, trigger=trigger)
+            out.append(dataclasses.replace(decision, why=f"{trigger}: {decision.why}"))
+        return out
+    except psycopg.Error as exc:
+        return [Decision("", UNKNOWN, False, f"the triggered re-plan failed: {exc}")]
+
+
+def _may_replan(conn: psycopg.Connection) -> bool:
+    """Only a session that may act as argus's owner plans queries again after its
+    cycles (a writer's cycles do not)."""
+    try:
+        owner = roles.owner_role(conn)
+    except psycopg.errors.InsufficientPrivilege:  # (a writer reads no catalog)
+        return False
+    return owner is None or conn.execute(
+        "SELECT pg_has_role(current_user, %s, 'USAGE')", (owner,)).fetchone()[0]
+
+
+def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
+    """The periodic check (settings.reoptimize_every): migrate the queries that gain.
+    A query whose migration fails keeps its layout; the others go on. Only queries whose
+    nodes took WORTH_MS per cycle or more are planned again (planning one costs tens of
+    milliseconds; a node its users share counts for each of them by its share), the
+    least recently planned first, for CHECK_SECONDS at most."""
+    if not _may_replan(conn):
+        return []
+    # decisions against migrating, older than the cycle log keeps (keep_runs*), go
+    conn.execute("DELETE FROM argus_catalog.migrations WHERE NOT migrated "
+                 "AND after_run < (SELECT min(run_id) FROM argus_catalog.runs)")
+    out, started, moved = [], time.perf_counter(), set()
+    for (name,) in conn.execute(
+            """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
+                           ORDER BY run_id DESC LIMIT %s)
+               SELECT q.name FROM argus_catalog.queries q
+                WHERE q.status = 'ok' AND (
+                      SELECT sum((n.ms + coalesce(n.flush_ms, 0))
+                                 / (SELECT count(*) FROM argus_catalog.query_nodes o
+                                     WHERE o.node_id = qn.node_id))
+                        FROM argus_catalog.query_nodes qn
+                        JOIN argus_catalog.run_nodes n USING (node_id) JOIN r USING (run_id)
+                       WHERE qn.query_id = q.query_id) >= %s * (SELECT count(*) FROM r)
+                ORDER BY (SELECT max(m.migration_id) FROM argus_catalog.migrations m
+                           WHERE m.query = q.name) NULLS FIRST, q.name""",
+            (RECENT, records.WORTH_MS)).fetchall():
+        if out and time.perf_counter() - started > CHECK_SECONDS:
+            break  # the next period goes on from the queries left (least recently first)
+        if name in moved:  # (with a query planned before it, in this period)
+            continue
+        out.append(tried(conn, name))
+        if out[-1].migrated:
+            moved = _migrated_after_the_last_cycle(conn)
+    return out
+
+
+def _migrated_after_the_last_cycle(conn: psycopg.Connection) -> set[str]:
+    return {q for (q,) in conn.execute(
+        "SELECT query FROM argus_catalog.migrations WHERE migrated "
+        "AND after_run = (SELECT max(run_id) FROM argus_catalog.runs)")}

@@ -1,0 +1,134 @@
+"""Queries that share joins, planned again as one (issue 52): priced for all their
+users, moved together, or parted where their best trees differ."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import psycopg
+
+from ..frontend.analyze import Analyzed
+from ..mqo.replan import Prediction, Replan, decide, predict
+from ..mqo.sharing import Sharing
+from ..nodes import JOINS
+from .move import build, move, read_again
+from .records import Decision, log_migration, only_used_by
+
+
+@dataclass(frozen=True)
+class _Member:
+    """A query planned again with others that share its joins."""
+
+    name: str
+    query_id: int
+    sql: str
+    canonical: str
+    schemas: dict | None
+    old_top: int
+    sharing: Sharing
+    uses: frozenset[int]
+
+
+def sharers(conn: psycopg.Connection, query_id: int) -> list[_Member]:
+    """This query, then the incremental, running ones sharing a join node with it."""
+    return [_Member(name, qid, text, canonical, schemas, top,
+                    Sharing(shared_as, join_sharing=joins), frozenset(uses))
+            for name, qid, text, canonical, schemas, top, shared_as, joins, uses in conn.execute(
+                """SELECT q.name, q.query_id, q.sql, q.canonical, q.functions, q.output_node,
+                          q.sharing, q.join_sharing,
+                          ARRAY(SELECT u.node_id FROM argus_catalog.query_nodes u
+                                 WHERE u.query_id = q.query_id)
+                     FROM argus_catalog.queries q
+                    WHERE q.status = 'ok' AND q.evaluate = 'incremental'
+                      AND q.join_orders IS NOT NULL
+                      AND (q.query_id = %(q)s OR EXISTS (
+                          SELECT FROM argus_catalog.query_nodes mine
+                            JOIN argus_catalog.nodes n
+                                 ON n.node_id = mine.node_id AND n.kind = ANY(%(joins)s)
+                            JOIN argus_catalog.query_nodes o ON o.node_id = mine.node_id
+                           WHERE mine.query_id = %(q)s AND o.query_id = q.query_id))
+                    ORDER BY q.query_id <> %(q)s, q.name""",
+                {"q": query_id, "joins": JOINS})]
+
+
+def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed: Analyzed,
+                     apply: bool, trigger: str | None, settings: tuple) -> Decision:
+    """Queries sharing joins, planned again as one: a join they share is free to each
+    alone (its upkeep serves the others), so none leaves it however costly it became.
+    Priced for all of them — each node they alone use paid once, by the first that
+    builds it; the others reuse it for free — they migrate together (in this
+    transaction: all or none), or those whose best trees differ part, the node staying
+    with the queries that still want it."""
+    last_run, strategy, min_gain, horizon, growth = settings
+    first = members[0]
+    hidden = only_used_by(conn, [m.query_id for m in members])
+    texts = {first.name: analyzed} | {m.name: read_again(conn, m.sql, m.canonical, m.schemas)
+                                      for m in members[1:]}
+    kept, best = _priced(conn, members, texts, hidden, growth)
+    known = all(p.current is not None for p in kept.values())
+    total = Prediction(sum(p.current for p in kept.values()) if known else None,
+                       sum(p.best for p in best.values()), sum(p.build for p in best.values()),
+                       [t for p in best.values() for t in p.trees])
+    go, reason = decide(total, min_gain, horizon)
+
+    def why(m: _Member) -> str:
+        others = ", ".join(o.name for o in members if o != m)
+        return f"together with {others}, which share its joins: {reason}"
+
+    log = {"after_run": last_run, "strategy": strategy, "forced": False, "triggered": trigger}
+    decision = Decision(first.name, total, go, why(first))
+    if not apply:
+        return decision
+    if not go:
+        return dataclasses.replace(decision, migration_id=log_migration(
+            conn, query=first.name, migrated=False, why=why(first), **log,
+            **_predicted(kept, best, first), old_nodes=sorted(hidden & first.uses)))
+    fresh, decision = set(), dataclasses.replace(decision, migrated=False)  # (its trees stay)
+    for m in members:
+        if not best[m.name].trees:  # its trees stay: it keeps its nodes, for the others too
+            fresh |= m.uses & hidden
+            continue
+        moved = move(conn, m.name, m.query_id, texts[m.name], m.sharing, m.old_top,
+                     best[m.name], why(m), {"query": m.name, **log, **_predicted(kept, best, m),
+                                            "old_nodes": sorted(hidden & m.uses)},
+                     Replan(hidden, m.uses, "best", growth, frozenset(fresh)), "incremental",
+                     strategy)
+        decision = moved if m == first else decision
+        fresh |= {n for (n,) in conn.execute("SELECT node_id FROM argus_catalog.query_nodes "
+                                             "WHERE query_id = %s", (m.query_id,))} - m.uses
+    return decision
+
+
+def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, Analyzed],
+            hidden: frozenset[int], growth: float | None
+            ) -> tuple[dict[str, Prediction], dict[str, Prediction]]:
+    """Each member's prediction for the layout they have (each node paid by its first
+    user) and for the best one (each new node paid by its first builder), both built
+    and rolled back."""
+    kept, best = {}, {}
+    with conn.transaction(force_rollback=True):
+        paid: set[int] = set()
+        for m in members:
+            replan = Replan(hidden - paid, m.uses, "keep", growth)
+            build(conn, m.name, texts[m.name], m.sharing, replan, "incremental")
+            kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
+    with conn.transaction(force_rollback=True):
+        fresh: set[int] = set()
+        for m in members:
+            replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
+            builder, top, _ = build(conn, m.name, texts[m.name], m.sharing, replan,
+                                     "incremental")
+            best[m.name] = predict(replan.choices)
+            built = {n for n, _ in builder.ancestors(top.id)} - m.uses
+            conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",
+                         (m.query_id, sorted(built)))  # (in use: the next one finds them)
+            fresh |= built
+    return kept, best
+
+
+def _predicted(kept: dict[str, Prediction], best: dict[str, Prediction], m: _Member) -> dict:
+    mine = best[m.name]
+    return {"predicted_old": kept[m.name].current, "predicted_new": mine.best,
+            "build_rows": mine.build, "old_trees": [t[0] for t in mine.trees],
+            "new_trees": [t[1] for t in mine.trees]}
