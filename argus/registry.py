@@ -14,26 +14,21 @@ from dataclasses import dataclass
 import psycopg
 import sqlglot
 from psycopg import sql
-from sqlglot import exp
 
-from .frontend import functions, reach
-from .frontend.lateral import expands
-from . import network, pg_plan, roles
+from .frontend import functions
+from . import admission, answers, network, roles
 from .settings import pinned_session
 from .frontend.analyze import Analyzed, analyze, analyze_rerun, as_registered, rerunnable
-from .nodes import SIGN_ID, T1, Node, delta_view, virtual
+from .nodes import Node, delta_view, virtual
 from .program import rebuild
-from .errors import (DuplicateNameError, PermissionDeniedError, QueryError, QueryFailedError,
-                     UnknownQueryError, UnsupportedQueryError)
-from .names import (CYCLE_LOCK, NETWORK_SCHEMA, RESERVED_PREFIX, STREAMS_SCHEMA, change_log,
-                    changes_view, check_name, results_view, std_alias, stream_history, stream_inbox)
+from .errors import (DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError,
+                     UnsupportedQueryError)
+from .names import (CYCLE_LOCK, RESERVED_PREFIX, change_log, changes_view, check_name,
+                    results_view, std_alias, stream_inbox)
 from .network import Builder, assemble, drop_unused, execute_all, jisc
-from .network.placement import installed
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
-from .templates import render
-from .frontend.temporal import (at_previous_clock, calls_user_clock, clock_once, reads_clock,
-                                rewrite_user_calls)
+from .frontend.temporal import calls_user_clock, clock_once, reads_clock
 from .trees import DIALECT
 
 log = logging.getLogger(__name__)  # (argus's command line prints its messages)
@@ -89,7 +84,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
                         "(argus register --rerun, or evaluate='rerun')",)
         raise
     if registrant is not None:
-        _check_readable(conn, analyzed.streams, registrant)
+        admission.check_readable(conn, analyzed.streams, registrant)
     network.rebuild_if_lost(conn)  # (a new node is filled from the nodes it reads)
     with conn.transaction(), pinned_session(conn):
         roles.become_owner(conn)
@@ -97,7 +92,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         # registrant's decides which function or table a node's code means
         conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         # before the cycle lock: a query that takes long to plan holds up no cycle
-        plan = _checked(conn, analyzed, registrant)
+        plan = admission.checked(conn, analyzed, registrant)
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
@@ -107,9 +102,9 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
             # (its calls as first resolved: the search path is pinned now)
             analyzed = read(sql_text, stream_schemas(conn),
                             as_registered(analyzed.schemas, analyzed.canonical))
-            plan = _checked(conn, analyzed, registrant)
+            plan = admission.checked(conn, analyzed, registrant)
         if not force:
-            _check_state(conn, name, plan)
+            admission.check_state(conn, name, plan)
         return _built(conn, name, sql_text, analyzed, sharing or Sharing(), evaluate, force)
 
 
@@ -118,20 +113,20 @@ def _built(conn: psycopg.Connection, name: str, sql_text: str, analyzed, sharing
     """The registered query's nodes made, within the limits of the query's state and
     the network's budget unless forced, and its code validated; what PostgreSQL refuses
     is a QueryError saying so."""
-    bound = None if force else row_bound(conn)
+    bound = None if force else admission.row_bound(conn)
     (budget,) = conn.execute("SELECT state_budget FROM argus_catalog.settings").fetchone()
     before = None if budget is None or force else network.network_bytes(conn)
     try:
         info, compiled = _build(conn, name, sql_text, analyzed, sharing, evaluate, bound)
         if not force:
-            _check_kept(conn, info)
+            admission.check_kept(conn, info)
         if before is not None:
-            _check_budget(conn, name, budget, before)
+            admission.check_budget(conn, name, budget, before)
         assemble(conn, check=compiled)
         return info
     except psycopg.Error as exc:
         raise QueryError(f"query {name!r} cannot be maintained: "
-                         f"{exc.diag.message_primary or exc}{_why(exc)}") from None
+                         f"{exc.diag.message_primary or exc}{admission.why(exc)}") from None
     except RecursionError:
         raise QueryError(f"query {name!r} nests too deeply to be maintained; "
                          "split it") from None
@@ -161,158 +156,6 @@ def _claim_waiting(conn: psycopg.Connection, name: str, streams) -> None:
                          f"failed: {error}")
 
 
-def _check_readable(conn: psycopg.Connection, streams, registrant: str) -> None:
-    """A registrant's query reads only streams the registrant may read."""
-    for stream in sorted(set(streams)):
-        (ok,) = conn.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", (
-            registrant, stream_history(stream).as_string(conn))).fetchone()
-        if not ok:
-            raise PermissionDeniedError(
-                f"role {registrant!r} may not read stream {stream!r}, which the query reads "
-                f"(its owner grants it: argus grant reader {registrant} --stream {stream})")
-
-
-def over_histories(canonical: str) -> str:
-    """A canonical query over the stream histories (argus_streams), as node code calls
-    the clock (once per statement: on Citus, a subquery the coordinator evaluates, where
-    the clock is): SQL generated by sqlglot."""
-    tree = rewrite_user_calls(sqlglot.parse_one(canonical, read=DIALECT))
-    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
-    for table in tree.find_all(exp.Table):
-        if table.name not in ctes and not isinstance(table.this, exp.Func):
-            table.set("db", exp.to_identifier(STREAMS_SCHEMA, quoted=True))
-    return clock_once(tree.sql(dialect=DIALECT, copy=False))
-
-
-def _why(exc: psycopg.Error) -> str:
-    """What an error from a Citus worker means, where its words do not say."""
-    if "argus_catalog.clock" in (exc.diag.message_primary or ""):
-        return ("; the stream clock (argus_now()) was read on a Citus worker: Citus sends a "
-                "statement over one shard (its distribution column equal to a constant) "
-                "whole to that worker, where the clock is not; such a window is not "
-                "supported yet")
-    return ""
-
-
-def _checked(conn: psycopg.Connection, analyzed: Analyzed, registrant: str | None) -> dict:
-    """What the query reaches, checked before anything plans it (planning folds
-    IMMUTABLE calls of constants, running them); then its plan (_check_with_postgres)."""
-    over = over_histories(analyzed.canonical)
-    reach.check_query(conn, over, registrant)
-    return _check_with_postgres(conn, over)
-
-
-def _check_with_postgres(conn: psycopg.Connection, over: str) -> dict:
-    """Let PostgreSQL plan the canonical query over the stream histories: types,
-    operators and functions are checked before anything is created. The plan (EXPLAIN's
-    JSON) says how large the answer and its joins will be."""
-    try:
-        with conn.transaction():
-            return pg_plan.explain(conn, sql.SQL(over), installed(conn))
-    except psycopg.Error as exc:
-        diag = exc.diag
-        hint = f" (hint: {diag.message_hint})" if diag.message_hint else ""
-        raise QueryError(f"PostgreSQL rejects the query: {diag.message_primary or exc}{hint}"
-                         ) from None
-
-
-# PostgreSQL's estimate of a query's state may be this many times max_query_state
-# before anything is built: the layout keeps large joins and answers as views, which
-# hold nothing; what the query's new nodes hold is measured once built (_check_kept).
-ESTIMATE_ROOM = 4
-# A row as max_query_state counts rows no estimate bounds (row_bound).
-NOMINAL_ROW_BYTES = 32
-
-
-def row_bound(conn: psycopg.Connection) -> int | None:
-    """The rows a statement may give where no estimate bounds them — a recursion
-    (PostgreSQL assumes ten rounds of growth), a set-returning function of the data
-    (`generate_series(1, x)`), a re-run's answer: max_query_state of nominal rows
-    (nodes.base.bounded). None: no limit is set."""
-    limit = _max_query_state(conn)
-    return None if limit is None else max(limit // NOMINAL_ROW_BYTES, 1)
-
-
-def _check_state(conn: psycopg.Connection, name: str, plan: dict) -> None:
-    """Refuse at once a query whose state PostgreSQL estimates far above
-    settings.max_query_state: the rows of its answer and of the joins and groups under
-    it, over the histories as they are (a cross join of two streams of 3,000 rows keeps
-    9M rows), against ESTIMATE_ROOM times the setting. `force` skips this check. A
-    recursion's estimate is a guess: row_bound bounds it instead."""
-    limit = _max_query_state(conn)
-    if limit is None:
-        return
-    state, stack = 0, [plan]
-    while stack:
-        node = stack.pop()
-        if node["Node Type"] == "Recursive Union":
-            return
-        if node is plan or "Join" in node["Node Type"] or node["Node Type"] in (
-                "Nested Loop", "Aggregate"):
-            state += node["Plan Rows"] * node["Plan Width"]
-        stack.extend(node.get("Plans", []))
-    if state > ESTIMATE_ROOM * limit:
-        raise QueryError(
-            f"query {name!r} would keep about {state / 2**20:,.0f} MiB of state by "
-            f"PostgreSQL's estimate (an answer of {plan['Plan Rows']:,.0f} rows), far more "
-            f"than max_query_state ({limit / 2**20:,.0f} MiB): narrow it (a join condition, "
-            "a window), raise the setting (argus config max_query_state …), or register it "
-            "with --force")
-
-
-def _max_query_state(conn: psycopg.Connection) -> int | None:
-    return conn.execute("SELECT max_query_state FROM argus_catalog.settings").fetchone()[0]
-
-
-def _check_kept(conn: psycopg.Connection, info: QueryInfo) -> None:
-    """Refuse a query whose new nodes, built and backfilled in the layout the optimizer
-    chose (a view keeps nothing), hold more than settings.max_query_state, naming the
-    node that holds most: what their rows take in the heap beyond its first page (an
-    empty table's size is not the query's). The registration's transaction is rolled
-    back."""
-    limit = _max_query_state(conn)
-    created = [n.id for n in info.nodes if n.created]
-    if limit is None or not created:
-        return
-    held = conn.execute(
-        """SELECT n.node_id, n.kind,
-                  greatest(pg_relation_size(c.oid, 'main') - current_setting('block_size')::int,
-                           0) AS bytes
-             FROM argus_catalog.nodes n
-             JOIN pg_class c ON c.oid = to_regclass(format('%%I.%%I', n.hist_schema,
-                                                           n.hist_name))
-            WHERE n.node_id = ANY(%s) AND c.relkind IN ('r', 'p')
-            ORDER BY bytes DESC""", (created,)).fetchall()
-    total = sum(bytes_ for _, _, bytes_ in held)
-    if total > limit:
-        node_id, kind, most = held[0]
-        raise QueryError(
-            f"query {info.name!r} would keep {_size(total)} of state in the nodes it adds, "
-            f"more than max_query_state ({_size(limit)}); node {node_id} (a {kind}) holds "
-            f"{_size(most)} of it: narrow the query (a join condition, a window), raise the "
-            "setting (argus config max_query_state …), or register it with --force")
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n / 2**10:,.0f} kB"
-
-
-def _check_budget(conn: psycopg.Connection, name: str, budget: int, before: int) -> None:
-    """Refuse a query whose nodes took the network past settings.state_budget, though
-    its joins became views where that helped: what it keeps beside them (selections,
-    aggregates, joins that may fail on a row) does not fit. The registration's
-    transaction is rolled back: nothing is left of it."""
-    after = network.network_bytes(conn)
-    if after <= max(budget, before):
-        return
-    raise QueryError(
-        f"query {name!r} would take the network's state to {after / 2**20:,.1f} MiB "
-        f"({(after - before) / 2**20:,.1f} MiB of its own, with its joins as views where "
-        f"that saved state), over state_budget ({budget / 2**20:,.1f} MiB): narrow it, "
-        "unregister queries, raise the budget (argus config state_budget …), or register "
-        "it with --force")
-
-
 def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyzed,
            sharing: Sharing, evaluate: str, bound: int | None = None
            ) -> tuple[QueryInfo, set[int]]:
@@ -321,7 +164,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     top, output = build_top(builder, name, analyzed, evaluate)
     try:
         with conn.transaction():
-            conn.execute(results_view_sql(conn, name, output, top))
+            conn.execute(answers.results_view_sql(conn, name, output, top))
     except psycopg.errors.DuplicateColumn as exc:
         raise QueryError(f"query {name!r}: {exc.diag.message_primary}; give each output "
                          "column a distinct name with AS") from None
@@ -335,7 +178,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                          f"prefix '{RESERVED_PREFIX}'; rename it with AS")
     (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
                                ).fetchone()
-    conn.execute(changes_view_sql(name, output, top, last_run))
+    conn.execute(answers.changes_view_sql(name, output, top, last_run))
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders,
                                               clock_output, sharing, join_sharing, evaluate,
@@ -345,7 +188,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
          json.dumps(builder.join_orders) if builder.join_orders else None,
          any(reads_clock(e) for e in output), sharing.strategy,
          sharing.join_sharing, evaluate,
-         output_check_sql(output, top, builder.row_bound),
+         answers.output_check_sql(output, top, builder.row_bound),
          json.dumps(dict(analyzed.schemas)))).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
@@ -386,65 +229,6 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
     return builder.on_coordinator(top) if clocked else top, output
 
 
-def output_check_sql(output: list[str], top, bound: int | None = None) -> str | None:
-    """The statement a cycle runs to evaluate the query's own output expressions over
-    the rows its top node gained (query/check_output.sql); None when they are columns
-    only, or read the clock (they change with it, whatever the rows). An output that
-    expands rows (a set-returning function of the data) is counted to `bound` only."""
-    if all(_a_column(e) for e in output) or any(reads_clock(e) for e in output):
-        return None
-    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": top.kind_of.changes(top),
-             "t1": T1, "sign": SIGN_ID}
-    if bound is not None and any(expands(e) for e in output):
-        return render("query/check_output_bounded", limit=sql.Literal(bound + 1),
-                      bound=sql.Literal(bound), **slots).as_string(None)
-    return render("query/check_output", **slots).as_string(None)
-
-
-def _a_column(expr: str) -> bool:
-    """An output expression that only passes a column on (`"t1"."x" AS "y"`)."""
-    return isinstance(sqlglot.parse_one(expr, read=DIALECT).unalias(), exp.Column)
-
-
-def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top: Node
-                     ) -> sql.Composed:
-    """The query's answer, read through argus.intact() (refused while a crash's losses
-    are rebuilt: network.durability); on Citus without it (a view over distributed
-    tables runs its functions on the workers, which have no argus; its tables stay
-    logged)."""
-    return render("query/results_view", view=results_view(name), hist=top.hist, t1=T1,
-                  exprs=sql.SQL(", ").join(map(sql.SQL, output)),
-                  guard=sql.SQL("") if installed(conn) else sql.SQL(" WHERE argus.intact()"))
-
-
-def changes_view_sql(name: str, output: list[str], top, last_run: int,
-                     kept: sql.Identifier | None = None) -> sql.Composed:
-    """The query's changes view: its output expressions over the top node's delta, or,
-    for expressions that read the clock, what changed as the clock moved too; empty
-    until a cycle after `last_run` (the last before registration). `kept`: a table of
-    the last cycle's changes, shown until the next cycle (a migration's, argus.adapt).
-    Where a row can be retracted, the changes are made net (query/changes_net)."""
-    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
-             "delta": top.kind_of.changes(top), "t1": T1,
-             "sign": SIGN_ID, "after": sql.Literal(last_run)}
-    clocked = any(reads_clock(e) for e in output)
-    if not clocked:
-        body = render("query/changes", **slots)
-    else:
-        body = render("query/changes_clock", hist=top.hist, previous=sql.SQL(", ").join(
-            sql.SQL(at_previous_clock(e)) for e in output), **slots)
-    if kept is not None:
-        body = render("query/changes_kept", changes=body, kept=kept,
-                      after=sql.Literal(last_run))
-    if kept is not None or clocked or not top.insert_only:
-        names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
-        body = render("query/changes_net", changes=body, sign=SIGN_ID,
-                      columns=sql.SQL(", ").join(map(sql.Identifier, names)),
-                      qualified=sql.SQL(", ").join(sql.Identifier("argus_c", n)
-                                                   for n in names))
-    return render("query/changes_view", view=changes_view(name), changes=body)
-
-
 def unregister(conn: psycopg.Connection, name: str) -> list[int]:
     """Drop the query, its views and every node no other query needs; return those."""
     name = check_name(name, "query")
@@ -457,20 +241,10 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
         conn.execute("DELETE FROM argus_catalog.grants WHERE query = %s", (name,))
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(change_log(name)))
-        drop_kept(conn, row[0])
+        answers.drop_kept(conn, row[0])
         dropped = drop_unused(conn)
         assemble(conn, check=())  # no new code
         return dropped
-
-
-def drop_kept(conn: psycopg.Connection, query_id: int,
-              but: sql.Identifier | None = None) -> None:
-    """Drop the tables of last changes a query's migrations kept (argus.adapt)."""
-    for (table,) in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
-            (NETWORK_SCHEMA, f"q{query_id}\\_kept\\_%")).fetchall():
-        if sql.Identifier(NETWORK_SCHEMA, table) != but:
-            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
 
 
 def query_info(conn: psycopg.Connection, name: str) -> QueryInfo:

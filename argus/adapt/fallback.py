@@ -11,7 +11,7 @@ from psycopg import sql
 
 from ..frontend.temporal import calls_user_clock
 from ..mqo.replan import evaluation
-from ..registry import over_histories
+from ..admission import over_histories
 from ..trees import DIALECT
 from . import records
 from .records import only_used_by, recent_ms

@@ -17,8 +17,9 @@ from ..mqo.replan import Prediction, Replan, predict
 from ..mqo.sharing import Sharing
 from ..names import NETWORK_SCHEMA, changes_view
 from ..network import Builder, assemble, drop_unused, jisc
-from ..registry import (build_top, changes_view_sql, drop_kept, output_check_sql,
-                        results_view_sql, row_bound)
+from ..admission import row_bound
+from ..answers import changes_view_sql, drop_kept, output_check_sql, results_view_sql
+from ..registry import build_top
 from ..streams import stream_schemas
 from .records import Decision, log_migration, only_used_by, recent_ms
 

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 
 import argus
-from argus.registry import over_histories
+from argus.admission import over_histories
 from argus.bench.common import arguments, fresh_database
 
 WINDOW = "t > argus_now() - interval '10 minutes'"

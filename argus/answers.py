@@ -1,0 +1,87 @@
+"""The views a query's answer is read through (argus_results.<name>) and its last
+changes (argus_changes.<name>), and the check a cycle runs of the query's own output
+expressions."""
+
+from __future__ import annotations
+
+import psycopg
+import sqlglot
+from psycopg import sql
+from sqlglot import exp
+
+from .frontend.lateral import expands
+from .frontend.temporal import at_previous_clock, reads_clock
+from .names import NETWORK_SCHEMA, changes_view, results_view
+from .network.placement import installed
+from .nodes import SIGN_ID, T1, Node
+from .templates import render
+from .trees import DIALECT
+
+
+def output_check_sql(output: list[str], top, bound: int | None = None) -> str | None:
+    """The statement a cycle runs to evaluate the query's own output expressions over
+    the rows its top node gained (query/check_output.sql); None when they are columns
+    only, or read the clock (they change with it, whatever the rows). An output that
+    expands rows (a set-returning function of the data) is counted to `bound` only."""
+    if all(_a_column(e) for e in output) or any(reads_clock(e) for e in output):
+        return None
+    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": top.kind_of.changes(top),
+             "t1": T1, "sign": SIGN_ID}
+    if bound is not None and any(expands(e) for e in output):
+        return render("query/check_output_bounded", limit=sql.Literal(bound + 1),
+                      bound=sql.Literal(bound), **slots).as_string(None)
+    return render("query/check_output", **slots).as_string(None)
+
+
+def _a_column(expr: str) -> bool:
+    """An output expression that only passes a column on (`"t1"."x" AS "y"`)."""
+    return isinstance(sqlglot.parse_one(expr, read=DIALECT).unalias(), exp.Column)
+
+
+def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top: Node
+                     ) -> sql.Composed:
+    """The query's answer, read through argus.intact() (refused while a crash's losses
+    are rebuilt: network.durability); on Citus without it (a view over distributed
+    tables runs its functions on the workers, which have no argus; its tables stay
+    logged)."""
+    return render("query/results_view", view=results_view(name), hist=top.hist, t1=T1,
+                  exprs=sql.SQL(", ").join(map(sql.SQL, output)),
+                  guard=sql.SQL("") if installed(conn) else sql.SQL(" WHERE argus.intact()"))
+
+
+def changes_view_sql(name: str, output: list[str], top, last_run: int,
+                     kept: sql.Identifier | None = None) -> sql.Composed:
+    """The query's changes view: its output expressions over the top node's delta, or,
+    for expressions that read the clock, what changed as the clock moved too; empty
+    until a cycle after `last_run` (the last before registration). `kept`: a table of
+    the last cycle's changes, shown until the next cycle (a migration's, argus.adapt).
+    Where a row can be retracted, the changes are made net (query/changes_net)."""
+    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
+             "delta": top.kind_of.changes(top), "t1": T1,
+             "sign": SIGN_ID, "after": sql.Literal(last_run)}
+    clocked = any(reads_clock(e) for e in output)
+    if not clocked:
+        body = render("query/changes", **slots)
+    else:
+        body = render("query/changes_clock", hist=top.hist, previous=sql.SQL(", ").join(
+            sql.SQL(at_previous_clock(e)) for e in output), **slots)
+    if kept is not None:
+        body = render("query/changes_kept", changes=body, kept=kept,
+                      after=sql.Literal(last_run))
+    if kept is not None or clocked or not top.insert_only:
+        names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
+        body = render("query/changes_net", changes=body, sign=SIGN_ID,
+                      columns=sql.SQL(", ").join(map(sql.Identifier, names)),
+                      qualified=sql.SQL(", ").join(sql.Identifier("argus_c", n)
+                                                   for n in names))
+    return render("query/changes_view", view=changes_view(name), changes=body)
+
+
+def drop_kept(conn: psycopg.Connection, query_id: int,
+              but: sql.Identifier | None = None) -> None:
+    """Drop the tables of last changes a query's migrations kept (argus.adapt)."""
+    for (table,) in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+            (NETWORK_SCHEMA, f"q{query_id}\\_kept\\_%")).fetchall():
+        if sql.Identifier(NETWORK_SCHEMA, table) != but:
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
