@@ -38,7 +38,8 @@ def markdown(results: Results, title: str) -> str:
     out = [f"# {title}", "",
            f"{results.server} on {hardware()}. Milliseconds per batch (median), from the "
            "batch's arrival to current answers, each method paying its own ingest: argus "
-           "= COPY into the inbox + one cycle; re-run = COPY into a plain table + every "
+           "= COPY into the inbox + one cycle + every query's changes read (what a consumer "
+           "of each answer takes); re-run = COPY into a plain table + every "
            "query re-run into a table; REFRESH MV = COPY + one materialized view per query "
            "refreshed; pg_ivm = COPY into tables with one IMMV per query it accepts "
            "(maintained inside the insert); floor = the COPY alone. A ratio is how many "
