@@ -50,12 +50,14 @@ def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
 
 
 def changes_view_sql(name: str, output: list[str], top, last_run: int,
-                     kept: sql.Identifier | None = None) -> sql.Composed:
+                     kept: sql.Identifier | None = None, hashed: bool = False
+                     ) -> sql.Composed:
     """The query's changes view: its output expressions over the top node's delta, or,
     for expressions that read the clock, what changed as the clock moved too; empty
     until a cycle after `last_run` (the last before registration). `kept`: a table of
     the last cycle's changes, shown until the next cycle (a migration's, argus.adapt).
-    Where a row can be retracted, the changes are made net (query/changes_net)."""
+    Where a row can be retracted, the changes are made net (query/changes_net; with
+    `hashed`, rows told apart by a hash first: every output type hashes, `hashable`)."""
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
              "delta": top.kind_of.changes(top), "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
@@ -70,11 +72,34 @@ def changes_view_sql(name: str, output: list[str], top, last_run: int,
                       after=sql.Literal(last_run))
     if kept is not None or clocked or not top.insert_only:
         names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
-        body = render("query/changes_net", changes=body, sign=SIGN_ID,
+        body = render("query/changes_net_hashed" if hashed else "query/changes_net",
+                      changes=body, sign=SIGN_ID,
                       columns=sql.SQL(", ").join(map(sql.Identifier, names)),
                       qualified=sql.SQL(", ").join(sql.Identifier("argus_c", n)
                                                    for n in names))
     return render("query/changes_view", view=changes_view(name), changes=body)
+
+
+def hashable(conn: psycopg.Connection, name: str) -> bool:
+    """Whether every column of the query's answer has a type PostgreSQL hashes
+    (hash_record_extended): a base type, or an enum, with a default hash operator class,
+    through domains and arrays; a composite or range type is taken as not."""
+    return conn.execute(
+        """WITH RECURSIVE t(oid) AS (
+               SELECT a.atttypid FROM pg_attribute a
+                WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+               UNION
+               SELECT CASE WHEN y.typtype = 'd' THEN y.typbasetype ELSE y.typelem END
+                 FROM t JOIN pg_type y ON y.oid = t.oid
+                WHERE y.typtype = 'd' OR y.typcategory = 'A')
+           SELECT bool_and(y.typtype IN ('d') OR y.typcategory = 'A'
+                           OR y.typtype IN ('b', 'e') AND EXISTS (
+                               SELECT FROM pg_opclass o JOIN pg_am m ON m.oid = o.opcmethod
+                                WHERE m.amname = 'hash' AND o.opcdefault
+                                  AND o.opcintype IN (y.oid, CASE WHEN y.typtype = 'e'
+                                                              THEN 'anyenum'::regtype END)))
+             FROM t JOIN pg_type y ON y.oid = t.oid""",
+        (results_view(name).as_string(conn),)).fetchone()[0] is True
 
 
 def drop_kept(conn: psycopg.Connection, query_id: int,
