@@ -934,11 +934,10 @@ END $$;
 -- the columns they expire by when its history holds at most 16 times the rows that
 -- leave it at a cycle (averaged over those of its last 8 cycles that expired any, at
 -- least 3, in a history of 10,000 rows or more), and makes them again past 64 times.
--- An index entry costs every row that comes in about 2 us, a scan about 0.05 us a row
--- held: on issue 52's windowed join (150,000 rows, 37,000 leaving each cycle) the
--- answer's upkeep went 248 -> 143 ms a cycle. A DROP INDEX that waits past 50 ms for
--- a reader of the history is left to the next check; any other failure too, with a
--- warning (an upkeep that fails must not stop the cycles).
+-- An index entry costs every row that comes in far more than a scan costs each row
+-- held (measured on issue 52's windowed join: docs/performance.md). A DROP INDEX that
+-- waits past 50 ms for a reader of the history is left to the next check; any other
+-- failure too, with a warning (an upkeep that fails must not stop the cycles).
 CREATE OR REPLACE FUNCTION argus.expiry_upkeep(p_run bigint) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
