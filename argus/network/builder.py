@@ -22,23 +22,23 @@ from ..frontend.grouping import HOLISTIC
 from ..frontend.temporal import classify, clock_conjuncts
 from ..mqo import index, regroup
 from ..mqo.blocks import describe, is_spj, substitute
-from ..mqo.order import Estimates, Tree
 from ..mqo.replan import Replan
 from ..mqo.sharing import BlockBuilder, IndexEntry, Sharing
-from ..nodes import KINDS, Node, signature, virtual
+from ..nodes import KINDS, Node, signature
 from ..nodes import expiry, rerun
 from ..nodes.lazy import is_lazy
 from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top_order
-from ..nodes.join import deferred, join_condition
+from ..nodes.join import deferred
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
 from ..trees import DIALECT
-from . import indexes, jisc, records
+from . import jisc
 from .apply import Apply, NewNode
 from .layouts import Layouts
 from .reshape import Reshape, growing
 from .setops import SetOps
 from .groups import CatalogGroups
+from .indexes import IndexRequests
 from .reads import Reads, load_node
 from .stored import store_blocks
 
@@ -49,7 +49,7 @@ def _category(pg_type: str) -> str:
             "real": "float4", "double precision": "float8"}.get(pg_type, "other")
 
 
-class Builder(Reads, Apply, Layouts, Reshape, SetOps):
+class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
     """Maps plans to nodes inside the registration's transaction.
 
     Selections and inner joins are covered through the computation index
@@ -404,11 +404,6 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps):
             f"query reading it is windowed on {column}; this query needs {need}. Give it a "
             f"window on {column} that starts after {horizon}.")
 
-    def _index_parent(self, node: Node, parent: Node, columns: list[str]) -> None:
-        """Index the parent on the time columns the node's bounds compare, so that
-        purging the parent finds its old rows without a scan."""
-        self._record_indexes(node, [(parent, [c]) for c in columns if c in parent.columns])
-
     def _stream_node(self, stream: str) -> Node:
         row = self.conn.execute("SELECT node_id FROM argus_catalog.streams WHERE name = %s",
                                 (stream,)).fetchone()
@@ -504,28 +499,6 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps):
         return dataclasses.replace(new, definition=definition, signature=signature_text,
                                    fill=fill, limit=limit, copy=copy)
 
-    def estimates(self, block) -> Estimates | None:
-        return self.block_estimates(block) if self._layout()[0] == "cost" else None
-
-    def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
-                  ) -> None:
-        estimate = {"rows": round(rows, 1), "rate": round(rate, 2),
-                    "inflow": {str(s): round(r, 2) for s, r in inflow.items()}}
-        records.set_estimate(self.conn, node.id, estimate)
-
-    def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
-        """A block's chosen tree and the best alternatives, as `argus explain` shows them:
-        instances by their sources' names."""
-        def described(t: Tree) -> dict:
-            return {"tree": t.text(lambda i: self._instance_name(block, i)),
-                    "cpu": round(t.cpu, 1), "state": round(t.state)}
-
-        return {**described(tree), "alternatives": [described(t) for t in alternatives]}
-
-    def _instance_name(self, block, i: int) -> str:
-        source = self.load(block.sources[i - 1])
-        return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
-
     def _salt(self, salted: bool = False) -> str | None:
         """What makes a node's signature unique to this query: nodes that must not be
         shared (sharing "none", or joins when join sharing is off)."""
@@ -540,32 +513,3 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps):
     def _store(self, node: Node, parents: list[Node]) -> None:
         store_blocks(self.conn, node, parents)
         self.compiled.add(node.id)
-
-    def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:
-        """Index the parents' histories on the columns the join condition compares with
-        the other side, so that a delta probes them instead of scanning."""
-        self._record_indexes(node, indexes.join_keys(join_condition(node, [left, right]),
-                                                     left, right))
-
-    def _record_indexes(self, node: Node, keys: indexes.Keys) -> None:
-        if node not in self.created or node.definition.get("indexes") is not None:
-            return
-        self.forget()
-        records.note_indexes(self.conn, node.id, indexes.for_keys(self.conn, self.load, keys))
-
-    def _top_index(self, node: Node, parent: Node, keys: list[str], terms) -> None:
-        if node not in self.created:
-            return
-        made = indexes.top(self.conn, self.load, parent, keys, terms)
-        if made is not None:
-            self.forget()
-            records.note_indexes(self.conn, node.id, [made])
-
-    def origin(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
-        """The table a lazy join's `full` view reads `columns` from (the longest leading
-        part of them one table holds), through its parents' views."""
-        return indexes.table_of(self.conn, self.load, node, columns,
-                                through=lambda n: virtual(n) or is_lazy(n))
-
-    def index_of(self, parent: Node, columns: list[str]) -> str:
-        return indexes.index(self.conn, parent, columns)

@@ -21,6 +21,8 @@ from sqlglot import exp
 from ..frontend.relations import short
 from ..names import TIME_TYPES
 from ..nodes import Node, virtual
+from ..nodes.join import join_condition
+from ..nodes.lazy import is_lazy
 from ..trees import DIALECT, conjuncts
 from . import records
 
@@ -180,3 +182,43 @@ def join_keys(condition: str, left: Node, right: Node) -> Keys:
         if columns:
             out.append((side[table], columns))
     return out
+
+
+class IndexRequests:
+    """The indexes the builder's new nodes ask of their parents, recorded with the node
+    (network.builder.Builder mixes it in)."""
+
+    def _index_parent(self, node: Node, parent: Node, columns: list[str]) -> None:
+        """Index the parent on the time columns the node's bounds compare, so that
+        purging the parent finds its old rows without a scan."""
+        self._record_indexes(node, [(parent, [c]) for c in columns if c in parent.columns])
+
+
+    def _index_join_keys(self, node: Node, left: Node, right: Node) -> None:
+        """Index the parents' histories on the columns the join condition compares with
+        the other side, so that a delta probes them instead of scanning."""
+        self._record_indexes(node, join_keys(join_condition(node, [left, right]),
+                                            left, right))
+
+    def _record_indexes(self, node: Node, keys: Keys) -> None:
+        if node not in self.created or node.definition.get("indexes") is not None:
+            return
+        self.forget()
+        records.note_indexes(self.conn, node.id, for_keys(self.conn, self.load, keys))
+
+    def _top_index(self, node: Node, parent: Node, keys: list[str], terms) -> None:
+        if node not in self.created:
+            return
+        made = top(self.conn, self.load, parent, keys, terms)
+        if made is not None:
+            self.forget()
+            records.note_indexes(self.conn, node.id, [made])
+
+    def origin(self, node: Node, columns: list[str]) -> tuple[Node, list[str]] | None:
+        """The table a lazy join's `full` view reads `columns` from (the longest leading
+        part of them one table holds), through its parents' views."""
+        return table_of(self.conn, self.load, node, columns,
+                        through=lambda n: virtual(n) or is_lazy(n))
+
+    def index_of(self, parent: Node, columns: list[str]) -> str:
+        return index(self.conn, parent, columns)

@@ -15,11 +15,12 @@ from psycopg import sql
 from ..frontend.canon import column_atom
 from ..mqo import index
 from ..mqo.blocks import Block, Indexed, equality, render
-from ..mqo.order import Estimates
+from ..mqo.order import Estimates, Tree
 from ..mqo.sharing import source_atoms
 from .. import pg_plan
 from ..names import NETWORK_SCHEMA
 from ..nodes import Node, virtual
+from . import records
 from .placement import installed, placed, replicated
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
@@ -251,6 +252,28 @@ class Reads:
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
         return self.explain(sql.SQL("SELECT 1 FROM {} AS t1 WHERE {}").format(
             source.hist, sql.SQL(predicate)))["Plan Rows"]
+
+    def estimates(self, block) -> Estimates | None:
+        return self.block_estimates(block) if self._layout()[0] == "cost" else None
+
+    def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
+                  ) -> None:
+        estimate = {"rows": round(rows, 1), "rate": round(rate, 2),
+                    "inflow": {str(s): round(r, 2) for s, r in inflow.items()}}
+        records.set_estimate(self.conn, node.id, estimate)
+
+    def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
+        """A block's chosen tree and the best alternatives, as `argus explain` shows them:
+        instances by their sources' names."""
+        def described(t: Tree) -> dict:
+            return {"tree": t.text(lambda i: self._instance_name(block, i)),
+                    "cpu": round(t.cpu, 1), "state": round(t.state)}
+
+        return {**described(tree), "alternatives": [described(t) for t in alternatives]}
+
+    def _instance_name(self, block, i: int) -> str:
+        source = self.load(block.sources[i - 1])
+        return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
 
     def block_estimates(self, block: Block) -> Estimates:
         """What ordering a block's joins by cost needs (argus.mqo.order): each
