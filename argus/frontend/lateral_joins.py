@@ -18,7 +18,6 @@ from sqlglot import exp
 
 from ..errors import UnknownColumnError, UnsupportedQueryError
 from ..trees import DIALECT, conjuncts, folded, never_fails
-from .lateral import expands
 from .limit import top_k
 from .relations import figure_name
 from .scalar import aggregates
@@ -93,82 +92,12 @@ def lateral_subqueries(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str
     """The parsed `tree` with every LATERAL subquery decorrelated, innermost first.
     `columns_of(item)`: a FROM item's column names ([] when unknown)."""
     for select in reversed(list(tree.find_all(exp.Select))):
-        for join in list(select.args.get("joins") or []):
+        joins = select.args.get("joins") or []
+        for position, join in enumerate(joins):
             if isinstance(join.this, exp.Lateral) and isinstance(join.this.this, exp.Subquery):
-                joins = select.args["joins"]
-                before = [select.args["from_"].this] + [j.this for j in
-                                                        joins[:joins.index(join)]]
-                if not _inlined(select, join, before, columns_of):
-                    _decorrelate(select, join, {folded(_alias(i)) for i in before},
-                                 columns_of)
+                before = [select.args["from_"].this] + [j.this for j in joins[:position]]
+                _decorrelate(select, join, {folded(_alias(i)) for i in before}, columns_of)
     return tree
-
-
-def _inlined(select: exp.Select, join: exp.Join, before: list[exp.Expr],
-             columns_of: Callable[[exp.Expr], list[str]]) -> bool:
-    """A LATERAL subquery without FROM, `p, LATERAL (SELECT p.x * 2 AS y) l`, names
-    expressions of the outer row, one row for each (none returns a set): its columns
-    are replaced by their expressions wherever the query reads them, and it is gone. Its
-    unqualified columns are the outer items' (the one FROM item before it that has
-    each)."""
-    inner = join.this.this.this
-    alias = join.this.args.get("alias") or join.this.this.args.get("alias")
-    if not (isinstance(inner, exp.Select) and alias is not None and alias.name) or any(
-            inner.args.get(k) for k in ("from_", "where", "group", "having", "order", "limit",
-                                        "offset", "distinct", "with_", "windows")) \
-            or aggregates(inner) or any(e.find(exp.Window, exp.Select) or expands(e.sql(DIALECT))
-                                        for e in inner.expressions) \
-            or join.side not in ("", "LEFT") \
-            or join.side == "LEFT" and not _true(join.args.get("on")):
-        return False
-    name = folded(alias.this)
-    names = [folded(c) for c in alias.columns] + _output_names(inner)[len(alias.columns):]
-    exprs = {n: _outer(e.this if isinstance(e, exp.Alias) else e, before, columns_of)
-             for n, e in zip(names, inner.expressions)}
-    if any(isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
-           for e in select.expressions):
-        raise UnsupportedQueryError(f"SELECT * over the LATERAL subquery {alias.name}",
-                                    "name the columns it returns")
-    elsewhere = {folded(exp.to_identifier(c)) for item in before for c in columns_of(item)}
-    for column in list(select.find_all(exp.Column)):
-        table = folded(column.args["table"]) if column.table else None
-        if column.name and (table == name or table is None and column.parent_select is select
-                            and folded(column.this) in exprs
-                            and folded(column.this) not in elsewhere):
-            if folded(column.this) not in exprs:
-                raise UnknownColumnError(f"column {column.sql(DIALECT)} is not one of the "
-                                         f"LATERAL subquery {alias.name}'s")
-            value = exp.Paren(this=exprs[folded(column.this)].copy())
-            column.replace(exp.alias_(value, exp.to_identifier(column.name, quoted=True))
-                           if column.parent is select else value)  # (its output's name)
-    on = join.args.get("on")
-    select.set("joins", [j for j in select.args["joins"] if j is not join] or None)
-    if not _true(on):
-        select.where(on.copy(), copy=False)
-    return True
-
-
-def _true(on: exp.Expr | None) -> bool:
-    return on is None or isinstance(on, exp.Boolean) and on.this
-
-
-def _outer(expr: exp.Expr, before: list[exp.Expr],
-           columns_of: Callable[[exp.Expr], list[str]]) -> exp.Expr:
-    """`expr` of a LATERAL subquery without FROM, each unqualified column qualified by
-    the one FROM item before it that has it."""
-    expr = expr.copy()
-    for column in list(expr.find_all(exp.Column)):
-        if column.table or isinstance(column.this, exp.Star):
-            continue
-        owners = [i for i in before if folded(column.this) in
-                  {folded(exp.to_identifier(c)) for c in columns_of(i)}]
-        if len(owners) != 1:
-            raise UnknownColumnError(
-                f"column {column.name} in a LATERAL subquery is "
-                f"{'in more than one' if owners else 'in none'} of the FROM items before "
-                f"it ({', '.join(i.alias_or_name for i in before)}): qualify it (p.col)")
-        column.set("table", _alias(owners[0]).copy())
-    return expr
 
 
 def _alias(item: exp.Expr) -> exp.Identifier:
