@@ -123,6 +123,12 @@ def _decorrelate(select: exp.Select, join: exp.Join, outer: set[str],
     if not isinstance(inner, exp.Select):
         raise UnsupportedQueryError(f"LATERAL ({inner.sql(DIALECT)[:60]}) {name}",
                                     "a LATERAL subquery is maintained when it is a SELECT")
+    if not inner.args.get("from_"):  # (its names resolve against the outer row as
+        # PostgreSQL's would only with much of its scoping: refused, clearly)
+        raise UnsupportedQueryError(
+            f"a LATERAL subquery without FROM ({name})",
+            "write its expressions in the select list, or in a derived table over the "
+            "FROM items before it")
     _check_own_columns(inner, name, columns_of)
     keys, kept, on_outer = _correlation(inner, name, outer)
     if not (keys or on_outer):  # not correlated at all: a derived table
