@@ -1,5 +1,6 @@
-"""Golden files, checked without a server: each recorded node's generated SQL, per kind
-(tests/golden/<kind>.txt), and each query's plan (tests/golden/plans.txt).
+"""Golden files: checked without a server, each recorded node's generated SQL, per kind
+(tests/golden/<kind>.txt), and each query's plan (tests/golden/plans.txt); on a server,
+each network's cycle program as the database assembles it (tests/golden/programs.txt).
 
 The networks of tests/golden/networks.txt are registered once on a real server and
 their nodes recorded in tests/golden/nodes.json (`python -m tests.test_golden --record`).
@@ -10,6 +11,7 @@ diff of the SQL it generates. After a deliberate change, regenerate the files wi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import json
@@ -129,41 +131,75 @@ def test_plans():
     check(GOLDEN / "plans.txt", plans())
 
 
-def record(dsn: str) -> None:
-    """Register the networks on a server and record their nodes (tests/golden/nodes.json)."""
+@contextlib.contextmanager
+def built(dsn: str, title: str, streams, queries, rerun, jisc):
+    """A golden network registered in a database of its own, dropped after."""
     import psycopg
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
 
     import argus
-    from argus import network, roles
+    from argus import roles
+
+    name = "argus_golden"
+    roles.drop_database(dsn, name)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        with argus.connect(make_conninfo(dsn, dbname=name)) as db:
+            for stream, (columns, time) in streams.items():
+                db.create_stream(stream, columns, time_column=time)
+            for query, text in queries.items():
+                db.register_query(query, text,
+                                  evaluate="rerun" if query in rerun else "incremental")
+            if jisc:
+                db.configure(migration="jisc", rerun_fallback=False, virtual_join_growth=None)
+                assert all(d.migrated for d in db.migrate(jisc, force=True)), jisc
+            yield db
+    finally:
+        roles.drop_database(dsn, name)
+
+
+def programs(dsn: str) -> str:
+    """Each golden network's cycle program as the database assembles it from its nodes'
+    stored code (argus.assemble_program): the frame and the blocks in their order."""
+    out = []
+    for title, *network in networks():
+        with built(dsn, title, *network) as db:
+            db.conn.execute("SELECT argus.assemble_program()")
+            (source,) = db.conn.execute(
+                "SELECT prosrc FROM pg_proc WHERE oid = 'argus_net.cycle_program(bigint, "
+                "jsonb, argus_catalog.settings)'::regprocedure").fetchone()
+            out.append(f"==== {title}\n{source.strip()}\n")
+    return "\n".join(out)
+
+
+def test_assembled_programs(admin_dsn):
+    """The assembled program of every golden network (tests/golden/programs.txt): a
+    change to the frame, a node's code or how the database puts them together shows
+    here as a diff."""
+    check(GOLDEN / "programs.txt", programs(admin_dsn))
+
+
+def record(dsn: str) -> None:
+    """Register the networks on a server and record their nodes (tests/golden/nodes.json)
+    and assembled programs (tests/golden/programs.txt)."""
+    import dataclasses as dc
+
+    from argus import network
 
     recorded = {}
-    for title, streams, queries, rerun, jisc in networks():
-        name = "argus_golden"
-        roles.drop_database(dsn, name)
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        try:
-            with argus.connect(make_conninfo(dsn, dbname=name)) as db:
-                for stream, (columns, time) in streams.items():
-                    db.create_stream(stream, columns, time_column=time)
-                for query, text in queries.items():
-                    db.register_query(query, text,
-                                      evaluate="rerun" if query in rerun else "incremental")
-                if jisc:
-                    db.configure(migration="jisc", rerun_fallback=False, virtual_join_growth=None)
-                    assert all(d.migrated for d in db.migrate(jisc, force=True)), jisc
-                net = network.load(db.conn)
-                times = dict(db.conn.execute(
-                    "SELECT node_id::text, time_column FROM argus_catalog.streams").fetchall())
-                recorded[title] = {
-                    "streams": net.streams,
-                    "time_columns": {k: v for k, v in times.items() if v},
-                    "nodes": [dataclasses.asdict(n) for n in net.nodes.values()]}
-        finally:
-            roles.drop_database(dsn, name)
+    for title, *rest in networks():
+        with built(dsn, title, *rest) as db:
+            net = network.load(db.conn)
+            times = dict(db.conn.execute(
+                "SELECT node_id::text, time_column FROM argus_catalog.streams").fetchall())
+            recorded[title] = {
+                "streams": net.streams,
+                "time_columns": {k: v for k, v in times.items() if v},
+                "nodes": [dc.asdict(n) for n in net.nodes.values()]}
     (GOLDEN / "nodes.json").write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    (GOLDEN / "programs.txt").write_text(programs(dsn))
 
 
 if __name__ == "__main__":
