@@ -92,7 +92,7 @@ def hashable(conn: psycopg.Connection, name: str) -> bool:
                SELECT CASE WHEN y.typtype = 'd' THEN y.typbasetype ELSE y.typelem END
                  FROM t JOIN pg_type y ON y.oid = t.oid
                 WHERE y.typtype = 'd' OR y.typcategory = 'A')
-           SELECT bool_and(y.typtype IN ('d') OR y.typcategory = 'A'
+           SELECT bool_and(y.typtype = 'd' OR y.typcategory = 'A'
                            OR y.typtype IN ('b', 'e') AND EXISTS (
                                SELECT FROM pg_opclass o JOIN pg_am m ON m.oid = o.opcmethod
                                 WHERE m.amname = 'hash' AND o.opcdefault
