@@ -49,15 +49,15 @@ def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
                   guard=sql.SQL("") if installed(conn) else sql.SQL(" WHERE argus.intact()"))
 
 
-def changes_view_sql(name: str, output: list[str], top, last_run: int,
-                     kept: sql.Identifier | None = None, hashed: bool = False
-                     ) -> sql.Composed:
+def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top,
+                     last_run: int, kept: sql.Identifier | None = None) -> sql.Composed:
     """The query's changes view: its output expressions over the top node's delta, or,
     for expressions that read the clock, what changed as the clock moved too; empty
     until a cycle after `last_run` (the last before registration). `kept`: a table of
     the last cycle's changes, shown until the next cycle (a migration's, argus.adapt).
-    Where a row can be retracted, the changes are made net (query/changes_net; with
-    `hashed`, rows told apart by a hash first: every output type hashes, `hashable`)."""
+    Where a row can be retracted, the changes are made net (query/changes_net), rows
+    told apart by a hash first: of the row where every output type hashes (`hashable`,
+    asked of the results view, made first), else of its text."""
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
              "delta": top.kind_of.changes(top), "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
@@ -72,11 +72,11 @@ def changes_view_sql(name: str, output: list[str], top, last_run: int,
                       after=sql.Literal(last_run))
     if kept is not None or clocked or not top.insert_only:
         names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
-        body = render("query/changes_net_hashed" if hashed else "query/changes_net",
-                      changes=body, sign=SIGN_ID,
-                      columns=sql.SQL(", ").join(map(sql.Identifier, names)),
-                      qualified=sql.SQL(", ").join(sql.Identifier("argus_c", n)
-                                                   for n in names))
+        qualified = sql.SQL(", ").join(sql.Identifier("argus_c", n) for n in names)
+        hashed = (sql.SQL("hash_record_extended(ROW({}), 0)") if hashable(conn, name)
+                  else sql.SQL("hashtextextended(ROW({})::text, 0)")).format(qualified)
+        body = render("query/changes_net", changes=body, sign=SIGN_ID, qualified=qualified,
+                      columns=sql.SQL(", ").join(map(sql.Identifier, names)), hash=hashed)
     return render("query/changes_view", view=changes_view(name), changes=body)
 
 

@@ -178,8 +178,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
                          f"prefix '{RESERVED_PREFIX}'; rename it with AS")
     (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
                                ).fetchone()
-    conn.execute(answers.changes_view_sql(name, output, top, last_run,
-                                          hashed=answers.hashable(conn, name)))
+    conn.execute(answers.changes_view_sql(conn, name, output, top, last_run))
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders,
                                               clock_output, sharing, join_sharing, evaluate,

@@ -160,25 +160,25 @@ def built(dsn: str, title: str, streams, queries, rerun, jisc):
         roles.drop_database(dsn, name)
 
 
-def programs(dsn: str) -> str:
-    """Each golden network's cycle program as the database assembles it from its nodes'
-    stored code (argus.assemble_program): the frame and the blocks in their order."""
-    out = []
-    for title, *network in networks():
-        with built(dsn, title, *network) as db:
-            db.conn.execute("SELECT argus.assemble_program()")
-            (source,) = db.conn.execute(
-                "SELECT prosrc FROM pg_proc WHERE oid = 'argus_net.cycle_program(bigint, "
-                "jsonb, argus_catalog.settings)'::regprocedure").fetchone()
-            out.append(f"==== {title}\n{source.strip()}\n")
-    return "\n".join(out)
+def program(db) -> str:
+    """The network's cycle program as the database assembles it from its nodes' stored
+    code (argus.assemble_program): the frame and the blocks in their order."""
+    db.conn.execute("SELECT argus.assemble_program()")
+    (source,) = db.conn.execute(
+        "SELECT prosrc FROM pg_proc WHERE oid = 'argus_net.cycle_program(bigint, jsonb, "
+        "argus_catalog.settings)'::regprocedure").fetchone()
+    return source.strip()
 
 
 def test_assembled_programs(admin_dsn):
     """The assembled program of every golden network (tests/golden/programs.txt): a
     change to the frame, a node's code or how the database puts them together shows
     here as a diff."""
-    check(GOLDEN / "programs.txt", programs(admin_dsn))
+    texts = []
+    for title, *network in networks():
+        with built(admin_dsn, title, *network) as db:
+            texts.append(f"==== {title}\n{program(db)}\n")
+    check(GOLDEN / "programs.txt", "\n".join(texts))
 
 
 def record(dsn: str) -> None:
@@ -188,7 +188,7 @@ def record(dsn: str) -> None:
 
     from argus import network
 
-    recorded = {}
+    recorded, texts = {}, []
     for title, *rest in networks():
         with built(dsn, title, *rest) as db:
             net = network.load(db.conn)
@@ -198,8 +198,9 @@ def record(dsn: str) -> None:
                 "streams": net.streams,
                 "time_columns": {k: v for k, v in times.items() if v},
                 "nodes": [dc.asdict(n) for n in net.nodes.values()]}
+            texts.append(f"==== {title}\n{program(db)}\n")
     (GOLDEN / "nodes.json").write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
-    (GOLDEN / "programs.txt").write_text(programs(dsn))
+    (GOLDEN / "programs.txt").write_text("\n".join(texts))
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ from ..mqo.sharing import Sharing
 from ..names import NETWORK_SCHEMA, changes_view
 from ..network import Builder, assemble, drop_unused, jisc
 from ..admission import row_bound
-from ..answers import (changes_view_sql, drop_kept, hashable, output_check_sql,
-                       results_view_sql)
+from ..answers import changes_view_sql, drop_kept, output_check_sql, results_view_sql
 from ..registry import build_top
 from ..streams import stream_schemas
 from .records import Decision, log_migration, only_used_by, recent_ms
@@ -111,7 +110,7 @@ def _switch(conn: psycopg.Connection, name: str, query_id: int, builder: Builder
     conn.execute(sql.SQL("CREATE TABLE {} AS SELECT * FROM {}").format(
         kept, changes_view(name)))
     conn.execute(results_view_sql(conn, name, output, top))
-    conn.execute(changes_view_sql(name, output, top, last_run, kept, hashable(conn, name)))
+    conn.execute(changes_view_sql(conn, name, output, top, last_run, kept))
     drop_kept(conn, query_id, but=kept)
     orders = json.dumps(builder.join_orders) if builder.join_orders else None
     conn.execute("UPDATE argus_catalog.queries SET output_node = %s, join_orders = %s, "

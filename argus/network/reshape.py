@@ -59,12 +59,11 @@ def _outward(definition: dict, parent: Node) -> bool:
     if not (parent.kind_of.groups and parent.definition.get("grows")):
         return False
     keys = {qualified("t1", g) for g, _ in parent.definition["groups"]}
-    funcs = {e.name: e.func for e in entries(parent.definition)}
     if not all(_columns(e) <= keys for _, e in definition["groups"]):
         return False
-    return all(e.func not in _RISING or (e.arg is not None and e.merge is None and any(
-        e.arg == qualified("t1", name) for name, f in funcs.items() if f in _RISING[e.func]))
-        for e in entries(definition))
+    funcs = {qualified("t1", e.name): e.func for e in entries(parent.definition)}
+    return all(e.func not in _RISING or e.merge is None and funcs.get(e.arg) in _RISING[e.func]
+               for e in entries(definition))
 
 
 def _columns(text: str) -> set[str]:
