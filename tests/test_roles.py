@@ -27,6 +27,8 @@ CATALOG_WRITES = [
     "UPDATE argus_catalog.nodes SET cycle_block = 'EXECUTE ''ALTER ROLE me SUPERUSER'''",
     "INSERT INTO argus_catalog.grants VALUES ('reader', current_user, 'b', NULL)",
     "UPDATE argus_catalog.settings SET role_prefix = 'x'",
+    "UPDATE argus_catalog.program_state SET program_frame = 'ALTER ROLE me SUPERUSER', "
+    "program_stale = true",
     "DELETE FROM argus_net.n1",
     "INSERT INTO argus_streams.t VALUES (2, 'forged')",
     "CREATE TABLE argus_net.mine (x int)",
