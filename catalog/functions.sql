@@ -112,16 +112,18 @@ BEGIN
     END IF;
 END $$;
 
--- A recursion's rows in one statement, against the bound its node was built with
--- (max_query_state over the row's width, argus.nodes.base.bounded): past it the
--- statement fails, and the cycle isolates the queries that read the node.
+-- The rows one statement derives where no estimate bounds them (a recursion, a
+-- set-returning function of the data, a re-run's answer), against the bound its node
+-- was built with (max_query_state over the row's width, argus.nodes.base.bounded): past
+-- it the statement fails, and the cycle isolates the queries that read the node.
 CREATE OR REPLACE FUNCTION argus.within_bound(p_rows bigint, p_bound bigint) RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF p_rows > p_bound THEN
-        RAISE EXCEPTION 'a recursion derived more than % rows in one statement, more than '
-                        'max_query_state holds', p_bound
-            USING HINT = 'narrow the recursion, raise max_query_state (argus config), or '
+        RAISE EXCEPTION 'one statement derived more than % rows (a recursion, or a '
+                        'set-returning function of the data such as generate_series), more '
+                        'than max_query_state holds', p_bound
+            USING HINT = 'narrow the query, raise max_query_state (argus config), or '
                          'have the owner register the query with --force';
     END IF;
     RETURN true;
