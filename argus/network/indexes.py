@@ -117,18 +117,20 @@ def having_index(conn: psycopg.Connection, parent: Node, table: Node, columns: l
 
 def index(conn: psycopg.Connection, parent: Node, columns: list[str]) -> str:
     """The name of an index on the parent led by `columns`: one that exists (argus's,
-    or a tracked table's primary key: a second index on its leading column cost
-    every change of TPC-H's lineitem and orders), else a new one, which replaces
-    those of argus's it extends (whose columns lead it), so that a stream history
-    keeps one index per join key, not one per query."""
+    a tracked table's primary key: a second index on its leading column cost every
+    change of TPC-H's lineitem and orders, or the parent's own: a window's on its
+    partitions, which q11's second window asked for again), else a new one, which
+    replaces those requested of argus's it extends (whose columns lead it), so that a
+    stream history keeps one index per join key, not one per query."""
     schema, table = parent.hist_ref
     existing = conn.execute(
-        r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord), i.indisprimary
+        r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord),
+                   c.relname NOT LIKE 'argus\_%%' OR i.indisprimary
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             JOIN pg_am m ON m.oid = c.relam AND m.amname = 'btree'
              CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
             WHERE i.indrelid = %s::regclass
-              AND (c.relname LIKE 'argus\_%%' OR i.indisprimary)
               AND NOT 0 = ANY (i.indkey)  -- not an aggregate's expression index
               AND i.indpred IS NULL  -- nor a HAVING's partial one (having_index)
             GROUP BY c.relname, i.indisprimary ORDER BY c.relname""",
@@ -139,8 +141,8 @@ def index(conn: psycopg.Connection, parent: Node, columns: list[str]) -> str:
     name = short(f"argus_{table}_{'_'.join(columns)}_idx")
     conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
         sql.Identifier(name), parent.hist, sql.SQL(", ").join(map(sql.Identifier, columns))))
-    for old, indexed, primary in existing:
-        if columns[:len(indexed)] == indexed and not primary:
+    for old, indexed, kept in existing:
+        if columns[:len(indexed)] == indexed and not kept:
             records.rename_index(conn, [schema, old], [schema, name])
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(schema, old)))
     return name
