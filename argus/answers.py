@@ -15,15 +15,18 @@ from .names import NETWORK_SCHEMA, changes_view, results_view
 from .network.placement import installed
 from .nodes import SIGN_ID, T1, Node
 from .templates import render
-from .trees import DIALECT
+from .trees import DIALECT, never_fails
 
 
 def output_check_sql(output: list[str], top, bound: int | None = None) -> str | None:
     """The statement a cycle runs to evaluate the query's own output expressions over
-    the rows its top node gained (query/check_output.sql); None when they are columns
-    only, or read the clock (they change with it, whatever the rows). An output that
-    expands rows (a set-returning function of the data) is counted to `bound` only."""
-    if all(_a_column(e) for e in output) or any(reads_clock(e) for e in output):
+    the rows its top node gained (query/check_output.sql); None when none can fail on a
+    row of the node's types (trees.never_fails), or they read the clock (they change
+    with it, whatever the rows). An output that expands rows (a set-returning function
+    of the data) is counted to `bound` only."""
+    types = top.typed()
+    if all(_a_column(e) or never_fails(e, types=types) for e in output) \
+            or any(reads_clock(e) for e in output):
         return None
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": top.kind_of.changes(top),
              "t1": T1, "sign": SIGN_ID}

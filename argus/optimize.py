@@ -68,7 +68,7 @@ def proposals(conn: psycopg.Connection, only: set[int] | None = None) -> list[Pr
         if node.kind_of.joins:
             inputs = sum(rows[p.id] for p in parents)
             if not (growth is not None and node.insert_only
-                    and may_be_view(node.definition, node.exprs)
+                    and may_be_view(node.definition, node.exprs, parents)
                     and rows[node.id] > growth * inputs):
                 continue
             why = (f"{rows[node.id]:,} rows, {rows[node.id] / max(inputs, 1):,.1f}× its "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import decimal
 import re
+from collections.abc import Mapping
 
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
@@ -110,7 +112,7 @@ def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
 _NEVER_FAILS = (exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren,
                 exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
                 exp.Is, exp.Between, exp.In, exp.Tuple, exp.DataType, exp.DataTypeParam,
-                exp.Star)
+                exp.Star, exp.Alias)
 
 
 # Arithmetic that fails only by overflow, at the ends of its type's range.
@@ -127,15 +129,117 @@ def _plain_pattern(node: exp.Expr) -> bool:
             and pattern.is_string and "\\" not in pattern.this)
 
 
-def never_fails(text: str, overflow: bool = False) -> bool:
+Types = Mapping[tuple[str, str], str]  # (table alias, column) → its PostgreSQL type
+
+
+def never_fails(text: str, overflow: bool = False, types: Types | None = None) -> bool:
     """Whether an expression cannot fail on any row (a constant's cast fails, if it
     does, when the statement is planned); with `overflow`, except by an overflow of
-    +, - or * (a date 20 days after the last date PostgreSQL has)."""
+    +, - or * (a date 20 days after the last date PostgreSQL has). Knowing its columns'
+    `types`, also functions that fail on no value of their types (_typed_safe)."""
     import sqlglot
 
     allowed = _NEVER_FAILS + (_OVERFLOWS if overflow else ())
     for node in sqlglot.parse_one(text, read=DIALECT).walk():
         constant = isinstance(node, exp.Cast) and isinstance(unparen(node.this), exp.Literal)
-        if not (constant or isinstance(node, allowed) or _plain_pattern(node)):
+        if not (constant or isinstance(node, allowed) or _plain_pattern(node)
+                or types is not None and _typed_safe(node, types)):
             return False
     return True
+
+
+# Functions that fail on no value of any type they take (a type they do not take fails
+# when the statement is planned).
+_TOTAL = (exp.Lower, exp.Upper, exp.Length, exp.Coalesce, exp.Case, exp.If, exp.Nullif,
+          exp.Greatest, exp.Least)
+# EXTRACT's fields of a date or timestamp (an infinite one gives NULL), and date_trunc's
+# units of a timestamp without time zone that cannot fall below its first (a Monday at
+# midnight): a year's start can, and a timestamptz is truncated in the session's zone
+# (all of them fail at its ends in some zone: tried on PostgreSQL 15)
+_TIME_FIELDS = frozenset({"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOW", "ISODOW",
+                          "DOY", "EPOCH"})
+_CLOCK_FIELDS = frozenset({"HOUR", "MINUTE", "SECOND", "MILLISECONDS", "MICROSECONDS"})
+_TRUNCATIONS = frozenset({"WEEK", "DAY"}) | _CLOCK_FIELDS
+_TIMESTAMPS = ("timestamp without time zone", "timestamp with time zone")
+_INTEGER_DIGITS = {"smallint": 5, "integer": 10, "bigint": 19}
+_TEXTS = frozenset({"TEXT", "VARCHAR", "CHAR"})
+
+
+def _typed_safe(node: exp.Expr, types: Types) -> bool:
+    """A node that cannot fail given its columns' types: a total function; to_char of a
+    timestamp, EXTRACT of a date or timestamp, date_trunc as above; split_part at a
+    positive constant position; a cast to text; arithmetic in numeric over integers and
+    constants, whose digits stay far below numeric's limit (`0.908 * price`, a bigint
+    price)."""
+    if isinstance(node, _TOTAL):
+        return True
+    if isinstance(node, exp.Var):  # (a field or unit, judged with its function)
+        return isinstance(node.parent, exp.Extract | exp.TimestampTrunc)
+    if isinstance(node, exp.Extract):
+        kind, name = _type_of(node.expression, types), node.this.name.upper()
+        return kind in _TIMESTAMPS and name in _TIME_FIELDS | _CLOCK_FIELDS \
+            or kind == "date" and name in _TIME_FIELDS
+    if isinstance(node, exp.TimestampTrunc):
+        unit = node.args.get("unit")
+        return _type_of(node.this, types) == _TIMESTAMPS[0] and isinstance(
+            unit, exp.Var | exp.Literal) and unit.name.upper() in _TRUNCATIONS
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "TO_CHAR":
+        value, *rest = node.expressions  # (a date past timestamp's last fails)
+        return (len(rest) == 1 and isinstance(rest[0], exp.Literal) and rest[0].is_string
+                and _type_of(value, types) in _TIMESTAMPS)
+    if isinstance(node, exp.SplitPart):
+        position = node.args.get("part_index")
+        return (isinstance(node.args.get("delimiter"), exp.Literal)
+                and isinstance(position, exp.Literal) and position.is_int
+                and int(position.this) > 0)
+    if isinstance(node, exp.Cast):
+        return node.to.this.name in _TEXTS and not node.to.expressions \
+            or _digits(node, types) is not None
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Neg):
+        return _digits(node, types) is not None
+    return False
+
+
+def _type_of(node: exp.Expr, types: Types) -> str | None:
+    node = unparen(node)
+    return types.get((node.table, node.name)) if isinstance(node, exp.Column) else None
+
+
+def _digits(node: exp.Expr, types: Types) -> int | None:
+    """The most digits the integer part of a numeric value can have, for arithmetic
+    PostgreSQL does in numeric (an operand numeric) over integer columns and number
+    constants; None where it may overflow (integer or float arithmetic, a numeric
+    column's any value) or is not such arithmetic. numeric holds 131,072 digits."""
+    node = unparen(node)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return max(decimal.Decimal(node.this).adjusted() + 1, 1)
+    if isinstance(node, exp.Column):
+        return _INTEGER_DIGITS.get(_type_of(node, types))
+    if isinstance(node, exp.Cast) and node.to.this in (exp.DataType.Type.DECIMAL,):
+        return _digits(node.this, types) if not node.to.expressions else None
+    if isinstance(node, exp.Neg):  # (an integer's can overflow: -(-2^63))
+        return _digits(node.this, types) if _is_numeric(node.this) or isinstance(
+            unparen(node.this), exp.Literal) else None
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul) and (
+            _is_numeric(node.left) or _is_numeric(node.right)):
+        left, right = _digits(node.left, types), _digits(node.right, types)
+        if left is None or right is None:
+            return None
+        found = left + right if isinstance(node, exp.Mul) else max(left, right) + 1
+        return found if found <= 1000 else None
+    return None
+
+
+def _is_numeric(node: exp.Expr) -> bool:
+    """Evaluated in numeric: a decimal constant, a cast to numeric, or arithmetic with
+    such an operand."""
+    node = unparen(node)
+    if isinstance(node, exp.Literal):
+        return not node.is_string and not node.is_int
+    if isinstance(node, exp.Cast):
+        return node.to.this == exp.DataType.Type.DECIMAL
+    if isinstance(node, exp.Neg):
+        return _is_numeric(node.this)
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul):
+        return _is_numeric(node.left) or _is_numeric(node.right)
+    return False

@@ -21,11 +21,12 @@ from .reads import network_bytes
 from .stored import execute_all, store_blocks
 
 
-def may_be_view(definition: dict, exprs) -> bool:
+def may_be_view(definition: dict, exprs, parents: list[Node]) -> bool:
     """An insert-only join whose history may be a view (Layouts._view_of_join): an inner
     one whose condition and columns cannot fail on a row but by overflow."""
+    types = {**parents[0].typed("t1"), **parents[1].typed("t2")}
     return definition["join_type"] == "inner" and all(
-        never_fails(e, overflow=True) for e in [definition["condition"], *exprs])
+        never_fails(e, overflow=True, types=types) for e in [definition["condition"], *exprs])
 
 
 class Layouts:
@@ -83,8 +84,9 @@ class Layouts:
         that pass a selection of its ranks, and the selection cannot fail on a row (a
         view's error would surface when the answer is read)."""
         stored = self._stored(parent)
-        return stored.kind_of.top_k(stored) is not None \
-            and all(map(never_fails, filter(None, [definition.get("predicate"), *exprs])))
+        return stored.kind_of.top_k(stored) is not None and all(
+            never_fails(e, types=parent.typed())
+            for e in filter(None, [definition.get("predicate"), *exprs]))
 
     def view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
         """ARGUS's conditional materialization: a selection over a stream (through
@@ -97,7 +99,7 @@ class Layouts:
         in the cycle that isolates it."""
         predicate = definition.get("predicate")
         if definition.get("temporal") or definition.get("virtual") or not all(
-                map(never_fails, filter(None, [predicate, *exprs]))):
+                never_fails(e, types=parent.typed()) for e in filter(None, [predicate, *exprs])):
             return False
         layout, threshold, _, _ = self._layout()
         base = self._stored(parent)
@@ -128,7 +130,7 @@ class Layouts:
         (its backfill stops there), or None."""
         layout, _, growth, budget = self._layout()
         if layout != "cost" or (growth, budget) == (None, None) \
-                or not may_be_view(definition, exprs) or self.sharded():
+                or not may_be_view(definition, exprs, parents) or self.sharded():
             return None  # (on Citus: a join's view over distributed histories is read
             # through set operations Citus 13 cannot plan, docs/scale-out.md)
         limits = []

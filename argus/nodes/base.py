@@ -67,6 +67,10 @@ class Node:
     def loaded(self) -> bool:
         return KINDS[self.kind].loaded
 
+    def typed(self, alias: str = "t1") -> dict[tuple[str, str], str]:
+        """Its columns' types as an expression over it names them (trees.never_fails)."""
+        return {(alias, c): t for c, t in zip(self.columns, self.types)}
+
     @property
     def hist(self) -> sql.Identifier:
         return sql.Identifier(*self.hist_ref)
