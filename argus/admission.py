@@ -64,7 +64,31 @@ def checked(conn: psycopg.Connection, analyzed: Analyzed, registrant: str | None
     IMMUTABLE calls of constants, running them); then its plan (_check_with_postgres)."""
     over = over_histories(analyzed.canonical)
     reach.check_query(conn, over, registrant)
-    return _check_with_postgres(conn, over)
+    plan = _check_with_postgres(conn, over)
+    check_patterns(conn, over)
+    return plan
+
+
+# A regular expression a query matches with, and how to make PostgreSQL compile it
+_MATCHES = {exp.RegexpLike: "SELECT ''::text ~ {}", exp.RegexpILike: "SELECT ''::text ~* {}",
+            exp.Substring: "SELECT substring(''::text FROM {})"}
+
+
+def check_patterns(conn: psycopg.Connection, query: str) -> None:
+    """Each constant regular expression the query matches with (`~`, `~*`, `substring(x
+    FROM pattern)`) compiles: else it would fail on the first row of every cycle. Once
+    compiled, a match fails on no row (trees.never_fails counts on it)."""
+    for node in sqlglot.parse_one(query, read=DIALECT).find_all(*_MATCHES):
+        pattern = node.args.get("start") if isinstance(node, exp.Substring) else node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string) \
+                or node.args.get("length") is not None:
+            continue
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL(_MATCHES[type(node)]).format(sql.Literal(pattern.this)))
+        except psycopg.errors.InvalidRegularExpression as exc:
+            raise QueryError(f"the regular expression {pattern.this!r} in {node.sql(DIALECT)}: "
+                             f"{exc.diag.message_primary}") from None
 
 
 def _check_with_postgres(conn: psycopg.Connection, over: str) -> dict:

@@ -168,9 +168,9 @@ _TEXTS = frozenset({"TEXT", "VARCHAR", "CHAR"})
 def _typed_safe(node: exp.Expr, types: Types) -> bool:
     """A node that cannot fail given its columns' types: a total function; to_char of a
     timestamp, EXTRACT of a date or timestamp, date_trunc as above; split_part at a
-    positive constant position; a cast to text; arithmetic in numeric over integers and
-    constants, whose digits stay far below numeric's limit (`0.908 * price`, a bigint
-    price)."""
+    positive constant position; a match of a constant regular expression; a cast to
+    text; arithmetic in numeric over integers and constants, whose digits stay far below
+    numeric's limit (`0.908 * price`, a bigint price)."""
     if isinstance(node, _TOTAL):
         return True
     if isinstance(node, exp.Var):  # (a field or unit, judged with its function)
@@ -187,6 +187,8 @@ def _typed_safe(node: exp.Expr, types: Types) -> bool:
         value, *rest = node.expressions  # (a date past timestamp's last fails)
         return (len(rest) == 1 and isinstance(rest[0], exp.Literal) and rest[0].is_string
                 and _type_of(value, types) in _TIMESTAMPS)
+    if isinstance(node, exp.RegexpLike | exp.RegexpILike | exp.Substring):
+        return _matches_safely(node)
     if isinstance(node, exp.SplitPart):
         position = node.args.get("part_index")
         return (isinstance(node.args.get("delimiter"), exp.Literal)
@@ -198,6 +200,20 @@ def _typed_safe(node: exp.Expr, types: Types) -> bool:
     if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Neg):
         return _digits(node, types) is not None
     return False
+
+
+def _matches_safely(node: exp.Expr) -> bool:
+    """A match against a constant regular expression, which registration compiled
+    (admission.check_patterns); substring from a constant position, for a constant
+    length that is not negative."""
+    if isinstance(node, exp.Substring):
+        start, length = node.args.get("start"), node.args.get("length")
+        if isinstance(start, exp.Literal) and start.is_string:
+            return length is None
+        return isinstance(start, exp.Literal) and start.is_int and (length is None or (
+            isinstance(length, exp.Literal) and length.is_int and int(length.this) >= 0))
+    pattern = node.expression
+    return isinstance(pattern, exp.Literal) and pattern.is_string
 
 
 def _type_of(node: exp.Expr, types: Types) -> str | None:

@@ -23,7 +23,7 @@ ROWS = [
     "-32768, -2147483648, -9223372036854775808, -1e131071, -1.7e308, "
     "'4714-11-24 00:00:00 BC', '4714-11-24 00:00:00+00 BC', '4713-01-01 BC', ''",
     "0, 0, 0, 'NaN', 'NaN', 'infinity', 'infinity', 'infinity', '/'",
-    "1, 1, 1, 0.5, 'Infinity', '-infinity', '-infinity', '-infinity', 'x'",
+    "1, 1, 1, 0.5, 'Infinity', '-infinity', '-infinity', '-infinity', '('",
     "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
 ]
 ZONES = ["UTC", "Pacific/Kiritimati", "Etc/GMT+12", "America/New_York"]
@@ -47,6 +47,9 @@ NEVER_FAIL = [
     "COALESCE(NULLIF(LENGTH(\"t1\".\"x\"), 0), 1) > 0",
     'GREATEST("t1"."i", "t1"."s") <= LEAST("t1"."b", 5)',
     'CAST("t1"."f" AS TEXT)',
+    "SUBSTRING(\"t1\".\"x\" FROM '(?:&|^|\\?)channel_id=([^&]*)') IS NOT NULL",
+    "\"t1\".\"x\" ~ '^a/' OR \"t1\".\"x\" ~* 'B+'",
+    'SUBSTRING("t1"."x" FROM 2 FOR 3)',
 ]
 
 MAY_FAIL = [
@@ -63,6 +66,8 @@ MAY_FAIL = [
     "SPLIT_PART(\"t1\".\"x\", '/', 0)",
     '"t1"."t" + INTERVAL \'10 SECONDS\'',
     '"t1"."b" / "t1"."i"',  # by zero
+    "SUBSTRING(\"t1\".\"x\" FROM \"t1\".\"i\" FOR \"t1\".\"s\")",  # a negative length
+    '"t1"."x" ~ "t1"."x"',  # a pattern of the row's: '' compiles, '(' does not
 ]
 
 
@@ -120,3 +125,14 @@ def test_a_query_whose_outputs_cannot_fail_has_no_check_in_the_cycle(oracle):
     assert sorted(oracle.db.results("safe"), key=str) == sorted(oracle.db.conn.execute(
         "SELECT b, 0.908 * b, to_char(t, 'HH24:MI'), split_part(x, '/', 2) "
         "FROM argus_streams.bids").fetchall(), key=str)
+
+
+def test_a_regular_expression_that_does_not_compile_is_refused_at_registration(oracle):
+    import argus
+
+    oracle.create_stream("hits", {"url": "text"})
+    with pytest.raises(argus.QueryError, match=r"regular expression '\(a' in .*parenthes"):
+        oracle.register("bad", "SELECT substring(url FROM '(a') AS part FROM hits")
+    with pytest.raises(argus.QueryError, match="regular expression"):
+        oracle.register("bad", "SELECT url FROM hits WHERE url ~* 'a{2,1}'")
+    assert not oracle.db.conn.execute("SELECT count(*) FROM argus_catalog.queries").fetchone()[0]
