@@ -120,6 +120,10 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
     steps = COMPILERS[node.kind].evaluate(node, parents)
     if delta_view(node) and passes_every_row(node, parents[0]):
         code = render("select/count_parent", parent=sql.Literal(parents[0].id))
+    elif delta_view(node) and node.definition.get("bound") is not None:
+        bound = node.definition["bound"]
+        code = render("select/count_view_bounded", delta=node.delta, sign=SIGN_ID,
+                      limit=sql.Literal(bound + 1), bound=sql.Literal(bound))
     elif delta_view(node):
         code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
     elif not steps:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import sqlglot
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
@@ -35,6 +36,17 @@ SET_RETURNING = re.compile(
 def expands(sql_text: str) -> bool:
     """Whether an expression calls a set-returning function (one row in, several out)."""
     return SET_RETURNING.search(sql_text) is not None
+
+
+def without_expansions(sql_text: str) -> str:
+    """The expression with each set-returning call (arguments and all) a NULL: what of
+    it is computed besides them."""
+    tree = sqlglot.parse_one(sql_text, read=DIALECT)
+    if SET_RETURNING.match(tree.sql(DIALECT)):
+        return "NULL"
+    for call in [f for f in tree.find_all(exp.Func) if SET_RETURNING.match(f.sql(DIALECT))]:
+        call.replace(exp.Null())
+    return tree.sql(DIALECT)
 
 
 def lateral_functions(tree: exp.Expr, columns_of: Callable[[exp.Expr], list[str]]

@@ -13,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from ..errors import UnsupportedQueryError
+from ..frontend.lateral import without_expansions
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, virtual
 from ..nodes.join import guards, one_sided
 from ..trees import never_fails
@@ -94,19 +95,42 @@ class Layouts:
         worth a copy of them; its consumers read the stream's history through a view,
         by the stream's indexes. So is one over a virtual join (a narrower query
         sharing a loose chain: 2M rows copied of its 2.5M). Most: more than
-        settings.virtual_selectivity, by PostgreSQL's estimate. Only a selection that
-        cannot fail on a row: a view's error would surface when the answer is read, not
-        in the cycle that isolates it."""
-        predicate = definition.get("predicate")
+        settings.virtual_selectivity, by PostgreSQL's estimate; a selection that expands
+        rows (Nexmark q5's HOP windows: five per bid) passes more than all. Only a
+        selection that cannot fail on a row: a view's error would surface when the
+        answer is read, not in the cycle that isolates it — but for its set-returning
+        calls, which each cycle evaluates over its new rows as it counts them, to their
+        bound (select/count_view_bounded), and which fail on none of the rows already
+        there (_expands_cleanly)."""
+        predicate, expanding = definition.get("predicate"), definition.get("expands")
+        types = parent.typed()
         if definition.get("temporal") or definition.get("virtual") or not all(
-                never_fails(e, types=parent.typed()) for e in filter(None, [predicate, *exprs])):
+                never_fails(without_expansions(e) if expanding else e, types=types)
+                for e in filter(None, [predicate, *exprs])):
             return False
         layout, threshold, _, _ = self._layout()
         base = self._stored(parent)
         if layout != "cost" or threshold is None or not (
                 base.loaded or base.kind_of.joins and virtual(base)):
             return False
-        return self.share_of(parent, predicate, base) > threshold
+        return self.share_of(parent, predicate, base) > threshold and (
+            not expanding or self._expands_cleanly(parent, definition, exprs))
+
+    def _expands_cleanly(self, parent: Node, definition: dict, exprs) -> bool:
+        """The set-returning calls evaluated over every row the parent holds, without
+        an error (HOP's to_timestamp fails at the first timestamp PostgreSQL has) and
+        within their bound: else a table, whose backfill says which."""
+        bound = definition.get("bound")
+        try:
+            with self.conn.transaction():
+                (rows,) = self.conn.execute(sql.SQL(
+                    "SELECT count(*) FROM (SELECT {} FROM {} AS t1 WHERE {} LIMIT {}) AS x"
+                ).format(sql.SQL(", ").join(map(sql.SQL, exprs)), parent.hist,
+                         sql.SQL(definition.get("predicate") or "TRUE"),
+                         sql.Literal(None if bound is None else bound + 1))).fetchone()
+        except psycopg.DataError:
+            return False
+        return bound is None or rows <= bound
 
     def _layout(self) -> tuple[str, float | None, float | None, int | None]:
         return self._once(("layout",), lambda: self.conn.execute(

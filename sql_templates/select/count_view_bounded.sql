@@ -1,0 +1,7 @@
+-- A selection whose delta is a view and whose set-returning calls expand rows
+-- (network.layouts.view_of_stream): what it holds this cycle, counted to one row past
+-- its bound, past which it fails as select/delta_bounded does, isolating its queries
+-- before any reader expands them.
+        SELECT count(*) FILTER (WHERE {sign} > 0), count(*) FILTER (WHERE {sign} < 0)
+          INTO argus_i, argus_r FROM (SELECT {sign} FROM {delta} LIMIT {limit}) AS argus_v;
+        PERFORM argus.within_bound(argus_i + argus_r, {bound});
