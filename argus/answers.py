@@ -9,6 +9,7 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
+from .errors import QueryError
 from .frontend.lateral import expands
 from .frontend.temporal import at_previous_clock, reads_clock
 from .names import NETWORK_SCHEMA, changes_view, results_view
@@ -34,6 +35,24 @@ def output_check_sql(output: list[str], top, bound: int | None = None) -> str | 
         return render("query/check_output_bounded", limit=sql.Literal(bound + 1),
                       bound=sql.Literal(bound), **slots).as_string(None)
     return render("query/check_output", **slots).as_string(None)
+
+
+def check_held(conn: psycopg.Connection, name: str, output: list[str], top,
+               bound: int | None) -> None:
+    """The query's own output expressions over the rows its answer holds when it is
+    registered, which no cycle's check evaluates (it reads the rows a cycle brings): one
+    they fail on would fail every read of the answer, as it fails the query run from
+    scratch. Refused, naming PostgreSQL's error; an expanding output counted to its
+    bound, past which the answer is refused when it is made."""
+    limit = sql.SQL("") if bound is None else sql.SQL(" LIMIT {}").format(sql.Literal(bound + 1))
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("SELECT count(c) FROM (SELECT {} FROM {} AS {}{}) AS c").format(
+                sql.SQL(", ").join(map(sql.SQL, output)), top.hist, T1, limit))
+    except psycopg.DataError as exc:
+        raise QueryError(f"query {name!r}: its output columns fail on a row it would "
+                         f"answer now: {exc.diag.message_primary} (PostgreSQL fails the "
+                         f"query run from scratch too)") from None
 
 
 def _a_column(expr: str) -> bool:

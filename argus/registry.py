@@ -176,6 +176,9 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     if reserved:
         raise QueryError(f"query {name!r}: output column {reserved[0]!r} uses the reserved "
                          f"prefix '{RESERVED_PREFIX}'; rename it with AS")
+    check = answers.output_check_sql(output, top, builder.row_bound)
+    if check is not None:
+        answers.check_held(conn, name, output, top, builder.row_bound)
     (last_run,) = conn.execute("SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs"
                                ).fetchone()
     conn.execute(answers.changes_view_sql(conn, name, output, top, last_run))
@@ -187,8 +190,7 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
         (name, sql_text, analyzed.canonical, top.id,
          json.dumps(builder.join_orders) if builder.join_orders else None,
          any(reads_clock(e) for e in output), sharing.strategy,
-         sharing.join_sharing, evaluate,
-         answers.output_check_sql(output, top, builder.row_bound),
+         sharing.join_sharing, evaluate, check,
          json.dumps(dict(analyzed.schemas)))).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",

@@ -26,6 +26,10 @@ class Argus(Postgres):
       their format into strftime's and back, which rewrote the text a format quotes:
       to_char(t, 'YYYY"%d"MM') came back 'YYYY"%D"MM', and the answer said 2024%D05
       where the query says 2024%d05;
+    - so do regexp_like, whose flags sqlglot dropped but 'i' (regexp_like(x, '#a', 'x')
+      became x ~ '#a', answering no rows for 2,003), and date_part, which it wrote as
+      EXTRACT (numeric, not double precision, and defined for dates past timestamp's
+      range; both found by a helper);
     - an interval's text is kept whole unless it is one quantity of one unit. sqlglot
       splits out the first quantity and its unit and drops the rest: '10 minutes 30' (10
       minutes and 30 seconds) came back '10 MINUTES', '1 day 01:30' '1 DAY', '10 minutes
@@ -37,7 +41,9 @@ class Argus(Postgres):
 
     class Parser(Postgres.Parser):
         FUNCTIONS = {name: build for name, build in Postgres.Parser.FUNCTIONS.items()
-                     if name not in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP")}
+                     if name not in ("TO_CHAR", "TO_DATE", "TO_TIMESTAMP", "REGEXP_LIKE")}
+        FUNCTION_PARSERS = {name: parse for name, parse in
+                            Postgres.Parser.FUNCTION_PARSERS.items() if name != "DATE_PART"}
 
         # the tokens of a text: '…', $$…$$, U&'…' and E'…' (sqlglot's byte string)
         _TEXTS = frozenset(Postgres.Parser.STRING_PARSERS) | {TokenType.BYTE_STRING}
@@ -145,13 +151,23 @@ def never_fails(text: str, overflow: bool = False, types: Types | None = None) -
         if not (constant or isinstance(node, allowed) or _plain_pattern(node)
                 or types is not None and _typed_safe(node, types)):
             return False
+        if types is not None and isinstance(node, _COMPARISONS) \
+                and not _comparable(_operands(node), types):
+            return False
     return True
 
 
-# Functions that fail on no value of any type they take (a type they do not take fails
-# when the statement is planned).
-_TOTAL = (exp.Lower, exp.Upper, exp.Length, exp.Coalesce, exp.Case, exp.If, exp.Nullif,
-          exp.Greatest, exp.Least)
+# Functions that fail on no value of the type they take (another type fails when the
+# statement is planned): case folding of a text (but one past 256 MB, which takes four
+# bytes a character: "invalid memory alloc request size"), its length.
+_TOTAL = (exp.Lower, exp.Upper)
+# … and those that return one of their arguments, converted to one type: they fail
+# where a conversion can (a date past timestamp's range, a numeric past float's), so
+# only where their arguments have one type (_comparable); so do comparisons
+_CHOOSING = (exp.Coalesce, exp.Case, exp.Nullif, exp.Greatest, exp.Least)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
+_NUMBERS = ("smallint", "integer", "bigint", "numeric", "real", "double precision")
+_INTEGERS = ("smallint", "integer", "bigint")
 # EXTRACT's fields of a date or timestamp (an infinite one gives NULL), and date_trunc's
 # units of a timestamp without time zone that cannot fall below its first (a Monday at
 # midnight): a year's start can, and a timestamptz is truncated in the session's zone
@@ -173,16 +189,25 @@ def _typed_safe(node: exp.Expr, types: Types) -> bool:
     numeric's limit (`0.908 * price`, a bigint price)."""
     if isinstance(node, _TOTAL):
         return True
+    if isinstance(node, exp.Length):  # (of a bytea in an encoding: it may not decode)
+        return node.args.get("encoding") is None
+    if isinstance(node, _CHOOSING):
+        simple = isinstance(node, exp.Case) and node.this is not None
+        return _comparable(_operands(node), types, converted=True) and (
+            not simple or _comparable([node.this, *(i.this for i in node.args["ifs"])], types))
+    if isinstance(node, exp.If):  # (a CASE's WHEN, judged with its CASE)
+        return isinstance(node.parent, exp.Case)
     if isinstance(node, exp.Var):  # (a field or unit, judged with its function)
         return isinstance(node.parent, exp.Extract | exp.TimestampTrunc)
     if isinstance(node, exp.Extract):
         kind, name = _type_of(node.expression, types), node.this.name.upper()
         return kind in _TIMESTAMPS and name in _TIME_FIELDS | _CLOCK_FIELDS \
             or kind == "date" and name in _TIME_FIELDS
-    if isinstance(node, exp.TimestampTrunc):
+    if isinstance(node, exp.TimestampTrunc):  # (in a time zone: a timestamptz's)
         unit = node.args.get("unit")
         return _type_of(node.this, types) == _TIMESTAMPS[0] and isinstance(
-            unit, exp.Var | exp.Literal) and unit.name.upper() in _TRUNCATIONS
+            unit, exp.Var | exp.Literal) and unit.name.upper() in _TRUNCATIONS \
+            and node.args.get("zone") is None
     if isinstance(node, exp.Anonymous) and node.name.upper() == "TO_CHAR":
         value, *rest = node.expressions  # (a date past timestamp's last fails)
         return (len(rest) == 1 and isinstance(rest[0], exp.Literal) and rest[0].is_string
@@ -212,8 +237,71 @@ def _matches_safely(node: exp.Expr) -> bool:
             return length is None
         return isinstance(start, exp.Literal) and start.is_int and (length is None or (
             isinstance(length, exp.Literal) and length.is_int and int(length.this) >= 0))
-    pattern = node.expression
-    return isinstance(pattern, exp.Literal) and pattern.is_string
+    pattern = node.expression  # (flags: regexp_like's third argument, not compiled)
+    return isinstance(pattern, exp.Literal) and pattern.is_string and not node.args.get("flag")
+
+
+def _operands(node: exp.Expr) -> list[exp.Expr]:
+    """What a comparison compares, or what a CASE, COALESCE, NULLIF, GREATEST or LEAST
+    converts to one type (a CASE: its results; a simple CASE's operand and WHEN values
+    are compared: _typed_safe)."""
+    if isinstance(node, exp.Case):
+        ifs = node.args.get("ifs") or []
+        return [r for r in [*(i.args.get("true") for i in ifs), node.args.get("default")]
+                if r is not None]
+    if isinstance(node, exp.Between):
+        return [node.this, node.args["low"], node.args["high"]]
+    if isinstance(node, exp.In):
+        return [node.this, *node.expressions]
+    return [f for f in [node.this, node.args.get("expression"), *node.expressions]
+            if f is not None]
+
+
+# types PostgreSQL converts into one another without an error (widening), and those it
+# compares across types without converting (a date past timestamp's range is later than
+# every timestamp: PostgreSQL 13 on)
+_WIDENING = (("smallint", "integer", "bigint", "numeric"),
+             ("text", "character varying", "character"))
+_COMPARED = (*_WIDENING, ("date", *_TIMESTAMPS))
+
+
+def _comparable(operands: list[exp.Expr], types: Types, converted: bool = False) -> bool:
+    """Whether values of these expressions meet without a conversion that can fail: of
+    one type, or of one of _COMPARED (_WIDENING where they are `converted` to one type,
+    as a CASE's results are); constants are converted when the statement is planned (a
+    number into any number type). Records are compared column by column, as their
+    values' types come (refused). An expression whose type is not known here is let
+    pass, as every comparison was before types were known."""
+    if any(isinstance(unparen(o), exp.Tuple) for o in operands):
+        return False
+    kinds = {k for k in (_kind(o, types) for o in operands) if k}
+    if "number" in kinds and all(k.split("(")[0] in _NUMBERS for k in kinds - {"number"}):
+        kinds.discard("number")
+    return len(kinds) <= 1 or any(all(k.split("(")[0] in family for k in kinds)
+                                  for family in (_WIDENING if converted else _COMPARED))
+
+
+def _kind(node: exp.Expr, types: Types) -> str | None:
+    """The type of an operand as far as it is known here: a column's, text for the
+    text functions, numeric for EXTRACT and numeric arithmetic, "number" for a number
+    constant, "" for a text constant or NULL (either takes the other operands' type)."""
+    node = unparen(node)
+    if isinstance(node, exp.Null) or isinstance(node, exp.Literal) and node.is_string:
+        return ""
+    if isinstance(node, exp.Literal):
+        return "number"
+    if isinstance(node, exp.Column):
+        return types.get((node.table, node.name))
+    if isinstance(node, exp.Lower | exp.Upper | exp.Substring | exp.SplitPart) or (
+            isinstance(node, exp.Anonymous) and node.name.upper() == "TO_CHAR"):
+        return "text"
+    if isinstance(node, exp.Cast) and isinstance(unparen(node.this), exp.Literal):
+        return {exp.DataType.Type.DATE: "date", exp.DataType.Type.TIMESTAMP: _TIMESTAMPS[0],
+                exp.DataType.Type.TIMESTAMPTZ: _TIMESTAMPS[1]}.get(node.to.this)
+    if isinstance(node, exp.Extract) or isinstance(node, exp.Add | exp.Sub | exp.Mul) \
+            and _is_numeric(node):
+        return "numeric"
+    return None
 
 
 def _type_of(node: exp.Expr, types: Types) -> str | None:
