@@ -77,7 +77,7 @@ _MATCHES = {exp.RegexpLike: "SELECT ''::text ~ {}", exp.RegexpILike: "SELECT '':
 def check_patterns(conn: psycopg.Connection, query: str) -> None:
     """Each constant regular expression the query matches with (`~`, `~*`, `substring(x
     FROM pattern)`) compiles: else it would fail on the first row of every cycle. Once
-    compiled, a match fails on no row (trees.never_fails counts on it)."""
+    compiled, a match fails on no row (failures.never_fails counts on it)."""
     for node in sqlglot.parse_one(query, read=DIALECT).find_all(*_MATCHES):
         pattern = node.args.get("start") if isinstance(node, exp.Substring) else node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string) \

@@ -16,13 +16,14 @@ from .names import NETWORK_SCHEMA, changes_view, results_view
 from .network.placement import installed
 from .nodes import SIGN_ID, T1, Node
 from .templates import render
-from .trees import DIALECT, never_fails
+from .failures import never_fails
+from .trees import DIALECT
 
 
 def output_check_sql(output: list[str], top, bound: int | None = None) -> str | None:
     """The statement a cycle runs to evaluate the query's own output expressions over
     the rows its top node gained (query/check_output.sql); None when none can fail on a
-    row of the node's types (trees.never_fails), or they read the clock (they change
+    row of the node's types (failures.never_fails), or they read the clock (they change
     with it, whatever the rows). An output that expands rows (a set-returning function
     of the data) is counted to `bound` only."""
     types = top.typed()

@@ -14,8 +14,8 @@ PACKAGE = Path(argus.__file__).parent
 
 # bottom to top
 LAYERS = [
-    ("foundations", {"errors", "trees", "names", "resources", "templates", "plan", "pg_plan",
-                     "settings", "aggregates", "alchemy"}),
+    ("foundations", {"errors", "trees", "failures", "names", "resources", "templates", "plan",
+                     "pg_plan", "settings", "aggregates", "alchemy"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),
     ("node kinds and the cycle program", {"nodes", "program"}),

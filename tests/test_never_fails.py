@@ -1,4 +1,4 @@
-"""What argus takes for an expression that cannot fail on a row (trees.never_fails, with
+"""What argus takes for an expression that cannot fail on a row (argus.failures.never_fails, with
 its columns' types): such an expression is evaluated where an error would reach a
 reader (a view of a stream, a query's output with no check in the cycle), so the claim
 is tried on PostgreSQL over each type's extremes, in time zones either side of UTC. The
@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from argus.trees import never_fails
+from argus.failures import never_fails
 
 COLUMNS = {"s": "smallint", "i": "integer", "b": "bigint", "n": "numeric",
            "f": "double precision", "t": "timestamp without time zone",

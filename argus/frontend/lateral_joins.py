@@ -17,7 +17,8 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..errors import UnknownColumnError, UnsupportedQueryError
-from ..trees import DIALECT, conjuncts, folded, never_fails
+from ..failures import never_fails
+from ..trees import DIALECT, conjuncts, folded
 from .limit import top_k
 from .relations import figure_name
 from .scalar import aggregates

@@ -16,7 +16,7 @@ from ..errors import UnsupportedQueryError
 from ..frontend.lateral import without_expansions
 from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, virtual
 from ..nodes.join import guards, one_sided
-from ..trees import never_fails
+from ..failures import never_fails
 from . import records, shards
 from .reads import network_bytes
 from .stored import execute_all, store_blocks

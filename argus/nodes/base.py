@@ -68,7 +68,7 @@ class Node:
         return KINDS[self.kind].loaded
 
     def typed(self, alias: str = "t1") -> dict[tuple[str, str], str]:
-        """Its columns' types as an expression over it names them (trees.never_fails)."""
+        """Its columns' types as an expression over it names them (failures.never_fails)."""
         return {(alias, c): t for c, t in zip(self.columns, self.types)}
 
     @property
