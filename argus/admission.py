@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from . import network, pg_plan
 from .errors import PermissionDeniedError, QueryError
+from .failures import MATCHES, constant_pattern
 from .frontend import reach
 from .frontend.analyze import Analyzed
 from .frontend.temporal import clock_once, rewrite_user_calls
@@ -69,25 +70,24 @@ def checked(conn: psycopg.Connection, analyzed: Analyzed, registrant: str | None
     return plan
 
 
-# A regular expression a query matches with, and how to make PostgreSQL compile it
-_MATCHES = {exp.RegexpLike: "SELECT ''::text ~ {}", exp.RegexpILike: "SELECT ''::text ~* {}",
+# How to make PostgreSQL compile the pattern of each kind of match
+_COMPILE = {exp.RegexpLike: "SELECT ''::text ~ {}", exp.RegexpILike: "SELECT ''::text ~* {}",
             exp.Substring: "SELECT substring(''::text FROM {})"}
 
 
 def check_patterns(conn: psycopg.Connection, query: str) -> None:
-    """Each constant regular expression the query matches with (`~`, `~*`, `substring(x
-    FROM pattern)`) compiles: else it would fail on the first row of every cycle. Once
-    compiled, a match fails on no row (failures.never_fails counts on it)."""
-    for node in sqlglot.parse_one(query, read=DIALECT).find_all(*_MATCHES):
-        pattern = node.args.get("start") if isinstance(node, exp.Substring) else node.expression
-        if not (isinstance(pattern, exp.Literal) and pattern.is_string) \
-                or node.args.get("length") is not None:
+    """Each constant regular expression the query matches with compiles: else it would
+    fail on the first row of every cycle. Once compiled, a match fails on no row
+    (failures.never_fails counts on it)."""
+    for node in sqlglot.parse_one(query, read=DIALECT).find_all(*MATCHES):
+        pattern = constant_pattern(node)
+        if pattern is None:
             continue
         try:
             with conn.transaction():
-                conn.execute(sql.SQL(_MATCHES[type(node)]).format(sql.Literal(pattern.this)))
+                conn.execute(sql.SQL(_COMPILE[type(node)]).format(sql.Literal(pattern)))
         except psycopg.errors.InvalidRegularExpression as exc:
-            raise QueryError(f"the regular expression {pattern.this!r} in {node.sql(DIALECT)}: "
+            raise QueryError(f"the regular expression {pattern!r} in {node.sql(DIALECT)}: "
                              f"{exc.diag.message_primary}") from None
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import psycopg
 import sqlglot
 from psycopg import sql
-from sqlglot import exp
 
 from .errors import QueryError
 from .frontend.lateral import expands
 from .frontend.temporal import at_previous_clock, reads_clock
 from .names import NETWORK_SCHEMA, changes_view, results_view
 from .network.placement import installed
+from .network.reads import evaluate_held
 from .nodes import SIGN_ID, T1, Node
 from .templates import render
 from .failures import never_fails
@@ -27,7 +27,7 @@ def output_check_sql(output: list[str], top, bound: int | None = None) -> str | 
     with it, whatever the rows). An output that expands rows (a set-returning function
     of the data) is counted to `bound` only."""
     types = top.typed()
-    if all(_a_column(e) or never_fails(e, types=types) for e in output) \
+    if all(never_fails(e, types=types) for e in output) \
             or any(reads_clock(e) for e in output):
         return None
     slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)), "delta": top.kind_of.changes(top),
@@ -43,22 +43,14 @@ def check_held(conn: psycopg.Connection, name: str, output: list[str], top,
     """The query's own output expressions over the rows its answer holds when it is
     registered, which no cycle's check evaluates (it reads the rows a cycle brings): one
     they fail on would fail every read of the answer, as it fails the query run from
-    scratch. Refused, naming PostgreSQL's error; an expanding output counted to its
-    bound, past which the answer is refused when it is made."""
-    limit = sql.SQL("") if bound is None else sql.SQL(" LIMIT {}").format(sql.Literal(bound + 1))
+    scratch. Refused, naming PostgreSQL's error; an expanding output is evaluated to one
+    row past its bound only."""
     try:
-        with conn.transaction():
-            conn.execute(sql.SQL("SELECT count(c) FROM (SELECT {} FROM {} AS {}{}) AS c").format(
-                sql.SQL(", ").join(map(sql.SQL, output)), top.hist, T1, limit))
+        evaluate_held(conn, output, top.hist, bound=bound)
     except psycopg.DataError as exc:
         raise QueryError(f"query {name!r}: its output columns fail on a row it would "
                          f"answer now: {exc.diag.message_primary} (PostgreSQL fails the "
                          f"query run from scratch too)") from None
-
-
-def _a_column(expr: str) -> bool:
-    """An output expression that only passes a column on (`"t1"."x" AS "y"`)."""
-    return isinstance(sqlglot.parse_one(expr, read=DIALECT).unalias(), exp.Column)
 
 
 def results_view_sql(conn: psycopg.Connection, name: str, output: list[str], top: Node

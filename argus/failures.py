@@ -99,19 +99,19 @@ def _typed_safe(node: exp.Expr, types: Types) -> bool:
     if isinstance(node, exp.Var):  # (a field or unit, judged with its function)
         return isinstance(node.parent, exp.Extract | exp.TimestampTrunc)
     if isinstance(node, exp.Extract):
-        kind, name = _type_of(node.expression, types), node.this.name.upper()
+        kind, name = _kind(node.expression, types), node.this.name.upper()
         return kind in _TIMESTAMPS and name in _TIME_FIELDS | _CLOCK_FIELDS \
             or kind == "date" and name in _TIME_FIELDS
     if isinstance(node, exp.TimestampTrunc):  # (in a time zone: a timestamptz's)
         unit = node.args.get("unit")
-        return _type_of(node.this, types) == _TIMESTAMPS[0] and isinstance(
+        return _kind(node.this, types) == _TIMESTAMPS[0] and isinstance(
             unit, exp.Var | exp.Literal) and unit.name.upper() in _TRUNCATIONS \
             and node.args.get("zone") is None
     if isinstance(node, exp.Anonymous) and node.name.upper() == "TO_CHAR":
         value, *rest = node.expressions  # (a date past timestamp's last fails)
         return (len(rest) == 1 and isinstance(rest[0], exp.Literal) and rest[0].is_string
-                and _type_of(value, types) in _TIMESTAMPS)
-    if isinstance(node, exp.RegexpLike | exp.RegexpILike | exp.Substring):
+                and _kind(value, types) in _TIMESTAMPS)
+    if isinstance(node, MATCHES):
         return _matches_safely(node)
     if isinstance(node, exp.SplitPart):
         position = node.args.get("part_index")
@@ -126,18 +126,28 @@ def _typed_safe(node: exp.Expr, types: Types) -> bool:
     return False
 
 
-def _matches_safely(node: exp.Expr) -> bool:
-    """A match against a constant regular expression, which registration compiled
-    (admission.check_patterns); substring from a constant position, for a constant
-    length that is not negative."""
+MATCHES = (exp.RegexpLike, exp.RegexpILike, exp.Substring)
+
+
+def constant_pattern(node: exp.Expr) -> str | None:
+    """The constant regular expression a match (`~`, `~*`, `substring(x FROM pattern)`)
+    compiles, which registration compiles first (admission.check_patterns); None for
+    another pattern, flags (regexp_like's, not compiled so), or SIMILAR's FOR."""
     if isinstance(node, exp.Substring):
-        start, length = node.args.get("start"), node.args.get("length")
-        if isinstance(start, exp.Literal) and start.is_string:
-            return length is None
-        return isinstance(start, exp.Literal) and start.is_int and (length is None or (
+        pattern = node.args.get("start") if node.args.get("length") is None else None
+    else:
+        pattern = node.expression if not node.args.get("flag") else None
+    return pattern.this if isinstance(pattern, exp.Literal) and pattern.is_string else None
+
+
+def _matches_safely(node: exp.Expr) -> bool:
+    """A match against a constant regular expression (constant_pattern); substring
+    from a constant position, for a constant length that is not negative."""
+    start, length = node.args.get("start"), node.args.get("length")
+    if isinstance(node, exp.Substring) and isinstance(start, exp.Literal) and not start.is_string:
+        return start.is_int and (length is None or (
             isinstance(length, exp.Literal) and length.is_int and int(length.this) >= 0))
-    pattern = node.expression  # (flags: regexp_like's third argument, not compiled)
-    return isinstance(pattern, exp.Literal) and pattern.is_string and not node.args.get("flag")
+    return constant_pattern(node) is not None
 
 
 def _operands(node: exp.Expr) -> list[exp.Expr]:
@@ -203,11 +213,6 @@ def _kind(node: exp.Expr, types: Types) -> str | None:
     return None
 
 
-def _type_of(node: exp.Expr, types: Types) -> str | None:
-    node = unparen(node)
-    return types.get((node.table, node.name)) if isinstance(node, exp.Column) else None
-
-
 def _digits(node: exp.Expr, types: Types) -> int | None:
     """The most digits the integer part of a numeric value can have, for arithmetic
     PostgreSQL does in numeric (an operand numeric) over integer columns and number
@@ -217,7 +222,7 @@ def _digits(node: exp.Expr, types: Types) -> int | None:
     if isinstance(node, exp.Literal) and not node.is_string:
         return max(decimal.Decimal(node.this).adjusted() + 1, 1)
     if isinstance(node, exp.Column):
-        return _INTEGER_DIGITS.get(_type_of(node, types))
+        return _INTEGER_DIGITS.get(_kind(node, types))
     if isinstance(node, exp.Cast) and node.to.this in (exp.DataType.Type.DECIMAL,):
         return _digits(node.this, types) if not node.to.expressions else None
     if isinstance(node, exp.Neg):  # (an integer's can overflow: -(-2^63))

@@ -121,7 +121,7 @@ def test_what_it_refuses_fails_on_some_row(extremes, expression):
     assert _fails(extremes, expression) is not None
 
 
-def test_without_types_only_columns_constants_and_logic(extremes):
+def test_without_types_only_columns_constants_and_logic():
     assert not never_fails('0.908 * "t1"."b"')
     assert not never_fails("LOWER(\"t1\".\"x\") = 'apple'")
     assert never_fails('"t1"."x" = \'apple\' AND "t1"."b" IS NOT NULL')

@@ -18,7 +18,7 @@ from ..nodes import COMPILERS, SIGN_ID, Node, delta_view, virtual
 from ..nodes.join import guards, one_sided
 from ..failures import never_fails
 from . import records, shards
-from .reads import network_bytes
+from .reads import evaluate_held, network_bytes
 from .stored import execute_all, store_blocks
 
 
@@ -122,12 +122,8 @@ class Layouts:
         within their bound: else a table, whose backfill says which."""
         bound = definition.get("bound")
         try:
-            with self.conn.transaction():
-                (rows,) = self.conn.execute(sql.SQL(
-                    "SELECT count(*) FROM (SELECT {} FROM {} AS t1 WHERE {} LIMIT {}) AS x"
-                ).format(sql.SQL(", ").join(map(sql.SQL, exprs)), parent.hist,
-                         sql.SQL(definition.get("predicate") or "TRUE"),
-                         sql.Literal(None if bound is None else bound + 1))).fetchone()
+            rows = evaluate_held(self.conn, exprs, parent.hist, definition.get("predicate"),
+                                 bound)
         except psycopg.DataError:
             return False
         return bound is None or rows <= bound

@@ -19,7 +19,8 @@ from ..mqo.order import Estimates, Tree
 from ..mqo.sharing import source_atoms
 from .. import pg_plan
 from ..names import NETWORK_SCHEMA
-from ..nodes import Node, virtual
+from ..nodes import T1, Node, virtual
+from .. import templates
 from . import records
 from .placement import installed, placed, replicated
 
@@ -99,6 +100,19 @@ def idle_streams(conn: psycopg.Connection) -> set[str]:
               AND NOT EXISTS (SELECT FROM argus_catalog.edges e WHERE e.parent_id = s.node_id)
               AND NOT EXISTS (SELECT FROM argus_catalog.queries q
                                WHERE q.output_node = s.node_id)""")} - set(replicated(conn))
+
+
+def evaluate_held(conn: psycopg.Connection, exprs, relation: sql.Composable,
+                  predicate: str | None = None, bound: int | None = None) -> int:
+    """How many rows `exprs` give over the rows `relation` holds (as t1) where
+    `predicate`, to one past `bound`, every expression computed (query/evaluate_held),
+    in a savepoint: a row one fails on raises its error and undoes nothing else."""
+    statement = templates.render(
+        "query/evaluate_held", relation=relation, t1=T1,
+        exprs=sql.SQL(", ").join(map(sql.SQL, exprs)), predicate=sql.SQL(predicate or "TRUE"),
+        limit=sql.Literal(None if bound is None else bound + 1))
+    with conn.transaction():
+        return conn.execute(statement).fetchone()[0]
 
 
 def network_bytes(conn: psycopg.Connection) -> int:
