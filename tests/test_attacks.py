@@ -368,6 +368,27 @@ def test_a_set_returning_function_of_the_data_is_bounded(network, attacker):
         "a": "ok", "b": "ok", "series": "failed"}
 
 
+def test_an_expanding_selection_kept_as_a_view_is_bounded(network, attacker):
+    """A selection whose set-returning call expands rows is a view of its stream
+    (network.layouts.view_of_stream): no statement of its own makes its rows, so its
+    count each cycle stops one row past the bound and fails there, isolating the
+    queries reading it before any of them expands a row of id 2,000,000,000."""
+    role, dsn = attacker
+    network.configure(max_query_state="1MB")
+    with argus.connect(dsn) as registrar:
+        registrar.register_query("per_id", "SELECT id, count(*) AS n FROM (SELECT id, "
+                                           "generate_series(1, id) AS g FROM s) x GROUP BY id")
+    (layout,) = network.conn.execute(
+        "SELECT definition->>'virtual' FROM argus_catalog.nodes WHERE kind = 'select'"
+        " AND definition ? 'expands'").fetchone()
+    assert layout == "true"
+    network.insert("s", [(3, "small")])
+    network.run()
+    network.insert("s", [(2_000_000_000, "huge")])
+    report = network.run()
+    assert "more than max_query_state" in report.failed["per_id"]
+
+
 @pytest.mark.parametrize("expands", [
     "generate_series(1, id)", "generate_subscripts(array_fill(0, ARRAY[id]), 1)",
     "jsonb_path_query(to_jsonb(array_fill(0, ARRAY[id])), '$[*]')"])
