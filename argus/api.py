@@ -307,10 +307,10 @@ class Argus:
 
     def _read(self, view, name: str, limit: int | None) -> list[tuple]:
         registry.check_ok(self.conn, name)
-        # not prepared: another session may register the name again with other columns
-        # ("cached plan must not change result type"; found by a helper)
-        return self.conn.execute(sql.SQL("SELECT * FROM {} LIMIT %s").format(
-            view(check_name(name, "query"))), (limit,), prepare=False).fetchall()
+        read = sql.SQL("SELECT * FROM {}").format(view(check_name(name, "query")))
+        if limit is not None:
+            read = sql.SQL("{} LIMIT {}").format(read, sql.Literal(int(limit)))
+        return _planned_once(self.conn, read)
 
     @functools.cached_property
     def engine(self):
@@ -414,3 +414,19 @@ class Argus:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _planned_once(conn: psycopg.Connection, read: sql.Composable) -> list[tuple]:
+    """The rows of a statement without parameters, prepared: planning a changes view
+    costs ~1.8 ms and running it ~0.4 (TPC-H's), and a prepared statement without
+    parameters keeps one plan for the session, which PostgreSQL makes anew when a
+    table it reads is truncated or analyzed. When another session registered the
+    query again with other columns ("cached plan must not change result type"; found
+    by a helper), the session's prepared statements go and the read is planned anew."""
+    try:
+        return conn.execute(read, prepare=True).fetchall()
+    except psycopg.errors.FeatureNotSupported:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raise  # (in the caller's transaction, now aborted: not ours to retry)
+        conn.execute("DEALLOCATE ALL")  # (psycopg forgets its own statements with it)
+        return conn.execute(read, prepare=False).fetchall()
