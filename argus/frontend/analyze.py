@@ -29,7 +29,7 @@ from .ctes import scope_ctes, unique_aliases
 from .parens import unwrap_parens
 from .windows import inline_windows
 from .filters import filters_as_case
-from .outer import outer_joins
+from .outer import inner_when_rejected, outer_joins
 from .scalar import unnest_subqueries
 from .topk import push_top_k
 from .lateral import lateral_functions
@@ -316,6 +316,7 @@ def analyze(sql_text: str, streams: Mapping[str, StreamSchema],
     user_aliases |= kept
     tree, derived = unnest_subqueries(tree)
     user_aliases |= derived
+    tree = inner_when_rejected(tree)
     refs = Counter((c.table, c.name) for c in tree.find_all(exp.Column))
     planner = Planner(streams, refs, user_aliases=user_aliases)
     result = planner.query(tree)

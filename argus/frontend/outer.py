@@ -11,6 +11,8 @@ Columns of a and b above the join are read from the derived table, named
 A RIGHT or FULL join after other joins has the whole FROM list before it as its left
 side: that list becomes a derived table first (its columns named as above), and the
 join is then its first.
+
+A LEFT join whose padded rows the WHERE drops is an inner join (`inner_when_rejected`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from ..trees import conjuncts
 
 PAD = "argus_pad"
 
@@ -114,3 +117,43 @@ def _read_from(tree: exp.Expr, name: str, sides: dict[str, list[str]]) -> set[st
             keep.add(parent.alias)
         column.replace(exp.column(f"{column.table}.{column.name}", table=name, quoted=True))
     return keep
+
+
+# Comparisons, which are NULL when an operand is: a WHERE term comparing a column of a
+# LEFT join's right side drops the rows the join padded with NULLs.
+_STRICT = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def inner_when_rejected(tree: exp.Expr) -> exp.Expr:
+    """Each LEFT JOIN whose right side a WHERE term compares (`b.y = a.x`, `b.y > 3`,
+    `b.y IS NOT NULL`) written as an inner join: the rows it would pad fail that term.
+    A scalar subquery compared in the WHERE, unnested as `LEFT JOIN … ON TRUE`
+    (argus.frontend.scalar), then joins on the comparison, and keeps only the rows that
+    pass it: TPC-H Q15's `total_revenue = (SELECT max(...))` kept every supplier paired
+    with the maximum, and wrote them all again whenever the maximum changed."""
+    for select in tree.find_all(exp.Select):
+        joins = select.args.get("joins") or []
+        where = select.args.get("where")
+        if where is None or any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins):
+            continue
+        terms = conjuncts(where.this)
+        for join in joins:
+            if (join.side or "").upper() != "LEFT" or isinstance(join.this, exp.Lateral):
+                continue
+            alias = join.this.alias_or_name
+            if any(_compares(term, alias) for term in terms):
+                join.set("side", None)
+                join.set("kind", None)
+    return tree
+
+
+def _compares(term: exp.Expr, alias: str) -> bool:
+    """Whether `term` is NULL or false when the columns of `alias` are NULL."""
+    def of_alias(operand: exp.Expr) -> bool:
+        return isinstance(operand, exp.Column) and operand.table == alias
+    if isinstance(term, _STRICT):
+        return of_alias(term.this) or of_alias(term.expression)
+    negated = isinstance(term, exp.Not)
+    test = term.this if negated else term
+    return (isinstance(test, exp.Is) and isinstance(test.expression, exp.Null)
+            and negated != bool(test.args.get("negate")) and of_alias(test.this))
