@@ -72,3 +72,19 @@ def test_only_a_where_that_drops_the_padded_rows_makes_an_inner_join(transfers, 
     assert joined in join_types(transfers.db, "q")
     transfers.insert("transfers", rows(100, 20, 1))  # totals move below and past 40
     transfers.run()
+
+
+@pytest.mark.parametrize("where, joined", [
+    # a correlated aggregate's value: `CASE WHEN s.argus_hit THEN … ELSE NULL END`
+    ("a.amount > (SELECT 0.5 * avg(b.amount) FROM transfers b WHERE b.sender = a.sender)",
+     "inner"),
+    # a count is 0 where no row is counted: the row is not dropped
+    ("a.amount > (SELECT count(*) FROM transfers b WHERE b.sender = a.receiver)", "left"),
+])
+def test_a_correlated_subquery_compared_in_the_where(transfers, where, joined):
+    transfers.insert("transfers", rows(0, 20, 10))
+    transfers.run()
+    transfers.register("q", f"SELECT a.tran_id, a.amount FROM transfers a WHERE {where}")
+    assert join_types(transfers.db, "q") == [joined]
+    transfers.insert("transfers", rows(100, 20, 1))
+    transfers.run()

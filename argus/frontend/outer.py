@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from ..trees import conjuncts
+from ..trees import conjuncts, unparen
 
 PAD = "argus_pad"
 
@@ -149,11 +149,35 @@ def inner_when_rejected(tree: exp.Expr) -> exp.Expr:
 
 def _compares(term: exp.Expr, alias: str) -> bool:
     """Whether `term` is NULL or false when the columns of `alias` are NULL."""
-    def of_alias(operand: exp.Expr) -> bool:
-        return isinstance(operand, exp.Column) and operand.table == alias
     if isinstance(term, _STRICT):
-        return of_alias(term.this) or of_alias(term.expression)
+        return _padded(term.this, alias) or _padded(term.expression, alias)
     negated = isinstance(term, exp.Not)
     test = term.this if negated else term
     return (isinstance(test, exp.Is) and isinstance(test.expression, exp.Null)
-            and negated != bool(test.args.get("negate")) and of_alias(test.this))
+            and negated != bool(test.args.get("negate")) and _padded(test.this, alias))
+
+
+def _padded(operand: exp.Expr, alias: str) -> bool:
+    """Whether `operand` is NULL when the columns of `alias` are: one of them, or a
+    CASE that then takes no branch and has no other ELSE than NULL (a correlated
+    scalar subquery's value, `CASE WHEN s.argus_hit THEN s.argus_value ELSE NULL END`,
+    argus.frontend.scalar; TPC-H Q2, Q17, Q20)."""
+    operand = unparen(operand)
+    if isinstance(operand, exp.Column):
+        return operand.table == alias
+    if not isinstance(operand, exp.Case) or operand.args.get("this") is not None:
+        return False
+    default = operand.args.get("default")
+    return (all(_padded(branch.this, alias) for branch in operand.args.get("ifs") or [])
+            and (default is None or _null(default) or _padded(default, alias)))
+
+
+def _null(value: exp.Expr) -> bool:
+    """Whether `value` is NULL whatever the row: NULL, or arithmetic on it (the value
+    of a scalar subquery's aggregate over no rows, `0.2 * NULL`)."""
+    value = unparen(value)
+    if isinstance(value, exp.Cast):
+        return _null(value.this)
+    if isinstance(value, exp.Mul | exp.Add | exp.Sub | exp.Div):
+        return _null(value.this) or _null(value.expression)
+    return isinstance(value, exp.Null)
