@@ -57,6 +57,7 @@ def test_a_maximum_compared_in_the_where_joins_on_it(transfers):
 @pytest.mark.parametrize("where, joined", [
     ("b.total > 40", "inner"),
     ("b.total IS NOT NULL", "inner"),
+    ("2 * b.total + a.amount > 90", "inner"),
     ("b.total IS NULL", "left"),  # the padded rows are the answer
     ("coalesce(b.total, 0) < 40", "left"),  # (a padded row passes)
     ("b.total > 40 OR a.amount > 0", "left"),  # (a term of an OR rejects nothing alone)

@@ -122,6 +122,7 @@ def _read_from(tree: exp.Expr, name: str, sides: dict[str, list[str]]) -> set[st
 # Comparisons, which are NULL when an operand is: a WHERE term comparing a column of a
 # LEFT join's right side drops the rows the join padded with NULLs.
 _STRICT = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div)  # (NULL when an operand is)
 
 
 def inner_when_rejected(tree: exp.Expr) -> exp.Expr:
@@ -130,14 +131,14 @@ def inner_when_rejected(tree: exp.Expr) -> exp.Expr:
     A scalar subquery compared in the WHERE, unnested as `LEFT JOIN … ON TRUE`
     (argus.frontend.scalar), then joins on the comparison, and keeps only the rows that
     pass it: TPC-H Q15's `total_revenue = (SELECT max(...))` kept every supplier paired
-    with the maximum, and wrote them all again whenever the maximum changed."""
+    with the maximum, and wrote them all again whenever the maximum changed. Run after
+    `outer_joins`, which leaves no RIGHT or FULL join."""
     for select in tree.find_all(exp.Select):
-        joins = select.args.get("joins") or []
         where = select.args.get("where")
-        if where is None or any((j.side or "").upper() in ("RIGHT", "FULL") for j in joins):
+        if where is None:
             continue
         terms = conjuncts(where.this)
-        for join in joins:
+        for join in select.args.get("joins") or []:
             if (join.side or "").upper() != "LEFT" or isinstance(join.this, exp.Lateral):
                 continue
             alias = join.this.alias_or_name
@@ -158,13 +159,17 @@ def _compares(term: exp.Expr, alias: str) -> bool:
 
 
 def _padded(operand: exp.Expr, alias: str) -> bool:
-    """Whether `operand` is NULL when the columns of `alias` are: one of them, or a
-    CASE that then takes no branch and has no other ELSE than NULL (a correlated
-    scalar subquery's value, `CASE WHEN s.argus_hit THEN s.argus_value ELSE NULL END`,
-    argus.frontend.scalar; TPC-H Q2, Q17, Q20)."""
+    """Whether `operand` is NULL when the columns of `alias` are: one of them,
+    arithmetic on one, or a CASE that then takes no branch and has no other ELSE than
+    NULL (a correlated scalar subquery's value, `CASE WHEN s.argus_hit THEN
+    s.argus_value ELSE NULL END`, argus.frontend.scalar; TPC-H Q2, Q17, Q20)."""
     operand = unparen(operand)
     if isinstance(operand, exp.Column):
         return operand.table == alias
+    if isinstance(operand, exp.Cast):
+        return _padded(operand.this, alias)
+    if isinstance(operand, _ARITHMETIC):
+        return _padded(operand.this, alias) or _padded(operand.expression, alias)
     if not isinstance(operand, exp.Case) or operand.args.get("this") is not None:
         return False
     default = operand.args.get("default")
@@ -178,6 +183,6 @@ def _null(value: exp.Expr) -> bool:
     value = unparen(value)
     if isinstance(value, exp.Cast):
         return _null(value.this)
-    if isinstance(value, exp.Mul | exp.Add | exp.Sub | exp.Div):
+    if isinstance(value, _ARITHMETIC):
         return _null(value.this) or _null(value.expression)
     return isinstance(value, exp.Null)
