@@ -14,6 +14,7 @@ from psycopg.conninfo import make_conninfo
 import argus
 from argus import ArgusError
 from argus.errors import PermissionDeniedError, UnknownQueryError, UnknownStreamError
+from argus.names import results_view
 
 def denied(dsn: str, statement: str) -> str:
     """The error PostgreSQL gives the role for the statement (which must fail)."""
@@ -63,6 +64,26 @@ def test_a_reader_of_one_query_reads_only_that_query(network, login):
         assert "permission denied" in denied(dsn, f"SELECT * FROM {table}")
     network.revoke("reader", role, query="a")
     assert "permission denied" in denied(dsn, "SELECT * FROM argus_results.a")
+
+
+def test_a_revoked_reader_is_refused_in_the_session_that_kept_its_reads_planned(network,
+                                                                                 login):
+    """A read keeps its plan for the session (api._planned_once): the session that read
+    an answer six times, its statements prepared, is refused once its grant goes."""
+    role, dsn = login("reader")
+    network.grant("reader", role, query="a")
+    with argus.connect(dsn) as reader:
+        for _ in range(6):
+            assert reader.results("a") == [(1, "x")]
+            assert reader.new_results("a") == [(1, "x", 1)]
+        network.revoke("reader", role, query="a")
+        for read in (reader.results, reader.new_results):
+            with pytest.raises(ArgusError, match="'a'"):
+                read("a")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # (the statement
+            # argus prepared, past its own check of the grant)
+            reader.conn.execute(sql.SQL("SELECT * FROM {}").format(results_view("a")),
+                                prepare=True)
 
 
 def test_a_reader_of_every_query_reads_answers_and_catalog_views_not_data(network, login):

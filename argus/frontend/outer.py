@@ -159,10 +159,10 @@ def _compares(term: exp.Expr, alias: str) -> bool:
 
 
 def _padded(operand: exp.Expr, alias: str) -> bool:
-    """Whether `operand` is NULL when the columns of `alias` are: one of them,
-    arithmetic on one, or a CASE that then takes no branch and has no other ELSE than
-    NULL (a correlated scalar subquery's value, `CASE WHEN s.argus_hit THEN
-    s.argus_value ELSE NULL END`, argus.frontend.scalar; TPC-H Q2, Q17, Q20)."""
+    """Whether `operand` is NULL when the columns of `alias` are: one of them, NULL,
+    arithmetic on either, or a CASE that then takes no branch and has no ELSE but such
+    an operand (a correlated scalar subquery's value, `CASE WHEN s.argus_hit THEN
+    s.argus_value ELSE 0.2 * NULL END`, argus.frontend.scalar; TPC-H Q2, Q17, Q20)."""
     operand = unparen(operand)
     if isinstance(operand, exp.Column):
         return operand.table == alias
@@ -171,18 +171,7 @@ def _padded(operand: exp.Expr, alias: str) -> bool:
     if isinstance(operand, _ARITHMETIC):
         return _padded(operand.this, alias) or _padded(operand.expression, alias)
     if not isinstance(operand, exp.Case) or operand.args.get("this") is not None:
-        return False
+        return isinstance(operand, exp.Null)
     default = operand.args.get("default")
     return (all(_padded(branch.this, alias) for branch in operand.args.get("ifs") or [])
-            and (default is None or _null(default) or _padded(default, alias)))
-
-
-def _null(value: exp.Expr) -> bool:
-    """Whether `value` is NULL whatever the row: NULL, or arithmetic on it (the value
-    of a scalar subquery's aggregate over no rows, `0.2 * NULL`)."""
-    value = unparen(value)
-    if isinstance(value, exp.Cast):
-        return _null(value.this)
-    if isinstance(value, _ARITHMETIC):
-        return _null(value.this) or _null(value.expression)
-    return isinstance(value, exp.Null)
+            and (default is None or _padded(default, alias)))

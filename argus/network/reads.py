@@ -17,10 +17,9 @@ from ..mqo import index
 from ..mqo.blocks import Block, Indexed, equality, render
 from ..mqo.order import Estimates, Tree
 from ..mqo.sharing import source_atoms
-from .. import pg_plan
+from .. import pg_plan, templates
 from ..names import NETWORK_SCHEMA
 from ..nodes import T1, Node, virtual
-from .. import templates
 from . import records
 from .placement import installed, placed, replicated
 
