@@ -111,8 +111,9 @@ SETTINGS: dict[str, Setting] = {
         "run a node's statement with its plan kept for the session when its deltas hold at most "
         "this many rows together (null: plan every statement for its deltas at every cycle)"),
     "truncate_delta_bytes": Setting(
-        1048576, _positive(int),
-        "TRUNCATE (instead of DELETE) a delta whose file grew past this"),
+        4194304, _positive(int),
+        "TRUNCATE (instead of DELETE) a delta whose file grew past this (or that held over "
+        "5,000 rows)"),
     "truncate_inbox_bytes": Setting(
         262144, _positive(int),
         "take an inbox that grew by more than this since the last claim (or whose file is 16 times "

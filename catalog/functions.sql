@@ -502,17 +502,22 @@ BEGIN
         v_attempts := v_attempts + 1;
         BEGIN
             -- The last cycle's deltas to clear: TRUNCATE those whose file has grown (a
-            -- DELETE leaves it as large), unless a reader of a changes view holds them
-            -- (then DELETE); the program DELETEs the others (argus_dirty), each by a
-            -- statement of its own with its plan kept (a string of them, parsed and
-            -- planned at every cycle, cost ~10 us a delta). Sizes are looked up at every
-            -- 8th cycle, and after a large one (each lookup opens and locks the delta).
+            -- DELETE leaves it as large), or that held over 5,000 rows (deleting them one
+            -- by one, and stepping over them in every scan of this cycle, costs more than
+            -- a TRUNCATE and the plans it makes be made again), unless a reader of a
+            -- changes view holds them (then DELETE); the program DELETEs the others
+            -- (argus_dirty), each by a statement of its own with its plan kept (a string
+            -- of them, parsed and planned at every cycle, cost ~10 us a delta). Sizes are
+            -- looked up at every 8th cycle, and after a large one (each lookup opens and
+            -- locks the delta; a view's, a virtual selection's, has none).
             SELECT coalesce(jsonb_object_agg(d.node_id, true) FILTER (WHERE NOT d.large), '{}'),
                    array_agg(d.delta) FILTER (WHERE d.large)
               INTO v_dirty, v_truncates
               FROM (SELECT r.node_id, x.delta, x.delta IS NOT NULL
-                                                AND pg_relation_size(x.delta)
-                                                    > v_settings.truncate_delta_bytes AS large
+                                                AND pg_relation_size(x.delta) > CASE
+                                                    WHEN r.inserted + r.retracted > 5000 THEN 0
+                                                    ELSE v_settings.truncate_delta_bytes END
+                                                AS large
                       FROM argus_catalog.run_nodes r
                       LEFT JOIN LATERAL (  -- a virtual selection's delta is a view, size 0
                            SELECT to_regclass(format('argus_net.%I', 'n' || r.node_id || '_delta'))

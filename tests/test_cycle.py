@@ -404,6 +404,30 @@ def test_busy_deltas_stay_bounded_by_the_truncate_setting(transfers):
     assert min(sizes[1:]) <= 2 * one_batch  # it was truncated at some point
 
 
+@pytest.mark.parametrize("batch, truncated", [(4_000, False), (6_000, True)])
+def test_a_delta_of_many_rows_is_truncated_at_the_next_cycle(transfers, batch, truncated):
+    """A delta that held more than 5,000 rows is truncated when the next cycle clears
+    it, however small its file next to settings.truncate_delta_bytes: deleting its rows
+    one by one, and stepping over them in every scan of that cycle, costs more than a
+    TRUNCATE. A smaller one is deleted (its file stays as large)."""
+    db = transfers.db
+    db.configure(truncate_delta_bytes=1 << 30)
+    transfers.register("per_id", "SELECT tran_id, count(*) AS n FROM transfers GROUP BY tran_id")
+    (delta,) = db.conn.execute(
+        "SELECT delta FROM argus.nodes WHERE kind = 'aggregate'").fetchone()
+
+    def size() -> int:
+        return db.conn.execute("SELECT pg_relation_size(%s::regclass)", (delta,)).fetchone()[0]
+
+    transfers.insert("transfers", rows(0, batch))
+    transfers.run()
+    full = size()
+    transfers.insert("transfers", rows(batch, 3))
+    transfers.run()
+    assert (size() < full / 10) is truncated, (full, size())
+    assert sorted(db.new_results("per_id")) == [(i, 1, 1) for i in range(batch, batch + 3)]
+
+
 def test_a_plan_kept_for_small_deltas_is_made_anew_when_a_history_grew(oracle):
     """Small cycles run their statements with plans kept for the session
     (settings.plan_kept_rows). A plan made while the customers' history was tiny scans it
