@@ -13,6 +13,7 @@ import time
 
 import psycopg
 import pytest
+from psycopg import sql
 
 import argus
 from argus.errors import MigrationError
@@ -720,3 +721,73 @@ def test_a_re_plan_resolves_functions_as_registered(three):
     load(three, Rows(4), 30)
     three.run()
     three.check()
+
+
+def test_a_prediction_fills_a_new_node_only_when_something_reads_it(three):
+    """A re-plan's prediction builds the query again and rolls it back. Its new nodes
+    are made empty and filled only when an estimate reads them (network.reads.ready:
+    Nexmark's q4, q6 and q9 planned again together filled 10 s of joins, aggregates and
+    windows that nothing read), then with the rows a build fills at once."""
+    from argus.adapt.move import build, read_for_migration
+    from argus.adapt.records import only_used_by
+    from argus.mqo.replan import Replan
+    from argus.mqo.sharing import Sharing
+    from argus.nodes import virtual
+    db = three.db
+    load(three, Rows(5), 200)
+    three.run()
+    three.register("per_key", QUERIES["per_key"])
+    query_id, text, canonical, schemas, shared_as, joins = db.conn.execute(
+        "SELECT query_id, sql, canonical, functions, sharing, join_sharing "
+        "FROM argus_catalog.queries WHERE name = 'per_key'").fetchone()
+    analyzed = read_for_migration(db.conn, text, canonical, schemas)
+    uses = frozenset(n for (n,) in db.conn.execute(
+        "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
+    filled = {}
+    for predicting in (False, True):
+        with db.conn.transaction(force_rollback=True):
+            builder, _, _ = build(db.conn, "per_key", analyzed,
+                                  Sharing(shared_as, join_sharing=joins),
+                                  Replan(only_used_by(db.conn, [query_id]), uses, "other"),
+                                  "incremental", predicting=predicting)
+            made = [n for n in builder.created if not virtual(n)]
+            assert made
+            if predicting:  # (the join above sizes itself on the join under it: filled)
+                waiting = [n for n in made if n.id in builder.unfilled]
+                assert waiting and not any(_count(db, n) for n in waiting), made
+                for node in reversed(made):  # (each fills its parents first)
+                    builder.ready(node)
+                assert not builder.unfilled
+            filled[predicting] = [bag(db.conn.execute(sql.SQL("SELECT {} FROM {}").format(
+                sql.SQL(", ").join(map(sql.Identifier, n.columns)), n.hist)).fetchall())
+                for n in made]
+    assert filled[True] == filled[False] and all(filled[True])
+
+
+def _count(db, node) -> int:
+    return db.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(node.hist)).fetchone()[0]
+
+
+def test_a_group_planned_again_is_decided_once_in_a_period(three, monkeypatch):
+    """Queries sharing their joins are planned again as one (argus.adapt.together):
+    the decision to keep their layout is logged for each of them, and the periodic
+    check does not plan the group again for the others in the same period (Nexmark's
+    q4, q6 and q9 were planned again three times in a row, a member each period)."""
+    from argus.adapt import periodic, records
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
+    db = three.db
+    db.configure(rerun_fallback=False)
+    load(three, Rows(7), 300)
+    three.run()
+    three.register("chain", QUERIES["chain"].replace("t.v < 900", "t.v < 500"))
+    three.register("per_t", PER_T)
+    load(three, Rows(8), 30)
+    three.run()
+    decisions = periodic.reoptimize(db.conn)
+    together = [d for d in decisions if d.why.startswith("together with")]
+    assert len(together) == 1 and not together[0].migrated, [d.why for d in decisions]
+    logged = db.conn.execute(
+        "SELECT query, why FROM argus_catalog.migrations WHERE NOT migrated AND after_run = "
+        "(SELECT max(run_id) FROM argus_catalog.runs) ORDER BY query").fetchall()
+    assert [q for q, _ in logged] == ["chain", "per_t"], logged
+    assert all(why.startswith("together with") for _, why in logged), logged

@@ -67,7 +67,7 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     # decisions against migrating, older than the cycle log keeps (keep_runs*), go
     conn.execute("DELETE FROM argus_catalog.migrations WHERE NOT migrated "
                  "AND after_run < (SELECT min(run_id) FROM argus_catalog.runs)")
-    out, started, moved = [], time.perf_counter(), set()
+    out, started, decided = [], time.perf_counter(), set()
     for (name,) in conn.execute(
             """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
                            ORDER BY run_id DESC LIMIT %s)
@@ -84,15 +84,16 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
             (RECENT, records.WORTH_MS)).fetchall():
         if out and time.perf_counter() - started > CHECK_SECONDS:
             break  # the next period goes on from the queries left (least recently first)
-        if name in moved:  # (with a query planned before it, in this period)
+        if name in decided:  # (with a query planned before it, in this period)
             continue
         out.append(tried(conn, name))
-        if out[-1].migrated:
-            moved = _migrated_after_the_last_cycle(conn)
+        decided = _decided_after_the_last_cycle(conn)
     return out
 
 
-def _migrated_after_the_last_cycle(conn: psycopg.Connection) -> set[str]:
+def _decided_after_the_last_cycle(conn: psycopg.Connection) -> set[str]:
+    """The queries planned again since the last cycle: alone, or with those they
+    share joins with (argus.adapt.together logs a decision for each)."""
     return {q for (q,) in conn.execute(
-        "SELECT query FROM argus_catalog.migrations WHERE migrated "
-        "AND after_run = (SELECT max(run_id) FROM argus_catalog.runs)")}
+        "SELECT query FROM argus_catalog.migrations "
+        "WHERE after_run = (SELECT max(run_id) FROM argus_catalog.runs)")}

@@ -80,10 +80,11 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
     decision = Decision(first.name, total, go, why(first))
     if not apply:
         return decision
-    if not go:
-        return dataclasses.replace(decision, migration_id=log_migration(
-            conn, query=first.name, migrated=False, why=why(first), **log,
-            **_predicted(kept, best, first), old_nodes=sorted(hidden & first.uses)))
+    if not go:  # (each member's decision: the periodic check plans none of them again)
+        logged = [log_migration(conn, query=m.name, migrated=False, why=why(m), **log,
+                                **_predicted(kept, best, m), old_nodes=sorted(hidden & m.uses))
+                  for m in members]
+        return dataclasses.replace(decision, migration_id=logged[0])
     fresh, decision = set(), dataclasses.replace(decision, migrated=False)  # (its trees stay)
     for m in members:
         if not best[m.name].trees:  # its trees stay: it keeps its nodes, for the others too
@@ -111,14 +112,15 @@ def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, A
         paid: set[int] = set()
         for m in members:
             replan = Replan(hidden - paid, m.uses, "keep", growth)
-            build(conn, m.name, texts[m.name], m.sharing, replan, "incremental")
+            build(conn, m.name, texts[m.name], m.sharing, replan, "incremental",
+                  predicting=True)
             kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
     with conn.transaction(force_rollback=True):
         fresh: set[int] = set()
         for m in members:
             replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
             builder, top, _ = build(conn, m.name, texts[m.name], m.sharing, replan,
-                                     "incremental")
+                                     "incremental", predicting=True)
             best[m.name] = predict(replan.choices)
             built = {n for n, _ in builder.ancestors(top.id)} - m.uses
             conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",

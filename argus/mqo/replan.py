@@ -78,6 +78,13 @@ class Replan:
         self.choices.append(Choice(current, target, chosen, answer))
         return chosen
 
+    def alone(self, instances: frozenset[int]) -> Tree:
+        """A block of one source, which has no joins to order: the choice of its one
+        tree, which costs nothing (as `choose` would cost it)."""
+        tree = Tree(instances, 0.0, 0.0)
+        self.choices.append(Choice(tree, tree, tree))
+        return tree
+
     def name_last(self, names: tuple[str, ...]) -> None:
         """Name the instances of the block last chosen (for logs and explain)."""
         if self.choices:

@@ -176,7 +176,12 @@ class BlockBuilder:
     def build(self) -> tuple[object, dict[str, str]]:
         """The node computing the block, and where each of the plan's columns is in it."""
         self.estimates = self.builder.estimates(self.block)
-        tree = self._heuristic() if self.estimates is None else self._costed(self.estimates)
+        if self.estimates is not None:
+            tree = self._costed(self.estimates)
+        elif self.builder.replan is not None:  # (a prediction's block of one source)
+            tree = self.builder.replan.alone(self.block.instances)
+        else:
+            tree = self._heuristic()
         return self.finish(self._part(tree))
 
     def _heuristic(self) -> Tree:
@@ -356,11 +361,14 @@ class BlockBuilder:
         local = self.block.within(single)
         if not local:
             return Part(source, single, {i: 1})
-        options = [Match(self.builder.source_index(source), {1: i}, tuple(local))]
-        if self.sharing.strategy != "none":
-            options += self._matches(single)
-        best = min(options, key=_cost)
-        part = Part(self.builder.load(best.node.node_id), single, {i: 1}, list(best.residual))
+        shared = self._matches(single) if self.sharing.strategy != "none" else []
+        if shared:  # (the source's rows are read only to compare: a prediction's may be unfilled)
+            best = min([Match(self.builder.source_index(source), {1: i}, tuple(local)),
+                        *shared], key=_cost)
+            part = Part(self.builder.load(best.node.node_id), single, {i: 1},
+                        list(best.residual))
+        else:
+            part = Part(source, single, {i: 1}, list(local))
         if not part.residual:
             return part
         return self.select(part, self._needed(single, []))

@@ -87,8 +87,26 @@ class Apply:
             node, list(map(lazy_nodes.readable, parents))))  # (whole histories)
         persist(self.conn, node_id)  # (unlogged while still empty: settings.durability)
         node = dataclasses.replace(node, types=self._record_types(node))
+        if self.predicting and new.fill in ("parents", "copy") and new.limit is None:
+            self.unfilled[node.id] = lambda: self._fill(node, new, take=False)
+        else:
+            for parent in parents:
+                self.ready(parent)
+            node = self._fill(node, new)
+        self._store(node, parents)
+        if entry is not None:
+            self._record(node, parents, entry)
+        self.created.append(node)
+        return node
+
+    def _fill(self, node: Node, new: NewNode, take: bool = True) -> Node:
+        """Fill a made node, count its rows and gather its statistics: at once, or,
+        in a prediction, when something first reads it (network.reads.ready; `take`:
+        not by taking an old answer's table over, which views over the new one made
+        since would not follow)."""
+        parents = list(new.parents)
         started = time.perf_counter()
-        node, counted, taken = self._filled(node, new)
+        node, counted, taken = self._filled(node, new, take)
         if delta_view(node) and virtual(self._stored(parents[0])):
             # a view of a virtual join: its rows are not counted (that would run the
             # join); its parent's are, as many as it can have
@@ -103,13 +121,10 @@ class Apply:
         # statements over the new history are planned as over an empty table
         if not virtual(node) and new.fill != "lazily" and not taken:
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
-        self._store(node, parents)
-        if entry is not None:
-            self._record(node, parents, entry)
-        self.created.append(node)
         return node
 
-    def _filled(self, node: Node, new: NewNode) -> tuple[Node, int | None, int | None]:
+    def _filled(self, node: Node, new: NewNode, take: bool = True
+                ) -> tuple[Node, int | None, int | None]:
         """The new node with its rows, as `new.fill` says: (the node, as it is now — a
         join past its limit is a view —, its rows where they are not to be counted,
         the rows of an old answer whose table it took over)."""
@@ -124,7 +139,7 @@ class Apply:
             return self._view_instead(node, parents), limit, None
         if new.fill == "copy":
             source, where = new.copy
-            taken = self._take_over(node, self.load(source), where, limit)
+            taken = self._take_over(node, self.load(source), where, limit) if take else None
             if taken is not None:  # (the old answer's table, renamed: its rows and statistics)
                 return node, taken, taken
             filled = self.conn.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}{}").format(

@@ -480,9 +480,13 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if of.joins and new.insert_only and not any(map(is_lazy, parents)):
             limit = self._view_of_join(parents, definition, new.names, new.exprs)
-        view_now = lazily and limit is not None and self._estimated_rows(
-            parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
+        # a lazy join's view (nothing to fill, complete), or a prediction's (whose joins
+        # are filled only if read: network.reads.ready), on PostgreSQL's estimate
+        view_now = (lazily or self.predicting) and limit is not None and self._estimated_rows(
+            parents, definition) >= limit
         lazily = lazily and not view_now
+        if self.predicting and not view_now:
+            limit = None
         signature_text = new.signature
         if lazily:  # (found by no signature: another query must not read it)
             limit = None

@@ -121,6 +121,7 @@ class Layouts:
         an error (HOP's to_timestamp fails at the first timestamp PostgreSQL has) and
         within their bound: else a table, whose backfill says which."""
         bound = definition.get("bound")
+        self.ready(parent)
         try:
             rows = evaluate_held(self.conn, exprs, parent.hist, definition.get("predicate"),
                                  bound)
@@ -154,6 +155,8 @@ class Layouts:
             return None  # (on Citus: a join's view over distributed histories is read
             # through set operations Citus 13 cannot plan, docs/scale-out.md)
         limits = []
+        for parent in parents:
+            self.ready(parent)
         if growth is not None:
             inputs = sum(r[0] for r in self.conn.execute(
                 "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = ANY(%s)",
@@ -172,6 +175,8 @@ class Layouts:
     def _estimated_rows(self, parents: list[Node], definition: dict) -> float:
         """PostgreSQL's estimate of an inner join's rows: a lazily built join is not
         filled, so whether it is to be a view instead is decided on it."""
+        for parent in parents:
+            self.ready(parent)
         return self.explain(sql.SQL("SELECT FROM {} AS t1 JOIN {} AS t2 ON {}").format(
             *(p.hist for p in parents), sql.SQL(definition["condition"])))["Plan Rows"]
 

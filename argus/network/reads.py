@@ -153,6 +153,22 @@ class Reads:
         self.conn = conn
         self._read: dict[tuple, object] = {}  # catalog reads, forgotten by forget()
         self._candidates: dict[tuple, list] = {}
+        # A prediction (argus.adapt: a query planned again, built and rolled back) makes
+        # its nodes empty and fills one only when something reads its rows: what it
+        # decides rests on estimates over streams and nodes that exist, rarely on the
+        # nodes it makes (Nexmark's q4, q6 and q9 planned again together filled 10 s of
+        # joins, aggregates and windows that nothing read).
+        self.predicting = False
+        self.unfilled: dict[int, Callable[[], object]] = {}  # node id -> its fill
+
+    def ready(self, node: Node) -> None:
+        """The node's rows, filled first if a prediction made it without them (its
+        parents' before)."""
+        fill = self.unfilled.pop(node.id, None)
+        if fill is not None:
+            for parent in node.parents:
+                self.ready(self.load(parent))
+            fill()
 
     def load(self, node_id: int) -> Node:
         return self._once(("node", node_id), lambda: load_node(self.conn, node_id))
@@ -184,6 +200,7 @@ class Reads:
             local = []
             for k in (i, j):
                 source = self.load(block.sources[k - 1])
+                self.ready(source)
                 where |= {column_atom(k, c): (f"t{k}", c) for c in source.columns}
                 tables.append(sql.SQL("{} AS {}").format(
                     source.delta if k == new else source.hist, sql.Identifier(f"t{k}")))
@@ -223,6 +240,7 @@ class Reads:
         if not (node.kind_of.slides(node) and len(node.parents) == 1) \
                 or virtual(self.load(node.parents[0])):  # (counting a view runs it)
             return None
+        self.ready(self.load(node.parents[0]))
         last = self.conn.execute(
             """SELECT coalesce(t.inserted, 0), c.inserted FROM argus_catalog.run_nodes c
                  LEFT JOIN argus_catalog.run_nodes t ON t.run_id = c.run_id AND t.node_id = %s
@@ -267,6 +285,8 @@ class Reads:
             source.hist, sql.SQL(predicate)))["Plan Rows"]
 
     def estimates(self, block) -> Estimates | None:
+        if self.predicting and len(block.instances) == 1:
+            return None  # (one source: no joins to order, nothing a prediction costs)
         return self.block_estimates(block) if self._layout()[0] == "cost" else None
 
     def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
@@ -344,6 +364,7 @@ class Reads:
         """PostgreSQL's estimate of the share of `base`'s rows (a stream, `parent` or
         under it) that `predicate` over `parent`'s rows (t1) passes."""
         self._analyzed(base)
+        self.ready(parent)
 
         def rows(table: sql.Composable, where: str) -> float:
             return self.explain(sql.SQL("SELECT 1 FROM {} AS t1 WHERE {}").format(
@@ -366,6 +387,7 @@ class Reads:
         Citus holds: the coordinator does not plan over its own statistics of it, and
         its ANALYZE (a command per shard, in parallel) fails in a transaction that used
         a reference table's copy on the coordinator."""
+        self.ready(node)
         if node.sharded_by or node.loaded and node.hist_ref[1] in self._once(
                 ("placed",), lambda: placed(self.conn)):
             return
@@ -387,6 +409,7 @@ class Reads:
         return self._candidates[key]
 
     def source_index(self, node: Node) -> Indexed:
+        self.ready(node)
         (rows,) = self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
                                     "WHERE node_id = %s", (node.id,)).fetchone()
         return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns), rows)

@@ -8,6 +8,7 @@ and stays apart from a twin (its signature, _resigned).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 import sqlglot
@@ -126,12 +127,20 @@ class Reshape:
             execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
         else:
             self.conn.execute(sql.SQL("TRUNCATE {}").format(node.hist))
-            execute_all(self.conn, COMPILERS[node.kind].backfill(
-                node, list(map(lazy_nodes.readable, parents))))
-            self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
+            if self.predicting:  # (filled when something reads it: network.reads.ready)
+                self.unfilled[node.id] = functools.partial(self._refill, node, parents)
+            else:
+                self._refill(node, parents)
         self._store(node, parents)
         self._candidates.clear()
         return node
+
+    def _refill(self, node: Node, parents: list[Node]) -> None:
+        for parent in parents:
+            self.ready(parent)
+        execute_all(self.conn, COMPILERS[node.kind].backfill(
+            node, list(map(lazy_nodes.readable, parents))))
+        self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
 
     def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
         """The signature of a node changed in place (enriched, restructured). Its own
@@ -201,6 +210,8 @@ class Reshape:
         self.conn.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(
             [node.hist] + [sql.Identifier(NETWORK_SCHEMA, t) for t in aux
                            if t != f"n{node.id}_delta"])))
+        self.unfilled.pop(node.id, None)  # (refilled now)
+        self.ready(parent)
         execute_all(self.conn, compiler.backfill(node, [parent]))
         self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
         self._store(node, [parent])
