@@ -725,9 +725,11 @@ def test_a_re_plan_resolves_functions_as_registered(three):
 
 def test_a_prediction_fills_a_new_node_only_when_something_reads_it(three):
     """A re-plan's prediction builds the query again and rolls it back. Its new nodes
-    are made empty and filled only when an estimate reads them (network.reads.ready:
-    Nexmark's q4, q6 and q9 planned again together filled 10 s of joins, aggregates and
-    windows that nothing read), then with the rows a build fills at once."""
+    are made empty and filled only when the decision reads their rows or counts
+    (network.reads.ready: Nexmark's q4, q6 and q9 planned again together filled
+    aggregates and windows that nothing read), then with the rows a build fills at
+    once. Here the window over the new joins waits; the joins are filled, for their
+    rows decide whether they are views, as in a real build."""
     from argus.adapt.move import build, read_for_migration
     from argus.adapt.records import only_used_by
     from argus.mqo.replan import Replan
@@ -736,25 +738,28 @@ def test_a_prediction_fills_a_new_node_only_when_something_reads_it(three):
     db = three.db
     load(three, Rows(5), 200)
     three.run()
-    three.register("per_key", QUERIES["per_key"])
+    three.register("ranked", "SELECT r.id AS a, t.id AS c, row_number() OVER (PARTITION BY "
+                             "r.k1 ORDER BY t.v, r.id, s.id, t.id) AS rn FROM r JOIN s ON "
+                             "r.k1 = s.k1 JOIN t ON s.k2 = t.k2 WHERE r.v < 500")
     query_id, text, canonical, schemas, shared_as, joins = db.conn.execute(
         "SELECT query_id, sql, canonical, functions, sharing, join_sharing "
-        "FROM argus_catalog.queries WHERE name = 'per_key'").fetchone()
+        "FROM argus_catalog.queries WHERE name = 'ranked'").fetchone()
     analyzed = read_for_migration(db.conn, text, canonical, schemas)
     uses = frozenset(n for (n,) in db.conn.execute(
         "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (query_id,)))
     filled = {}
     for predicting in (False, True):
         with db.conn.transaction(force_rollback=True):
-            builder, _, _ = build(db.conn, "per_key", analyzed,
+            builder, _, _ = build(db.conn, "ranked", analyzed,
                                   Sharing(shared_as, join_sharing=joins),
                                   Replan(only_used_by(db.conn, [query_id]), uses, "other"),
-                                  "incremental", predicting=predicting)
+                                  "incremental", predicting={} if predicting else None)
             made = [n for n in builder.created if not virtual(n)]
             assert made
-            if predicting:  # (the join above sizes itself on the join under it: filled)
+            if predicting:  # (its joins are filled: their rows decide whether they are views)
                 waiting = [n for n in made if n.id in builder.unfilled]
-                assert waiting and not any(_count(db, n) for n in waiting), made
+                assert [n.kind for n in waiting] == ["window"], made
+                assert not _count(db, waiting[0])
                 for node in reversed(made):  # (each fills its parents first)
                     builder.ready(node)
                 assert not builder.unfilled

@@ -157,7 +157,7 @@ def _joins(conn: psycopg.Connection, q: _Query, force: bool, apply: bool,
         "SELECT node_id FROM argus_catalog.query_nodes WHERE query_id = %s", (q.query_id,)))
     replan = Replan(frozenset(mine), uses, growth=q.growth)
     with conn.transaction(force_rollback=True):  # a prediction: nothing is kept
-        build(conn, q.name, analyzed, q.sharing, replan, q.current, predicting=True)
+        build(conn, q.name, analyzed, q.sharing, replan, q.current, predicting={})
     prediction = predict(replan.choices)
     go, why = decide(prediction, q.min_gain, q.horizon)
     if force and prediction.current is not None:

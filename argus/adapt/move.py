@@ -91,15 +91,17 @@ def move(conn: psycopg.Connection, name: str, query_id: int, analyzed: Analyzed,
 
 def build(conn: psycopg.Connection, name: str, analyzed: Analyzed, sharing: Sharing,
           replan: Replan | None, evaluate: str, lazily: bool = False,
-          predicting: bool = False):
+          predicting: dict | None = None):
     """The query built again as registration built it (its sharing too), its joins
     chosen by `replan` (`lazily`: new joins left to complete, network.jisc;
-    `predicting`: to be rolled back, its new nodes filled only if read, network.reads):
-    the builder, the top node and the output expressions over it."""
+    `predicting`: to be rolled back, its new nodes filled only if read — the fills
+    waiting, which the builds of one transaction share: network.reads): the builder,
+    the top node and the output expressions over it."""
     builder = Builder(conn, sharing, query=name)
     builder.replan = replan
     builder.lazy = lazily
-    builder.predicting = predicting
+    if predicting is not None:
+        builder.predicting, builder.unfilled = True, predicting
     builder.row_bound = row_bound(conn)
     top, output = build_top(builder, name, analyzed, evaluate)
     return builder, top, output

@@ -110,17 +110,19 @@ def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, A
     kept, best = {}, {}
     with conn.transaction(force_rollback=True):
         paid: set[int] = set()
+        waiting: dict = {}  # (nodes a member made empty, filled if another reads them)
         for m in members:
             replan = Replan(hidden - paid, m.uses, "keep", growth)
             build(conn, m.name, texts[m.name], m.sharing, replan, "incremental",
-                  predicting=True)
+                  predicting=waiting)
             kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
     with conn.transaction(force_rollback=True):
         fresh: set[int] = set()
+        waiting = {}
         for m in members:
             replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
             builder, top, _ = build(conn, m.name, texts[m.name], m.sharing, replan,
-                                     "incremental", predicting=True)
+                                     "incremental", predicting=waiting)
             best[m.name] = predict(replan.choices)
             built = {n for n, _ in builder.ancestors(top.id)} - m.uses
             conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",

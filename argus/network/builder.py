@@ -73,7 +73,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         self._memo: dict[Plan, Node] = {}
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
         self.constants = Constants(conn)
-        self.groups = CatalogGroups(conn)
+        self.groups = CatalogGroups(conn, lambda node_ids: self.ready_ids(node_ids))
         self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.jisc)
@@ -480,13 +480,9 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if of.joins and new.insert_only and not any(map(is_lazy, parents)):
             limit = self._view_of_join(parents, definition, new.names, new.exprs)
-        # a lazy join's view (nothing to fill, complete), or a prediction's (whose joins
-        # are filled only if read: network.reads.ready), on PostgreSQL's estimate
-        view_now = (lazily or self.predicting) and limit is not None and self._estimated_rows(
-            parents, definition) >= limit
+        view_now = lazily and limit is not None and self._estimated_rows(
+            parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
         lazily = lazily and not view_now
-        if self.predicting and not view_now:
-            limit = None
         signature_text = new.signature
         if lazily:  # (found by no signature: another query must not read it)
             limit = None

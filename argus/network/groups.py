@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psycopg
 
 
@@ -9,8 +11,10 @@ class CatalogGroups:
     """regroup.Groups over the catalog: group_topology, group_exprs and node_stats.
     Nodes only failed queries use (argus.excluded_nodes) are never offered."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection,
+                 ready: Callable[[list[int]], bool] = lambda node_ids: False) -> None:
         self.conn = conn
+        self.ready = ready  # fills the nodes a prediction made without rows (reads.ready_ids)
 
     def exprs(self, node_id: int) -> list[str]:
         return [c for (c,) in self.conn.execute(
@@ -22,10 +26,15 @@ class CatalogGroups:
                                  "WHERE node_id = %s", (node_id,)).fetchone()[0]
 
     def rows(self, node_id: int) -> int:
+        self.ready([node_id])
         return self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
                                  "WHERE node_id = %s", (node_id,)).fetchone()[0]
 
     def covering(self, input_id: int, exprs: list[str]) -> list[int]:
+        found = self._covering(input_id, exprs)
+        return self._covering(input_id, exprs) if self.ready(found) else found
+
+    def _covering(self, input_id: int, exprs: list[str]) -> list[int]:
         return [r[0] for r in self.conn.execute(
             """SELECT g.node_id FROM argus_catalog.group_topology g
                  JOIN argus_catalog.node_stats n USING (node_id)

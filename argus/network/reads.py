@@ -170,6 +170,14 @@ class Reads:
                 self.ready(self.load(parent))
             fill()
 
+    def ready_ids(self, node_ids) -> bool:
+        """Those of the nodes a prediction made without their rows, filled (and
+        counted): whether there were any, so that what read their counts reads again."""
+        waiting = [n for n in node_ids if n in self.unfilled]
+        for node_id in waiting:
+            self.ready(self.load(node_id))
+        return bool(waiting)
+
     def load(self, node_id: int) -> Node:
         return self._once(("node", node_id), lambda: load_node(self.conn, node_id))
 
@@ -404,8 +412,10 @@ class Reads:
     def candidates(self, sources, shapes) -> list[Indexed]:
         key = (index.sources_key(sources), frozenset(shapes))
         if key not in self._candidates:
-            self._candidates[key] = index.candidates(self.conn, sources, shapes,
-                                                     self.own_nodes())
+            found = index.candidates(self.conn, sources, shapes, self.own_nodes())
+            if self.ready_ids([c.node_id for c in found]):  # (their rows, counted)
+                found = index.candidates(self.conn, sources, shapes, self.own_nodes())
+            self._candidates[key] = found
         return self._candidates[key]
 
     def source_index(self, node: Node) -> Indexed:

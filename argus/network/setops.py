@@ -62,13 +62,19 @@ class SetOps:
 
     def _union_cover(self, keys: list[str]) -> tuple[Node, list[str]] | None:
         """The largest existing UNION ALL whose operands are some of `keys`."""
-        for node_id, operands in self.conn.execute(
+        def unions() -> list[tuple[int, list[str]]]:
+            return self.conn.execute(
                 """SELECT s.node_id, s.operands FROM argus_catalog.setop_topology s
                      JOIN argus_catalog.node_stats n USING (node_id)
                     WHERE s.op = 'union_all' AND s.operands <@ %s::text[]
                       AND s.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
                     ORDER BY cardinality(s.operands) DESC, n.hist_rows DESC, s.node_id""",
-                (keys,)):
+                (keys,)).fetchall()
+
+        found = unions()
+        if self.ready_ids([node_id for node_id, _ in found]):  # (their rows, counted)
+            found = unions()
+        for node_id, operands in found:
             if _without([(k, None) for k in keys], operands) is not None:
                 return self.load(node_id), operands
         return None
