@@ -154,10 +154,11 @@ class Reads:
         self._read: dict[tuple, object] = {}  # catalog reads, forgotten by forget()
         self._candidates: dict[tuple, list] = {}
         # A prediction (argus.adapt: a query planned again, built and rolled back) makes
-        # its nodes empty and fills one only when something reads its rows: what it
-        # decides rests on estimates over streams and nodes that exist, rarely on the
-        # nodes it makes (Nexmark's q4, q6 and q9 planned again together filled 10 s of
-        # joins, aggregates and windows that nothing read).
+        # its nodes empty and fills one only when something reads its rows or its count:
+        # what it decides rests on estimates over streams and nodes that exist, and on
+        # few of the nodes it makes (Nexmark's q4, q6 and q9 planned again together
+        # filled aggregates and windows that nothing read). The builds of a group of
+        # queries priced together share it (argus.adapt.together).
         self.predicting = False
         self.unfilled: dict[int, Callable[[], object]] = {}  # node id -> its fill
 
