@@ -73,7 +73,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         self._memo: dict[Plan, Node] = {}
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
         self.constants = Constants(conn)
-        self.groups = CatalogGroups(conn, lambda node_ids: self.ready_ids(node_ids))
+        self.groups = CatalogGroups(conn, self.counted)
         self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.jisc)

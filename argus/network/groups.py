@@ -12,9 +12,9 @@ class CatalogGroups:
     Nodes only failed queries use (argus.excluded_nodes) are never offered."""
 
     def __init__(self, conn: psycopg.Connection,
-                 ready: Callable[[list[int]], bool] = lambda node_ids: False) -> None:
+                 counted: Callable = lambda read, nodes: read()) -> None:
         self.conn = conn
-        self.ready = ready  # fills the nodes a prediction made without rows (reads.ready_ids)
+        self.counted = counted  # (network.reads.counted: a prediction's nodes filled first)
 
     def exprs(self, node_id: int) -> list[str]:
         return [c for (c,) in self.conn.execute(
@@ -26,13 +26,12 @@ class CatalogGroups:
                                  "WHERE node_id = %s", (node_id,)).fetchone()[0]
 
     def rows(self, node_id: int) -> int:
-        self.ready([node_id])
-        return self.conn.execute("SELECT hist_rows FROM argus_catalog.node_stats "
-                                 "WHERE node_id = %s", (node_id,)).fetchone()[0]
+        return self.counted(lambda: self.conn.execute(
+            "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = %s",
+            (node_id,)).fetchone()[0], lambda _: [node_id])
 
     def covering(self, input_id: int, exprs: list[str]) -> list[int]:
-        found = self._covering(input_id, exprs)
-        return self._covering(input_id, exprs) if self.ready(found) else found
+        return self.counted(lambda: self._covering(input_id, exprs), lambda found: found)
 
     def _covering(self, input_id: int, exprs: list[str]) -> list[int]:
         return [r[0] for r in self.conn.execute(

@@ -6,8 +6,9 @@ questions (sharing.Network); argus.network.Builder, which makes the nodes, is on
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import psycopg
 from psycopg import sql
@@ -22,6 +23,8 @@ from ..names import NETWORK_SCHEMA
 from ..nodes import T1, Node, virtual
 from . import records
 from .placement import installed, placed, replicated
+
+T = TypeVar("T")
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
@@ -171,13 +174,15 @@ class Reads:
                 self.ready(self.load(parent))
             fill()
 
-    def ready_ids(self, node_ids) -> bool:
-        """Those of the nodes a prediction made without their rows, filled (and
-        counted): whether there were any, so that what read their counts reads again."""
-        waiting = [n for n in node_ids if n in self.unfilled]
+    def counted(self, read: Callable[[], T], nodes: Callable[[T], Iterable[int]]) -> T:
+        """`read()`, which reads the counts (node_stats.hist_rows) of the nodes `nodes`
+        names in what it found: read again once those a prediction made without their
+        rows are filled and counted."""
+        found = read()
+        waiting = [n for n in nodes(found) if n in self.unfilled]
         for node_id in waiting:
             self.ready(self.load(node_id))
-        return bool(waiting)
+        return read() if waiting else found
 
     def load(self, node_id: int) -> Node:
         return self._once(("node", node_id), lambda: load_node(self.conn, node_id))
@@ -413,10 +418,9 @@ class Reads:
     def candidates(self, sources, shapes) -> list[Indexed]:
         key = (index.sources_key(sources), frozenset(shapes))
         if key not in self._candidates:
-            found = index.candidates(self.conn, sources, shapes, self.own_nodes())
-            if self.ready_ids([c.node_id for c in found]):  # (their rows, counted)
-                found = index.candidates(self.conn, sources, shapes, self.own_nodes())
-            self._candidates[key] = found
+            self._candidates[key] = self.counted(
+                lambda: index.candidates(self.conn, sources, shapes, self.own_nodes()),
+                lambda found: [c.node_id for c in found])
         return self._candidates[key]
 
     def source_index(self, node: Node) -> Indexed:

@@ -71,10 +71,7 @@ class SetOps:
                     ORDER BY cardinality(s.operands) DESC, n.hist_rows DESC, s.node_id""",
                 (keys,)).fetchall()
 
-        found = unions()
-        if self.ready_ids([node_id for node_id, _ in found]):  # (their rows, counted)
-            found = unions()
-        for node_id, operands in found:
+        for node_id, operands in self.counted(unions, lambda found: [n for n, _ in found]):
             if _without([(k, None) for k in keys], operands) is not None:
                 return self.load(node_id), operands
         return None
