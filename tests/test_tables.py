@@ -11,6 +11,8 @@ import random
 import psycopg
 import pytest
 
+import argus
+
 from argus.errors import ArgusError, InvalidNameError, LoadError, UnsupportedQueryError
 
 QUERIES = {
@@ -104,6 +106,43 @@ def test_a_table_evaluated_by_re_running(accounts):
     accounts.delete("accounts", [2])
     accounts.insert("accounts", [(3, "a", 7)])
     accounts.run()
+
+
+def test_the_history_takes_a_cycles_changes_at_the_rows_the_claim_read(accounts):
+    """The flush finds each changed key's row by the ctid its claim read (no second probe
+    of the key): an update stays in place (HOT: the key's index is not written), a
+    delete removes the row, a new key is inserted; a network an older argus made (its
+    table's delta without ctids) gets them when a newer argus connects."""
+    conn, db = accounts.conn, accounts.db
+    accounts.register("whole", QUERIES["whole"])
+    accounts.register("per_customer", QUERIES["per_customer"])
+    accounts.insert("accounts", [(i, f"c{i % 3}", i) for i in range(1, 41)])
+    accounts.run()
+    history = "argus_streams.accounts"
+    (delta,) = conn.execute(
+        "SELECT format('%I.%I', 'argus_net', 'n' || node_id || '_delta') "
+        "FROM argus_catalog.streams WHERE name = 'accounts'").fetchone()
+    conn.execute(f"ALTER TABLE {delta} DROP COLUMN argus_ctid")  # as argus 0.1 made it
+    conn.execute("UPDATE argus_catalog.program_state SET code_version = 0")
+    with argus.connect(db.dsn):
+        pass  # (an upgrade, on connect)
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    (hot_before,) = conn.execute("SELECT n_tup_hot_upd FROM pg_stat_user_tables "
+                                 "WHERE relid = %s::regclass", (history,)).fetchone()
+    accounts.update("accounts", [(i, f"c{i % 3}", i + 1000) for i in range(1, 11)])
+    accounts.delete("accounts", list(range(11, 21)))
+    accounts.insert("accounts", [(i, "new", i) for i in range(41, 51)])
+    accounts.update("accounts", [(21, "c0", 5)])
+    accounts.update("accounts", [(21, "moved", 6)])  # the last change counts
+    accounts.delete("accounts", [22])
+    accounts.insert("accounts", [(22, "again", 7)])  # deleted and inserted in one cycle
+    accounts.run()
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    (hot_after,) = conn.execute("SELECT n_tup_hot_upd FROM pg_stat_user_tables "
+                                "WHERE relid = %s::regclass", (history,)).fetchone()
+    assert hot_after - hot_before >= 10
+    assert sorted(conn.execute(f"SELECT id, customer, balance FROM {history}").fetchall()) \
+        == sorted(db.results("whole"))
 
 
 def test_a_load_that_breaks_the_key_fails_naming_it_and_loads_nothing(accounts):

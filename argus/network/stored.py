@@ -15,7 +15,7 @@ from .. import roles
 from ..mqo import index
 from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
 from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
-from ..nodes import expiry, lazy
+from ..nodes import expiry, lazy, stream
 from ..nodes.base import var
 from ..nodes.purge import purge_block
 from ..program import (Statements, flush_block, frame, node_block, probe_block, written,
@@ -170,6 +170,7 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
             return False  # another process did it while this one waited
         net = load(conn)
         for node in net.nodes.values():
+            execute_all(conn, stream.upgraded(node))
             store_blocks(conn, node, [net.nodes[p] for p in node.parents])
         assemble(conn)
         conn.execute("UPDATE argus_catalog.program_state SET code_version = %s", (CODE_VERSION,))

@@ -11,7 +11,8 @@ from psycopg import sql
 
 from ..names import stream_inbox
 from ..templates import render
-from .base import Kind, register_kind, Node, SIGN_ID, Step, cols, create_delta, var
+from .base import (Kind, register_kind, Node, SIGN_ID, Step, cols, create_delta, tid_column,
+                   var)
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class StreamCompiler:
     """A stream's source node: the cycle's claim statement fills its delta."""
 
     def create(self, node, parents):
-        return [create_delta(node)]
+        return [create_delta(node)] + ([tid_column(node)] if is_table(node) else [])
 
     def backfill(self, node, parents):
         return []
@@ -40,19 +41,20 @@ class StreamCompiler:
                         sql.SQL(when).format(var(node.id)), dynamic=False)
 
         if is_table(node):  # its delta always: its claim never leaves rows in the inbox
-            key = node.definition["key"]
-            # every column, the key's too: a key equal to the stored one may be written
-            # otherwise (1.0 for 1), and the queries got the row as written; still HOT
-            # when the key's bytes are the same
-            update = sql.SQL("\n WHEN MATCHED THEN UPDATE SET ({}) = ROW({})").format(
-                node.column_list, cols(node.columns, "d"))
-            return [Step(render("stream/flush_table", hist=node.hist, delta=node.delta_table,
-                                sign=SIGN_ID, join=key_join(key, "h", "d"), key=cols(key),
-                                columns=node.column_list, d_columns=cols(node.columns, "d"),
-                                update=update),
-                         sql.SQL("{} > 0").format(var(node.id)), dynamic=False)]
+            when = sql.SQL("{} > 0").format(var(node.id))
+            slots = {"hist": node.hist, "delta": node.delta_table, "sign": SIGN_ID,
+                     "columns": node.column_list, "d_columns": cols(node.columns, "d")}
+            return [Step(render(f"stream/flush_table_{what}", **slots), when, dynamic=False)
+                    for what in ("update", "delete", "insert")]
         return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
                 append(node.delta_table, "NOT argus_locked AND {} > 0")]
+
+
+def upgraded(node: Node) -> list[sql.Composable]:
+    """What a node that an older argus created needs for this code (network.stored's
+    recompile): since CODE_VERSION 65, a table's delta carries the ctids of its history's
+    rows (stream/claim_table)."""
+    return [tid_column(node)] if is_table(node) else []
 
 
 def in_inbox(node: Node) -> Node:

@@ -5,13 +5,16 @@
 -- calls 1.0 and 1.00, or '1 day' and '24 hours', the same (compared only for a key that
 -- had a row and has one: an insert or a delete is no update). The history is the table
 -- before this cycle (the flush applies the delta); it is probed once per key, and
--- the claim's statistics read the same probe. (The history's alias is read whole:
+-- the claim's statistics read the same probe, and each row of the delta carries the
+-- ctid of the history's row it replaces (NULL: a key the history lacks), by which the
+-- flush finds it again (stream/flush_table_*). (The history's alias is read whole:
 -- `h` was ambiguous in a table with a column h.)
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
-{probed} AS (SELECT l.*, argus_h AS argus_old, argus_h.{first} IS NOT NULL AS argus_had
+{probed} AS (SELECT l.*, argus_h AS argus_old, argus_h.{first} IS NOT NULL AS argus_had,
+                    argus_h.ctid AS argus_hctid
                FROM {last} l LEFT JOIN {history} argus_h ON {l_join}),
-{moved} AS (INSERT INTO {delta} ({columns}, {sign})
+{moved} AS (INSERT INTO {delta} ({columns}, {sign}, argus_ctid)
             SELECT x.* FROM {probed} p
              CROSS JOIN LATERAL (
                  SELECT p.argus_op <> 'd' AS has,
@@ -20,8 +23,8 @@
                             AS differs
              ) AS c
              CROSS JOIN LATERAL (
-                 SELECT {o_columns}, -1 WHERE p.argus_had AND (NOT c.has OR c.differs)
+                 SELECT {o_columns}, -1, p.argus_hctid WHERE p.argus_had AND (NOT c.has OR c.differs)
                  UNION ALL
-                 SELECT {p_columns}, 1 WHERE c.has AND (NOT p.argus_had OR c.differs)
+                 SELECT {p_columns}, 1, p.argus_hctid WHERE c.has AND (NOT p.argus_had OR c.differs)
              ) AS x
             RETURNING {sign})
