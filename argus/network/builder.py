@@ -430,11 +430,13 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
             "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
             (signature_text,)).fetchone()
-        if not found and self.own_nodes():  # its own lazily built join, planned again
+        # its own lazily built join, planned again, or built lazily by this build (a
+        # set operation's two branches over one join: found by no signature)
+        if not found and (lazies := self.own_nodes() | self.pending_lazy):
             found = self.conn.execute(
                 "SELECT node_id, false FROM argus_catalog.nodes WHERE node_id = ANY(%s) "
                 "AND definition->'lazy'->>'signature' = %s",
-                (sorted(self.own_nodes()), signature_text)).fetchone()
+                (sorted(lazies), signature_text)).fetchone()
         if found and found[1]:  # the same node, isolated since a failure: stale, not shared
             signature_text = signature(kind, parents, names, exprs, definition,
                                        f"{self._salt(salted)} beside isolated node {found[0]}")
