@@ -75,10 +75,10 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
         if column is not None and column not in schema.column_names:
             raise UnknownColumnError(f"stream {stream!r} has no column {column!r} "
                                      f"(it has: {', '.join(schema.column_names)})")
-        if schema.primary_key is not None:  # (its flush MERGEs into the history by key)
+        if schema.primary_key is not None:  # (its flush changes the history by ctid)
             raise ArgusError(f"{stream!r} is a table: its history takes each cycle's changes "
-                             "by MERGE, which Citus 13 cannot run from the coordinator into a "
-                             "distributed table; only streams' histories are distributed or "
+                             "at the row ids its claim read, which Citus 13 cannot modify from "
+                             "the coordinator; only streams' histories are distributed or "
                              "replicated")
         if stream in (on_workers := placed(conn)):
             already = on_workers[stream]

@@ -492,7 +492,7 @@ def test_what_cannot_be_distributed_is_refused(citus_oracle, db):
                                                  r"\(it has: tran_id, tran_date"):
         cdb.distribute("transfers", "who")
     with pytest.raises(ArgusError, match=r"'accounts' is a table: its history takes each "
-                                         r"cycle's changes by MERGE"):
+                                         r"cycle's changes at the row ids"):
         cdb.distribute("accounts", "owner")
     with pytest.raises(ArgusError, match=r"'accounts' is a table"):
         cdb.replicate("accounts")
