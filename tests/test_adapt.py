@@ -488,6 +488,49 @@ def test_jisc_migrates_a_set_operation_whose_branches_share_a_join(three, seed):
         three.run()
 
 
+@pytest.mark.parametrize("case", ["two queries", "a sharer"])
+def test_jisc_finds_a_join_another_query_built_lazily(three, case):
+    """Found by a helper, both failing on the node's duplicate signature: two queries
+    over r ⋈ s ⋈ t, each migrated by JISC, the second building again the s ⋈ t the
+    first built lazily; a query sharing a migrated query's answer, and with it the
+    lazy join, which the migrated query wants again on its way back. The join is made
+    whole for its second reader; every migration keeps the answers, and every cycle
+    after stays exact (the oracle)."""
+    three.db.configure(migration="jisc", rerun_fallback=False, virtual_join_growth=None)
+    rng, ids = random.Random(5), iter(range(1, 10 ** 6))
+
+    def load(n: int) -> None:
+        for stream in ("r", "s", "t"):
+            three.insert(stream, [(next(ids), rng.randint(0, 60), rng.randint(0, 60),
+                                   rng.randint(0, 999)) for _ in range(n)])
+        three.run()
+
+    def migrated(name: str) -> bool:
+        before = bag(three.db.results(name)), bag(three.db.new_results(name))
+        (decision,) = three.db.migrate([name], force=True)
+        assert "could not be migrated" not in decision.why, decision.why
+        assert (bag(three.db.results(name)), bag(three.db.new_results(name))) == before
+        three.check()
+        return decision.migrated
+
+    load(150)
+    chain = "SELECT r.id AS a, s.id AS b, t.id AS c FROM r JOIN s ON r.k1 = s.k1 " \
+            "JOIN t ON s.k2 = t.k2 WHERE r.v {} 500"
+    three.register("low", chain.format("<"))
+    if case == "two queries":
+        three.register("high", chain.format(">="))
+        assert migrated("low")
+        load(4)
+        assert migrated("high")
+    else:
+        assert migrated("low")
+        three.register("low_again", chain.format("<"))  # shares the answer, the lazy join
+        for _ in range(2):
+            load(4)
+            migrated("low")
+    load(4)
+
+
 def test_jisc_with_one_column_probed_by_two(three):
     """The consumer compares one column of the lazy join with two of its other input
     (t.k1 = s.k2 AND t.k2 = s.k2): one key column, completed once (found by a helper

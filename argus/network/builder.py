@@ -430,13 +430,8 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
             "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
             (signature_text,)).fetchone()
-        # its own lazily built join, planned again, or built lazily by this build (a
-        # set operation's two branches over one join: found by no signature)
-        if not found and (lazies := self.own_nodes() | self.pending_lazy):
-            found = self.conn.execute(
-                "SELECT node_id, false FROM argus_catalog.nodes WHERE node_id = ANY(%s) "
-                "AND definition->'lazy'->>'signature' = %s",
-                (sorted(lazies), signature_text)).fetchone()
+        if not found:
+            found = self._lazy(signature_text)
         if found and found[1]:  # the same node, isolated since a failure: stale, not shared
             signature_text = signature(kind, parents, names, exprs, definition,
                                        f"{self._salt(salted)} beside isolated node {found[0]}")
@@ -450,6 +445,21 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
                                    names, exprs, definition, insert_only, signature_text,
                                    copy=copy), salted)
         return self.create(new, entry)
+
+    def _lazy(self, signature_text: str) -> tuple[int, bool] | None:
+        """The join built lazily as this signature's (found by no signature): this
+        query's own, planned again, or this build's (a set operation's two branches over
+        one join) as it is; any other query's made whole first, as for a second reader
+        (found by a helper: a second query's migration built it again, and failed on the
+        node's duplicate signature). (node, isolated since a failure), as ensure's."""
+        found = self.conn.execute(
+            "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
+            "FROM argus_catalog.nodes WHERE definition->'lazy'->>'signature' = %s",
+            (signature_text,)).fetchone()
+        if found and not found[1] and found[0] not in self.own_nodes() | self.pending_lazy:
+            jisc.finish(self.conn, [found[0]])
+            self.forget()
+        return found
 
     def _readied(self, kind: str, parents: list[Node], definition: dict) -> list[Node]:
         """The parents as a new node can read them: on the coordinator for an outer,
