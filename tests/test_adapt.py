@@ -531,6 +531,26 @@ def test_jisc_finds_a_join_another_query_built_lazily(three, case):
     load(4)
 
 
+@pytest.mark.parametrize("strategy", ["moving-state", "jisc"])
+def test_a_set_operation_migrated_once_is_planned_again_from_its_layout(three, strategy):
+    """A UNION of two branches over r ⋈ s ⋈ t whose trees differ: planned again, each
+    branch's layout is the tree under its answer, not a join the other branch computes
+    (found by a helper: after one forced migration each branch took the other's join
+    for its own, and the query was "the layout it has" for good). Every forced
+    migration moves it, and the answers stay exact."""
+    three.db.configure(migration=strategy, rerun_fallback=False)
+    rows = Rows(3, keys=15)
+    load(three, rows, 60)
+    three.run()
+    join = "FROM r JOIN s ON r.k1 = s.k1 JOIN t ON s.k2 = t.k2"
+    three.register("either", f"SELECT r.k2 AS a, t.k1 AS c {join} WHERE r.v < 500 UNION "
+                             f"SELECT r.k2, t.k1 {join} WHERE t.v < 500")
+    for _ in range(3):
+        load(three, rows, 15)
+        three.run()
+        assert migrate_checked(three, "either")
+
+
 def test_jisc_with_one_column_probed_by_two(three):
     """The consumer compares one column of the lazy join with two of its other input
     (t.k1 = s.k2 AND t.k2 = s.k2): one key column, completed once (found by a helper

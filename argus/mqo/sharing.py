@@ -99,6 +99,9 @@ class Network(Protocol):
     def load(self, node_id: int) -> Node:
         """A node of the network."""
 
+    def ancestors(self, node_id: int) -> list[tuple[int, str]]:
+        """The node and every node it is computed from: (id, kind)."""
+
     def estimate(self, source_id: int, instance: int, conds) -> float:
         """Rows of a source that satisfy `conds` (over the atoms of `instance`)."""
 
@@ -235,15 +238,22 @@ class BlockBuilder:
         def nodes(found, wanted) -> list:
             return [(m, rows) for m, rows in found if wanted(m.node.node_id)]
 
-        mine = {s for s, found in covers.items() if nodes(found, replan.hidden.__contains__)}
+        whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
+        exact = [m for m, _ in whole if not m.residual]  # (exactly the block's rows)
+        # its own nodes that make the block's rows now: those under its answer, where it
+        # has one (another block of the query, a set operation's other branch, may
+        # compute some of its instances too, which would pass for its layout: found by
+        # a helper, a UNION migrated once was then "the layout it has" for good)
+        layout = (frozenset(i for i, _ in self.builder.ancestors(exact[0].node.node_id))
+                  if exact else replan.hidden)
+        mine = {s for s, found in covers.items()
+                if nodes(found, lambda n: n in replan.hidden and n in layout)}
         used = {s: shared[:1] for s, found in covers.items()
                 if (shared := nodes(found, lambda n: n in replan.uses - replan.hidden))}
         shares = self.sharing.strategy != "none" and self.sharing.join_sharing
         free = {s: shared for s, found in covers.items()
                 if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares
                 and (s not in mine or s in used or nodes(shared, replan.fresh.__contains__))}
-        whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
-        exact = [m for m, _ in whole if not m.residual]  # (exactly the block's rows)
         self.answer = exact[0] if exact and replan.mode != "keep" else None
         estimates = dataclasses.replace(estimates, growth=replan.growth, existing={
             s: bool(self.builder.load(own[0][0].node.node_id).definition.get("virtual"))
