@@ -24,6 +24,7 @@ from ..frontend.canon import (FLOATS, Clause, PredSet, Resolve, TypeOf, atom_ins
                               canonicalize, clause_implies, column_atom, eliminate,
                               exact_atoms, implies, map_clause)
 from ..frontend.lateral import expands
+from ..frontend.relations import short
 from ..plan import Join, Plan, Select
 from ..frontend.temporal import reads_clock
 from ..trees import DIALECT, conjuncts
@@ -296,3 +297,27 @@ def _stas(clause: Clause) -> frozenset[int]:
 def connected_subsets(block: Block, size: int) -> list[frozenset[int]]:
     return [frozenset(s) for s in itertools.combinations(sorted(block.instances), size)
             if block.connected(frozenset(s))]
+
+
+def fresh_name(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = short(f"{name}_{n}")
+    taken.add(candidate)
+    return candidate
+
+
+def column_name(atom: str, width: int) -> str:
+    """A node column's name from its atom: the source column in a one-source node,
+    t<STA>_<column> in a join."""
+    column = sqlglot.parse_one(atom, read=DIALECT)
+    if width == 1:
+        return short(column.name)
+    return short(f"t{column.table[1:]}_{column.name}")
+
+
+def source_atoms(columns) -> dict[str, str]:
+    """atom -> column of a source node (STA 1)."""
+    return {column_atom(1, c): c for c in columns}
+

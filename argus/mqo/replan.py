@@ -152,3 +152,40 @@ def evaluation(current: str, own_ms: float, rerun_ms: float | None, before_ms: f
         return "incremental", (f"re-running it ({own_ms:,.1f} ms per cycle) costs more than "
                                f"its nodes did ({before_ms:,.1f} ms per cycle)")
     return None
+
+
+def observed(builder, block, estimates: Estimates, matches_of) -> Estimates:
+    """A re-plan's estimates with what the last cycles saw, for the data drifts
+    away from the history's statistics: each source's new rows per cycle over the
+    last few cycles, the share of the last cycle's rows passing each instance's
+    local conditions, and the rows of the node computing them where one exists —
+    of a sliding window, the rows it will hold once it has turned over: a layout is
+    chosen for the cycles to come (migration_horizon), which a window's old rows
+    leave within its span. `builder`: the network (mqo.sharing.Network); `matches_of`:
+    the nodes computing instance i alone."""
+    rows, rates = dict(estimates.rows), dict(estimates.rates)
+    inflow = {s: builder.observed(s) for s in estimates.inflow}
+    inflow = {s: estimates.inflow[s] if r is None else r for s, r in inflow.items()}
+    for i in block.instances:
+        source = block.sources[i - 1]
+        local = block.within(frozenset({i}))
+        share = builder.recent_share(source, i, local) if local else 1.0
+        if share is None:  # (no rows last cycle: the history's share)
+            share = estimates.rates[i] / max(estimates.inflow[source], 1e-9)
+        rates[i] = inflow[source] * share
+        exact = [m for m in matches_of(i) if not m.residual] if local else []
+        if exact:  # (the node computing it: the one with the fewest rows)
+            rows[i] = max(float(min(m.node.rows for m in exact)), 1.0)
+        turned = builder.turned_over(source)
+        if turned is not None:  # (a window the drift has not yet filled: as it will be)
+            rows[i], inflow[source] = max(turned[0] * share, 1.0), turned[1]
+            rates[i] = turned[1] * share
+    recent = {}
+    for linked in estimates.links:
+        if len(linked) == 2:
+            conds = [c for c in block.conds if c.instances == linked]
+            measured = builder.recent_link(block, linked, conds, rows)
+            if measured is not None:
+                recent[linked] = measured
+    return dataclasses.replace(estimates, rows=rows, rates=rates, inflow=inflow,
+                               recent=recent)

@@ -24,14 +24,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-import sqlglot
 from sqlglot import exp
 
 from . import order
-from .blocks import (Block, Cond, Indexed, Match, atoms_of, connected_subsets, matches, render,
-                     rename_instances)
+from .blocks import (Block, Cond, Indexed, Match, atoms_of, column_name, connected_subsets,
+                     fresh_name, matches, render, rename_instances)
 from .order import Estimates, Tree
-from .replan import Replan
+from .replan import Replan, observed
 from ..frontend.canon import PredSet, column_atom, map_atom, map_clause
 from ..plan import Col
 from ..frontend.relations import short
@@ -224,7 +223,8 @@ class BlockBuilder:
             if found:
                 covers[subset] = [(m, m.node.rows) for m in sorted(found, key=_cost)]
         if replan is not None:
-            self.estimates = self._observed(estimates)
+            self.estimates = observed(self.builder, self.block, estimates,
+                                      lambda i: self._matches(frozenset({i})))
             return self._replanned(replan, self.estimates, covers)
         tree, alternatives = order.best(estimates, connected, covers)
         self.chosen = (tree, alternatives)
@@ -264,42 +264,6 @@ class BlockBuilder:
                              float(whole[0][1]) if whole else None)  # (the answer's rows)
         self.chosen = (tree, alternatives)
         return tree
-
-    def _observed(self, estimates: Estimates) -> Estimates:
-        """A re-plan's estimates with what the last cycles saw, for the data drifts
-        away from the history's statistics: each source's new rows per cycle over the
-        last few cycles, the share of the last cycle's rows passing each instance's
-        local conditions, and the rows of the node computing them where one exists —
-        of a sliding window, the rows it will hold once it has turned over: a layout is
-        chosen for the cycles to come (migration_horizon), which a window's old rows
-        leave within its span."""
-        rows, rates = dict(estimates.rows), dict(estimates.rates)
-        inflow = {s: self.builder.observed(s) for s in estimates.inflow}
-        inflow = {s: estimates.inflow[s] if r is None else r for s, r in inflow.items()}
-        for i in self.block.instances:
-            source = self.block.sources[i - 1]
-            local = self.block.within(frozenset({i}))
-            share = self.builder.recent_share(source, i, local) if local else 1.0
-            if share is None:  # (no rows last cycle: the history's share)
-                share = estimates.rates[i] / max(estimates.inflow[source], 1e-9)
-            rates[i] = inflow[source] * share
-            exact = [m for m in self._matches(frozenset({i})) if not m.residual] \
-                if local else []
-            if exact:
-                rows[i] = max(float(min(exact, key=_cost).node.rows), 1.0)
-            turned = self.builder.turned_over(source)
-            if turned is not None:  # (a window the drift has not yet filled: as it will be)
-                rows[i], inflow[source] = max(turned[0] * share, 1.0), turned[1]
-                rates[i] = turned[1] * share
-        recent = {}
-        for linked in estimates.links:
-            if len(linked) == 2:
-                conds = [c for c in self.block.conds if c.instances == linked]
-                measured = self.builder.recent_link(self.block, linked, conds, rows)
-                if measured is not None:
-                    recent[linked] = measured
-        return dataclasses.replace(estimates, rows=rows, rates=rates, inflow=inflow,
-                                   recent=recent)
 
     def _part(self, tree: Tree) -> Part:
         if tree.cover is not None:
@@ -518,27 +482,3 @@ def _cost(match: Match) -> tuple:
 
 def _instance(atom: str) -> int:
     return int(atom.split(".", 1)[0].strip('"')[1:])
-
-
-def fresh_name(name: str, taken: set[str]) -> str:
-    candidate, n = name, 1
-    while candidate in taken:
-        n += 1
-        candidate = short(f"{name}_{n}")
-    taken.add(candidate)
-    return candidate
-
-
-def column_name(atom: str, width: int) -> str:
-    """A node column's name from its atom: the source column in a one-source node,
-    t<STA>_<column> in a join."""
-    column = sqlglot.parse_one(atom, read=DIALECT)
-    if width == 1:
-        return short(column.name)
-    return short(f"t{column.table[1:]}_{column.name}")
-
-
-def source_atoms(columns) -> dict[str, str]:
-    """atom -> column of a source node (STA 1)."""
-    return {column_atom(1, c): c for c in columns}
-

@@ -15,7 +15,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import fixed_scale
-from ..errors import QueryError, UnknownStreamError, UnsupportedQueryError
+from ..errors import UnknownStreamError, UnsupportedQueryError
 from ..frontend.constants import Constants
 from ..frontend.lateral import expands
 from ..frontend.grouping import HOLISTIC
@@ -32,7 +32,7 @@ from ..nodes.join import deferred
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
 from ..trees import DIALECT
-from . import jisc
+from . import horizons, jisc
 from .apply import Apply, NewNode
 from .layouts import Layouts
 from .reshape import Reshape, growing
@@ -372,37 +372,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         return node
 
     def check_horizon(self, parent: Node, bounds) -> None:
-        """A node whose old rows were purged can only feed a new consumer that would
-        never read them: a selection with a lower time bound on the column the node was
-        purged by that starts after the horizon (at it, only for a strict bound: the
-        rows at the horizon may have been purged). `bounds` is None for any other
-        consumer."""
-        horizon, column = self.conn.execute(
-            "SELECT horizon, horizon_column FROM argus_catalog.node_stats WHERE node_id = %s",
-            (parent.id,)).fetchone()
-        if horizon is None:
-            return
-        stream = self.conn.execute("SELECT name FROM argus_catalog.streams WHERE node_id = %s",
-                                   (parent.id,)).fetchone()
-        what = f"stream {stream[0]!r}" if stream else f"node {parent.id}"
-        kept = f"{column} > {horizon}" if column else f"its rows after {horizon}"
-        need = "all of its rows"
-        for bound in bounds or []:
-            if bound.column != column:
-                continue
-            ok, start = self.conn.execute(sql.SQL(
-                "SELECT ({})::timestamptz {} %s::timestamptz, ({})::text").format(
-                    sql.SQL(bound.expr), sql.SQL(">=" if bound.op == ">" else ">"),
-                    sql.SQL(bound.expr)), (horizon,)).fetchone()
-            if ok:
-                return
-            need = f"the rows with {column} {bound.op} {start}"
-        if bounds and need == "all of its rows":
-            need = f"rows older than {kept} by its other columns"
-        raise QueryError(
-            f"{what} keeps only the rows with {kept}: older rows were purged because every "
-            f"query reading it is windowed on {column}; this query needs {need}. Give it a "
-            f"window on {column} that starts after {horizon}.")
+        horizons.check(self.conn, parent, bounds)
 
     def _stream_node(self, stream: str) -> Node:
         row = self.conn.execute("SELECT node_id FROM argus_catalog.streams WHERE name = %s",

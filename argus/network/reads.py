@@ -17,7 +17,7 @@ from ..frontend.canon import column_atom
 from ..mqo import index
 from ..mqo.blocks import Block, Indexed, equality, render
 from ..mqo.order import Estimates, Tree
-from ..mqo.sharing import source_atoms
+from ..mqo.blocks import source_atoms
 from .. import pg_plan, templates
 from ..names import NETWORK_SCHEMA
 from ..nodes import T1, Node, virtual

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from ..aggregates import Model, entries
 from ..frontend.canon import map_atom
-from ..mqo.sharing import column_name, fresh_name
+from ..mqo.blocks import column_name, fresh_name
 from ..names import NETWORK_SCHEMA
 from ..nodes import COMPILERS, Node, delta_view, signature, virtual
 from ..nodes import lazy as lazy_nodes
