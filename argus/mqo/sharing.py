@@ -240,16 +240,21 @@ class BlockBuilder:
 
         whole = nodes(covers.get(self.block.instances, []), replan.hidden.__contains__)
         exact = [m for m, _ in whole if not m.residual]  # (exactly the block's rows)
-        # its own nodes that make the block's rows now: those under its answer, where it
-        # has one (another block of the query, a set operation's other branch, may
-        # compute some of its instances too, which would pass for its layout: found by
-        # a helper, a UNION migrated once was then "the layout it has" for good)
-        layout = (frozenset(i for i, _ in self.builder.ancestors(exact[0].node.node_id))
-                  if exact else replan.hidden)
+        # the nodes that make the block's rows now, its own and shared: those under its
+        # answer, where it has one (another block of the query, a set operation's other
+        # branch, may compute some of its instances too, which would pass for its
+        # layout: found by helpers, a UNION migrated once was then "the layout it has")
+        under = (frozenset(i for i, _ in self.builder.ancestors(exact[0].node.node_id))
+                 if exact else None)
+
+        def now(n: int) -> bool:
+            return under is None or n in under
+
         mine = {s for s, found in covers.items()
-                if nodes(found, lambda n: n in replan.hidden and n in layout)}
+                if nodes(found, lambda n: n in replan.hidden and now(n))}
         used = {s: shared[:1] for s, found in covers.items()
-                if (shared := nodes(found, lambda n: n in replan.uses - replan.hidden))}
+                if (shared := nodes(found, lambda n: n in replan.uses - replan.hidden
+                                    and now(n)))}
         shares = self.sharing.strategy != "none" and self.sharing.join_sharing
         free = {s: shared for s, found in covers.items()
                 if (shared := nodes(found, lambda n: n not in replan.hidden)) and shares
