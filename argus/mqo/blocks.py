@@ -320,4 +320,3 @@ def column_name(atom: str, width: int) -> str:
 def source_atoms(columns) -> dict[str, str]:
     """atom -> column of a source node (STA 1)."""
     return {column_atom(1, c): c for c in columns}
-
