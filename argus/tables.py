@@ -4,7 +4,8 @@ A table is a stream whose source node is not insert-only. Its inbox holds change
 (`argus_op`: i, u, d; `argus_seq`: their order), checked against the key as they are
 loaded (sql_templates/stream/table_check.sql); a cycle nets each key's changes into a
 signed delta (stream/claim_table) that the network carries like any other retraction,
-and applies it to the table's history by the ctids the claim read (stream/flush_table_*).
+and applies it to the table's history at the ctids the claim read (node/flush_update,
+node/flush_delete_tid, stream/flush_table_insert).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def create_inbox(conn: psycopg.Connection, name: str, key: list[str],
     """The table's history keyed, its inbox of changes, and the check of each load."""
     history, inbox = stream_history(name), stream_inbox(name)
     conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(history, cols(key)))
-    # rows are updated in place (stream/flush_table_update): room left in each page lets
+    # rows are updated in place (node/flush_update): room left in each page lets
     # an update that changes no indexed column stay on its page (HOT), with no index entry
     conn.execute(sql.SQL("ALTER TABLE {} SET (fillfactor = 85)").format(history))
     # (LIKE copies the key's NOT NULL from the history)

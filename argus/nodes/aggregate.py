@@ -14,7 +14,7 @@ from ..templates import render
 from ..trees import DIALECT, qualified
 from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, always, any_rows, cols,
                    create_delta, expr_hash, named, passed_on, row_hash, same_row, tid_column,
-                   unqualified, var, virtual)
+                   tid_scan, unqualified, var, virtual)
 
 
 def _found(node: Node, row: str, delta: str) -> sql.Composable:
@@ -27,14 +27,11 @@ def _found(node: Node, row: str, delta: str) -> sql.Composable:
 
 
 def _probed(node: Node, sign: str) -> sql.Composable:
-    """The history's rows a flush changes, as a TID scan of the ctids the delta carries
-    (`h.ctid = ANY(ARRAY(…))`): PostgreSQL would otherwise join the delta with a scan of
-    the whole history (a join on ctid gets no parameterized TID scan). Not on Citus,
+    """The history's rows a flush changes, by a TID scan (base.tid_scan). Not on Citus,
     where the rows are found by their groups (_found)."""
     if node.sharded_by is not None:
         return sql.SQL("")
-    return sql.SQL(" AND h.ctid = ANY(ARRAY(SELECT argus_ctid FROM {} WHERE {} {} 0 "
-                   "AND argus_ctid IS NOT NULL))").format(node.delta, SIGN_ID, sql.SQL(sign))
+    return tid_scan(node.delta, sign)
 
 
 def grows(node: Node, parent: Node) -> bool:
@@ -412,13 +409,13 @@ class AggregateCompiler:
                  "updated": _probed(node, ">")}
         written = [c for c in stored if c != node.sharded_by]  # (Citus: not the shard key)
         when = sql.SQL("{} > 0").format(var(node.id))
-        steps = [Step(render("aggregate/flush_update", **{
+        steps = [Step(render("node/flush_update", **{
             **slots, "stored": cols(written), "d_stored": cols(written, "d")}), when)]
         if not model.is_global:  # a global aggregate's one row never appears or vanishes
             steps.append(Step(render("aggregate/flush_insert", **slots), when))
             if not grows(node, parent):  # groups vanish only when rows leave
                 steps.append(Step(render("aggregate/flush_delete" if node.sharded_by
-                                         else "aggregate/flush_delete_tid", **slots), when))
+                                         else "node/flush_delete_tid", **slots), when))
         # (the aux tables: kept by evaluate's statement, unless on Citus)
         for family in [] if _applied_in_evaluation(node) else model.families:
             counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"))

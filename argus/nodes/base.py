@@ -312,6 +312,15 @@ def create_delta(node: Node) -> sql.Composed:
     return render("node/create_delta", delta=node.delta_table, hist=node.hist, sign=SIGN_ID)
 
 
+def tid_scan(delta: sql.Composable, sign: str) -> sql.Composed:
+    """The history's rows (h) a flush changes, as a TID scan of the ctids the delta's
+    rows of that sign carry (`h.ctid = ANY(ARRAY(…))`): PostgreSQL would otherwise join
+    the delta with a scan of the whole history (a join on ctid gets no parameterized
+    TID scan)."""
+    return sql.SQL(" AND h.ctid = ANY(ARRAY(SELECT argus_ctid FROM {} WHERE {} {} 0 "
+                   "AND argus_ctid IS NOT NULL))").format(delta, SIGN_ID, sql.SQL(sign))
+
+
 def tid_column(node: Node) -> sql.Composed:
     """The delta's rows carry the ctid of the history's row they change (aggregate,
     window)."""

@@ -12,7 +12,7 @@ from psycopg import sql
 from ..names import stream_inbox
 from ..templates import render
 from .base import (Kind, register_kind, Node, SIGN_ID, Step, cols, create_delta, tid_column,
-                   var)
+                   tid_scan, var)
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,15 @@ class StreamCompiler:
                         sql.SQL(when).format(var(node.id)), dynamic=False)
 
         if is_table(node):  # its delta always: its claim never leaves rows in the inbox
+            # at the ctids its claim read (stream/claim_table), as an aggregate's groups
             when = sql.SQL("{} > 0").format(var(node.id))
-            slots = {"hist": node.hist, "delta": node.delta_table, "sign": SIGN_ID,
-                     "columns": node.column_list, "d_columns": cols(node.columns, "d")}
-            return [Step(render(f"stream/flush_table_{what}", **slots), when, dynamic=False)
-                    for what in ("update", "delete", "insert")]
+            slots = {"hist": node.hist, "delta": node.delta_table, "sign": SIGN_ID}
+            return [Step(statement, when, dynamic=False) for statement in (
+                render("node/flush_update", stored=node.column_list,
+                       d_stored=cols(node.columns, "d"), found=sql.SQL("h.ctid = d.argus_ctid"),
+                       updated=tid_scan(node.delta_table, ">"), **slots),
+                render("node/flush_delete_tid", **slots),
+                render("stream/flush_table_insert", columns=node.column_list, **slots))]
         return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
                 append(node.delta_table, "NOT argus_locked AND {} > 0")]
 

@@ -7,7 +7,7 @@
 -- before this cycle (the flush applies the delta); it is probed once per key, and
 -- the claim's statistics read the same probe, and each row of the delta carries the
 -- ctid of the history's row it replaces (NULL: a key the history lacks), by which the
--- flush finds it again (stream/flush_table_*). (The history's alias is read whole:
+-- flush finds it again (node/flush_update, node/flush_delete_tid). (The history's alias is read whole:
 -- `h` was ambiguous in a table with a column h.)
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
