@@ -34,12 +34,15 @@ def replan_triggered(conn: psycopg.Connection, costs: dict[str, list[float]]
     try:
         if not _may_replan(conn):
             return []
-        out = []
+        out, decided = [], set()
         for name, (now, then) in sorted(costs.items()):
+            if name in decided:  # (planned with a query it shares joins with, just now)
+                continue
             trigger = (f"its joins now write {now:,.0f} rows per 1,000 rows in, "
                        f"{then:,.0f} after it was last planned")
             decision = tried(conn, name, trigger=trigger)
             out.append(dataclasses.replace(decision, why=f"{trigger}: {decision.why}"))
+            decided = _decided_after_the_last_cycle(conn)
         return out
     except psycopg.Error as exc:
         return [Decision("", UNKNOWN, False, f"the triggered re-plan failed: {exc}")]
