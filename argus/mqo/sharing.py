@@ -32,6 +32,7 @@ from .blocks import (Block, Cond, Indexed, Match, atoms_of, column_name, connect
 from .order import Estimates, Tree
 from .replan import Replan, observed
 from ..frontend.canon import PredSet, column_atom, map_atom, map_clause
+from ..frontend.cheap_first import cheap_first
 from ..plan import Col
 from ..frontend.relations import short
 from ..trees import DIALECT
@@ -405,7 +406,8 @@ class BlockBuilder:
                                    *(atoms_of(e) for e in computed.values()))
         self._ensure(part, atoms)
         where = {a: ("t1", self.builder.column(part.node, part.node_atom(a))) for a in atoms}
-        predicate = " AND ".join(f"({render(c.sql, where)})" for c in part.residual) or None
+        predicate = cheap_first(" AND ".join(f"({render(c.sql, where)})" for c in part.residual)
+                                or None, part.node.typed())
         columns, node_atoms = self._columns(sorted(keep), part.sta, where, len(part.subset))
         taken = {c.name for c in columns}
         for name, e in computed.items():
