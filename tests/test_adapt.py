@@ -642,6 +642,41 @@ def test_joins_that_write_far_more_than_after_their_plan_trigger_a_replan(three)
         assert three.run().migrations == []
 
 
+def test_a_long_replan_that_kept_the_layout_waits_until_the_cycles_paid_for_it(
+        three, monkeypatch):
+    """A decision records what planning took (migrations.plan_ms). One that took longer
+    than a whole periodic check may (CHECK_SECONDS) and kept the layout is made again
+    only once the cycles since took 1 / REPLAN_SHARE times as long (TPC-H's q09, q11 and
+    q21, planned together in 4.7 s, were planned again every other period of 100 cycles
+    of ~100 ms); a shorter one, at every period, as before."""
+    from argus.adapt import periodic, records
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
+    db = three.db
+    db.configure(rerun_fallback=False)
+    load(three, Rows(9), 300)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    load(three, Rows(10), 30)
+    three.run()
+    first = periodic.reoptimize(db.conn)
+    assert [d.query for d in first] == ["chain"] and not first[0].migrated, first
+    (planned,) = db.conn.execute("SELECT plan_ms FROM argus_catalog.migrations").fetchone()
+    assert 0 < planned < periodic.CHECK_SECONDS * 1000
+    load(three, Rows(11), 30)
+    three.run()
+    assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]  # (short: again)
+    long = periodic.CHECK_SECONDS * 1000 * 2
+    db.conn.execute("UPDATE argus_catalog.migrations SET plan_ms = %s", (long,))
+    load(three, Rows(12), 30)
+    three.run()
+    assert periodic.reoptimize(db.conn) == []  # (long, and the cycles since took little)
+    db.conn.execute(  # (cycles since that took, together, 1 / REPLAN_SHARE times as long)
+        "UPDATE argus_catalog.runs SET finished_at = finished_at + %s * interval '1 ms' "
+        "WHERE run_id = (SELECT max(run_id) FROM argus_catalog.runs)",
+        (long / periodic.REPLAN_SHARE,))
+    assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]
+
+
 WINDOWED = {"a": {"k": "int", "x": "int"}, "b": {"k": "int", "y": "int"},
             "c": {"y": "int", "z": "int"}}  # (and a time column t)
 

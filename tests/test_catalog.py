@@ -53,6 +53,7 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
                    program_stale = false, plans_reset_run = 42
               FROM argus_catalog.program_state p;
             DROP TABLE argus_catalog.program_state;
+            ALTER TABLE argus_catalog.migrations DROP COLUMN plan_ms;  -- (version 39)
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn
