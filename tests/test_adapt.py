@@ -677,6 +677,29 @@ def test_a_long_replan_that_kept_the_layout_waits_until_the_cycles_paid_for_it(
     assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]
 
 
+def test_a_periodic_check_plans_for_a_share_of_its_periods_cycles(three, monkeypatch):
+    """A periodic check plans queries again for REPLAN_SHARE of the time its period's
+    cycles took (CHECK_SECONDS at most), at least one query, the least recently planned
+    first: the next check goes on with the others."""
+    from argus.adapt import periodic, records
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
+    db = three.db
+    db.configure(rerun_fallback=False)
+    load(three, Rows(5), 300)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    three.register("per_key", QUERIES["per_key"])
+    load(three, Rows(6), 30)
+    three.run()
+    monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e-9)  # (no time: one query a check)
+    assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]
+    assert [d.query for d in periodic.reoptimize(db.conn)] == ["per_key"]
+    load(three, Rows(7), 30)
+    three.run()
+    monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e9)  # (CHECK_SECONDS: both)
+    assert sorted(d.query for d in periodic.reoptimize(db.conn)) == ["chain", "per_key"]
+
+
 WINDOWED = {"a": {"k": "int", "x": "int"}, "b": {"k": "int", "y": "int"},
             "c": {"y": "int", "z": "int"}}  # (and a time column t)
 
