@@ -306,11 +306,22 @@ class Argus:
         return self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(view)).fetchone()[0]
 
     def _read(self, view, name: str, limit: int | None) -> list[tuple]:
-        registry.check_ok(self.conn, name)
-        read = sql.SQL("SELECT * FROM {}").format(view(check_name(name, "query")))
+        """The view's rows, checked in the same statement (argus.answer_ok): an unknown
+        or isolated query raises as registry.check_ok says."""
+        name = check_name(name, "query")
+        read = sql.SQL("SELECT * FROM {} WHERE argus.answer_ok({})").format(
+            view(name), sql.Literal(name))
         if limit is not None:
             read = sql.SQL("{} LIMIT {}").format(read, sql.Literal(int(limit)))
-        return _planned_once(self.conn, read)
+        try:
+            return _planned_once(self.conn, read)
+        except psycopg.Error as exc:
+            if exc.sqlstate in ("AR002", "42P01", "42501"):  # (no such view, or not theirs)
+                raise registry.unknown_query(self.conn, name) from None
+            if exc.sqlstate == "AR001":
+                QueryInfo(name, "", [], 0, [], exc.diag.message_hint,
+                          exc.diag.message_primary or None).check_ok()
+            raise
 
     @functools.cached_property
     def engine(self):

@@ -273,9 +273,13 @@ def check_ok(conn: psycopg.Connection, name: str) -> None:
     name = check_name(name, "query")
     row = conn.execute("SELECT status, error FROM argus.query_status(%s)", (name,)).fetchone()
     if row is None:
-        raise UnknownQueryError(f"unknown query {name!r} (or not one role "
-                                f"{conn.info.user!r} may read)")
+        raise unknown_query(conn, name)
     QueryInfo(name, "", [], 0, [], row[0], row[1] or None).check_ok()
+
+
+def unknown_query(conn: psycopg.Connection, name: str) -> UnknownQueryError:
+    return UnknownQueryError(f"unknown query {name!r} (or not one role {conn.info.user!r} "
+                             f"may read)")
 
 
 def readable_info(conn: psycopg.Connection, name: str, sql_text: str) -> QueryInfo:
