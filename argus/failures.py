@@ -172,6 +172,11 @@ def _operands(node: exp.Expr) -> list[exp.Expr]:
 _WIDENING = (("smallint", "integer", "bigint", "numeric"),
              ("text", "character varying", "character"))
 _COMPARED = (*_WIDENING, ("date", *_TIMESTAMPS))
+# types without an equality or order: arrays of them are compared element by element,
+# and fail at the first pair to compare (json[] = json[] when their lengths agree; found
+# by a helper)
+_UNCOMPARED = frozenset({"json", "xml", "point", "line", "lseg", "box", "path", "polygon",
+                         "circle"})
 
 
 def _comparable(operands: list[exp.Expr], types: Types, converted: bool = False) -> bool:
@@ -184,6 +189,8 @@ def _comparable(operands: list[exp.Expr], types: Types, converted: bool = False)
     if any(isinstance(unparen(o), exp.Tuple) for o in operands):
         return False
     kinds = {k for k in (_kind(o, types) for o in operands) if k}
+    if any(k.split("(")[0].rstrip("[]") in _UNCOMPARED for k in kinds):
+        return False
     if "number" in kinds and all(k.split("(")[0] in _NUMBERS for k in kinds - {"number"}):
         kinds.discard("number")
     return len(kinds) <= 1 or any(all(k.split("(")[0] in family for k in kinds)

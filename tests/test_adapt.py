@@ -700,6 +700,32 @@ def test_a_periodic_check_plans_for_a_share_of_its_periods_cycles(three, monkeyp
     assert sorted(d.query for d in periodic.reoptimize(db.conn)) == ["chain", "per_key"]
 
 
+def test_no_query_starves_when_the_cycle_log_drops_old_decisions(three, monkeypatch):
+    """One query a check, the cycle log keeping 3 cycles: the decisions older than the
+    log go, but each query's last, so that the least recently planned still come first
+    (found by a helper: a query whose decisions all went came back first, by name, and
+    the later names were never planned again)."""
+    from argus.adapt import periodic, records
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
+    monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e-9)  # (one query a check)
+    db = three.db
+    db.configure(rerun_fallback=False)
+    rows = Rows(3)
+    load(three, rows, 200)
+    three.run()
+    names = [f"{letter}_q" for letter in "abcde"]
+    for i, name in enumerate(names):  # (joins of their own: other filters on r)
+        three.register(name, QUERIES["chain"].replace("r.v < 500", f"r.v < {100 + 50 * i}"))
+    planned = []
+    for _ in range(10):
+        load(three, rows, 20)
+        three.run()
+        db.conn.execute("DELETE FROM argus_catalog.runs WHERE run_id <= "
+                        "(SELECT max(run_id) - 3 FROM argus_catalog.runs)")  # (keep_runs 3)
+        planned += [d.query for d in periodic.reoptimize(db.conn)]
+    assert set(planned) == set(names), planned
+
+
 WINDOWED = {"a": {"k": "int", "x": "int"}, "b": {"k": "int", "y": "int"},
             "c": {"y": "int", "z": "int"}}  # (and a time column t)
 

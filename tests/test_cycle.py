@@ -340,6 +340,15 @@ def test_a_failing_node_isolates_its_queries_and_the_others_go_on(transfers):
     assert (99,) in transfers.db.results("ids")  # not lost, and in the history
     with pytest.raises(argus.QueryFailedError, match="argus retry inverse"):
         transfers.db.results("inverse")
+    for read in (transfers.db.results, transfers.db.new_results):  # (every way it is read:
+        with pytest.raises(argus.QueryFailedError):  # no rows, a caller's transaction)
+            read("inverse", limit=0)
+        with transfers.db.conn.transaction():
+            with pytest.raises(argus.QueryFailedError):
+                read("inverse")
+            with pytest.raises(argus.UnknownQueryError):
+                read("nope")
+            assert read("ids", limit=1)  # (the caller's transaction goes on)
     assert transfers.db.conn.execute("SELECT * FROM argus_results.inverse").fetchall() == before
     transfers.insert("transfers", rows(6, 8))
     transfers.run()

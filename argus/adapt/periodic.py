@@ -10,6 +10,7 @@ import time
 import psycopg
 
 from .. import roles
+from ..names import CYCLE_LOCK
 from .decide import tried
 from . import records
 from .records import RECENT, UNKNOWN, Decision
@@ -77,9 +78,15 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
     paid for it (REPLAN_SHARE)."""
     if not _may_replan(conn):
         return []
-    # decisions against migrating, older than the cycle log keeps (keep_runs*), go
-    conn.execute("DELETE FROM argus_catalog.migrations WHERE NOT migrated "
-                 "AND after_run < (SELECT min(run_id) FROM argus_catalog.runs)")
+    # decisions against migrating, older than the cycle log keeps (keep_runs*), go, but
+    # each query's last: the least recently planned come first (a query whose every
+    # decision went came back first, by name, and later ones never did; a helper)
+    conn.execute("""DELETE FROM argus_catalog.migrations m
+                     WHERE NOT m.migrated
+                       AND m.after_run < (SELECT min(run_id) FROM argus_catalog.runs)
+                       AND m.migration_id < (SELECT max(l.migration_id)
+                                               FROM argus_catalog.migrations l
+                                              WHERE l.query = m.query)""")
     out, started, decided, budget = [], time.perf_counter(), set(), _budget(conn)
     for (name,) in conn.execute(
             """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
@@ -130,7 +137,10 @@ def _budget(conn: psycopg.Connection) -> float:
 
 def _timed(conn: psycopg.Connection, name: str, **how) -> Decision:
     """The query planned again, and the time it took recorded with each decision it
-    logged (a group's, with each member's)."""
+    logged (a group's, with each member's): from when the cycle lock is free (a
+    registration or another session's cycle holding it is not planning; a helper)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
     (last,) = conn.execute(
         "SELECT coalesce(max(migration_id), 0) FROM argus_catalog.migrations").fetchone()
     started = time.perf_counter()
