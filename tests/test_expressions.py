@@ -41,3 +41,16 @@ def test_each_expression_means_what_postgresql_reads(oracle, registered):
         oracle.register(f"e{number}", f"SELECT id, {expression} AS v FROM ev")
     oracle.insert("ev", ROWS[3:] if registered == "after them" else ROWS)
     oracle.run()  # every answer against PostgreSQL's
+
+
+def test_an_interval_column_compared_with_text_constants(oracle):
+    """`iv = '1 day'`: PostgreSQL reads the text as an interval. Registration crashed on
+    it (canon's interval constants are durations, the server's answer was text; found
+    by a helper); two queries differing only in the constant share no selection."""
+    oracle.create_stream("w", {"id": "int", "iv": "interval"})
+    oracle.register("one_day", "SELECT id FROM w WHERE iv = '1 day'")
+    oracle.register("two_days", "SELECT id FROM w WHERE iv = '2 days'")
+    oracle.register("over_an_hour", "SELECT id FROM w WHERE iv > '01:00:00' AND iv <> '24:00:00'")
+    oracle.insert("w", [(1, dt.timedelta(days=1)), (2, dt.timedelta(days=2)),
+                        (3, dt.timedelta(hours=24)), (4, dt.timedelta(minutes=30)), (5, None)])
+    oracle.run()

@@ -125,6 +125,8 @@ def _canonical(side_type: str, const: exp.Expr, pg_type: str, as_json: str | Non
         return (pg_type, instant.isoformat(sep=" "))
     if pg_type in ("date", "timestamp without time zone"):
         return (pg_type, str(value).replace("T", " "))
+    if pg_type == "interval":  # (as PostgreSQL prints it: equal to the same text only;
+        return ("interval text", as_text)  # canon's "interval" holds a timedelta; a helper)
     return (pg_type, as_text)
 
 
