@@ -642,6 +642,21 @@ def test_joins_that_write_far_more_than_after_their_plan_trigger_a_replan(three)
         assert three.run().migrations == []
 
 
+def replanning(three, monkeypatch, seed: int, *names: str):
+    """QUERIES `names` registered over a loaded network and one cycle after, every
+    query worth planning again, the fallback to re-running off: the database."""
+    from argus.adapt import records
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)
+    three.db.configure(rerun_fallback=False)
+    load(three, Rows(seed), 300)
+    three.run()
+    for name in names:
+        three.register(name, QUERIES[name])
+    load(three, Rows(seed + 1), 30)
+    three.run()
+    return three.db
+
+
 def test_a_long_replan_that_kept_the_layout_waits_until_the_cycles_paid_for_it(
         three, monkeypatch):
     """A decision records what planning took (migrations.plan_ms). One that took longer
@@ -649,15 +664,8 @@ def test_a_long_replan_that_kept_the_layout_waits_until_the_cycles_paid_for_it(
     only once the cycles since took 1 / REPLAN_SHARE times as long (TPC-H's q09, q11 and
     q21, planned together in 4.7 s, were planned again every other period of 100 cycles
     of ~100 ms); a shorter one, at every period, as before."""
-    from argus.adapt import periodic, records
-    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
-    db = three.db
-    db.configure(rerun_fallback=False)
-    load(three, Rows(9), 300)
-    three.run()
-    three.register("chain", QUERIES["chain"])
-    load(three, Rows(10), 30)
-    three.run()
+    from argus.adapt import periodic
+    db = replanning(three, monkeypatch, 9, "chain")
     first = periodic.reoptimize(db.conn)
     assert [d.query for d in first] == ["chain"] and not first[0].migrated, first
     (planned,) = db.conn.execute("SELECT plan_ms FROM argus_catalog.migrations").fetchone()
@@ -681,16 +689,8 @@ def test_a_periodic_check_plans_for_a_share_of_its_periods_cycles(three, monkeyp
     """A periodic check plans queries again for REPLAN_SHARE of the time its period's
     cycles took (CHECK_SECONDS at most), at least one query, the least recently planned
     first: the next check goes on with the others."""
-    from argus.adapt import periodic, records
-    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
-    db = three.db
-    db.configure(rerun_fallback=False)
-    load(three, Rows(5), 300)
-    three.run()
-    three.register("chain", QUERIES["chain"])
-    three.register("per_key", QUERIES["per_key"])
-    load(three, Rows(6), 30)
-    three.run()
+    from argus.adapt import periodic
+    db = replanning(three, monkeypatch, 5, "chain", "per_key")
     monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e-9)  # (no time: one query a check)
     assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]
     assert [d.query for d in periodic.reoptimize(db.conn)] == ["per_key"]
