@@ -30,7 +30,7 @@ def cheap_first(text: str | None, types: Types) -> str | None:
     if text is None or not never_fails(text, types=types):
         return text
     tree = sqlglot.parse_one(text, read=DIALECT)
-    ordered = _ordered(tree)
+    ordered = _ordered(tree.copy())
     return text if ordered == tree else ordered.sql(DIALECT)
 
 
@@ -56,8 +56,8 @@ def _regex_substring(node: exp.Expr) -> bool:
 
 
 def _ordered(tree: exp.Expr) -> exp.Expr:
+    """The tree (changed in place) with every chain of AND or OR sorted by cost."""
     def visit(node: exp.Expr) -> exp.Expr:
-        node = node.copy()
         inner = unparen(node)
         if isinstance(inner, exp.And | exp.Or):
             kind = type(inner)
