@@ -315,6 +315,8 @@ class Argus:
         caller's transaction (a failed check would abort it) and for no rows (LIMIT 0
         evaluates no filter; found by a helper)."""
         name = check_name(name, "query")
+        if limit is not None and int(limit) < 0:
+            raise QueryError(f"limit must be 0 or more, not {limit}")
         limited = sql.SQL("") if limit is None else sql.SQL(" LIMIT {}").format(
             sql.Literal(int(limit)))
         plain = sql.SQL("SELECT * FROM {}{}").format(view(name), limited)

@@ -343,6 +343,8 @@ def test_a_failing_node_isolates_its_queries_and_the_others_go_on(transfers):
     for read in (transfers.db.results, transfers.db.new_results):  # (every way it is read:
         with pytest.raises(argus.QueryFailedError):  # no rows, a caller's transaction)
             read("inverse", limit=0)
+        with pytest.raises(argus.QueryError, match="limit must be 0 or more, not -1"):
+            read("ids", limit=-1)
         with transfers.db.conn.transaction():
             with pytest.raises(argus.QueryFailedError):
                 read("inverse")
