@@ -454,8 +454,11 @@ def _planned_once(conn: psycopg.Connection, read: sql.Composable) -> list[tuple]
     by a helper), the session's prepared statements go and the read is planned anew."""
     try:
         return conn.execute(read, prepare=True).fetchall()
-    except psycopg.errors.FeatureNotSupported:
+    except psycopg.errors.FeatureNotSupported as exc:
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            raise  # (in the caller's transaction, now aborted: not ours to retry)
+            raise QueryError(  # (the caller's transaction, now aborted: not ours to retry)
+                f"this session's plan of the read no longer fits the query, registered "
+                f"again with other columns ({exc.diag.message_primary}): roll the "
+                f"transaction back and read again") from None
         conn.execute("DEALLOCATE ALL")  # (psycopg forgets its own statements with it)
         return conn.execute(read, prepare=False).fetchall()

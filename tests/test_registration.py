@@ -216,8 +216,13 @@ def test_a_name_registered_again_with_other_columns_reads_in_a_long_lived_sessio
     db.run()
     for _ in range(6):
         assert db.results("q") == [("a", 1)] and db.new_results("q") == [("a", 1, 1)]
+        with db.conn.transaction():  # (a read in the caller's transaction: its own plan)
+            assert db.new_results("q") == [("a", 1, 1)]
     with argus.connect(fresh_dsn) as other:
         other.unregister_query("q")
         other.register_query("q", "SELECT sender, max(amount) AS m, count(*) AS n "
                                   "FROM transfers GROUP BY sender")
+    with db.conn.transaction(force_rollback=True):  # (inside the caller's transaction:
+        with pytest.raises(argus.QueryError, match="roll the transaction back"):  # aborted)
+            db.new_results("q")
     assert [tuple(map(str, r)) for r in db.results("q")] == [("a", "5.00", "1")]
