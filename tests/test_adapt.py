@@ -685,21 +685,6 @@ def test_a_long_replan_that_kept_the_layout_waits_until_the_cycles_paid_for_it(
     assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]
 
 
-def test_a_periodic_check_plans_for_a_share_of_its_periods_cycles(three, monkeypatch):
-    """A periodic check plans queries again for REPLAN_SHARE of the time its period's
-    cycles took (CHECK_SECONDS at most), at least one query, the least recently planned
-    first: the next check goes on with the others."""
-    from argus.adapt import periodic
-    db = replanning(three, monkeypatch, 5, "chain", "per_key")
-    monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e-9)  # (no time: one query a check)
-    assert [d.query for d in periodic.reoptimize(db.conn)] == ["chain"]
-    assert [d.query for d in periodic.reoptimize(db.conn)] == ["per_key"]
-    load(three, Rows(7), 30)
-    three.run()
-    monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e9)  # (CHECK_SECONDS: both)
-    assert sorted(d.query for d in periodic.reoptimize(db.conn)) == ["chain", "per_key"]
-
-
 def test_no_query_starves_when_the_cycle_log_drops_old_decisions(three, monkeypatch):
     """One query a check, the cycle log keeping 3 cycles: the decisions older than the
     log go, but each query's last, so that the least recently planned still come first
@@ -707,7 +692,7 @@ def test_no_query_starves_when_the_cycle_log_drops_old_decisions(three, monkeypa
     the later names were never planned again)."""
     from argus.adapt import periodic, records
     monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (every query is worth planning again)
-    monkeypatch.setattr(periodic, "REPLAN_SHARE", 1e-9)  # (one query a check)
+    monkeypatch.setattr(periodic, "CHECK_SECONDS", 0.0)  # (one query a check)
     db = three.db
     db.configure(rerun_fallback=False)
     rows = Rows(3)
