@@ -1270,18 +1270,14 @@ $$;
 -- argus.answer_ok(name)`, evaluated once, before any row): true for a query that
 -- answers; an error naming its isolation otherwise (SQLSTATE AR001, the error as its
 -- message, the status as its hint), or AR002 for one dropped meanwhile or not the
--- session's to read. A round trip of its own cost each read 0.26 ms (TPC-H's 20 reads, a
--- tenth of a cycle's).
+-- session's to read (argus.query_status's answer, without a round trip of its own).
 CREATE OR REPLACE FUNCTION argus.answer_ok(p_name text) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_status text;
     v_error text;
 BEGIN
-    SELECT q.status, concat_ws('; row: ', q.error, q.culprit) INTO v_status, v_error
-      FROM argus_catalog.queries q
-     WHERE q.name = p_name
-       AND has_table_privilege(session_user, format('argus_results.%I', q.name), 'SELECT');
+    SELECT s.status, s.error INTO v_status, v_error FROM argus.query_status(p_name) AS s;
     IF v_status IS NULL THEN
         RAISE EXCEPTION 'argus: unknown query %', p_name USING ERRCODE = 'AR002';
     ELSIF v_status <> 'ok' THEN

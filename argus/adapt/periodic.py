@@ -17,11 +17,10 @@ from .records import RECENT, UNKNOWN, Decision
 
 # A periodic check plans queries again for about CHECK_SECONDS at most (at least one
 # query a check). A re-plan that took longer than a whole check may (a group of queries
-# sharing joins, planned together: 2.6 s on Nexmark, 3.9-4.7 s on TPC-H, every other
-# period) and kept the layout is made again only once the cycles since took
-# 1 / REPLAN_SHARE times as long. Zhu's trigger still plans a query at once when its
-# joins drift. (A check bounded to REPLAN_SHARE of its period's cycles as well planned
-# one query every 5 cycles on the drift bench, where all four gained: not kept.)
+# sharing joins, planned together) and kept the layout is made again only once the
+# cycles since took 1 / REPLAN_SHARE times as long, so that it costs them at most that
+# share; Zhu's trigger still plans a query at once when its joins drift. Measured, and a
+# tighter budget tried and taken back: docs/adapt.md.
 CHECK_SECONDS = 2.0
 REPLAN_SHARE = 0.05
 
