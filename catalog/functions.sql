@@ -63,11 +63,14 @@ END $$;
 -- least 10 pages), times the pages it has now, against the rows the node wrote: over 3
 -- times and 300 more, or, for a delta that holds rows, over 10 times and 10 more (a
 -- tracked table's small first load once made a 1-row change look 25 times larger, and
--- a join hashed a whole history instead of probing it). SQL
--- functions with no SET clause, so that the program's expression inlines them: the
--- cycle pays no call, and its program compiles one line per node instead of six. So
--- every operator is pg_catalog's by name: called with another search_path, an operator
--- of an exact type pg_catalog lacks (>(float8, bigint)) would be found elsewhere first.
+-- a join hashed a whole history instead of probing it). misjudged is PL/pgSQL, called:
+-- inlined as SQL, each of the program's call sites parsed both functions' text when first
+-- planned (0.35 ms a node, 25 ms of the first cycle of a session on TPC-H, every cycle
+-- from cron) and again whenever its delta was analyzed or truncated (its name, a regclass
+-- constant, tied the plan to the table); a call costs no more than the inlined
+-- expression did. No SET clause (the program calls it at every node), so every operator
+-- is pg_catalog's by name: called with another search_path, an operator of an exact type
+-- pg_catalog lacks (>(float8, bigint)) would be found elsewhere first.
 CREATE OR REPLACE FUNCTION argus.planned_rows(p_est real, p_delta regclass)
 RETURNS float8 LANGUAGE sql AS $$
     SELECT CASE WHEN (pg_catalog.pg_relation_size(p_delta) OPERATOR(pg_catalog.=) 0::bigint)
@@ -82,20 +85,25 @@ RETURNS float8 LANGUAGE sql AS $$
            END
 $$;
 CREATE OR REPLACE FUNCTION argus.misjudged(p_est real, p_delta regclass, p_rows bigint)
-RETURNS boolean LANGUAGE sql AS $$
-    SELECT p_est IS NOT NULL
-           AND ((argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.>)
-                 CASE WHEN p_rows OPERATOR(pg_catalog.>) 0::bigint
-                      THEN least((3::bigint OPERATOR(pg_catalog.*) p_rows)
-                                 OPERATOR(pg_catalog.+) 300::bigint,
-                                 (10::bigint OPERATOR(pg_catalog.*) p_rows)
-                                 OPERATOR(pg_catalog.+) 10::bigint)
-                      ELSE 300::bigint END::float8)
-                OR (p_est OPERATOR(pg_catalog.>=) 0::real)
-                   AND (p_rows OPERATOR(pg_catalog.>) 200::bigint)
-                   AND (argus.planned_rows(p_est, p_delta) OPERATOR(pg_catalog.<)
-                        (p_rows::float8 OPERATOR(pg_catalog./) 4::float8)))
-$$;
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_planned float8;
+BEGIN
+    IF p_est IS NULL THEN
+        RETURN false;
+    END IF;
+    v_planned := argus.planned_rows(p_est, p_delta);
+    RETURN v_planned OPERATOR(pg_catalog.>)
+               CASE WHEN p_rows OPERATOR(pg_catalog.>) 0::bigint
+                    THEN least((3::bigint OPERATOR(pg_catalog.*) p_rows)
+                               OPERATOR(pg_catalog.+) 300::bigint,
+                               (10::bigint OPERATOR(pg_catalog.*) p_rows)
+                               OPERATOR(pg_catalog.+) 10::bigint)
+                    ELSE 300::bigint END::float8
+           OR (p_est OPERATOR(pg_catalog.>=) 0::real)
+              AND (p_rows OPERATOR(pg_catalog.>) 200::bigint)
+              AND (v_planned OPERATOR(pg_catalog.<) (p_rows::float8 OPERATOR(pg_catalog./) 4::float8));
+END $$;
 
 -- A sign of life on long cycles: a node that took more than a second says so as the
 -- cycle runs (program/node_block, flush_block). Called only then.
@@ -1256,15 +1264,20 @@ BEGIN
     RETURN v_changed;
 END $$;
 
--- A query's status for whoever may read its answer.
+-- A query's status for whoever may read its answer. PL/pgSQL, not SQL, so that a
+-- session plans its statement once, not at every read (a SQL function with a SET clause
+-- is planned at each call).
 CREATE OR REPLACE FUNCTION argus.query_status(p_name text)
 RETURNS TABLE (status text, error text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     SELECT q.status, concat_ws('; row: ', q.error, q.culprit)
       FROM argus_catalog.queries q
      WHERE q.name = p_name
-       AND has_table_privilege(session_user, format('argus_results.%I', q.name), 'SELECT')
-$$;
+       AND has_table_privilege(session_user, format('argus_results.%I', q.name), 'SELECT');
+END $$;
 
 -- A read's check of the query it reads, in the read's own statement (argus.api: `WHERE
 -- argus.answer_ok(name)`, evaluated once, before any row): true for a query that

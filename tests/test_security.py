@@ -94,11 +94,12 @@ def test_a_function_ahead_of_pg_catalogs_is_called_by_its_schema_or_refused(orac
     assert sorted(oracle.db.results("q")) == [(998, 2, -2), (1003, 3, 3)]
 
 
-def test_the_programs_inlined_functions_call_pg_catalogs_operators_whatever_the_path(db):
-    """argus.misjudged and argus.planned_rows have no SET search_path (the program's
-    expression inlines them), so each operator in them is pg_catalog's by name: called
-    with a search_path that finds an operator of an exact type pg_catalog lacks
-    (>(float8, bigint)) first, they ran it as whoever called (found by a helper)."""
+def test_the_programs_estimate_functions_call_pg_catalogs_operators_whatever_the_path(db):
+    """argus.misjudged and argus.planned_rows have no SET search_path (the program calls
+    misjudged at every node, which inlines planned_rows), so each operator in them is
+    pg_catalog's by name: called with a search_path that finds an operator of an exact
+    type pg_catalog lacks (>(float8, bigint)) first, they ran it as whoever called (found
+    by a helper)."""
     conn = db.conn
     conn.execute("CREATE SCHEMA planted")
     conn.execute("CREATE TABLE planted.ran (op text)")

@@ -8,7 +8,7 @@
 -- updates, a join hashed all customers for a few dozen rows planned as hundreds).
 -- argus_est holds every delta's rows per page, read once a cycle
 -- (argus.delta_estimates); the pages are the file's size (no executor runs for either):
--- argus.misjudged, which the program's expression inlines.
+-- argus.misjudged, a call (catalog/functions.sql says why not inlined).
 -- No statistics (never analyzed, or TRUNCATEd: argus_est negative): the planner fills
 -- every page, and at least 10, with live rows of the rows' width. A delta cleared by
 -- DELETE since has pages of dead rows, planned as thousands of rows for a few dozen (a
