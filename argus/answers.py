@@ -7,6 +7,7 @@ from __future__ import annotations
 import psycopg
 import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from .errors import QueryError
 from .frontend.lateral import expands
@@ -88,11 +89,31 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
     if kept is not None or clocked or not top.insert_only:
         names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
         qualified = sql.SQL(", ").join(sql.Identifier("argus_c", n) for n in names)
-        hashed = (sql.SQL("hash_record_extended(ROW({}), 0)") if hashable(conn, name)
-                  else sql.SQL("hashtextextended(ROW({})::text, 0)")).format(qualified)
+        if kept is None and not clocked and _whole_rows(output, top):
+            slots["exprs"] = sql.SQL("{}, coalesce({}.argus_hash, 0) AS argus_hk").format(
+                slots["exprs"], T1)
+            body, hashed = render("query/changes", **slots), sql.SQL("argus_c.argus_hk")
+        else:
+            hashed = (sql.SQL("hash_record_extended(ROW({}), 0)") if hashable(conn, name)
+                      else sql.SQL("hashtextextended(ROW({})::text, 0)")).format(qualified)
         body = render("query/changes_net", changes=body, sign=SIGN_ID, qualified=qualified,
                       columns=sql.SQL(", ").join(map(sql.Identifier, names)), hash=hashed)
     return render("query/changes_view", view=changes_view(name), changes=body)
+
+
+def _whole_rows(output: list[str], top: Node) -> bool:
+    """Whether the output is the top node's columns as they are, in their order, and
+    the node's delta holds its whole row's hash (Kind.row_hashed): equal output rows are
+    then equal rows of the node, of one hash, which the changes are told apart by
+    instead of hashing each row again (a Top-K's thousands of rank shifts)."""
+    if not top.kind_of.row_hashed(top) or len(output) != len(top.columns):
+        return False
+    for expression, column in zip(output, top.columns):
+        tree = sqlglot.parse_one(expression, read=DIALECT)
+        tree = tree.this if isinstance(tree, exp.Alias) else tree
+        if not (isinstance(tree, exp.Column) and tree.table == "t1" and tree.name == column):
+            return False
+    return True
 
 
 def hashable(conn: psycopg.Connection, name: str) -> bool:

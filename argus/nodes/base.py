@@ -247,7 +247,9 @@ class Kind:
     group of its parent's rows); the (rank column, k) of the rows it keeps if it keeps
     each partition's top k (`top_k`); whether its rows change as the clock moves
     (`clock_driven`), or leave a sliding window (`slides`); the relation a query whose
-    output it is reads its changes from (`changes`); which parent's column one of its
+    output it is reads its changes from (`changes`); whether the argus_hash its history
+    and delta hold is its whole row's (`row_hashed`: row_hash of its columns, which a
+    reader may take instead of hashing the row again); which parent's column one of its
     columns passes on (`copies`: where a sharding key comes from) and the columns its
     history may be sharded by (`shard_keys`, none if it may not be: network.shards);
     what its history is when it is a view (`as_view`); and its box in `argus picture`
@@ -266,6 +268,7 @@ class Kind:
     groups: bool = False
     top_k: Callable[[Node], tuple[str, int] | None] = lambda node: None
     inner_join: Callable[[Node], bool] = never
+    row_hashed: Callable[[Node], bool] = never
     clock_driven: Callable[[Node], bool] = never
     slides: Callable[[Node], bool] = never
     changes: Callable[[Node], sql.Composable] = _own_delta

@@ -97,7 +97,10 @@ class SelectCompiler:
     def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
         """A virtual selection's history and delta (select/create_view)."""
         parent = parents[0]
-        slots = {"named_exprs": node.named_expr_list, "hash": expr_hash(node.exprs),
+        whole = parent.kind_of.row_hashed(parent) and list(node.exprs) == [
+            sql.Identifier("t1", c).as_string(None) for c in parent.columns]
+        slots = {"named_exprs": node.named_expr_list,  # (whole rows kept: their own hash)
+                 "hash": sql.SQL("{}.argus_hash").format(T1) if whole else expr_hash(node.exprs),
                  "predicate": self._slots(node)["predicate"], "t1": T1}
         return [render("select/create_view", view=node.hist, parent=parent.hist,
                        sign=sql.SQL(""), **slots),
@@ -160,7 +163,7 @@ KIND = register_kind(Kind(
     describe=lambda node: ([f"where {node.spec.predicate}"] if node.spec.predicate
                            else ["projection"]),
     probe=lambda node, parents: [Probe(T1, 0, [node.spec.predicate or "TRUE", *node.exprs])],
-    selects=True, symbol="σ", clock_driven=lambda node: node.spec.temporal,
+    selects=True, symbol="σ", clock_driven=lambda node: node.spec.temporal, row_hashed=virtual,
     slides=lambda node: node.spec.temporal and node.spec.monotone, copies=passed_on,
     shard_keys=lambda node: node.columns if node.insert_only else ()))
 

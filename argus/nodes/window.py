@@ -123,15 +123,18 @@ def _over_suffix(window: exp.Window) -> exp.Window:
 
 
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
-             names: list[str], ctid: bool = False, order: sql.Composable | None = None
-             ) -> sql.Composed:
+             names: list[str], ctid: bool = False, order: sql.Composable | None = None,
+             hashed: bool = False) -> sql.Composed:
     """The rows of `source` (alias t1) in the cycle's touched partitions: `keys` over
     t1 are the partition keys, `names` their columns in argus_keys; with `ctid`, each
-    row's (argus_ctid); with `order` (its ORDER BY over t1), only the rows from each
-    partition's frontier on (argus_keys.argus_e; NULL: all of them)."""
+    row's (argus_ctid); with `hashed`, its argus_hash; with `order` (its ORDER BY over
+    t1), only the rows from each partition's frontier on (argus_keys.argus_e; NULL: all
+    of them)."""
     listed = cols(columns, "t1")
     if ctid:
         listed = sql.SQL("{}, {}.ctid AS argus_ctid").format(listed, T1)
+    if hashed:
+        listed = sql.SQL("{}, {}.argus_hash").format(listed, T1)
     if not keys:
         return sql.SQL("SELECT {} FROM {} AS {}").format(listed, source, T1)
     equal = _equal(keys, names)
@@ -151,7 +154,7 @@ def _equal(keys: list[sql.Composable], names: list[str], k: str = "k") -> sql.Co
 def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
     """A Top-K node's own rows of the touched partitions (argus_old, already read) as
     its parent's (the columns its expressions read; the others NULL), each with its
-    ctid and its rank (window/delta_topk), when its new top
+    ctid, its rank and its hash (window/delta_topk), when its new top
     rows can be ranked among its old ones and the new rows instead of among the whole
     partition: the parent only gains rows, and the node's one window function is the
     ranking it keeps by (a row ranked past k only falls further; every row ranked
@@ -169,13 +172,14 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
             passed.setdefault(tree.name, column)
     if not {c.name for t in trees for c in t.find_all(exp.Column)} <= set(passed):
         return None
-    return sql.SQL("SELECT {}, {}.argus_ctid, {}.{} AS argus_rank FROM argus_old AS {}").format(
+    return sql.SQL("SELECT {}, {}.argus_ctid, {}.{} AS argus_rank, {}.argus_hash AS argus_ohash "
+                   "FROM argus_old AS {}").format(
         sql.SQL(", ").join(
             sql.SQL("{} AS {}").format(sql.Identifier(passed[c]), sql.Identifier(c))
             if c in passed
             else sql.SQL("CAST(NULL AS {}) AS {}").format(sql.SQL(t), sql.Identifier(c))
             for c, t in zip(parent.columns, parent.types)),
-        T1, T1, sql.Identifier(node.spec.keep[0]), T1)
+        T1, T1, sql.Identifier(node.spec.keep[0]), T1, T1)
 
 
 def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
@@ -345,12 +349,20 @@ class WindowCompiler:
             statement = render("window/delta", delta=node.delta_table,
                                parent_delta=parents[0].delta, **self._slots(node, parents[0]))
         else:
+            rank, k = node.spec.keep
+            slots = self._slots(node, parents[0], old_rows)
+            keys = node.columns[:node.spec.keys]
+            slots["touched_here"] = _touched(node.hist, node.columns,
+                                             [sql.Identifier("t1", c) for c in keys], keys,
+                                             ctid=True, hashed=True)
             statement = render(
                 "window/delta_topk", delta=node.delta_table, parent_delta=parents[0].delta,
-                rank=sql.Identifier(node.spec.keep[0]),
-                n_columns=cols(node.columns, "n"), n_hash=row_hash(node.columns, "n"),
-                o_columns=cols(node.columns, "o"), o_hash=row_hash(node.columns, "o"),
-                **self._slots(node, parents[0], old_rows))
+                rank=sql.Identifier(rank), n_columns=cols(node.columns, "n"),
+                n_hash=row_hash(node.columns, "n"),
+                n_kept=sql.SQL("n.{} <= {}").format(sql.Identifier(rank), sql.Literal(k)),
+                o_columns=sql.SQL(", ").join(  # (the old row: its rank as it was)
+                    sql.SQL("n.argus_rank") if c == rank else sql.Identifier("n", c)
+                    for c in node.columns), **slots)
         return [Step(statement, any_rows(parents[0]))]
 
     def flush(self, node, parents):
@@ -374,5 +386,6 @@ def _describe(node: Node) -> list[str]:
 KIND = register_kind(Kind("window", lambda d: WindowSpec(
     d["keys"], tuple(d["keep"]) if d.get("keep") else None, bool(d.get("grouped"))),
     WindowCompiler(), _describe, keeps_state=keeps_state, top_k=lambda node: node.spec.keep,
+    row_hashed=lambda node: True,
     label=lambda node: (f"ω top {node.spec.keep[1]}" if node.spec.keep
                         else f"ω over {node.spec.keys} key(s)")))

@@ -7,8 +7,9 @@
 -- insertion have (argus_x, found by a hash aggregate, not a sort) are printed and
 -- compared: every other row passes as it is. A Top-K's rank shifts retract and insert
 -- thousands of rows, none of them equal. {hash}: hash_record_extended of the row where
--- every output type hashes (argus.answers.hashable), else of its text. The changes are
--- read once (argus_c); nothing is hashed when the cycle retracted nothing.
+-- every output type hashes (argus.answers.hashable), else of its text; or, when the
+-- output is the top node's whole row, the hash its delta holds (argus_c.argus_hk). The
+-- changes are read once (argus_c); nothing is hashed when the cycle retracted nothing.
 WITH argus_c AS MATERIALIZED (
     {changes}
 ), argus_x AS MATERIALIZED (
@@ -16,7 +17,7 @@ WITH argus_c AS MATERIALIZED (
      WHERE EXISTS (SELECT FROM argus_c AS argus_r WHERE argus_r.{sign} < 0)
      GROUP BY 1 HAVING bool_or(argus_c.{sign} < 0) AND bool_or(argus_c.{sign} > 0)
 )
-SELECT * FROM argus_c
+SELECT {columns}, {sign} FROM argus_c
  WHERE NOT EXISTS (SELECT FROM argus_x) OR {hash} NOT IN (SELECT argus_hk FROM argus_x)
 UNION ALL
 SELECT {columns}, {sign} FROM (
