@@ -89,7 +89,8 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
     if kept is not None or clocked or not top.insert_only:
         names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
         qualified = sql.SQL(", ").join(sql.Identifier("argus_c", n) for n in names)
-        if kept is None and not clocked and _whole_rows(output, top):
+        whole = kept is None and not clocked and _whole_rows(output, top)
+        if whole:
             slots["exprs"] = sql.SQL("{}, coalesce({}.argus_hash, 0) AS argus_hk").format(
                 slots["exprs"], T1)
             body, hashed = render("query/changes", **slots), sql.SQL("argus_c.argus_hk")
@@ -97,7 +98,8 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
             hashed = (sql.SQL("hash_record_extended(ROW({}), 0)") if hashable(conn, name)
                       else sql.SQL("hashtextextended(ROW({})::text, 0)")).format(qualified)
         body = render("query/changes_net", changes=body, sign=SIGN_ID, qualified=qualified,
-                      columns=sql.SQL(", ").join(map(sql.Identifier, names)), hash=hashed)
+                      columns=sql.SQL(", ").join(map(sql.Identifier, names)), hash=hashed,
+                      materialized=sql.SQL("NOT MATERIALIZED" if whole else "MATERIALIZED"))
     return render("query/changes_view", view=changes_view(name), changes=body)
 
 

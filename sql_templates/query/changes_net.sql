@@ -7,10 +7,12 @@
 -- insertion have (argus_x, found by a hash aggregate, not a sort) are printed and
 -- compared: every other row passes as it is. A Top-K's rank shifts retract and insert
 -- thousands of rows, none of them equal. {hash}: hash_record_extended of the row where
--- every output type hashes (argus.answers.hashable), else of its text; or, when the
--- output is the top node's whole row, the hash its delta holds (argus_c.argus_hk). The
--- changes are read once (argus_c); nothing is hashed when the cycle retracted nothing.
-WITH argus_c AS MATERIALIZED (
+-- every output type hashes (argus.answers.hashable), else of its text: the changes are
+-- read once (argus_c, MATERIALIZED), and nothing is hashed when the cycle
+-- retracted nothing. Or, when the output is the top node's whole row, the hash its delta
+-- holds (argus_c.argus_hk): then the changes are read where they are (NOT MATERIALIZED),
+-- argus_x from their hashes and signs alone, without copying whole rows first.
+WITH argus_c AS {materialized} (
     {changes}
 ), argus_x AS MATERIALIZED (
     SELECT {hash} AS argus_hk FROM argus_c
