@@ -65,10 +65,10 @@ END $$;
 -- tracked table's small first load once made a 1-row change look 25 times larger, and
 -- a join hashed a whole history instead of probing it). misjudged is PL/pgSQL, called:
 -- inlined as SQL, each of the program's call sites parsed both functions' text when first
--- planned (0.35 ms a node, 25 ms of the first cycle of a session on TPC-H, every cycle
--- from cron) and again whenever its delta was analyzed or truncated (its name, a regclass
--- constant, tied the plan to the table); a call costs no more than the inlined
--- expression did. No SET clause (the program calls it at every node), so every operator
+-- planned (in every session's first cycle: every cycle run from cron) and again whenever
+-- its delta was analyzed or truncated (its name, a regclass constant, tied the plan to
+-- the table); a call costs no more than the inlined expression did (docs/performance.md,
+-- seventh session). No SET clause (the program calls it at every node), so every operator
 -- is pg_catalog's by name: called with another search_path, an operator of an exact type
 -- pg_catalog lacks (>(float8, bigint)) would be found elsewhere first.
 CREATE OR REPLACE FUNCTION argus.planned_rows(p_est real, p_delta regclass)

@@ -99,7 +99,7 @@ class SelectCompiler:
         parent = parents[0]
         whole = parent.kind_of.row_hashed(parent) and list(node.exprs) == [
             sql.Identifier("t1", c).as_string(None) for c in parent.columns]
-        slots = {"named_exprs": node.named_expr_list,  # (whole rows kept: their own hash)
+        slots = {"named_exprs": node.named_expr_list,  # (a parent's whole rows: its hash)
                  "hash": sql.SQL("{}.argus_hash").format(T1) if whole else expr_hash(node.exprs),
                  "predicate": self._slots(node)["predicate"], "t1": T1}
         return [render("select/create_view", view=node.hist, parent=parent.hist,
