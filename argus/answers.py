@@ -74,10 +74,15 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
     Where a row can be retracted, the changes are made net (query/changes_net), rows
     told apart by a hash first: of the row where every output type hashes (`hashable`,
     asked of the results view, made first), else of its text."""
-    slots = {"exprs": sql.SQL(", ").join(map(sql.SQL, output)),
+    trees = [sqlglot.parse_one(e, read=DIALECT) for e in output]
+    clocked = any(reads_clock(e) for e in output)
+    netted = kept is not None or clocked or not top.insert_only
+    whole = netted and kept is None and not clocked and _whole_rows(trees, top)
+    exprs = sql.SQL(", ").join(map(sql.SQL, output))
+    slots = {"exprs": sql.SQL("{}, coalesce({}.argus_hash, 0) AS argus_hk").format(exprs, T1)
+             if whole else exprs,
              "delta": top.kind_of.changes(top), "t1": T1,
              "sign": SIGN_ID, "after": sql.Literal(last_run)}
-    clocked = any(reads_clock(e) for e in output)
     if not clocked:
         body = render("query/changes", **slots)
     else:
@@ -86,36 +91,26 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
     if kept is not None:
         body = render("query/changes_kept", changes=body, kept=kept,
                       after=sql.Literal(last_run))
-    if kept is not None or clocked or not top.insert_only:
-        names = [sqlglot.parse_one(e, read=DIALECT).alias_or_name for e in output]
+    if netted:
+        names = [t.alias_or_name for t in trees]
         qualified = sql.SQL(", ").join(sql.Identifier("argus_c", n) for n in names)
-        whole = kept is None and not clocked and _whole_rows(output, top)
-        if whole:
-            slots["exprs"] = sql.SQL("{}, coalesce({}.argus_hash, 0) AS argus_hk").format(
-                slots["exprs"], T1)
-            body, hashed = render("query/changes", **slots), sql.SQL("argus_c.argus_hk")
-        else:
-            hashed = (sql.SQL("hash_record_extended(ROW({}), 0)") if hashable(conn, name)
-                      else sql.SQL("hashtextextended(ROW({})::text, 0)")).format(qualified)
+        hashed = sql.SQL("argus_c.argus_hk") if whole else (
+            sql.SQL("hash_record_extended(ROW({}), 0)") if hashable(conn, name)
+            else sql.SQL("hashtextextended(ROW({})::text, 0)")).format(qualified)
         body = render("query/changes_net", changes=body, sign=SIGN_ID, qualified=qualified,
                       columns=sql.SQL(", ").join(map(sql.Identifier, names)), hash=hashed,
                       materialized=sql.SQL("NOT MATERIALIZED" if whole else "MATERIALIZED"))
     return render("query/changes_view", view=changes_view(name), changes=body)
 
 
-def _whole_rows(output: list[str], top: Node) -> bool:
+def _whole_rows(output: list[exp.Expression], top: Node) -> bool:
     """Whether the output is the top node's columns as they are, in their order, and
     the node's delta holds its whole row's hash (Kind.row_hashed): equal output rows are
     then equal rows of the node, of one hash, which the changes are told apart by
     instead of hashing each row again (a Top-K's thousands of rank shifts)."""
-    if not top.kind_of.row_hashed(top) or len(output) != len(top.columns):
-        return False
-    for expression, column in zip(output, top.columns):
-        tree = sqlglot.parse_one(expression, read=DIALECT)
-        tree = tree.this if isinstance(tree, exp.Alias) else tree
-        if not (isinstance(tree, exp.Column) and tree.table == "t1" and tree.name == column):
-            return False
-    return True
+    return top.kind_of.row_hashed(top) and [
+        (t.this if isinstance(t, exp.Alias) else t) for t in output] == [
+        exp.column(c, table="t1", quoted=True) for c in top.columns]
 
 
 def hashable(conn: psycopg.Connection, name: str) -> bool:

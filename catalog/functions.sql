@@ -102,7 +102,8 @@ BEGIN
                     ELSE 300::bigint END::float8
            OR (p_est OPERATOR(pg_catalog.>=) 0::real)
               AND (p_rows OPERATOR(pg_catalog.>) 200::bigint)
-              AND (v_planned OPERATOR(pg_catalog.<) (p_rows::float8 OPERATOR(pg_catalog./) 4::float8));
+              AND (v_planned OPERATOR(pg_catalog.<)
+                   (p_rows::float8 OPERATOR(pg_catalog./) 4::float8));
 END $$;
 
 -- A sign of life on long cycles: a node that took more than a second says so as the

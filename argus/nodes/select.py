@@ -97,8 +97,8 @@ class SelectCompiler:
     def views(self, node: Node, parents: list[Node]) -> list[sql.Composed]:
         """A virtual selection's history and delta (select/create_view)."""
         parent = parents[0]
-        whole = parent.kind_of.row_hashed(parent) and list(node.exprs) == [
-            sql.Identifier("t1", c).as_string(None) for c in parent.columns]
+        whole = parent.kind_of.row_hashed(parent) and [
+            passed_on(node, c) for c in node.columns] == [(0, c) for c in parent.columns]
         slots = {"named_exprs": node.named_expr_list,  # (a parent's whole rows: its hash)
                  "hash": sql.SQL("{}.argus_hash").format(T1) if whole else expr_hash(node.exprs),
                  "predicate": self._slots(node)["predicate"], "t1": T1}

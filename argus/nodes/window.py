@@ -242,8 +242,8 @@ def reads_parent_partitions(node: Node, parent: Node) -> bool:
 
 
 class WindowCompiler:
-    def _slots(self, node: Node, parent: Node, old_rows: sql.Composable | None = None
-               ) -> dict:
+    def _slots(self, node: Node, parent: Node, old_rows: sql.Composable | None = None,
+               hashed: bool = False) -> dict:
         keys = node.columns[:node.spec.keys]
         group_by = sql.SQL(" GROUP BY {}").format(sql.SQL(", ").join(
             map(sql.Literal, range(1, len(keys) + 1)))) if node.spec.grouped and keys \
@@ -270,7 +270,7 @@ class WindowCompiler:
                     parent.delta, T1),
                 "touched_here": _touched(node.hist, node.columns,
                                          [sql.Identifier("t1", k) for k in keys], keys,
-                                         ctid=True)}
+                                         ctid=True, hashed=hashed)}
 
     def create(self, node, parents):
         keys = list(node.columns[:node.spec.keys])  # a cycle reads its touched partitions
@@ -350,11 +350,6 @@ class WindowCompiler:
                                parent_delta=parents[0].delta, **self._slots(node, parents[0]))
         else:
             rank, k = node.spec.keep
-            slots = self._slots(node, parents[0], old_rows)
-            keys = node.columns[:node.spec.keys]
-            slots["touched_here"] = _touched(node.hist, node.columns,
-                                             [sql.Identifier("t1", c) for c in keys], keys,
-                                             ctid=True, hashed=True)
             statement = render(
                 "window/delta_topk", delta=node.delta_table, parent_delta=parents[0].delta,
                 rank=sql.Identifier(rank), n_columns=cols(node.columns, "n"),
@@ -362,7 +357,7 @@ class WindowCompiler:
                 n_kept=sql.SQL("n.{} <= {}").format(sql.Identifier(rank), sql.Literal(k)),
                 o_columns=sql.SQL(", ").join(  # (the old row: its rank as it was)
                     sql.SQL("n.argus_rank") if c == rank else sql.Identifier("n", c)
-                    for c in node.columns), **slots)
+                    for c in node.columns), **self._slots(node, parents[0], old_rows, hashed=True))
         return [Step(statement, any_rows(parents[0]))]
 
     def flush(self, node, parents):
