@@ -30,6 +30,20 @@ _counter = itertools.count()
 _roles = itertools.count()
 
 
+# The files that take minutes, longest first: pytest-xdist hands each worker one file at
+# a time in this order (pyproject's addopts), so the workers finish together instead of
+# one waiting on the other's last long file. (Re-order by `pytest --durations=60`.)
+LONGEST_FIRST = ("test_property_algebra.py", "test_faults.py", "test_spark.py", "test_layout.py",
+                 "test_bench.py", "test_adapt.py", "test_citus.py", "test_property_sharing.py",
+                 "test_tpch.py", "test_fuzz_differential.py", "test_durability.py",
+                 "test_property.py", "test_cycle.py", "test_fuzz.py", "test_expiry.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # (stable)
+
+
 def _answers(dsn: str) -> bool:
     try:
         with psycopg.connect(dsn, connect_timeout=3):
