@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 import sqlglot
 from psycopg import sql
@@ -134,18 +135,19 @@ class AggregateCompiler:
                 for arg, name in names.items())),
                 {arg: qualified("t1", name) for arg, name in names.items()})
 
-    def _pairs(self, node: Node, model: Model, family: Family, parent: Node) -> sql.Composed:
+    def _pairs(self, node: Node, model: Model, family: Family,
+               source: sql.Composable) -> sql.Composed:
         gnames = model.group_names
         return render(
             "aggregate/count_distinct_pairs", aux=node.aux(f"d{family.index}"),
             olds=sql.SQL("").join(sql.SQL(", coalesce(a.{}, 0) AS {}").format(
                 sql.Identifier(family.count_column(m)), sql.Identifier(f"old{m.index}"))
                 for m, _ in family.members),
-            values=self._values(model, family, parent.delta, "t1.argus_sign"),
+            values=self._values(model, family, source, "t1.argus_sign"),
             a_key=cols(gnames + ["v"], "a"), dd_key=cols(gnames + ["v"], "dd"))
 
-    def _aux_applied(self, node: Node, model: Model, family: Family, parent: Node
-                     ) -> sql.Composed:
+    def _aux_applied(self, node: Node, model: Model, family: Family, parent: Node,
+                     source: sql.Composable) -> sql.Composed:
         """The family's aux table maintained by the statement that counts its changes
         (aggregate/aux_apply: its top-level CTEs)."""
         counts = [(sql.Identifier(family.count_column(m)), sql.Identifier(f"dn{m.index}"),
@@ -160,7 +162,7 @@ class AggregateCompiler:
                    sql.SQL("({}) AND NOT ({})").format(moves, vanish))
         return render(
             "aggregate/aux_apply", aux=node.aux(f"d{i}"), changes=changes,
-            read=self._pairs(node, model, family, parent),
+            read=self._pairs(node, model, family, source),
             pairs=sql.Identifier(f"argus_x{i}"), updated=sql.Identifier(f"argus_u{i}"),
             deleted=sql.Identifier(f"argus_r{i}"), inserted=sql.Identifier(f"argus_i{i}"),
             key=cols(model.group_names + ["v"]), x_key=cols(model.group_names + ["v"], "x"),
@@ -170,7 +172,7 @@ class AggregateCompiler:
             updates=sql.SQL(", ").join(sql.SQL("{n} = a.{n} + x.{dn}").format(n=n, dn=dn)
                                        for n, dn, _ in counts))
 
-    def _values(self, model: Model, family: Family, source: sql.Identifier,
+    def _values(self, model: Model, family: Family, source: sql.Composable,
                 count: str) -> sql.Composed:
         """(group, value) pairs of a COUNT(DISTINCT value) family with each member's
         signed count of rows (those its FILTER passes)."""
@@ -259,7 +261,7 @@ class AggregateCompiler:
                 return merge, None
             gnames = model.group_names
             pairs = (sql.Identifier(f"argus_x{family.index}") if _applied_in_evaluation(node)
-                     else sql.SQL("({})").format(self._pairs(node, model, family, parent)))
+                     else sql.SQL("({})").format(self._pairs(node, model, family, parent.delta)))
             return merge, render(
                 "aggregate/count_distinct", name=cte, pairs=pairs,
                 comma=sql.SQL("") if model.is_global else sql.SQL(", "),
@@ -357,9 +359,11 @@ class AggregateCompiler:
         return AggregateCompiler._windowed(model, source, windows), deltas
 
     def evaluate(self, node, parents):
-        model, parent = node.spec, parents[0]
+        parent = parents[0]
+        once = _read_once(node, parent)
+        model, read = (node.spec, parent.delta) if once is None else (once, READ_ONCE)
         deltas, merges, ctes, joins = [], [], [], []
-        source, computed = self._computed_once(model, parent.delta)
+        source, computed = self._computed_once(model, read)
         if model.counted and not grows(node, parent):
             source, deltas = self._counted_delta(model, source)
         for spec, book in model.books:
@@ -394,8 +398,10 @@ class AggregateCompiler:
             book_merge=sql.SQL("").join(merges), joins=sql.SQL("").join(joins),
             o_stored=cols(stored, "o"), f_stored=cols(stored, "f"),
             o_changed=changed("o", "f"), f_changed=changed("f", "o"), **self._slots(model))
-        applied = [self._aux_applied(node, model, family, parent)
+        applied = [self._aux_applied(node, model, family, parent, read)
                    for family in model.families] if _applied_in_evaluation(node) else []
+        if once is not None:
+            applied.insert(0, _read_once_cte(node, parent, sql.Composed([statement, *applied])))
         return [Step(statement, ctes=sql.SQL(", ").join(applied) if applied else None)]
 
     def flush(self, node, parents):
@@ -442,6 +448,40 @@ def describe(node: Node) -> list[str]:
     return [f"group by {groups}", f"aggregates: {aggs}"] + (
         ["regrouped from its parent's groups and bookkeeping columns (vertical expansion)"]
         if any(e.regrouped for e in entries(node.definition)) else [])
+
+
+# The parent's delta read once (_read_once): a CTE of the statement that evaluates the node.
+READ_ONCE = sql.Identifier("argus_once")
+
+
+def _read_once(node: Node, parent: Node) -> Model | None:
+    """A node whose COUNT(DISTINCT)s are counted in the statement that evaluates it
+    reads its parent's delta once per family and once for its groups, computing each
+    group key every time (Nexmark q16: to_char of every bid's time three times): it
+    reads a MATERIALIZED CTE instead (_read_once_cte), of the columns the statement uses
+    and each group key that is more than a column computed once. The model returned
+    names those keys (argus_k<i>); None: the node reads its parent's delta directly (no
+    family, or a MIN/MAX that may read the parent's history again by the group keys)."""
+    model = node.spec
+    if not model.families or not _applied_in_evaluation(node) or model.counted or any(
+            b.combine in ("min", "max") and not outward(node, parent) for _, b in model.books):
+        return None
+    return replace(model, groups=tuple(
+        (name, e if _column(e) else qualified(std_alias(1), f"argus_k{i}"))
+        for i, (name, e) in enumerate(model.groups)))
+
+
+def _read_once_cte(node: Node, parent: Node, reads: sql.Composable) -> sql.Composed:
+    """READ_ONCE's definition: the parent's columns that `reads` (the statement and its
+    CTEs, rendered over READ_ONCE as "t1") names, its sign, and the computed group keys."""
+    text = reads.as_string(None)
+    used = [sql.Identifier(std_alias(1), c) for c in parent.columns
+            if sql.Identifier(std_alias(1), c).as_string(None) in text]
+    keys = [sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(f"argus_k{i}"))
+            for i, (_, e) in enumerate(node.spec.groups) if not _column(e)]
+    return sql.SQL("{} AS MATERIALIZED (SELECT {} FROM {} AS {})").format(
+        READ_ONCE, sql.SQL(", ").join([*used, sql.SQL("{}.{}").format(T1, SIGN_ID), *keys]),
+        parent.delta, T1)
 
 
 def _applied_in_evaluation(node: Node) -> bool:
