@@ -233,10 +233,13 @@ def expand(builder, off: Offer, extra: Want, sources: list | None = None) -> Off
 def reroute(builder, parent: Node, new: Node) -> None:
     """Compute existing coarser aggregates over `parent` from the new, finer `new`
     when it can serve them and is smaller than `parent`."""
+    coarser = builder.groups.coarser(parent.id, new.id, len(new.definition["groups"]))
+    if not coarser:  # (first: no row is counted then, which in a prediction fills `new`)
+        return
     new_off = offer(builder, new.id)
     if new_off.rows >= builder.groups.rows(parent.id):
         return
-    for node_id in builder.groups.coarser(parent.id, new.id, len(new_off.groups)):
+    for node_id in coarser:
         off = offer(builder, node_id)
         if not set(off.groups) < set(new_off.groups):
             continue

@@ -85,7 +85,8 @@ class Apply:
         records.insert_node(self.conn, node, new.signature)
         execute_all(self.conn, COMPILERS[new.kind].create(
             node, list(map(lazy_nodes.readable, parents))))  # (whole histories)
-        persist(self.conn, node_id)  # (unlogged while still empty: settings.durability)
+        if not self.predicting:  # (unlogged while still empty: settings.durability)
+            persist(self.conn, node_id)
         node = dataclasses.replace(node, types=self._record_types(node))
         if self.predicting and new.fill in ("parents", "copy") and new.limit is None:
             self.unfilled[node.id] = lambda: self._fill(node, new, take=False)

@@ -493,5 +493,5 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         self._candidates.clear()
 
     def _store(self, node: Node, parents: list[Node]) -> None:
-        store_blocks(self.conn, node, parents)
+        store_blocks(self.conn, node, parents, code=not self.predicting)
         self.compiled.add(node.id)

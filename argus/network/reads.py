@@ -26,6 +26,17 @@ from .placement import installed, placed, replicated
 
 T = TypeVar("T")
 
+
+@dataclass(frozen=True)
+class Estimated:
+    """A prediction's fill of a node that is counted by an estimate meanwhile
+    (Reads.estimated)."""
+
+    fill: Callable[[], object]
+
+    def __call__(self) -> object:
+        return self.fill()
+
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
 FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
@@ -177,9 +188,10 @@ class Reads:
     def counted(self, read: Callable[[], T], nodes: Callable[[T], Iterable[int]]) -> T:
         """`read()`, which reads the counts (node_stats.hist_rows) of the nodes `nodes`
         names in what it found: read again once those a prediction made without their
-        rows are filled and counted."""
+        rows (and without an estimate of them) are filled and counted."""
         found = read()
-        waiting = [n for n in nodes(found) if n in self.unfilled]
+        waiting = [n for n in nodes(found)
+                   if n in self.unfilled and not isinstance(self.unfilled[n], Estimated)]
         for node_id in waiting:
             self.ready(self.load(node_id))
         return read() if waiting else found
@@ -305,9 +317,20 @@ class Reads:
 
     def estimated(self, node: Node, rows: float, rate: float, inflow: dict[int, float]
                   ) -> None:
+        """The join order's estimate of the node, recorded; a node a prediction made
+        without its rows is counted by it until something reads the rows themselves
+        (ready): what a prediction compares of such a node is its count, and filling
+        it only to count it cost most of a re-plan (issue 52's drift: a join of 400,000
+        rows filled, to be rolled back, whenever the two queries sharing it were
+        planned again)."""
         estimate = {"rows": round(rows, 1), "rate": round(rate, 2),
                     "inflow": {str(s): round(r, 2) for s, r in inflow.items()}}
         records.set_estimate(self.conn, node.id, estimate)
+        fill = self.unfilled.get(node.id)
+        if fill is not None and not isinstance(fill, Estimated):
+            self.unfilled[node.id] = Estimated(fill)
+            self.conn.execute("UPDATE argus_catalog.node_stats SET hist_rows = %s "
+                              "WHERE node_id = %s", (round(rows), node.id))
 
     def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:

@@ -30,15 +30,18 @@ def execute_all(conn: psycopg.Connection, statements) -> None:
         conn.execute(statement)
 
 
-def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node]) -> None:
+def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node],
+                 code: bool = True) -> None:
     """Compile the node's cycle code once, at creation, for both programs
     (argus.program.Statements); argus.assemble_program() (in the database) concatenates
-    it."""
+    it. Without `code` (a prediction, rolled back: no cycle runs it), only what building
+    reads of it."""
     lean = Statements(node.id)
     blocks = [b.as_string(conn) if b is not None else None for b in (
         node_block(node, parents, conn), flush_block(node, parents, conn),
         probe_block(node, list(map(lazy.readable, parents)), conn),
-        node_block(node, parents, conn, lean), flush_block(node, parents, conn, lean))]
+        node_block(node, parents, conn, lean), flush_block(node, parents, conn, lean))
+    ] if code else [None] * 5
     conn.execute("UPDATE argus_catalog.nodes SET cycle_block = %s, flush_block = %s, "
                  "probe_block = %s, lean_block = %s, lean_flush_block = %s, lean_sql = %s, "
                  "rebuildable = %s, expires_by = %s WHERE node_id = %s",
