@@ -37,6 +37,7 @@ class Estimated:
     def __call__(self) -> object:
         return self.fill()
 
+
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
 FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
