@@ -320,18 +320,15 @@ class Reads:
                   ) -> None:
         """The join order's estimate of the node, recorded; a node a prediction made
         without its rows is counted by it until something reads the rows themselves
-        (ready): what a prediction compares of such a node is its count, and filling
-        it only to count it cost most of a re-plan (issue 52's drift: a join of 400,000
-        rows filled, to be rolled back, whenever the two queries sharing it were
-        planned again)."""
+        (ready): what a prediction compares of such a node is its count, and filling it
+        only to count it was most of a re-plan's time (docs/adapt.md)."""
         estimate = {"rows": round(rows, 1), "rate": round(rate, 2),
                     "inflow": {str(s): round(r, 2) for s, r in inflow.items()}}
         records.set_estimate(self.conn, node.id, estimate)
         fill = self.unfilled.get(node.id)
         if fill is not None and not isinstance(fill, Estimated):
             self.unfilled[node.id] = Estimated(fill)
-            self.conn.execute("UPDATE argus_catalog.node_stats SET hist_rows = %s "
-                              "WHERE node_id = %s", (round(rows), node.id))
+            records.count_estimated(self.conn, node.id, rows)
 
     def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:

@@ -150,6 +150,13 @@ def set_estimate(conn: psycopg.Connection, node_id: int, estimate: dict) -> None
                  "WHERE node_id = %s AND estimate IS NULL", (json.dumps(estimate), node_id))
 
 
+def count_estimated(conn: psycopg.Connection, node_id: int, rows: float) -> None:
+    """A prediction's unfilled node counted by its estimate (network.reads.estimated),
+    rolled back with it."""
+    conn.execute("UPDATE argus_catalog.node_stats SET hist_rows = %s WHERE node_id = %s",
+                 (round(rows), node_id))
+
+
 def count_built(conn: psycopg.Connection, node: Node, backfill_ms: float,
                 rows: int | None = None) -> None:
     """A new node's rows and, for a signed node, what its backfill cost per row read

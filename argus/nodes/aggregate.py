@@ -459,16 +459,22 @@ def _read_once(node: Node, parent: Node) -> Model | None:
     reads its parent's delta once per family and once for its groups, computing each
     group key every time (Nexmark q16: to_char of every bid's time three times): it
     reads a MATERIALIZED CTE instead (_read_once_cte), of the columns the statement uses
-    and each group key that is more than a column computed once. The model returned
-    names those keys (argus_k<i>); None: the node reads its parent's delta directly (no
-    family, or a MIN/MAX that may read the parent's history again by the group keys)."""
+    and each group key that is more than a column computed once (_computed_keys). The
+    model returned names those keys; None: the node reads its parent's delta directly
+    (no family, or a MIN/MAX that may read the parent's history again by the group
+    keys)."""
     model = node.spec
     if not model.families or not _applied_in_evaluation(node) or model.counted or any(
             b.combine in ("min", "max") and not outward(node, parent) for _, b in model.books):
         return None
+    keys = _computed_keys(model)
     return replace(model, groups=tuple(
-        (name, e if _column(e) else qualified(std_alias(1), f"argus_k{i}"))
-        for i, (name, e) in enumerate(model.groups)))
+        (name, qualified(std_alias(1), keys[e]) if e in keys else e) for name, e in model.groups))
+
+
+def _computed_keys(model: Model) -> dict[str, str]:
+    """Each group key that is more than a column -> the column READ_ONCE computes it in."""
+    return {e: f"argus_k{i}" for i, e in enumerate(model.group_exprs) if not _column(e)}
 
 
 def _read_once_cte(node: Node, parent: Node, reads: sql.Composable) -> sql.Composed:
@@ -477,8 +483,8 @@ def _read_once_cte(node: Node, parent: Node, reads: sql.Composable) -> sql.Compo
     text = reads.as_string(None)
     used = [sql.Identifier(std_alias(1), c) for c in parent.columns
             if sql.Identifier(std_alias(1), c).as_string(None) in text]
-    keys = [sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(f"argus_k{i}"))
-            for i, (_, e) in enumerate(node.spec.groups) if not _column(e)]
+    keys = [sql.SQL("{} AS {}").format(sql.SQL(e), sql.Identifier(name))
+            for e, name in _computed_keys(node.spec).items()]
     return sql.SQL("{} AS MATERIALIZED (SELECT {} FROM {} AS {})").format(
         READ_ONCE, sql.SQL(", ").join([*used, sql.SQL("{}.{}").format(T1, SIGN_ID), *keys]),
         parent.delta, T1)
