@@ -895,6 +895,7 @@ END $$;
 -- only of those whose joins wrote 1,000 rows in them, the first 5 since, found by the
 -- cycle log's key (per-node statistics are kept 500 cycles: none older). (Reading the 7
 -- of every query took 3.5 ms of a TPC-H cycle, where 1 of 15 queries wrote that many.)
+-- Also the queries a decision held back until their windows turn over, when due.
 CREATE OR REPLACE FUNCTION argus.replan_triggered(p_run bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -949,9 +950,22 @@ BEGIN
              cost AS (SELECT name, min(now) AS now,  -- (then: the first 3 of the 5)
                              1000 * sum(written) FILTER (WHERE rank <= 3)
                                   / sum(rows_in) FILTER (WHERE rank <= 3) AS since
-                        FROM since GROUP BY name HAVING count(*) = 5)
-        SELECT jsonb_object_agg(name, jsonb_build_array(round(now), round(since)))
-          FROM cost WHERE now > 3 * since);
+                        FROM since GROUP BY name HAVING count(*) = 5),
+             fired AS (SELECT name, jsonb_build_array(round(now), round(since)) AS costs
+                         FROM cost WHERE now > 3 * since),
+             due AS (  -- held back by its windows' turnover, to be planned again by now
+                       -- (argus.mqo.replan.decide; [null, null]: no cost fired it)
+                 SELECT m.query AS name, jsonb_build_array(NULL, NULL) AS costs
+                   FROM argus_catalog.migrations m
+                   JOIN argus_catalog.queries qq ON qq.name = m.query AND qq.status = 'ok'
+                        AND qq.evaluate = 'incremental'
+                  WHERE m.recheck_at <= p_run
+                    AND m.migration_id = (SELECT max(l.migration_id)
+                                            FROM argus_catalog.migrations l
+                                           WHERE l.query = m.query)
+                    AND m.query NOT IN (SELECT name FROM fired))
+        SELECT jsonb_object_agg(name, costs)
+          FROM (SELECT * FROM fired UNION ALL SELECT * FROM due) t);
 END $$;
 
 -- Every 8th cycle, before the program runs (its plans are made after the change): a

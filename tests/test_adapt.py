@@ -18,7 +18,7 @@ from psycopg import sql
 import argus
 from argus.errors import MigrationError
 from argus.adapt.decide import tried
-from argus.mqo.replan import Prediction, decide
+from argus.mqo.replan import HELD_RECHECK, Prediction, decide
 
 from .oracle import bag
 
@@ -299,6 +299,21 @@ def test_drift_makes_the_periodic_replan_migrate(three):
 ])
 def test_decide(old, new, min_gain, go):
     assert decide(Prediction(old, new, 10.0, [("a", "b")]), min_gain, 100)[0] is go
+
+
+@pytest.mark.parametrize("held,go", [
+    (None, True),  # no window turning over
+    (Prediction(300.0, 320.0, 200.0, []), False),  # as they are, the old tree is cheaper
+    (Prediction(300.0, 250.0, 1000.0, []), False),  # it gains, less than it would build
+    (Prediction(300.0, 200.0, 100.0, []), True),  # it gains at once
+    (Prediction(None, 200.0, 100.0, []), True),  # (its layout cannot be costed as it is)
+])
+def test_decide_waits_for_the_windows_to_turn_over(held, go):
+    """Priced as the windows will be, the new tree saves 60 of 100 (built with 50 rows);
+    with them as they are now, `held`."""
+    decision = decide(Prediction(100.0, 40.0, 50.0, [("a", "b")], held), 0.3, 100)
+    assert decision[0] is go and decision[2] is (not go)
+    assert ("not yet" in decision[1]) is (not go)
 
 
 def test_decide_never_flaps_and_needs_a_payback():
@@ -735,13 +750,14 @@ def until_the_flip(oracle, name: str, columns: str, filters: list[str], minute) 
     return first
 
 
-def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
+def test_a_window_is_planned_as_it_will_be_and_moved_once_it_has_turned_over(oracle):
     """Issue 52's windowed flip: the filter on a stops filtering and the one on c
-    starts to. In the first cycles after it the windows still hold mostly old rows, on
-    which the old tree is the cheaper; a re-plan that took them as they are kept it
-    until they had turned over (10 cycles). Planned as the windows will be, the query
-    migrates as soon as the trigger sees the drift, with no period due. (The answers:
-    the oracle, after every cycle.)"""
+    starts to. Planned as the windows will be, the other tree is the better; but while
+    they still hold mostly old rows the old tree is the cheaper, and a new one would be
+    built with rows about to leave. The trigger sees the drift at once; the decision
+    waits, says why, and plans the query again every HELD_RECHECK cycles (no period
+    is due) until it gains with the windows as they are: it migrates before the windows
+    have turned over twice. (The answers: the oracle, after every cycle.)"""
     db = oracle.db
     db.configure(reoptimize_every=1000)
     for name, columns in WINDOWED.items():
@@ -758,20 +774,35 @@ def test_a_window_is_planned_as_it_will_be_once_it_has_turned_over(oracle):
 
     first = until_the_flip(oracle, "flip", "a.k, a.x, b.y, c.z", ["a.x < 5", "c.z < 5"],
                            minute)
-    decisions = []
-    for m in range(13, 15):
+    decisions, at = [], {}
+    for m in range(13, 33):
         minute(m, True)
-        decisions += oracle.run().migrations
-    assert [d.migrated for d in decisions] == [True], [d.why for d in decisions]
-    assert "now write" in decisions[0].why
+        for d in oracle.run().migrations:
+            decisions.append(d)
+            at[len(decisions) - 1] = m
+        if decisions and decisions[-1].migrated:
+            break
+    assert decisions and decisions[-1].migrated, [d.why for d in decisions]
+    assert "now write" in decisions[0].why and "not yet" in decisions[0].why
+    waited = decisions[1:-1]
+    assert all("were turning over" in d.why and "not yet" in d.why for d in waited)
+    assert [at[i + 1] - at[i] for i in range(len(decisions) - 1)] == \
+        [HELD_RECHECK] * (len(decisions) - 1)
+    assert "were turning over" in decisions[-1].why
     assert layout(db, "flip") != first
+    rechecks = db.conn.execute("SELECT count(*) FILTER (WHERE recheck_at IS NOT NULL), "
+                               "count(*) FILTER (WHERE migrated) FROM argus_catalog.migrations "
+                               "WHERE query = 'flip'").fetchone()
+    assert rechecks == (len(decisions) - 1, 1)
 
 
 def test_a_window_whose_rate_flips_is_planned_at_its_new_rate(oracle):
     """Issue 52's rate flip: a's rate falls tenfold and c's rises tenfold, no filter
     changes. A window is costed at its last cycle's rate over the cycles its span holds
-    (the clock's pace), not as the rows it holds now: the query migrates within two
-    periods of the flip, where it waited until the windows had turned over."""
+    (the clock's pace), not as the rows it holds now: within two periods of the flip a
+    re-plan sees the other tree gain once the windows have turned over (costed as they
+    are, it did not until they had), and the query migrates as soon as it gains with
+    the windows as they are, before they have turned over."""
     db = oracle.db
     db.configure(reoptimize_every=3)
     for name, columns in WINDOWED.items():
@@ -791,11 +822,14 @@ def test_a_window_whose_rate_flips_is_planned_at_its_new_rate(oracle):
         oracle.insert("c", rows(900 if flipped else 90))
 
     first = until_the_flip(oracle, "chain", "a.id AS a, b.id AS b, c.id AS c", [], minute)
-    moved = []
-    for m in range(13, 19):  # (two periods after the flip)
+    decisions = []
+    for m in range(13, 23):  # (the windows' 10 minutes after the flip)
         minute(m, True)
-        moved += [d for d in oracle.run().migrations if d.migrated]
-    assert moved and layout(db, "chain") != first
+        decisions += [(m, d) for d in oracle.run().migrations]
+    assert any(m < 19 and "once its windows have turned over it saves" in d.why
+               for m, d in decisions), [d.why for _, d in decisions]
+    assert [d.migrated for _, d in decisions].count(True) == 1
+    assert layout(db, "chain") != first
 
 
 PER_T = ("SELECT t.k1, count(*) AS n FROM r JOIN s ON r.k1 = s.k1 JOIN t ON s.k2 = t.k2 "

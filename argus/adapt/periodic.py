@@ -1,6 +1,7 @@
 """When queries are planned again: every settings.reoptimize_every cycles (the least
-recently planned first, for CHECK_SECONDS at most), and at once when Zhu's trigger
-names a query whose joins write far more than when it was planned."""
+recently planned first, for CHECK_SECONDS at most), at once when Zhu's trigger
+names a query whose joins write far more than when it was planned, and when a decision
+that waited for its windows to turn over said (migrations.recheck_at)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ def replan_triggered(conn: psycopg.Connection, costs: dict[str, list[float]]
         for name, (now, then) in sorted(costs.items()):
             if name in decided:  # (planned with a query it shares joins with, just now)
                 continue
-            trigger = (f"its joins now write {now:,.0f} rows per 1,000 rows in, "
-                       f"{then:,.0f} after it was last planned")
+            trigger = ("its windows were turning over when it was last planned"
+                       if now is None else f"its joins now write {now:,.0f} rows per 1,000 "
+                       f"rows in, {then:,.0f} after it was last planned")
             decision = _timed(conn, name, trigger=trigger)
             out.append(dataclasses.replace(decision, why=f"{trigger}: {decision.why}"))
             decided = _decided_after_the_last_cycle(conn)

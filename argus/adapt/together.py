@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import psycopg
 
 from ..frontend.analyze import Analyzed
-from ..mqo.replan import Prediction, Replan, decide, predict
+from ..mqo.replan import HELD_RECHECK, Prediction, Replan, decide, predict, total
 from ..mqo.sharing import Sharing
 from ..nodes import JOINS
 from .move import build, move, read_again
@@ -66,18 +66,16 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
     texts = {first.name: analyzed} | {m.name: read_again(conn, m.sql, m.canonical, m.schemas)
                                       for m in members[1:]}
     kept, best = _priced(conn, members, texts, hidden, growth)
-    known = all(p.current is not None for p in kept.values())
-    total = Prediction(sum(p.current for p in kept.values()) if known else None,
-                       sum(p.best for p in best.values()), sum(p.build for p in best.values()),
-                       [t for p in best.values() for t in p.trees])
-    go, reason = decide(total, min_gain, horizon)
+    both = total(list(kept.values()), list(best.values()))
+    go, reason, wait = decide(both, min_gain, horizon)
 
     def why(m: _Member) -> str:
         others = ", ".join(o.name for o in members if o != m)
         return f"together with {others}, which share its joins: {reason}"
 
-    log = {"after_run": last_run, "strategy": strategy, "forced": False, "triggered": trigger}
-    decision = Decision(first.name, total, go, why(first))
+    log = {"after_run": last_run, "strategy": strategy, "forced": False, "triggered": trigger,
+           "recheck_at": last_run + HELD_RECHECK if wait else None}
+    decision = Decision(first.name, both, go, why(first))
     if not apply:
         return decision
     if not go:  # (each member's decision: the periodic check plans none of them again)

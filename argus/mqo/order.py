@@ -22,6 +22,7 @@ estimates; the rates the cycles observed).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Mapping
@@ -46,6 +47,16 @@ class Estimates:
     # already compute, and whether each is a view
     growth: float | None = None
     existing: Mapping[frozenset[int], bool] = field(default_factory=dict)
+    # a re-plan's: the rows sliding windows hold now, where `rows` says what they will
+    # hold once they have turned over (mqo.replan.observed)
+    held: Mapping[int, float] = field(default_factory=dict)
+
+    def as_held(self) -> Estimates | None:
+        """These estimates with the windows as they are now (None: none is turning
+        over)."""
+        if not self.held:
+            return None
+        return dataclasses.replace(self, rows={**self.rows, **self.held}, held={})
 
     def fanout(self, new: frozenset[int], into: frozenset[int]) -> float:
         """The rows of `into` that one new row of `new` finds (the last cycle's
@@ -121,7 +132,9 @@ def covered(est: Estimates, subset: frozenset[int], cover: object, rows: float) 
     return Tree(subset, max(rows, 1.0), est.rate_of(subset) * max(scale, 1.0), cover=cover)
 
 
-def join(est: Estimates, left: Tree, right: Tree, top: bool = False) -> Tree:
+def join(est: Estimates, left: Tree, right: Tree, top: bool = False,
+         view: bool | None = None) -> Tree:
+    """`view`: whether it is a view, if decided (else by Estimates.is_view)."""
     subset = left.subset | right.subset
     rows, rate = est.rows_of(subset), est.rate_of(subset)
     if est.probed_by_key(left.subset, right.subset):
@@ -129,7 +142,8 @@ def join(est: Estimates, left: Tree, right: Tree, top: bool = False) -> Tree:
                   + right.rate * _probe(est, left, right.subset))
     else:
         probes = SCAN * (left.rate * right.rows + right.rate * left.rows)
-    view = not top and est.is_view(subset, rows, left.rows + right.rows)
+    if view is None:
+        view = not top and est.is_view(subset, rows, left.rows + right.rows)
     kept = not (top or view)
     cpu = probes + WRITE * rate + (FLUSH * rate if kept else 0.0)
     return Tree(subset, rows, rate, left, right, cpu=left.cpu + right.cpu + cpu,
@@ -221,6 +235,17 @@ def _greedy(est: Estimates, connected: Callable[[frozenset[int]], bool],
         trees = [t for t in trees if t is not a and t is not b]
         trees.append(join(est, a, b, top=not trees))
     return trees[0]
+
+
+def recost(est: Estimates, tree: Tree, top: bool = True) -> Tree:
+    """The same tree (a block's, `top` its answer), its views the same, costed on
+    other estimates (a shared node keeps its rows)."""
+    if tree.cover is not None:
+        return covered(est, tree.subset, tree.cover, tree.rows)
+    if tree.left is None:
+        return leaf(est, min(tree.subset))
+    return join(est, recost(est, tree.left, False), recost(est, tree.right, False), top,
+                view=tree.view)
 
 
 def shape(tree: Tree) -> frozenset[tuple[frozenset[int], bool]]:

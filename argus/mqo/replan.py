@@ -27,16 +27,24 @@ class Choice:
     chosen: Tree
     answer: float | None = None  # the rows the block's answer holds (None: unknown)
     names: tuple[str, ...] = ()  # instance i's source is names[i - 1]
+    # the current and target trees costed with the windows as they are now, where some
+    # is turning over (the trees above cost them as they will be: Estimates.held)
+    held: tuple[Tree | None, Tree] | None = None
 
     @property
     def build(self) -> float:
-        """Rows the target's new nodes are built with: its joins' estimated rows, the
-        answer's as it is (the same rows, whatever the tree)."""
-        joins = self.target.joins()
-        if not joins:
-            return 0.0
-        top = joins[-1].rows if self.answer is None else self.answer
-        return sum(t.rows for t in joins[:-1] if not t.view) + top
+        answer = self.answer
+        if self.held is not None and answer is not None:  # (once the windows turned over)
+            answer *= self.target.rows / max(self.held[1].rows, 1.0)
+        return _built(self.target, answer)
+
+    @property
+    def held_costs(self) -> tuple[float | None, float, float]:
+        """The current tree's cost per cycle, the target's and the rows it would be
+        built with, with the windows as they are now."""
+        current, target = self.held or (self.current, self.target)
+        return (None if current is None else current.cpu, target.cpu,
+                _built(target, self.answer))
 
     def text(self, tree: Tree | None) -> str:
         if tree is None:
@@ -46,6 +54,16 @@ class Choice:
     @property
     def changes(self) -> bool:
         return self.current is None or order.shape(self.target) != order.shape(self.current)
+
+
+def _built(target: Tree, answer: float | None) -> float:
+    """Rows the target's new nodes are built with: its joins' estimated rows, the
+    answer's as it is (the same rows, whatever the tree)."""
+    joins = target.joins()
+    if not joins:
+        return 0.0
+    top = joins[-1].rows if answer is None else answer
+    return sum(t.rows for t in joins[:-1] if not t.view) + top
 
 
 @dataclass
@@ -75,7 +93,10 @@ class Replan:
             target = next((t for t in [best, *alternatives]
                            if order.shape(t) != order.shape(current)), current)
         chosen = current if self.mode == "keep" and current is not None else target
-        self.choices.append(Choice(current, target, chosen, answer))
+        now = est.as_held()
+        held = None if now is None else (
+            None if current is None else order.recost(now, current), order.recost(now, target))
+        self.choices.append(Choice(current, target, chosen, answer, held=held))
         return chosen
 
     def alone(self, instances: frozenset[int]) -> Tree:
@@ -95,12 +116,14 @@ class Replan:
 class Prediction:
     """A query's layout and the best one, in the order's row operations per cycle.
     `build`: rows the new layout's nodes are built with (its joins' rows, top
-    included)."""
+    included). `held`: the same three with the windows as they are now, where some is
+    turning over (None: none is)."""
 
     current: float | None  # None: some block's layout cannot be costed
     best: float
     build: float
     trees: list[tuple[str, str]]  # per changing block: (current, best)
+    held: Prediction | None = None
 
     @property
     def saving(self) -> float:
@@ -109,18 +132,67 @@ class Prediction:
 
 def predict(choices: list[Choice]) -> Prediction:
     changing = [c for c in choices if c.changes]
-    known = all(c.current is not None for c in choices)
+    held = None
+    if any(c.held is not None for c in choices):
+        costs = [c.held_costs for c in choices]
+        held = Prediction(None if any(c[0] is None for c in costs) else
+                          sum(c[0] for c in costs), sum(c[1] for c in costs),
+                          sum(c.held_costs[2] for c in changing), [])
     return Prediction(
-        sum(c.current.cpu for c in choices) if known else None,
+        sum(c.current.cpu for c in choices) if all(c.current is not None for c in choices)
+        else None,
         sum(c.target.cpu for c in choices),
         sum(c.build for c in changing),
-        [(c.text(c.current), c.text(c.target)) for c in changing])
+        [(c.text(c.current), c.text(c.target)) for c in changing], held)
 
 
-def decide(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str]:
+def total(kept: list[Prediction], best: list[Prediction]) -> Prediction:
+    """Queries planned together: the layout they have (`kept`, each node paid by its
+    first user) against the best (each new node paid by its first builder)."""
+    def held(p: Prediction) -> Prediction:
+        return p.held or p
+
+    known = all(p.current is not None for p in kept)
+    held_known = all(held(p).current is not None for p in kept)
+    return Prediction(
+        sum(p.current for p in kept) if known else None, sum(p.best for p in best),
+        sum(p.build for p in best), [t for p in best for t in p.trees],
+        None if all(p.held is None for p in kept + best) else Prediction(
+            sum(held(p).current for p in kept) if held_known else None,
+            sum(held(p).best for p in best), sum(held(p).build for p in best), []))
+
+
+# a query the windows' turnover held back is planned again after this many cycles
+HELD_RECHECK = 3
+
+
+def decide(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str, bool]:
     """Migrate when the layout it has costs `min_gain` more than the best (hysteresis:
     no pair of layouts is each that much cheaper than the other, so none flaps) and
-    the saving over `horizon` cycles pays for building the new nodes."""
+    the saving over `horizon` cycles pays for building the new nodes, priced with the
+    windows as they will be (the cycles to come). While a window still holds rows from
+    before a drift, the new nodes would be built with them and the cycles until they
+    leave would pay for them: then it migrates only if, with the windows as they are,
+    it saves rows at once, and over the HELD_RECHECK cycles it could wait more than the
+    rows it would build now and the windows will drop; else it waits (the third value:
+    plan it again in HELD_RECHECK cycles)."""
+    go, why = _gains(p, min_gain, horizon)
+    held = p.held
+    if not go or held is None or held.current is None:
+        return go, why, False
+    surplus = held.build - p.build  # (rows built now that the windows will drop)
+    if held.saving > 0 and held.saving * HELD_RECHECK >= surplus:
+        return True, (f"{why} (with its windows as they are now, {held.saving:,.0f} of "
+                      f"{held.current:,.0f}, built with {held.build:,.0f} rows)"), False
+    now = (f"would cost {-held.saving:,.0f} more than its {held.current:,.0f} row operations "
+           "per cycle" if held.saving <= 0 else
+           f"saves {held.saving:,.0f} row operations per cycle, over {HELD_RECHECK} cycles "
+           f"less than the {surplus:,.0f} more rows its new nodes would be built with")
+    return False, (f"not yet: once its windows have turned over it {why}; with them as they "
+                   f"are now it {now}; planned again in {HELD_RECHECK} cycles"), True
+
+
+def _gains(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str]:
     if not p.trees:
         return False, "the layout it has is the cheapest"
     if p.current is None:
@@ -161,9 +233,10 @@ def observed(builder, block, estimates: Estimates, matches_of) -> Estimates:
     local conditions, and the rows of the node computing them where one exists —
     of a sliding window, the rows it will hold once it has turned over: a layout is
     chosen for the cycles to come (migration_horizon), which a window's old rows
-    leave within its span. `builder`: the network (mqo.sharing.Network); `matches_of`:
-    the nodes computing instance i alone."""
-    rows, rates = dict(estimates.rows), dict(estimates.rates)
+    leave within its span (and the rows it holds now, `held`: decide waits for them
+    to leave when only the turned-over window gains). `builder`: the network
+    (mqo.sharing.Network); `matches_of`: the nodes computing instance i alone."""
+    rows, rates, held = dict(estimates.rows), dict(estimates.rates), {}
     inflow = {s: builder.observed(s) for s in estimates.inflow}
     inflow = {s: estimates.inflow[s] if r is None else r for s, r in inflow.items()}
     for i in block.instances:
@@ -178,6 +251,7 @@ def observed(builder, block, estimates: Estimates, matches_of) -> Estimates:
             rows[i] = max(float(min(m.node.rows for m in exact)), 1.0)
         turned = builder.turned_over(source)
         if turned is not None:  # (a window the drift has not yet filled: as it will be)
+            held[i] = rows[i]
             rows[i], inflow[source] = max(turned[0] * share, 1.0), turned[1]
             rates[i] = turned[1] * share
     recent = {}
@@ -188,4 +262,4 @@ def observed(builder, block, estimates: Estimates, matches_of) -> Estimates:
             if measured is not None:
                 recent[linked] = measured
     return dataclasses.replace(estimates, rows=rows, rates=rates, inflow=inflow,
-                               recent=recent)
+                               recent=recent, held=held)
