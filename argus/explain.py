@@ -9,7 +9,8 @@ import psycopg
 from psycopg import sql
 
 from . import citus, network
-from .nodes import KINDS, virtual
+from .adapt.records import RECENT
+from .nodes import JOINS, KINDS, virtual
 from .optimize import predicted, proposals
 from .nodes.lazy import done, is_lazy, keys
 from .nodes.stream import claim
@@ -177,7 +178,28 @@ def _header(conn: psycopg.Connection, facts: _Facts) -> list[str]:
         measured = "" if old_ms is None else f"; its nodes measured {old_ms:,.1f} ms per cycle"
         out.append(f"  last re-planned {at} after run {run}: "
                    f"{'migrated' if migrated else 'kept'} ({why}){costs}{measured}")
+    if facts.join_orders:
+        out += _joins_measured(conn, facts)
     return out
+
+
+def _joins_measured(conn: psycopg.Connection, facts: _Facts) -> list[str]:
+    """What the query's joins wrote over the last RECENT cycles that ran them: the
+    measured side of the order's row operations (each row written to a delta, and
+    its history's, once more unless it is the block's top)."""
+    (cycles, written, ms), = conn.execute(
+        """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
+                       ORDER BY run_id DESC LIMIT %s)
+           SELECT count(DISTINCT n.run_id), sum(n.inserted + n.retracted),
+                  sum(n.ms + coalesce(n.flush_ms, 0))
+             FROM argus_catalog.run_nodes n JOIN r USING (run_id)
+            WHERE n.node_id = ANY(%s)""",
+        (RECENT, [ref.id for ref in facts.info.nodes
+                  if facts.net.nodes[ref.id].kind in JOINS])).fetchall()
+    if not cycles:
+        return []
+    return [f"  measured, its joins over the last {cycles} cycles: {written / cycles:,.0f} "
+            f"rows written and {ms / cycles:,.1f} ms per cycle"]
 
 
 def _node(conn: psycopg.Connection, facts: _Facts, node, code: bool) -> list[str]:

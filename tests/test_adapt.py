@@ -290,6 +290,12 @@ def test_drift_makes_the_periodic_replan_migrate(three):
     assert ("migrated" if last.migrated else "kept") in shown and last.why in shown
     if last.prediction.current is not None:
         assert f"its tree {last.prediction.current:,.0f}" in shown
+    three.insert("r", rows.batch(300, low_v=1.0))
+    report = three.run()  # (a cycle of the joins it has now)
+    joins = db.conn.execute(
+        "SELECT sum(inserted + retracted) FROM argus_catalog.run_nodes WHERE run_id = %s "
+        "AND node_id = ANY(%s)", (report.run_id, sorted(joins_of(db, "chain")))).fetchone()[0]
+    assert joins and "rows written and" in db.explain("chain")
 
 
 @pytest.mark.parametrize("old,new,min_gain,go", [
