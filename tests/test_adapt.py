@@ -18,6 +18,7 @@ from psycopg import sql
 import argus
 from argus.errors import MigrationError
 from argus.adapt.decide import tried
+from argus.adapt.records import MAX_WAITS, log_migration, recheck
 from argus.mqo.replan import HELD_RECHECK, Prediction, decide
 
 from .oracle import bag
@@ -320,6 +321,26 @@ def test_decide_waits_for_the_windows_to_turn_over(held, go):
     decision = decide(Prediction(100.0, 40.0, 50.0, [("a", "b")], held), 0.3, 100)
     assert decision[0] is go and decision[2] is (not go)
     assert ("not yet" in decision[1]) is (not go)
+
+
+def test_a_query_waits_for_its_windows_at_most_max_waits_times_in_a_row(three):
+    """Windows whose rows never settle (bursts) must not have a query planned again
+    every HELD_RECHECK cycles for ever."""
+    conn = three.db.conn
+
+    def decided(waited: bool) -> None:
+        log_migration(conn, query="q", after_run=0, strategy="moving-state", migrated=False,
+                      why="-", waited=waited)
+
+    assert recheck(conn, "q", False, 10) == {"waited": False, "recheck_at": None, "then": ""}
+    assert recheck(conn, "q", True, 10)["recheck_at"] == 10 + HELD_RECHECK
+    for _ in range(MAX_WAITS - 1):
+        decided(True)
+    capped = recheck(conn, "q", True, 10)
+    assert capped["waited"] and capped["recheck_at"] is None
+    assert f"not turned over in {MAX_WAITS} re-plans" in capped["then"]
+    decided(False)  # (a decision that did not wait: the count starts again)
+    assert recheck(conn, "q", True, 10)["recheck_at"] == 10 + HELD_RECHECK
 
 
 def test_decide_never_flaps_and_needs_a_payback():

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import psycopg
 
 from ..errors import MigrationError, QueryError, UnknownQueryError
-from ..mqo.replan import HELD_RECHECK, Replan, decide, predict
+from ..mqo.replan import Replan, decide, predict
 from ..mqo.sharing import Sharing
 from ..names import CYCLE_LOCK, MIGRATING, check_name
 from ..network import rebuild_if_lost
@@ -16,7 +16,7 @@ from ..registry import EVALUATIONS
 from ..settings import pinned_session
 from .fallback import switch_to
 from .move import build, move, read_for_migration
-from .records import UNKNOWN, Decision, log_migration, only_used_by
+from .records import UNKNOWN, Decision, log_migration, only_used_by, recheck
 from .together import planned_together, sharers
 
 
@@ -162,13 +162,15 @@ def _joins(conn: psycopg.Connection, q: _Query, force: bool, apply: bool,
     go, why, wait = decide(prediction, q.min_gain, q.horizon)
     if force and prediction.current is not None:
         go, why, wait = True, f"forced ({why})", False
+    waiting = recheck(conn, q.name, wait and apply, q.last_run)
+    why += waiting.pop("then")
     log = {"query": q.name, "after_run": q.last_run, "strategy": q.strategy, "forced": force,
            "triggered": trigger, "predicted_old": prediction.current,
            "predicted_new": prediction.best,
            "build_rows": prediction.build, "old_nodes": sorted(mine),
            "old_trees": [t[0] for t in prediction.trees],
            "new_trees": [t[1] for t in prediction.trees],
-           "recheck_at": q.last_run + HELD_RECHECK if wait else None}
+           **waiting}
     if not go and not force:
         members = sharers(conn, q.query_id)
         if len(members) > 1:

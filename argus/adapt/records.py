@@ -8,12 +8,16 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from ..mqo.replan import Prediction
+from ..mqo.replan import HELD_RECHECK, Prediction
 from ..nodes import LOADED
 
 RECENT = 10  # the cycles whose timings say what the old nodes cost
 WORTH_MS = 1.0  # a query whose own nodes took less per cycle has nothing to gain
 UNKNOWN = Prediction(None, 0.0, 0.0, [])  # a query that could not be planned again
+# a query planned again this many times in a row while its windows turned over (each
+# HELD_RECHECK cycles after the last) is then planned again only as any other: windows
+# whose rows never settle (bursts) must not make it cost a re-plan every few cycles
+MAX_WAITS = 4
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,27 @@ def recent_ms(conn: psycopg.Connection, nodes: set[int]) -> float | None:
                     WHERE n.node_id = ANY(%s)) / nullif((SELECT count(*) FROM r), 0)""",
         (RECENT, sorted(nodes))).fetchone()
     return ms
+
+
+def recheck(conn: psycopg.Connection, query: str, wait: bool, last_run: int
+            ) -> dict:
+    """Of a decision that waits for the query's windows to turn over: that it waited,
+    when it is planned again (migrations.recheck_at), and the end of its why."""
+    if not wait:
+        return {"waited": False, "recheck_at": None, "then": ""}
+    (waits,) = conn.execute(
+        """SELECT count(*) FROM argus_catalog.migrations m
+            WHERE m.query = %(q)s AND m.waited
+              AND m.migration_id > coalesce((SELECT max(o.migration_id)
+                                               FROM argus_catalog.migrations o
+                                              WHERE o.query = %(q)s AND NOT o.waited), 0)""",
+        {"q": query}).fetchone()
+    if waits + 1 >= MAX_WAITS:
+        return {"waited": True, "recheck_at": None,
+                "then": f"; its windows have not turned over in {waits + 1} re-plans: it is "
+                        "planned again as any other query"}
+    return {"waited": True, "recheck_at": last_run + HELD_RECHECK,
+            "then": f"; planned again in {HELD_RECHECK} cycles"}
 
 
 def log_migration(conn: psycopg.Connection, **row) -> int:

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import psycopg
 
 from ..frontend.analyze import Analyzed
-from ..mqo.replan import HELD_RECHECK, Prediction, Replan, decide, predict, total
+from ..mqo.replan import Prediction, Replan, decide, predict, total
 from ..mqo.sharing import Sharing
 from ..nodes import JOINS
 from .move import build, move, read_again
-from .records import Decision, log_migration, only_used_by
+from .records import Decision, log_migration, only_used_by, recheck
 
 
 @dataclass(frozen=True)
@@ -68,13 +68,15 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
     kept, best = _priced(conn, members, texts, hidden, growth)
     both = total(list(kept.values()), list(best.values()))
     go, reason, wait = decide(both, min_gain, horizon)
+    waiting = recheck(conn, first.name, wait and apply, last_run)
+    reason += waiting.pop("then")
 
     def why(m: _Member) -> str:
         others = ", ".join(o.name for o in members if o != m)
         return f"together with {others}, which share its joins: {reason}"
 
     log = {"after_run": last_run, "strategy": strategy, "forced": False, "triggered": trigger,
-           "recheck_at": last_run + HELD_RECHECK if wait else None}
+           **waiting}
     decision = Decision(first.name, both, go, why(first))
     if not apply:
         return decision

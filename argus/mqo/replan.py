@@ -175,7 +175,7 @@ def decide(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str, boo
     leave would pay for them: then it migrates only if, with the windows as they are,
     it saves rows at once, and over the HELD_RECHECK cycles it could wait more than the
     rows it would build now and the windows will drop; else it waits (the third value:
-    plan it again in HELD_RECHECK cycles)."""
+    argus.adapt plans it again HELD_RECHECK cycles later)."""
     go, why = _gains(p, min_gain, horizon)
     held = p.held
     if not go or held is None or held.current is None:
@@ -189,7 +189,7 @@ def decide(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str, boo
            f"saves {held.saving:,.0f} row operations per cycle, over {HELD_RECHECK} cycles "
            f"less than the {surplus:,.0f} more rows its new nodes would be built with")
     return False, (f"not yet: once its windows have turned over it {why}; with them as they "
-                   f"are now it {now}; planned again in {HELD_RECHECK} cycles"), True
+                   f"are now it {now}"), True
 
 
 def _gains(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str]:
