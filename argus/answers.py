@@ -78,19 +78,7 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
     clocked = any(reads_clock(e) for e in output)
     netted = kept is not None or clocked or not top.insert_only
     whole = netted and kept is None and not clocked and _whole_rows(trees, top)
-    exprs = sql.SQL(", ").join(map(sql.SQL, output))
-    slots = {"exprs": sql.SQL("{}, coalesce({}.argus_hash, 0) AS argus_hk").format(exprs, T1)
-             if whole else exprs,
-             "delta": top.kind_of.changes(top), "t1": T1,
-             "sign": SIGN_ID, "after": sql.Literal(last_run)}
-    if not clocked:
-        body = render("query/changes", **slots)
-    else:
-        body = render("query/changes_clock", hist=top.hist, previous=sql.SQL(", ").join(
-            sql.SQL(at_previous_clock(e)) for e in output), **slots)
-    if kept is not None:
-        body = render("query/changes_kept", changes=body, kept=kept,
-                      after=sql.Literal(last_run))
+    body = changes_rows(output, top, last_run, kept, whole)
     if netted:
         names = [t.alias_or_name for t in trees]
         qualified = sql.SQL(", ").join(sql.Identifier("argus_c", n) for n in names)
@@ -101,6 +89,27 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
                       columns=sql.SQL(", ").join(map(sql.Identifier, names)), hash=hashed,
                       materialized=sql.SQL("NOT MATERIALIZED" if whole else "MATERIALIZED"))
     return render("query/changes_view", view=changes_view(name), changes=body)
+
+
+def changes_rows(output: list[str], top, last_run: int, kept: sql.Identifier | None = None,
+                 whole: bool = False) -> sql.Composed:
+    """The rows the changes view shows, before they are made net: what a migration
+    keeps of them (argus.adapt.move), the view making them net at each read. `whole`:
+    with the top node's row hash (argus_hk: _whole_rows)."""
+    exprs = sql.SQL(", ").join(map(sql.SQL, output))
+    slots = {"exprs": sql.SQL("{}, coalesce({}.argus_hash, 0) AS argus_hk").format(exprs, T1)
+             if whole else exprs,
+             "delta": top.kind_of.changes(top), "t1": T1,
+             "sign": SIGN_ID, "after": sql.Literal(last_run)}
+    if not any(reads_clock(e) for e in output):
+        body = render("query/changes", **slots)
+    else:
+        body = render("query/changes_clock", hist=top.hist, previous=sql.SQL(", ").join(
+            sql.SQL(at_previous_clock(e)) for e in output), **slots)
+    if kept is not None:
+        body = render("query/changes_kept", changes=body, kept=kept,
+                      after=sql.Literal(last_run))
+    return body
 
 
 def _whole_rows(output: list[exp.Expression], top: Node) -> bool:
@@ -135,11 +144,16 @@ def hashable(conn: psycopg.Connection, name: str) -> bool:
         (results_view(name).as_string(conn),)).fetchone()[0] is True
 
 
+def kept_tables(conn: psycopg.Connection, query_id: int) -> list[sql.Identifier]:
+    """The tables of last changes a query's migrations kept (argus.adapt)."""
+    return [sql.Identifier(NETWORK_SCHEMA, table) for (table,) in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
+        (NETWORK_SCHEMA, f"q{query_id}\\_kept\\_%")).fetchall()]
+
+
 def drop_kept(conn: psycopg.Connection, query_id: int,
               but: sql.Identifier | None = None) -> None:
     """Drop the tables of last changes a query's migrations kept (argus.adapt)."""
-    for (table,) in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename LIKE %s",
-            (NETWORK_SCHEMA, f"q{query_id}\\_kept\\_%")).fetchall():
-        if sql.Identifier(NETWORK_SCHEMA, table) != but:
-            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(NETWORK_SCHEMA, table)))
+    for table in kept_tables(conn, query_id):
+        if table != but:
+            conn.execute(sql.SQL("DROP TABLE {}").format(table))

@@ -185,13 +185,13 @@ def _build(conn: psycopg.Connection, name: str, sql_text: str, analyzed: Analyze
     (query_id,) = conn.execute(
         """INSERT INTO argus_catalog.queries (name, sql, canonical, output_node, join_orders,
                                               clock_output, sharing, join_sharing, evaluate,
-                                              output_check, functions)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
+                                              output_check, functions, changes_after)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING query_id""",
         (name, sql_text, analyzed.canonical, top.id,
          json.dumps(builder.join_orders) if builder.join_orders else None,
          any(reads_clock(e) for e in output), sharing.strategy,
          sharing.join_sharing, evaluate, check,
-         json.dumps(dict(analyzed.schemas)))).fetchone()
+         json.dumps(dict(analyzed.schemas)), last_run)).fetchone()
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.query_columns VALUES (%s, %s, %s, %s, %s)",
                         [(query_id, i, c, t, e) for i, ((c, t), e)

@@ -5,3 +5,7 @@
 ALTER TABLE argus_catalog.migrations ADD COLUMN waited boolean NOT NULL DEFAULT false,
                                      ADD COLUMN recheck_at bigint;
 CREATE INDEX ON argus_catalog.migrations (recheck_at) WHERE recheck_at IS NOT NULL;
+-- The run a query's changes view shows changes after (argus.answers.changes_rows): a
+-- migration keeps the last cycle's changes as the view shows them before making them
+-- net (argus.adapt.move), not netted twice. NULL: made before this column.
+ALTER TABLE argus_catalog.queries ADD COLUMN changes_after bigint;

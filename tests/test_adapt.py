@@ -18,6 +18,7 @@ from psycopg import sql
 import argus
 from argus.errors import MigrationError
 from argus.adapt.decide import tried
+from argus.answers import kept_tables
 from argus.adapt.records import MAX_WAITS, log_migration, recheck
 from argus.mqo.replan import HELD_RECHECK, Prediction, decide
 
@@ -113,6 +114,32 @@ def test_forced_migrations_at_random_cycles_stay_exact(three, strategy, seed):
     # (their part depends on the costs the cycles measured)
     assert three.db.conn.execute(
         "SELECT count(*) FROM argus_catalog.migrations WHERE migrated").fetchone()[0] >= migrated
+
+
+@pytest.mark.parametrize("strategy", ["moving-state", "jisc"])
+def test_changes_kept_across_migrations_between_two_cycles_are_made_net_once(three, strategy):
+    """An aggregate's last changes retract and insert its groups. A migration keeps them
+    as the changes view reads them before making them net (each read makes them net);
+    migrated three times between two cycles, each keeping what the one before kept, its
+    last changes read the same after each, and the next cycle's replace them."""
+    three.db.configure(migration=strategy)
+    rows = Rows(8)
+    load(three, rows, 60)
+    three.run()
+    three.register("per_key", QUERIES["per_key"])
+    load(three, rows, 30)
+    three.run()
+    retracted = [r for r in three.db.new_results("per_key") if r[-1] < 0]
+    assert retracted  # (groups updated: a signed answer)
+    assert sum(migrate_checked(three, "per_key") for _ in range(3)) >= 2
+    query_id = three.db.conn.execute(
+        "SELECT query_id FROM argus_catalog.queries WHERE name = 'per_key'").fetchone()[0]
+    (kept,) = kept_tables(three.db.conn, query_id)
+    assert three.db.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(kept)
+                                 ).fetchone()[0] >= len(three.db.new_results("per_key"))
+    load(three, rows, 30)
+    three.run()
+    three.check()
 
 
 def test_nodes_other_queries_use_are_kept(three):
@@ -907,8 +934,10 @@ def test_queries_sharing_their_joins_are_planned_again_together(three):
                             "WHERE migrated ORDER BY migration_id").fetchall()
     assert {q for q, _, _ in moved} == {"chain", "per_t"}
     assert all("together with" in why for _, why, _ in moved), moved
-    # the joins they share are paid once: by the first of them, free to the second
-    assert moved[0][2] > 0 and moved[1][2] == 0, moved
+    # the joins they share are paid once: by the first of them, free to the second (they
+    # move in another order when the second gives the first's new join columns)
+    paid = sorted(p for _, _, p in moved)
+    assert paid[0] == 0 and paid[1] > 0, moved
 
 
 def test_a_re_plan_resolves_functions_as_registered(three):

@@ -78,6 +78,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.jisc)
         self.pending_lazy: set[int] = set()  # the lazy joins built, until jisc.settle
+        self.enriched: set[int] = set()  # nodes given columns (network.reshape.enrich)
         self.taken: set[int] = set()  # old answers whose tables new nodes took over
         # the rows a recursion, a set-returning function of the data or a re-run may give
         # in a statement (nodes.base.bounded): max_query_state at the answer's width

@@ -119,6 +119,7 @@ class Reshape:
                 sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(n), sql.SQL(t))
                 for n, _, t, _ in added)))
         records.add_columns(self.conn, node, added)
+        self.enriched.add(node.id)
         self.forget()
         node = self.load(node.id)
         records.set_signature(self.conn, node.id,
