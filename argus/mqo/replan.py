@@ -134,10 +134,10 @@ def predict(choices: list[Choice]) -> Prediction:
     changing = [c for c in choices if c.changes]
     held = None
     if any(c.held is not None for c in choices):
-        costs = [c.held_costs for c in choices]
-        held = Prediction(None if any(c[0] is None for c in costs) else
-                          sum(c[0] for c in costs), sum(c[1] for c in costs),
-                          sum(c.held_costs[2] for c in changing), [])
+        now = [c.held_costs for c in choices]
+        held = Prediction(None if any(n[0] is None for n in now) else sum(n[0] for n in now),
+                          sum(n[1] for n in now),
+                          sum(n[2] for c, n in zip(choices, now) if c.changes), [])
     return Prediction(
         sum(c.current.cpu for c in choices) if all(c.current is not None for c in choices)
         else None,
