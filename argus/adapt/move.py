@@ -113,12 +113,15 @@ def _kept(conn: psycopg.Connection, name: str, query_id: int, migration_id: int
     """The last cycle's changes in a table of their own, as the changes view shows them
     before making them net (each read of the view makes them net: copying the view
     would net them twice; 0.64 s of a 2.6 s move on drift_shared): read through the old
-    top node and output since the run the catalog says; else (a query registered
-    before it said) through the view."""
+    top node and output since the run the catalog says; else through the view — of a
+    query registered before it said, or whose output reads the clock (its changes read
+    the old top's history, whose name a new node may have taken: Apply._take_over; the
+    view reads the table itself)."""
     kept = sql.Identifier(NETWORK_SCHEMA, f"q{query_id}_kept_{migration_id}")
-    old_top, after = conn.execute("SELECT output_node, changes_after FROM argus_catalog.queries "
-                                  "WHERE query_id = %s", (query_id,)).fetchone()
-    if after is None:
+    old_top, after, clocked = conn.execute(
+        "SELECT output_node, changes_after, clock_output FROM argus_catalog.queries "
+        "WHERE query_id = %s", (query_id,)).fetchone()
+    if after is None or clocked:
         rows = sql.SQL("SELECT * FROM {}").format(changes_view(name))
     else:
         output = [e for (e,) in conn.execute("SELECT expr FROM argus_catalog.query_columns "

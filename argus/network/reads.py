@@ -6,6 +6,7 @@ questions (sharing.Network); argus.network.Builder, which makes the nodes, is on
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -163,6 +164,13 @@ def observed_rates(conn: psycopg.Connection, since: int, node_ids: list[int],
     return {n: rows.get(n) for n in node_ids}
 
 
+# What a re-plan measures of the last cycle — its sources' new rows per cycle, the
+# shares and matches of those rows, the windows as they will be — is the same for every
+# build of one re-plan (a group of two queries takes five) and for every query planned
+# after that cycle: kept per connection until a cycle runs (by the last run's id).
+_MEASURED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 class Reads:
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
@@ -214,8 +222,20 @@ class Reads:
         """The network changed: read its nodes again."""
         self._read.clear()
 
+    def _measured(self, key: object, read: Callable[[], T]) -> T:
+        """`read()` of the last cycle, once until the next (_MEASURED)."""
+        run = self._once(("run",), lambda: self.conn.execute(
+            "SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs").fetchone()[0])
+        held = _MEASURED.get(self.conn)
+        if held is None or held[0] != run:
+            held = _MEASURED[self.conn] = (run, {})
+        if key not in held[1]:
+            held[1][key] = read()
+        return held[1][key]
+
     def observed(self, node_id: int) -> float | None:
-        return observed_rates(self.conn, node_id, [node_id], REPLAN_CYCLES)[node_id]
+        return self._measured(("rate", node_id), lambda: observed_rates(
+            self.conn, node_id, [node_id], REPLAN_CYCLES)[node_id])
 
     def recent_link(self, block: Block, linked: frozenset[int], conds,
                     rows: Mapping[int, float]) -> float | None:
@@ -236,11 +256,13 @@ class Reads:
             mine = " AND ".join(f"({render(c.sql, where)})"
                                 for c in block.within(frozenset({new}))) or "TRUE"
             source = self.load(block.sources[new - 1])
-            return self.conn.execute(sql.SQL(
+            counts = sql.SQL(
                 "SELECT (SELECT count(*) FROM {} WHERE {}), "
                 "(SELECT count(*) FROM {} AS {} WHERE {})").format(
                     sql.SQL(", ").join(tables), sql.SQL(both),
-                    source.delta, sql.Identifier(f"t{new}"), sql.SQL(mine))).fetchone()
+                    source.delta, sql.Identifier(f"t{new}"), sql.SQL(mine))
+            return self._measured(counts.as_string(self.conn),
+                                  lambda: self.conn.execute(counts).fetchone())
 
         met_i, new_i = count(i)
         met_j, new_j = count(j)
@@ -251,9 +273,10 @@ class Reads:
         source = self.load(source_id)
         where = {column_atom(instance, c): ("t1", c) for c in source.columns}
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
-        passed, total = self.conn.execute(sql.SQL(
-            "SELECT count(*) FILTER (WHERE {}), count(*) FROM {} AS t1").format(
-                sql.SQL(predicate), source.delta)).fetchone()
+        counts = sql.SQL("SELECT count(*) FILTER (WHERE {}), count(*) FROM {} AS t1").format(
+            sql.SQL(predicate), source.delta)
+        passed, total = self._measured(counts.as_string(self.conn),
+                                       lambda: self.conn.execute(counts).fetchone())
         return passed / total if total else None
 
     def turned_over(self, node_id: int) -> tuple[float, float] | None:
@@ -263,6 +286,9 @@ class Reads:
         clock moved then (else, its parent's rows within the span times the share of
         its new rows it took) — and its changes per cycle: as many rows leave as
         come."""
+        return self._measured(("turned", node_id), lambda: self._turned_over(node_id))
+
+    def _turned_over(self, node_id: int) -> tuple[float, float] | None:
         node = self.load(node_id)
         if not (node.kind_of.slides(node) and len(node.parents) == 1) \
                 or virtual(self.load(node.parents[0])):  # (counting a view runs it)
