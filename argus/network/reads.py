@@ -440,7 +440,11 @@ class Reads:
                              self._once(("citus",), lambda: installed(self.conn)))
 
     def _analyzed(self, node: Node) -> None:
-        """Without statistics, PostgreSQL's estimates are guesses: gather them first.
+        """Without statistics, PostgreSQL's estimates are guesses: gather them first —
+        also of a history analyzed while it was empty (a stream no query read keeps its
+        rows in its inbox until the first query's registration claims them: the drift
+        bench's VACUUM ANALYZE before registering found its histories empty, and every
+        filter was estimated at a third of the rows).
         (Only then: gathered again for the sources a re-plan reads — tried for issue 52 —
         they left the network's statistics half new, half old, and PostgreSQL planned
         the cycles' probes of the new joins worse: the drift bench's migrated queries
@@ -452,9 +456,11 @@ class Reads:
         if node.sharded_by or node.loaded and node.hist_ref[1] in self._once(
                 ("placed",), lambda: placed(self.conn)):
             return
+        schema, table = node.hist_ref
         never = self.conn.execute(
-            "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables "
-            "WHERE relid = %s::regclass", (node.hist.as_string(self.conn),)).fetchone()
+            "SELECT NOT EXISTS (SELECT FROM pg_stats WHERE schemaname = %s AND tablename = %s)"
+            " FROM pg_stat_user_tables WHERE relid = %s::regclass",
+            (schema, table, node.hist.as_string(self.conn))).fetchone()
         if never is not None and never[0]:
             self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
 
