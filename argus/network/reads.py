@@ -456,6 +456,9 @@ class Reads:
         if node.sharded_by or node.loaded and node.hist_ref[1] in self._once(
                 ("placed",), lambda: placed(self.conn)):
             return
+        self._once(("analyzed", node.id), lambda: self._analyze_unless_known(node))
+
+    def _analyze_unless_known(self, node: Node) -> None:
         schema, table = node.hist_ref
         never = self.conn.execute(
             "SELECT NOT EXISTS (SELECT FROM pg_stats WHERE schemaname = %s AND tablename = %s)"
