@@ -10,7 +10,7 @@ from psycopg import sql
 
 from . import citus, network
 from .adapt.records import RECENT
-from .nodes import JOINS, KINDS, virtual
+from .nodes import KINDS, virtual
 from .optimize import predicted, proposals
 from .nodes.lazy import done, is_lazy, keys
 from .nodes.stream import claim
@@ -187,7 +187,7 @@ def _joins_measured(conn: psycopg.Connection, facts: _Facts) -> list[str]:
     """What the query's joins wrote over the last RECENT cycles that ran them: the
     measured side of the order's row operations (each row written to a delta, and
     its history's, once more unless it is the block's top)."""
-    (cycles, written, ms), = conn.execute(
+    cycles, written, ms = conn.execute(
         """WITH r AS (SELECT run_id FROM argus_catalog.runs WHERE status = 'ok'
                        ORDER BY run_id DESC LIMIT %s)
            SELECT count(DISTINCT n.run_id), sum(n.inserted + n.retracted),
@@ -195,7 +195,7 @@ def _joins_measured(conn: psycopg.Connection, facts: _Facts) -> list[str]:
              FROM argus_catalog.run_nodes n JOIN r USING (run_id)
             WHERE n.node_id = ANY(%s)""",
         (RECENT, [ref.id for ref in facts.info.nodes
-                  if facts.net.nodes[ref.id].kind in JOINS])).fetchall()
+                  if facts.net.nodes[ref.id].kind_of.joins])).fetchone()
     if not cycles:
         return []
     return [f"  measured, its joins over the last {cycles} cycles: {written / cycles:,.0f} "

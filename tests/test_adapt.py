@@ -353,21 +353,25 @@ def test_decide_waits_for_the_windows_to_turn_over(held, go):
 def test_a_query_waits_for_its_windows_at_most_max_waits_times_in_a_row(three):
     """Windows whose rows never settle (bursts) must not have a query planned again
     every HELD_RECHECK cycles for ever."""
+    three.db.configure(reoptimize_every=100)
     conn = three.db.conn
 
     def decided(waited: bool) -> None:
         log_migration(conn, query="q", after_run=0, strategy="moving-state", migrated=False,
                       why="-", waited=waited)
 
-    assert recheck(conn, "q", False, 10) == {"waited": False, "recheck_at": None, "then": ""}
-    assert recheck(conn, "q", True, 10)["recheck_at"] == 10 + HELD_RECHECK
+    assert recheck(conn, "q", False, 10) == ({"waited": False, "recheck_at": None}, "")
+    assert recheck(conn, "q", True, 10)[0]["recheck_at"] == 10 + HELD_RECHECK
     for _ in range(MAX_WAITS - 1):
         decided(True)
-    capped = recheck(conn, "q", True, 10)
+    capped, then = recheck(conn, "q", True, 10)
     assert capped["waited"] and capped["recheck_at"] is None
-    assert f"not turned over in {MAX_WAITS} re-plans" in capped["then"]
+    assert f"not turned over in {MAX_WAITS} re-plans" in then
     decided(False)  # (a decision that did not wait: the count starts again)
-    assert recheck(conn, "q", True, 10)["recheck_at"] == 10 + HELD_RECHECK
+    assert recheck(conn, "q", True, 10)[0]["recheck_at"] == 10 + HELD_RECHECK
+    three.db.configure(reoptimize_every=None)  # (no cycle plans it again: it says so)
+    off, then = recheck(conn, "q", True, 10)
+    assert off["recheck_at"] is None and "reoptimize_every is not set" in then
 
 
 def test_decide_never_flaps_and_needs_a_payback():

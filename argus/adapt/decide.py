@@ -162,20 +162,19 @@ def _joins(conn: psycopg.Connection, q: _Query, force: bool, apply: bool,
     go, why, wait = decide(prediction, q.min_gain, q.horizon)
     if force and prediction.current is not None:
         go, why, wait = True, f"forced ({why})", False
-    waiting = recheck(conn, q.name, wait and apply, q.last_run)
-    why += waiting.pop("then")
-    log = {"query": q.name, "after_run": q.last_run, "strategy": q.strategy, "forced": force,
-           "triggered": trigger, "predicted_old": prediction.current,
-           "predicted_new": prediction.best,
-           "build_rows": prediction.build, "old_nodes": sorted(mine),
-           "old_trees": [t[0] for t in prediction.trees],
-           "new_trees": [t[1] for t in prediction.trees],
-           **waiting}
     if not go and not force:
         members = sharers(conn, q.query_id)
         if len(members) > 1:
             return planned_together(conn, members, analyzed, apply, trigger,
                                     (q.last_run, q.strategy, q.min_gain, q.horizon, q.growth))
+    waiting, then = recheck(conn, q.name, wait and apply, q.last_run)
+    why += then
+    log = {"query": q.name, "after_run": q.last_run, "strategy": q.strategy, "forced": force,
+           "triggered": trigger, "predicted_old": prediction.current,
+           "predicted_new": prediction.best,
+           "build_rows": prediction.build, "old_nodes": sorted(mine),
+           "old_trees": [t[0] for t in prediction.trees],
+           "new_trees": [t[1] for t in prediction.trees], **waiting}
     if not apply:
         return Decision(q.name, prediction, go, why, force)
     if not go:

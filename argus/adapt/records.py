@@ -55,24 +55,29 @@ def recent_ms(conn: psycopg.Connection, nodes: set[int]) -> float | None:
 
 
 def recheck(conn: psycopg.Connection, query: str, wait: bool, last_run: int
-            ) -> dict:
-    """Of a decision that waits for the query's windows to turn over: that it waited,
-    when it is planned again (migrations.recheck_at), and the end of its why."""
+            ) -> tuple[dict, str]:
+    """Of a decision that waits for the query's windows to turn over: the columns it
+    is logged with (that it waited; when it is planned again, migrations.recheck_at),
+    and what its why says of when."""
     if not wait:
-        return {"waited": False, "recheck_at": None, "then": ""}
-    (waits,) = conn.execute(
-        """SELECT count(*) FROM argus_catalog.migrations m
+        return {"waited": False, "recheck_at": None}, ""
+    waits, periodic = conn.execute(
+        """SELECT count(*), (SELECT reoptimize_every IS NOT NULL FROM argus_catalog.settings)
+             FROM argus_catalog.migrations m
             WHERE m.query = %(q)s AND m.waited
               AND m.migration_id > coalesce((SELECT max(o.migration_id)
                                                FROM argus_catalog.migrations o
                                               WHERE o.query = %(q)s AND NOT o.waited), 0)""",
         {"q": query}).fetchone()
+    if not periodic:
+        return {"waited": True, "recheck_at": None}, \
+            "; planned again only when asked (settings.reoptimize_every is not set)"
     if waits + 1 >= MAX_WAITS:
-        return {"waited": True, "recheck_at": None,
-                "then": f"; its windows have not turned over in {waits + 1} re-plans: it is "
-                        "planned again as any other query"}
-    return {"waited": True, "recheck_at": last_run + HELD_RECHECK,
-            "then": f"; planned again in {HELD_RECHECK} cycles"}
+        return {"waited": True, "recheck_at": None}, (
+            f"; its windows have not turned over in {waits + 1} re-plans: it is planned "
+            "again as any other query")
+    return {"waited": True, "recheck_at": last_run + HELD_RECHECK}, \
+        f"; planned again in {HELD_RECHECK} cycles"
 
 
 def log_migration(conn: psycopg.Connection, **row) -> int:

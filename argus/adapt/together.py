@@ -68,8 +68,8 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
     kept, best, members = _priced(conn, members, texts, hidden, growth)
     both = total(list(kept.values()), list(best.values()))
     go, reason, wait = decide(both, min_gain, horizon)
-    waiting = recheck(conn, first.name, wait and apply, last_run)
-    reason += waiting.pop("then")
+    waiting, then = recheck(conn, first.name, wait and apply, last_run)
+    reason += then
 
     def why(m: _Member) -> str:
         others = ", ".join(o.name for o in members if o != m)

@@ -38,13 +38,10 @@ class Choice:
             answer *= self.target.rows / max(self.held[1].rows, 1.0)
         return _built(self.target, answer)
 
-    @property
-    def held_costs(self) -> tuple[float | None, float, float]:
-        """The current tree's cost per cycle, the target's and the rows it would be
-        built with, with the windows as they are now."""
+    def as_held(self) -> Choice:
+        """The same choice with the windows as they are now."""
         current, target = self.held or (self.current, self.target)
-        return (None if current is None else current.cpu, target.cpu,
-                _built(target, self.answer))
+        return dataclasses.replace(self, current=current, target=target, held=None)
 
     def text(self, tree: Tree | None) -> str:
         if tree is None:
@@ -134,10 +131,7 @@ def predict(choices: list[Choice]) -> Prediction:
     changing = [c for c in choices if c.changes]
     held = None
     if any(c.held is not None for c in choices):
-        now = [c.held_costs for c in choices]
-        held = Prediction(None if any(n[0] is None for n in now) else sum(n[0] for n in now),
-                          sum(n[1] for n in now),
-                          sum(n[2] for c, n in zip(choices, now) if c.changes), [])
+        held = predict([c.as_held() for c in choices])
     return Prediction(
         sum(c.current.cpu for c in choices) if all(c.current is not None for c in choices)
         else None,
@@ -149,17 +143,13 @@ def predict(choices: list[Choice]) -> Prediction:
 def total(kept: list[Prediction], best: list[Prediction]) -> Prediction:
     """Queries planned together: the layout they have (`kept`, each node paid by its
     first user) against the best (each new node paid by its first builder)."""
-    def held(p: Prediction) -> Prediction:
-        return p.held or p
-
+    held = None
+    if any(p.held is not None for p in kept + best):
+        held = total([p.held or p for p in kept], [p.held or p for p in best])
     known = all(p.current is not None for p in kept)
-    held_known = all(held(p).current is not None for p in kept)
     return Prediction(
         sum(p.current for p in kept) if known else None, sum(p.best for p in best),
-        sum(p.build for p in best), [t for p in best for t in p.trees],
-        None if all(p.held is None for p in kept + best) else Prediction(
-            sum(held(p).current for p in kept) if held_known else None,
-            sum(held(p).best for p in best), sum(held(p).build for p in best), []))
+        sum(p.build for p in best), [t for p in best for t in p.trees], held)
 
 
 # a query the windows' turnover held back is planned again after this many cycles
