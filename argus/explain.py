@@ -170,7 +170,7 @@ def _header(conn: psycopg.Connection, facts: _Facts) -> list[str]:
     for at, run, migrated, why, old, new, old_ms in conn.execute(
             """SELECT at::timestamp(0), after_run, migrated, why, predicted_old,
                       predicted_new, old_ms
-                 FROM argus_catalog.migrations WHERE query = %s
+                 FROM argus_catalog.migrations WHERE query = %s AND unchanged_since IS NULL
                 ORDER BY migration_id DESC LIMIT 1""", (info.name,)):
         costs = "" if old is None or new is None else (
             f"; predicted row operations per cycle: its tree {old:,.0f}, the best "
@@ -178,6 +178,13 @@ def _header(conn: psycopg.Connection, facts: _Facts) -> list[str]:
         measured = "" if old_ms is None else f"; its nodes measured {old_ms:,.1f} ms per cycle"
         out.append(f"  last re-planned {at} after run {run}: "
                    f"{'migrated' if migrated else 'kept'} ({why}){costs}{measured}")
+    for at, run, why in conn.execute(  # a periodic check since, that planned nothing
+            """SELECT at::timestamp(0), after_run, why FROM argus_catalog.migrations m
+                WHERE query = %s AND unchanged_since IS NOT NULL
+                  AND migration_id > (SELECT max(p.migration_id) FROM argus_catalog.migrations p
+                                       WHERE p.query = m.query AND p.unchanged_since IS NULL)
+                ORDER BY migration_id DESC LIMIT 1""", (info.name,)):
+        out.append(f"  last checked {at} after run {run}: {why}")
     if facts.join_orders:
         out += _joins_measured(conn, facts)
     return out

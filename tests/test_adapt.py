@@ -785,6 +785,61 @@ def test_no_query_starves_when_the_cycle_log_drops_old_decisions(three, monkeypa
     assert set(planned) == set(names), planned
 
 
+@pytest.mark.parametrize("then,now,moved", [
+    ({1: 300.0, 2: 40.0}, {1: 310.0, 2: 30.0}, []),  # (within a third, or under 10 rows)
+    ({1: 300.0, 2: 40.0}, {1: 150.0, 2: 40.0}, [1]),
+    ({1: 300.0, 2: 40.0}, {1: 300.0, 2: 40.0, 3: 25.0}, [3]),  # (a node new since)
+    ({1: 3.0}, {1: 12.0}, []),
+    ({1: 15.0, 2: 300.0}, {1: 300.0, 2: 15.0}, [1, 2]),
+])
+def test_moved(then, now, moved):
+    from argus.adapt.records import moved as of
+    assert [node for node, _, _ in of(then, now)] == moved
+
+
+def test_a_period_plans_a_query_again_only_when_its_nodes_moved(three, monkeypatch):
+    """The periodic check plans a query again only when what one of its nodes writes
+    per cycle moved since the decision that last planned it (planning a group again
+    cost ~0.2 s every period on drift_shared); else it logs that it did not, naming that
+    decision; at most MAX_UNCHANGED times in a row. The drift of r's filter is seen at
+    the next period, and Zhu's trigger still measures from the last planned decision."""
+    from argus.adapt import records
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)
+    monkeypatch.setattr(records, "MAX_UNCHANGED", 3)
+    db = three.db
+    db.configure(reoptimize_every=2, rerun_fallback=False)
+    rows = Rows(21, keys=300)
+    load(three, rows, 1500, low_v=0.5)
+    three.run()
+    three.register("chain", QUERIES["chain"])
+    logged = []
+    for _ in range(12):  # (only r grows: what the joins write per cycle holds)
+        three.insert("r", rows.batch(300, low_v=0.5))
+        three.run()
+        logged = db.conn.execute(
+            "SELECT migration_id, unchanged_since, why FROM argus_catalog.migrations "
+            "ORDER BY migration_id").fetchall()
+    planned = [m for m, since, _ in logged if since is None]
+    assert planned, logged
+    checks = [(since, why) for _, since, why in logged if since is not None]
+    assert checks and all(since in planned and "not planned again" in why
+                          for since, why in checks), logged
+    runs = [since for since, _ in checks]
+    assert max(runs.count(since) for since in set(runs)) <= records.MAX_UNCHANGED
+    shown = db.explain("chain")
+    assert "last re-planned" in shown
+    assert ("last checked" in shown) == (logged[-1][1] is not None), (shown, logged)
+    (before,) = db.conn.execute("SELECT max(migration_id) FROM argus_catalog.migrations "
+                                "WHERE unchanged_since IS NULL").fetchone()
+    for _ in range(2):  # r.v < 500 passes every row of r now: planned again
+        three.insert("r", rows.batch(300, low_v=1.0))
+        decisions = three.run().migrations
+    assert [d.query for d in decisions] == ["chain"], logged
+    assert "not planned again" not in decisions[0].why
+    assert db.conn.execute("SELECT max(migration_id) FROM argus_catalog.migrations "
+                           "WHERE unchanged_since IS NULL").fetchone()[0] > before
+
+
 WINDOWED = {"a": {"k": "int", "x": "int"}, "b": {"k": "int", "y": "int"},
             "c": {"y": "int", "z": "int"}}  # (and a time column t)
 

@@ -1,7 +1,8 @@
 """When queries are planned again: every settings.reoptimize_every cycles (the least
-recently planned first, for CHECK_SECONDS at most), at once when Zhu's trigger
-names a query whose joins write far more than when it was planned, and when a decision
-that waited for its windows to turn over said (migrations.recheck_at)."""
+recently planned first, for CHECK_SECONDS at most; each only when what its nodes write
+per cycle moved since it was last planned: records.unchanged), at once when Zhu's
+trigger names a query whose joins write far more than when it was planned, and when a
+decision that waited for its windows to turn over said (migrations.recheck_at)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,17 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
         if out and time.perf_counter() - started > CHECK_SECONDS:
             break  # the next period goes on from the queries left (least recently first)
         if name in decided:  # (with a query planned before it, in this period)
+            continue
+        checked = time.perf_counter()
+        if (kept := records.unchanged(conn, name)) is not None:
+            decision, why = kept
+            last_run, strategy = conn.execute(
+                "SELECT (SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs), migration "
+                "FROM argus_catalog.settings").fetchone()
+            out.append(Decision(name, UNKNOWN, False, why, migration_id=records.log_migration(
+                conn, query=name, strategy=strategy, migrated=False, after_run=last_run,
+                why=why, unchanged_since=decision,
+                plan_ms=(time.perf_counter() - checked) * 1000)))
             continue
         out.append(_timed(conn, name))
         decided = _decided_after_the_last_cycle(conn)

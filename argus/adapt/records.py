@@ -18,6 +18,16 @@ UNKNOWN = Prediction(None, 0.0, 0.0, [])  # a query that could not be planned ag
 # HELD_RECHECK cycles after the last) is then planned again only as any other: windows
 # whose rows never settle (bursts) must not make it cost a re-plan every few cycles
 MAX_WAITS = 4
+# The periodic check plans a query again only when what one of its nodes writes per
+# cycle moved by more than MOVED of the larger of then and now (and MOVED_ROWS rows),
+# over the last UNCHANGED_CYCLES cycles that took rows against those before the decision
+# that last planned it: the order's prices are made of those rows; unchanged, they
+# choose the same tree (planning a group of queries again costs ~0.2 s). At most
+# MAX_UNCHANGED such checks in a row: then it is planned again whatever moved.
+MOVED = 1 / 3
+MOVED_ROWS = 10
+UNCHANGED_CYCLES = 5
+MAX_UNCHANGED = 10
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,80 @@ def recheck(conn: psycopg.Connection, query: str, wait: bool, last_run: int
             "again as any other query")
     return {"waited": True, "recheck_at": last_run + HELD_RECHECK}, \
         f"; planned again in {HELD_RECHECK} cycles"
+
+
+def moved(then: dict[int, float], now: dict[int, float]) -> list[tuple[int, float, float]]:
+    """The nodes whose rows written per cycle moved enough to price the query again
+    (MOVED, MOVED_ROWS): (node, then, now), the largest move first."""
+    out = [(node, then.get(node, 0.0), rate) for node, rate in now.items()]
+    out = [(n, a, b) for n, a, b in out
+           if abs(b - a) > MOVED * max(a, b) and abs(b - a) >= MOVED_ROWS]
+    return sorted(out, key=lambda m: -abs(m[2] - m[1]))
+
+
+def unchanged(conn: psycopg.Connection, query: str) -> tuple[int, str] | None:
+    """Whether the periodic check may leave the query as its last re-plan decided:
+    (that decision, why) when nothing it is priced by moved since (`moved`); None when
+    it must be planned again — never planned, evaluated by re-running it, its last
+    decision waited for its windows or failed, MAX_UNCHANGED checks already left it, too few cycles measured either
+    side, or a node's rows moved."""
+    row = conn.execute(
+        """WITH last AS (SELECT m.migration_id, m.after_run, m.waited OR m.why LIKE 'failed:%%'
+                                  AS unsettled
+                           FROM argus_catalog.migrations m
+                          WHERE m.query = %(q)s AND m.unchanged_since IS NULL
+                            AND EXISTS (SELECT FROM argus_catalog.queries q  -- (a re-run's
+                                         WHERE q.name = %(q)s    -- cost grows as the data)
+                                           AND q.evaluate = 'incremental')
+                          ORDER BY m.migration_id DESC LIMIT 1),
+                made AS (  -- the runs of the nodes it has: after its registration or
+                           -- migration (changes_after), and another's that made its nodes
+                         SELECT max(n.created_at) AS at, max(q.changes_after) AS run
+                           FROM argus_catalog.query_nodes qn
+                           JOIN argus_catalog.queries q ON q.query_id = qn.query_id
+                           JOIN argus_catalog.nodes n ON n.node_id = qn.node_id
+                          WHERE q.name = %(q)s),
+                sides AS (SELECT s.now, r.run_id FROM last CROSS JOIN made
+                          CROSS JOIN (VALUES (false), (true)) s(now)
+                          CROSS JOIN LATERAL (
+                              SELECT run_id FROM argus_catalog.runs r
+                               WHERE r.status = 'ok' AND r.rows_in > 0
+                                 AND r.started_at > made.at
+                                 AND r.run_id > coalesce(made.run, 0)
+                                 AND (r.run_id > last.after_run) = s.now
+                               ORDER BY r.run_id DESC LIMIT %(cycles)s) r)
+           SELECT last.migration_id, last.after_run, last.unsettled,
+                  (SELECT count(*) FROM argus_catalog.migrations c
+                    WHERE c.query = %(q)s AND c.unchanged_since = last.migration_id),
+                  (SELECT count(*) FILTER (WHERE NOT now) FROM sides),
+                  (SELECT count(*) FILTER (WHERE now) FROM sides),
+                  (SELECT jsonb_object_agg(r.node_id || ':' || r.now, r.rate) FROM (
+                       SELECT qn.node_id, s.now,
+                              sum(coalesce(w.inserted + w.retracted, 0))::float8
+                                / count(DISTINCT s.run_id) AS rate
+                         FROM argus_catalog.query_nodes qn
+                         JOIN argus_catalog.queries q ON q.query_id = qn.query_id
+                        CROSS JOIN sides s
+                         LEFT JOIN argus_catalog.run_nodes w
+                                ON w.run_id = s.run_id AND w.node_id = qn.node_id
+                        WHERE q.name = %(q)s GROUP BY qn.node_id, s.now) r)
+             FROM last""", {"q": query, "cycles": UNCHANGED_CYCLES}).fetchone()
+    if row is None:
+        return None
+    decision, after_run, unsettled, checks, before, since, rates = row
+    if unsettled or checks >= MAX_UNCHANGED or min(before, since) < 2:
+        return None
+    side = {True: {}, False: {}}
+    for key, rate in (rates or {}).items():
+        node, now = key.split(":")
+        side[now == "true"][int(node)] = rate
+    if moved(side[False], side[True]):
+        return None
+    return decision, (
+        f"not planned again: what each of its {len(side[True])} nodes wrote per cycle "
+        f"moved by less than a third in its last {since} cycles with rows from the "
+        f"{before} before the decision that planned it after run {after_run}; it is "
+        f"planned again once one moves more, or after {MAX_UNCHANGED} such checks")
 
 
 def log_migration(conn: psycopg.Connection, **row) -> int:
