@@ -909,7 +909,8 @@ BEGIN
                  SELECT qq.name, array_agg(n.node_id) AS nodes, max(n.created_at) AS made,
                         greatest(p_run - 500, coalesce((
                             SELECT max(m.after_run) FROM argus_catalog.migrations m
-                             WHERE m.query = qq.name), 0)) AS after
+                             WHERE m.query = qq.name  -- (a check that planned nothing:
+                               AND m.unchanged_since IS NULL), 0)) AS after  -- no baseline)
                    FROM argus_catalog.run_nodes w
                    JOIN argus_catalog.nodes n ON n.node_id = w.node_id
                         AND n.kind = ANY(argus.kinds('joins'))

@@ -103,8 +103,8 @@ def unchanged(conn: psycopg.Connection, query: str) -> tuple[int, str] | None:
     """Whether the periodic check may leave the query as its last re-plan decided:
     (that decision, why) when nothing it is priced by moved since (`moved`); None when
     it must be planned again — never planned, evaluated by re-running it, its last
-    decision waited for its windows or failed, MAX_UNCHANGED checks already left it, too few cycles measured either
-    side, or a node's rows moved."""
+    decision waited for its windows or failed, MAX_UNCHANGED checks already left it,
+    too few cycles measured either side, or a node's rows moved."""
     row = conn.execute(
         """WITH last AS (SELECT m.migration_id, m.after_run, m.waited OR m.why LIKE 'failed:%%'
                                   AS unsettled
