@@ -244,12 +244,13 @@ class Argus:
             return requests.submit(self.conn, "unregister", name, {})
         registry.unregister(self.conn, name)
 
-    def process_requests(self) -> list[requests.Outcome]:
-        """Carry out the registrars' pending requests (as the owner)."""
+    def process_requests(self, seconds: float | None = None) -> list[requests.Outcome]:
+        """Carry out the registrars' pending requests (as the owner); `seconds`: start
+        none after that long (requests.process)."""
         if not self.owner:
             raise PermissionDeniedError("only a member of argus's owner role carries out "
                                         "requests")
-        return requests.process(self.conn, self.sharing)
+        return requests.process(self.conn, self.sharing, seconds)
 
     # -- roles -------------------------------------------------------------------
 

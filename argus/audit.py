@@ -33,6 +33,7 @@ from psycopg import sql
 
 from .errors import ArgusError
 from .names import INBOX_SCHEMA, NETWORK_SCHEMA, STREAMS_SCHEMA, stream_history, stream_inbox
+from .settings import PINNED
 
 FLAG_RATIO = 10
 FLAG_MIN_ROWS = 1000  # (a scan of fewer is as cheap as probing for a few)
@@ -88,6 +89,10 @@ def audit(conn: psycopg.Connection, rows: int = 1000,
     conn.add_notice_handler(collect)
     try:
         with conn.transaction() as tx:
+            # (its statements are run again as text here: with the names cycles use,
+            # settings.pinned_session, not a registrar's operators on the session's path)
+            conn.execute("SELECT set_config('search_path', %s, true)",
+                         (PINNED["search_path"],))
             _sample(conn, rows)
             # the session's first-cycle program: every statement a text run as it is,
             # none a kept plan reading the program's variables, so each can be run again

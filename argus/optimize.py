@@ -17,6 +17,7 @@ from .network import Builder, load, network_bytes
 from .network.reads import observed_rates
 from .network.layouts import may_be_view
 from .nodes import virtual
+from .settings import pinned_session
 
 RECENT = 10  # the last cycles whose timings say what a node's upkeep costs
 
@@ -34,7 +35,13 @@ class Proposal:
 def proposals(conn: psycopg.Connection, only: set[int] | None = None) -> list[Proposal]:
     """Where registration would decide otherwise today; `only`: for these nodes alone
     (one query's, for `explain`: a selection's decision asks PostgreSQL for an
-    estimate)."""
+    estimate, which runs the selectivity functions of its operators: named as cycles
+    resolve them, settings.pinned_session)."""
+    with conn.transaction(), pinned_session(conn):
+        return _proposals(conn, only)
+
+
+def _proposals(conn: psycopg.Connection, only: set[int] | None) -> list[Proposal]:
     layout, growth, budget = conn.execute(
         "SELECT layout, virtual_join_growth, state_budget FROM argus_catalog.settings"
     ).fetchone()

@@ -13,8 +13,11 @@ created.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -73,16 +76,24 @@ def submit(conn: psycopg.Connection, kind: str, name: str, body: dict,
         delay = min(delay * 2, 0.5)
 
 
-def process(conn: psycopg.Connection, sharing: Sharing | None = None) -> list[Outcome]:
-    """Carry out every pending request, oldest first, each in its own transaction; a
-    request that fails, however malformed, changes nothing but its own status."""
+def process(conn: psycopg.Connection, sharing: Sharing | None = None,
+            seconds: float | None = None) -> list[Outcome]:
+    """Carry out the pending requests, each in its own transaction; a request that
+    fails, however malformed, changes nothing but its own status. The oldest of the
+    role served longest ago first (a role's flood of requests holds no other's back); `seconds`: none
+    started after that long (`argus run` must come to its cycle: a flood kept it from
+    ever running one; found by a helper), the rest left to the next call."""
     done = []
-    while True:
+    started = time.monotonic()
+    while seconds is None or time.monotonic() - started < seconds:
         with conn.transaction():
             row = conn.execute(  # the body as text: read in the request's own try below
-                "SELECT request_id, kind, name, body::text, requested_by "
-                "FROM argus_catalog.requests WHERE status = 'pending' "
-                "ORDER BY request_id LIMIT 1 FOR UPDATE SKIP LOCKED").fetchone()
+                """SELECT r.request_id, r.kind, r.name, r.body::text, r.requested_by
+                     FROM argus_catalog.requests r WHERE r.status = 'pending'
+                    ORDER BY (SELECT max(o.done_at) FROM argus_catalog.requests o
+                               WHERE o.requested_by = r.requested_by AND o.status <> 'pending')
+                             NULLS FIRST, r.request_id  -- (the role served longest ago)
+                    LIMIT 1 FOR UPDATE SKIP LOCKED""").fetchone()
             if row is None:
                 return done
             request_id, kind, name, body, role = row
@@ -96,9 +107,10 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None) -> list[Ou
                 status, error = "failed", _message(kind, name, exc)
                 error_class = type(exc).__name__ if isinstance(exc, ArgusError) else None
             conn.execute("UPDATE argus_catalog.requests SET status = %s, error = %s, "
-                         "error_class = %s, done_at = now() WHERE request_id = %s",
+                         "error_class = %s, done_at = clock_timestamp() WHERE request_id = %s",
                          (status, error, error_class, request_id))
             done.append(Outcome(request_id, kind, name, role, status, error))
+    return done
 
 
 def _message(kind: str, name: str, exc: Exception) -> str:
@@ -185,10 +197,51 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, text: str, role: 
     except RecursionError:
         raise ArgusError(f"a {kind} request's body nests too deeply to be read") from None
     body = _checked_body(kind, body)
-    # a registrar's request runs under the cycles' time limit (settings.node_timeout):
-    # a query whose planning or backfill computes for hours is refused, not waited for
-    conn.execute("SELECT set_config('statement_timeout', coalesce(argus.node_timeout(), '0'), "
-                 "true)")
+    # a registrar's request runs under the cycles' time limit (settings.node_timeout),
+    # each statement and all of them: a query whose planning or backfills compute for
+    # hours is refused, not waited for, and holds the cycle lock no longer
+    (limit,) = conn.execute(
+        "SELECT set_config('statement_timeout', coalesce(argus.node_timeout(), '0'), true), "
+        "extract(epoch FROM coalesce(argus.node_timeout(), '0')::interval)").fetchone()[1:]
+    with _at_most(conn, float(limit), f"{kind.replace('_', ' ')} {name}"):
+        _carried_out(conn, kind, name, body, role, sharing)
+
+
+@contextlib.contextmanager
+def _at_most(conn: psycopg.Connection, seconds: float, what: str) -> Iterator[None]:
+    """The block's statements cancelled once `seconds` (0: never) have passed since it
+    began: one request registering a query of six backfills held the cycle lock six
+    times node_timeout (found by a helper). A cancel is sent only while the block runs
+    (a late one finds the session idle, which ignores it)."""
+    if not seconds:
+        yield
+        return
+    lock, state = threading.Lock(), {"running": True, "fired": False}
+
+    def cancel() -> None:
+        with lock:
+            if state["running"]:
+                state["fired"] = True
+                conn.cancel_safe()
+
+    timer = threading.Timer(seconds, cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception:  # (however a step reported the cancel: registration's QueryError)
+        if state["fired"]:
+            raise ArgusError(f"{what}: carrying it out took longer than the cycles' time "
+                             f"limit, node_timeout ({seconds:g} s), in all: refused") from None
+        raise
+    finally:
+        with lock:
+            state["running"] = False
+        timer.cancel()
+
+
+def _carried_out(conn: psycopg.Connection, kind: str, name: str, body: dict, role: str,
+                 sharing: Sharing | None) -> None:
     if not _registrar_now(conn, role):
         raise PermissionDeniedError(f"role {role!r} is no longer a registrar of this "
                                     f"database: its request to {kind.replace('_', ' ')} "

@@ -222,15 +222,20 @@ EXPERT = frozenset({"maintenance", "random_page_cost", "plan_kept_rows", "trunca
 # timestamp's text): every cycle, registration and migration evaluates with these, as
 # argus.run_cycle does (catalog/functions.sql), whoever runs it.
 PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": "hex",
-          "extra_float_digits": "1"}
+          "extra_float_digits": "1", "search_path": "pg_catalog, pg_temp"}
 
 
 @contextlib.contextmanager
 def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
     """Evaluate with the setting time_zone and PostgreSQL's default styles within the
     block, which runs in a transaction: the same rows must give the same answer whoever
-    runs a cycle (a cron job with PGTZ or PGDATESTYLE set) or registers a query. The
-    caller's settings come back after it (a failed block's rollback restores them)."""
+    runs a cycle (a cron job with PGTZ or PGDATESTYLE set) or registers a query; and the
+    search_path cycles run with, so that no schema the session's path names (a public a
+    registrar may create in, a schema named as the session's role) puts a registrar's
+    operator or function in place of one a node's code calls — an owner's or a
+    superuser's `argus retry`, `optimize`, `explain` or re-plan would run it with their
+    rights (found by a helper). The caller's settings come back after it (a failed
+    block's rollback restores them)."""
     names = ["TimeZone", *PINNED]
 
     def set_all(values: list[sql.Composable]) -> sql.Composed:

@@ -965,8 +965,9 @@ BEGIN
                                             FROM argus_catalog.migrations l
                                            WHERE l.query = m.query)
                     AND m.query NOT IN (SELECT name FROM fired))
-        SELECT jsonb_object_agg(name, costs)
-          FROM (SELECT * FROM fired UNION ALL SELECT * FROM due) t);
+        SELECT jsonb_object_agg(name, costs)  -- (of the queries the session may read:
+          FROM (SELECT * FROM fired UNION ALL SELECT * FROM due) t  -- a writer's cycle
+         WHERE argus.may_read_query(name));  -- learnt others' fan-out; a helper)
 END $$;
 
 -- Every 8th cycle, before the program runs (its plans are made after the change): a
@@ -1095,10 +1096,18 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- A registrar's request (argus_catalog.requests) is its own: requested_by is the role
--- inserting it, and it starts pending. The owner's workers are woken by a notification.
+-- inserting it, and it starts pending; at most 100 of a role's wait at once (a flood
+-- grew the queue without bound; a helper). The owner's workers are woken by a
+-- notification.
 CREATE OR REPLACE FUNCTION argus.request_row() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    IF (SELECT count(*) FROM argus_catalog.requests
+         WHERE requested_by = current_user AND status = 'pending') >= 100 THEN
+        RAISE EXCEPTION 'argus: role % has 100 requests waiting to be carried out',
+              quote_ident(current_user) USING ERRCODE = 'program_limit_exceeded',
+              HINT = 'wait until argus worker (or argus run) has carried them out';
+    END IF;
     NEW.requested_by := current_user;
     NEW.requested_at := now();
     NEW.status := 'pending';
@@ -1523,6 +1532,7 @@ BEGIN
     IF p_consumer IS NOT NULL THEN  -- new, or not past its first answer: from the answer
         INSERT INTO argus_catalog.consumers (query_id, consumer)
         VALUES (v_query, p_consumer) ON CONFLICT DO NOTHING;
+        PERFORM argus.own_consumer(v_query, p_query, p_consumer);
         SELECT coalesce(c.position, v_position), c.position IS NULL INTO v_position, v_new
           FROM argus_catalog.consumers c
          WHERE c.query_id = v_query AND c.consumer = p_consumer;
@@ -1606,15 +1616,40 @@ END $$;
 -- applies them, and a consumer that crashes resumes exactly where it left off.
 CREATE OR REPLACE FUNCTION argus.acknowledge(p_query text, p_consumer text, p_position bigint)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_query bigint := argus.readable_query(p_query);
 BEGIN
+    PERFORM argus.own_consumer(v_query, p_query, p_consumer);
     UPDATE argus_catalog.consumers
        SET position = greatest(position, least(p_position, argus.position())),
            acknowledged_at = now()
-     WHERE query_id = argus.readable_query(p_query) AND consumer = p_consumer;
+     WHERE query_id = v_query AND consumer = p_consumer;
+END $$;
+
+-- Raises unless query `p_query` (id `p_query_id`) has a consumer named `p_consumer`
+-- that the session's role may move or forget: the role's that made it (or one it is a
+-- member of), or any for argus's owner.
+CREATE OR REPLACE FUNCTION argus.own_consumer(p_query_id bigint, p_query text,
+                                              p_consumer text) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_by name;
+BEGIN
+    SELECT created_by INTO v_by FROM argus_catalog.consumers
+     WHERE query_id = p_query_id AND consumer = p_consumer;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'argus: query % has no consumer named %', quote_literal(p_query),
               quote_literal(p_consumer) USING ERRCODE = 'undefined_object',
               HINT = format('SELECT * FROM argus.subscribe(%L, %L) adds it', p_query, p_consumer);
+    END IF;
+    IF NOT (pg_has_role(session_user, current_user, 'MEMBER')
+            OR EXISTS (SELECT FROM pg_roles WHERE rolname = v_by)
+               AND pg_has_role(session_user, v_by, 'MEMBER')) THEN
+        RAISE EXCEPTION 'argus: consumer % of query % is role %''s: role % may not move or '
+                        'forget it', quote_literal(p_consumer), quote_literal(p_query),
+                        quote_ident(v_by), quote_ident(session_user)
+              USING ERRCODE = 'insufficient_privilege',
+                    HINT = 'name a consumer of your own';
     END IF;
 END $$;
 
@@ -1626,6 +1661,7 @@ DECLARE
     v_query bigint := argus.readable_query(p_query);
 BEGIN
     IF p_consumer IS NOT NULL THEN
+        PERFORM argus.own_consumer(v_query, p_query, p_consumer);
         DELETE FROM argus_catalog.consumers WHERE query_id = v_query AND consumer = p_consumer;
     ELSIF pg_has_role(session_user, current_user, 'MEMBER') THEN
         PERFORM argus.cycle_lock();

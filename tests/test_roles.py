@@ -121,6 +121,24 @@ def test_a_writer_loads_its_stream_and_runs_cycles_and_nothing_else(network, log
     assert sorted(network.results("a")) == [(1, "x"), (2, "y"), (3, "z")]
 
 
+def test_a_writers_cycle_names_no_query_it_may_not_read_for_a_replan(network, login):
+    """argus.replan_triggered names the queries a cycle plans again, with what their
+    joins wrote: a writer's cycle learnt the fan-out of queries it may not read (found
+    by a helper). Now only those the session may read."""
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    network.configure(reoptimize_every=1000)
+    (run,) = network.conn.execute("SELECT max(run_id) FROM argus_catalog.runs").fetchone()
+    network.conn.execute(  # (a decision that waited, due again now: the trigger names it)
+        "INSERT INTO argus_catalog.migrations (query, after_run, strategy, migrated, why, "
+        "waited, recheck_at) VALUES ('a', %s, 'moving-state', false, 'not yet', true, %s)",
+        (run, run))
+    due = "SELECT argus.replan_triggered(%s)"
+    assert network.conn.execute(due, (run,)).fetchone()[0] == {"a": [None, None]}
+    with psycopg.connect(dsn, autocommit=True) as writer:
+        assert writer.execute(due, (run,)).fetchone()[0] is None
+
+
 def test_a_registrar_registers_over_streams_it_may_read(network, login, worker):
     role, dsn = login("registrar")
     network.grant("registrar", role)
@@ -145,6 +163,48 @@ def test_a_registrar_registers_over_streams_it_may_read(network, login, worker):
         registrar.drop_stream("own")
     assert [q.name for q in network.queries()] == ["a", "b"]
     assert "permission denied" in denied(dsn, "UPDATE argus_catalog.requests SET status = 'done'")
+
+
+def test_a_registrars_flood_of_requests_holds_back_no_other_nor_the_cycle(network, login):
+    """One registrar's requests filled the queue without bound and `argus run` carried
+    them out before its cycle for as long as they came (found by a helper): a role may
+    have 100 waiting; each role's are taken in turn; a call may stop starting them
+    after a time (argus run: REQUEST_SECONDS), the rest waiting for the next."""
+    (flood, flood_dsn), (other, other_dsn) = login("flood"), login("other")
+    for role in (flood, other):
+        network.grant("registrar", role)
+    queued = ("INSERT INTO argus_catalog.requests (kind, name, body) "  # (quick: no such
+              "VALUES ('unregister', %s, '{}')")  # query, each fails at once)
+    with psycopg.connect(flood_dsn, autocommit=True) as conn:
+        for i in range(100):
+            conn.execute(queued, (f"f{i}",))
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded, match="100 requests waiting"):
+            conn.execute(queued, ("f100",))
+    with psycopg.connect(other_dsn, autocommit=True) as conn:
+        conn.execute(queued, ("o0",))
+    assert network.process_requests(seconds=0) == []
+    done = network.process_requests(seconds=60)
+    assert [o.name for o in done[:3]] == ["f0", "o0", "f1"], done[:3]
+    assert len(done) == 101 and all("unknown query" in o.error for o in done), done[0]
+
+
+def test_a_request_is_refused_past_node_timeout_in_all(fresh_dsn):
+    """A request's statements each under the time limit held the cycle lock for as
+    many times the limit (a helper: six backfills of 4 s under a 6 s node_timeout):
+    its block is cancelled once the limit has passed since it began, and says so; a
+    block within it runs on, and the session after it too."""
+    from argus.requests import _at_most
+
+    with psycopg.connect(fresh_dsn) as conn:
+        with _at_most(conn, 0.5, "register slow"):
+            conn.execute("SELECT pg_sleep(0.1)")
+        conn.execute("SELECT pg_sleep(0.6)")  # (after it: never cancelled)
+        with pytest.raises(ArgusError, match=r"register slow: .*node_timeout \(0.5 s\), in all"):
+            with _at_most(conn, 0.5, "register slow"):
+                for _ in range(4):
+                    conn.execute("SELECT pg_sleep(0.3)")
+        conn.rollback()
+        assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_registration_refuses_reading_functions_by_name(network, login, worker):

@@ -120,3 +120,55 @@ def test_the_programs_estimate_functions_call_pg_catalogs_operators_whatever_the
                          "%s::bigint), argus.planned_rows(%s::real, 'planted.delta'::regclass)",
                          (est, rows, est))
     assert conn.execute("SELECT count(*) FROM planted.ran").fetchone()[0] == 0
+
+
+def test_an_operator_on_the_owners_search_path_never_runs_in_the_owners_commands(
+        oracle, monkeypatch):
+    """A registrar that may create in a schema on the owner's search_path (public before
+    PostgreSQL 15, a schema named as the owner's login role) puts an operator of exact
+    types there after registering `v <> 'a'` over varchar: PostgreSQL prefers it to
+    pg_catalog's text <> text. The owner's (or a superuser's) `explain` (its estimate
+    of the selection), `optimize --dry-run` and a re-plan (re-running the query to
+    price re-running it), `retry` (the isolated query's nodes rebuilt) and the audit
+    ran it with their rights (found by a helper); each now resolves names as the cycles
+    do."""
+    from argus import audit
+    from argus.adapt import optimize, records
+
+    monkeypatch.setattr(records, "WORTH_MS", 0.0)  # (p is worth re-running to price it)
+    conn = oracle.conn
+    conn.execute("CREATE SCHEMA planted")
+    conn.execute("CREATE SEQUENCE planted.calls")  # (counts calls a rollback undid too)
+    conn.execute("CREATE FUNCTION planted.ne(varchar, varchar) RETURNS boolean "
+                 "LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('planted.calls'); "
+                 "RETURN true; END $$")
+    oracle.create_stream("s", {"id": "int", "v": "varchar"})
+    oracle.insert("s", [(i, "a" if i % 10 else "b") for i in range(1, 301)])
+    oracle.run()
+    oracle.register("q", "SELECT id, v FROM s WHERE v <> 'a' AND v <> 'c' AND 10 / id > 0")
+    oracle.register("p", "SELECT a.id, b.v FROM s a JOIN s b ON a.id = b.id WHERE a.v <> 'a'")
+    oracle.insert("s", [(0, "d")])  # (10 / 0: q is isolated)
+    oracle.run()
+    conn.execute("ANALYZE")
+    conn.execute("CREATE OPERATOR planted.<> (LEFTARG = varchar, RIGHTARG = varchar, "
+                 "FUNCTION = planted.ne, RESTRICT = eqsel)")
+    def calls() -> int:
+        return conn.execute("SELECT CASE WHEN is_called THEN last_value ELSE 0 END "
+                            "FROM planted.calls").fetchone()[0]
+
+    def retried() -> None:
+        with pytest.raises(QueryError, match="still fails"):
+            oracle.db.retry("q")
+
+    ran = {}
+    conn.execute("SET search_path = planted, public")
+    try:
+        for what, call in (("explain", lambda: oracle.db.explain("p")),
+                           ("optimize", lambda: optimize(conn, ["p"], apply=False)),
+                           ("retry", retried), ("audit", lambda: audit.audit(conn, rows=10))):
+            before = calls()
+            call()
+            ran[what] = calls() - before
+    finally:
+        conn.execute("RESET search_path")
+    assert ran == {"explain": 0, "optimize": 0, "retry": 0, "audit": 0}

@@ -165,6 +165,35 @@ def test_each_committed_cycle_notifies_listeners(subscribed, login):
             == report.run_id
 
 
+def test_a_consumer_is_moved_or_forgotten_only_by_its_role(subscribed, login):
+    """A reader of a query moved another application's consumer of it to the end of the
+    log, or deleted it (found by a helper): a named consumer is now the role's that
+    made it; only that role and argus's owner acknowledge or forget it, and another
+    role may not take its name."""
+    oracle, rng = subscribed
+    db = oracle.db
+    db.conn.execute("SELECT * FROM argus.subscribe('top2', 'billing')")
+    role, dsn = login("consumer")
+    db.grant("reader", role, query="top2")
+    load(oracle, rng, 100)
+    oracle.run()
+    theirs = "consumer 'billing' of query 'top2' is role .*: role .* may not move or forget it"
+    with psycopg.connect(dsn, autocommit=True) as other:
+        for statement in ("SELECT argus.acknowledge('top2', 'billing', 9223372036854775807)",
+                          "SELECT argus.unsubscribe('top2', 'billing')",
+                          "SELECT * FROM argus.subscribe('top2', 'billing')"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match=theirs):
+                other.execute(statement)
+        (position, new) = other.execute(
+            "SELECT * FROM argus.subscribe('top2', 'mine')").fetchone()
+        assert new
+        other.execute("SELECT argus.acknowledge('top2', 'mine', %s)", (position,))
+        other.execute("SELECT argus.unsubscribe('top2', 'mine')")
+    assert db.conn.execute("SELECT consumer, position FROM argus_catalog.consumers"
+                           ).fetchall() == [("billing", None)]
+    db.conn.execute("SELECT argus.unsubscribe('top2', 'billing')")  # (the owner may)
+
+
 def test_a_log_that_no_longer_keeps_changes_says_so(subscribed):
     oracle, rng = subscribed
     db = oracle.db

@@ -56,6 +56,9 @@ def run(wait: bool, log: Path | None, every: str | None, cycles: int | None, fol
 
 
 ISOLATED = 3  # argus run's exit status when a query was isolated in the cycle
+# argus run carries out registrars' requests first, starting none after this long (a
+# flood of them kept it from its cycle); the rest wait for the next run or argus worker
+REQUEST_SECONDS = 10.0
 
 
 def _connected(dsn: str | None, log: Path | None):
@@ -144,8 +147,8 @@ def _run_once(db, wait: bool, log: Path | None) -> bool:
     """One cycle and its report; whether a query was isolated in it."""
     from ..schedule import log_cycle, tag
 
-    if db.owner:
-        _report_requests(db.process_requests())
+    if db.owner:  # (for REQUEST_SECONDS at most: the cycle must come)
+        _report_requests(db.process_requests(seconds=REQUEST_SECONDS))
     try:
         report = db.run(wait=wait)
     except CycleInProgressError as exc:
