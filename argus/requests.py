@@ -80,9 +80,10 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None,
             seconds: float | None = None) -> list[Outcome]:
     """Carry out the pending requests, each in its own transaction; a request that
     fails, however malformed, changes nothing but its own status. The oldest of the
-    role served longest ago first (a role's flood of requests holds no other's back); `seconds`: none
-    started after that long (`argus run` must come to its cycle: a flood kept it from
-    ever running one; found by a helper), the rest left to the next call."""
+    role served longest ago first (a role's flood of requests holds no other's back);
+    `seconds`: none started after that long (`argus run` must come to its cycle: a
+    flood kept it from ever running one; found by a helper), the rest left to the next
+    call."""
     done = []
     started = time.monotonic()
     while seconds is None or time.monotonic() - started < seconds:
