@@ -241,6 +241,8 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
         if row is None:
             raise UnknownQueryError(f"unknown query {name!r}")
         conn.execute("DELETE FROM argus_catalog.grants WHERE query = %s", (name,))
+        # (decisions are by name: a new query of the name must not inherit one's wait)
+        conn.execute("DELETE FROM argus_catalog.migrations WHERE query = %s", (name,))
         conn.execute(sql.SQL("DROP VIEW {}, {}").format(results_view(name), changes_view(name)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(change_log(name)))
         answers.drop_kept(conn, row[0])

@@ -840,6 +840,17 @@ def test_a_period_plans_a_query_again_only_when_its_nodes_moved(three, monkeypat
                            "WHERE unchanged_since IS NULL").fetchone()[0] > before
 
 
+def test_a_dropped_querys_decisions_go_with_it(three):
+    """Decisions are logged by query name: a query registered later under the name
+    inherited the dropped one's wait (planned again at its recheck_at; a helper)."""
+    db = three.db
+    three.register("chain", QUERIES["chain"])
+    log_migration(db.conn, query="chain", strategy="moving-state", migrated=False,
+                  after_run=0, why="not yet", waited=True, recheck_at=3)
+    db.unregister_query("chain")
+    assert db.conn.execute("SELECT count(*) FROM argus_catalog.migrations").fetchone() == (0,)
+
+
 WINDOWED = {"a": {"k": "int", "x": "int"}, "b": {"k": "int", "y": "int"},
             "c": {"y": "int", "z": "int"}}  # (and a time column t)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ..errors import MigrationError, QueryError, UnknownQueryError
+from ..errors import ArgusError, QueryError, UnknownQueryError
 from ..mqo.replan import Replan, decide, predict
 from ..mqo.sharing import Sharing
 from ..names import CYCLE_LOCK, MIGRATING, check_name
@@ -40,7 +40,7 @@ def tried(conn: psycopg.Connection, name: str, **how) -> Decision:
     back) unless it was a dry run, and the others go on."""
     try:
         return migrate(conn, name, **how)
-    except (psycopg.Error, QueryError, MigrationError) as exc:
+    except (psycopg.Error, ArgusError) as exc:  # (a query dropped since: UnknownQueryError)
         logged = None
         if how.get("apply", True) and not conn.closed:
             strategy, last_run = conn.execute(
