@@ -322,7 +322,8 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
                         network.records.count_rows(conn, node)
                 # its own output expressions, over its whole answer (run_cycle checks
                 # each cycle's new rows)
-                conn.execute(sql.SQL("SELECT count(r) FROM {} AS r").format(results_view(name)))
+                conn.execute(sql.SQL("SELECT count(argus_row.*) FROM {} AS argus_row").format(
+                    results_view(name)))  # (a whole row: not a column named r)
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} still fails, and stays isolated: "
                              f"{exc.diag.message_primary or exc}") from None

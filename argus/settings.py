@@ -273,6 +273,8 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
             raise SettingError(f"setting {name!r} cannot be {text!r}: {exc}") from None
     if "time_zone" in parsed:
         _check_time_zone(conn, parsed["time_zone"])
+    if parsed.get("max_clock_lead") is not None:
+        _check_lead(conn, parsed["max_clock_lead"])
     if parsed:
         try:
             conn.execute(sql.SQL("UPDATE argus_catalog.settings SET {}").format(
@@ -283,6 +285,28 @@ def configure(conn: psycopg.Connection, **values: object) -> dict[str, object]:
                                f"{', '.join(map(repr, values.values()))}: "
                                f"{exc.diag.message_primary}") from None
     return get(conn)
+
+
+def _check_lead(conn: psycopg.Connection, lead: str) -> None:
+    """A lead of no less than nothing, whose horizon (each cycle's now() plus it) stays
+    within PostgreSQL's timestamps for a thousand years: '300000 years' was taken, and
+    every cycle failed on it (found by a helper)."""
+    try:
+        with conn.transaction(force_rollback=True):
+            (negative, _) = conn.execute(
+                "SELECT %s::interval < interval '0', (now() + %s::interval "
+                "+ interval '1000 years') IS NOT NULL", (lead, lead)).fetchone()
+    except psycopg.errors.DatetimeFieldOverflow:
+        raise SettingError(f"setting 'max_clock_lead' cannot be {lead!r}: each cycle "
+                           "holds back rows whose time is past now() plus it, which must "
+                           "be a timestamp PostgreSQL has (up to 294276 AD) for a "
+                           "thousand years") from None
+    except psycopg.DataError as exc:
+        raise SettingError(f"setting 'max_clock_lead' cannot be {lead!r}: "
+                           f"{exc.diag.message_primary or exc}") from None
+    if negative:
+        raise SettingError(f"setting 'max_clock_lead' cannot be {lead!r}: a lead below "
+                           "nothing would hold back every row (null: none held back)")
 
 
 def _check_time_zone(conn: psycopg.Connection, zone: str) -> None:

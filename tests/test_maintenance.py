@@ -123,6 +123,13 @@ def test_settings_are_checked(db):
         db.configure(random_page_cost=-1)
     assert db.settings()["maintenance"] == "auto"
     assert db.configure(random_page_cost=None)["random_page_cost"] is None
+    # a lead past PostgreSQL's timestamps failed every cycle after it (found by a helper)
+    for lead, why in (("300000 years", "294276 AD"), ("-1 day", "below nothing"),
+                      ("banana", "invalid input syntax")):
+        with pytest.raises(SettingError, match=why):
+            db.configure(max_clock_lead=lead)
+    assert db.configure(max_clock_lead="200000 years")["max_clock_lead"] == "200000 years"
+    db.run()
 
 
 def test_having_is_views_of_the_groups_and_is_never_maintained(loaded):

@@ -261,11 +261,11 @@ class Reads:
                 "(SELECT count(*) FROM {} AS {} WHERE {})").format(
                     sql.SQL(", ").join(tables), sql.SQL(both),
                     source.delta, sql.Identifier(f"t{new}"), sql.SQL(mine))
-            return self._measured(counts.as_string(self.conn),
-                                  lambda: self.conn.execute(counts).fetchone())
+            return self._measured(counts.as_string(self.conn), lambda: self._counts(counts))
 
-        met_i, new_i = count(i)
-        met_j, new_j = count(j)
+        if None in (found := (count(i), count(j))):
+            return None
+        (met_i, new_i), (met_j, new_j) = found
         pairs = new_i * rows[j] + new_j * rows[i]
         return min((met_i + met_j) / pairs, 1.0) if pairs else None
 
@@ -275,9 +275,18 @@ class Reads:
         predicate = " AND ".join(f"({render(c.sql, where)})" for c in conds) or "TRUE"
         counts = sql.SQL("SELECT count(*) FILTER (WHERE {}), count(*) FROM {} AS t1").format(
             sql.SQL(predicate), source.delta)
-        passed, total = self._measured(counts.as_string(self.conn),
-                                       lambda: self.conn.execute(counts).fetchone())
-        return passed / total if total else None
+        found = self._measured(counts.as_string(self.conn), lambda: self._counts(counts))
+        return found[0] / found[1] if found and found[1] else None
+
+    def _counts(self, counts: sql.Composed) -> tuple | None:
+        """A measurement's row of counts; None where a filter fails on a row of the last
+        cycle's (the retraction of a row deleted because a query failed on it: the
+        decision goes on without the measurement, as for a cycle that took no rows)."""
+        try:
+            with self.conn.transaction():
+                return self.conn.execute(counts).fetchone()
+        except psycopg.DataError:
+            return None
 
     def turned_over(self, node_id: int) -> tuple[float, float] | None:
         """A sliding window (a temporal selection whose rows leave as the clock moves)
