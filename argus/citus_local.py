@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,11 +67,20 @@ class Cluster:
         self._register(name)
         return self.dsn(name)
 
-    def drop_database(self, name: str) -> None:
+    def drop_database(self, name: str, tries: int = 5) -> None:
+        """FORCE ends the database's sessions, but a loaded machine's may outlive its
+        wait (5 s), or Citus's maintenance daemon come back first: tried again then."""
         for node in range(len(self.ports)):
             with psycopg.connect(self.dsn(node=node), autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                    sql.Identifier(name)))
+                for attempt in range(tries):
+                    try:
+                        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                            sql.Identifier(name)))
+                        break
+                    except psycopg.errors.ObjectInUse:
+                        if attempt == tries - 1:
+                            raise
+                        time.sleep(1.0)
 
     def _register(self, name: str) -> None:
         for node in range(len(self.ports)):
