@@ -43,11 +43,8 @@ def tried(conn: psycopg.Connection, name: str, **how) -> Decision:
     except (psycopg.Error, ArgusError) as exc:  # (a query dropped since: UnknownQueryError)
         logged = None
         if how.get("apply", True) and not conn.closed:
-            strategy, last_run = conn.execute(
-                "SELECT migration, (SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
-                "FROM argus_catalog.settings").fetchone()
-            logged = log_migration(conn, query=name, strategy=strategy, migrated=False,
-                                   after_run=last_run, forced=bool(how.get("force")),
+            logged = log_migration(conn, query=name, migrated=False,
+                                   forced=bool(how.get("force")),
                                    why=f"failed: {exc}", triggered=how.get("trigger"))
         return Decision(name, UNKNOWN, False, str(exc), migration_id=logged)
 

@@ -121,12 +121,8 @@ def _reoptimize(conn: psycopg.Connection) -> list[Decision]:
         checked = time.perf_counter()
         if (kept := records.unchanged(conn, name)) is not None:
             decision, why = kept
-            last_run, strategy = conn.execute(
-                "SELECT (SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs), migration "
-                "FROM argus_catalog.settings").fetchone()
             out.append(Decision(name, UNKNOWN, False, why, migration_id=records.log_migration(
-                conn, query=name, strategy=strategy, migrated=False, after_run=last_run,
-                why=why, unchanged_since=decision,
+                conn, query=name, migrated=False, why=why, unchanged_since=decision,
                 plan_ms=(time.perf_counter() - checked) * 1000)))
             continue
         out.append(_timed(conn, name))

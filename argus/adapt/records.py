@@ -165,6 +165,13 @@ def unchanged(conn: psycopg.Connection, query: str) -> tuple[int, str] | None:
 
 
 def log_migration(conn: psycopg.Connection, **row) -> int:
+    """A decision logged; `strategy` and `after_run` (the last cycle) as they are now
+    unless given."""
+    if "strategy" not in row or "after_run" not in row:
+        strategy, last_run = conn.execute(
+            "SELECT migration, (SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs) "
+            "FROM argus_catalog.settings").fetchone()
+        row = {"strategy": strategy, "after_run": last_run} | row
     columns = list(row)
     (migration_id,) = conn.execute(sql.SQL(
         "INSERT INTO argus_catalog.migrations ({}) VALUES ({}) RETURNING migration_id").format(
