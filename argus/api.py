@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import types
 from collections.abc import Iterable, Iterator, Mapping
 
 import psycopg
@@ -67,6 +68,24 @@ def _prepare(conn: psycopg.Connection) -> bool:
     return False
 
 
+def _pinned(cls: type) -> type:
+    """Every public method runs argus's statements on the search_path cycles run with,
+    and gives the session its own back after (settings.pinned_path)."""
+    def pinned(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            with settings.pinned_path(self.conn):
+                return method(self, *args, **kwargs)
+        return call
+
+    for name, member in list(vars(cls).items()):
+        if isinstance(member, types.FunctionType) and not name.startswith("_") \
+                and name != "close":
+            setattr(cls, name, pinned(member))
+    return cls
+
+
+@_pinned
 class Argus:
     """A connection to one database's argus. A role that may act as its owner (the one
     that installed it, or a member of its owner role) does everything here; a role it
@@ -93,7 +112,8 @@ class Argus:
                 raise ServerError(f"argus needs PostgreSQL 15 or newer, this server is {version}")
             # cycles need READ COMMITTED (argus.run_cycle), whatever the database's default
             self.conn.execute("SET default_transaction_isolation = 'read committed'")
-            self.owner = _prepare(self.conn)
+            with settings.pinned_path(self.conn):
+                self.owner = _prepare(self.conn)
             self.inboxes = load_ops.Inboxes(self.conn)
         except BaseException:
             self.conn.close()

@@ -18,6 +18,7 @@ from .names import changes_view, check_name, results_view, stream_inbox
 from .network.durability import lost
 from .network.reads import load_node
 from .picture import COLOURS, of_network
+from .settings import pin_search_path
 from .status import INBOX_COUNT_LIMIT  # (an inbox is counted this far)
 
 RECENT = 30  # cycles charted
@@ -58,6 +59,7 @@ def create_app(dsn: str, hosts: tuple[str, ...] = LOOPBACK):
 
     def read() -> psycopg.Connection:
         conn = psycopg.connect(dsn, autocommit=True, application_name="argus dashboard")
+        pin_search_path(conn)  # (its catalog reads: no registrar's function in their place)
         conn.execute("SET default_transaction_read_only = on")
         return conn
 

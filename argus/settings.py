@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import weakref
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -223,6 +224,66 @@ EXPERT = frozenset({"maintenance", "random_page_cost", "plan_kept_rows", "trunca
 # argus.run_cycle does (catalog/functions.sql), whoever runs it.
 PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": "hex",
           "extra_float_digits": "1", "search_path": "pg_catalog, pg_temp"}
+
+
+_USER_PATHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def pin_search_path(conn: psycopg.Connection) -> None:
+    """A connection of argus's own (the dashboard's, a subscription's, a load's): every
+    statement on it with the search_path cycles run with (`pinned_path`)."""
+    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
+    _USER_PATHS[conn] = path
+    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)",
+                 (PINNED["search_path"],))
+
+
+@contextlib.contextmanager
+def pinned_path(conn: psycopg.Connection) -> Iterator[None]:
+    """argus's statements within the block (an API call's: catalog reads by `status`,
+    `results`, `explain`, `drop`, `track`…) run with the search_path cycles run with,
+    and the session's own comes back after it, for the caller's SQL. Unpinned, a
+    polymorphic or cross-type call in them (array_agg(text), concat_ws, substr(name,
+    …), name LIKE …) took an exact-typed function a registrar could create in `public`
+    or a schema named as the session's role, and ran it with the caller's rights (found
+    by a helper). The session's path is kept meanwhile: the names a query calls, and a
+    table to track, are looked up on it (`user_schemas`, `user_relation`)."""
+    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
+    if path == PINNED["search_path"]:  # (already: an inner call, or argus's connection)
+        yield
+        return
+    _USER_PATHS[conn] = path
+    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)",
+                 (PINNED["search_path"],))
+    try:
+        yield
+    finally:  # (a failed transaction's rollback takes the setting back itself)
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.INERROR \
+                and not conn.closed:
+            conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", (path,))
+
+
+def _on_users_path(conn: psycopg.Connection, statement: str, params: tuple):
+    """`statement` (calling only pg_catalog's functions, by schema) run on the session's
+    own search_path, in a savepoint rolled back: its row."""
+    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
+    if path == PINNED["search_path"]:
+        path = _USER_PATHS.get(conn, path)
+    with conn.transaction(force_rollback=True):
+        conn.execute("SELECT pg_catalog.set_config('search_path', %s, true)", (path,))
+        return conn.execute(statement, params).fetchone()
+
+
+def user_schemas(conn: psycopg.Connection) -> list[str]:
+    """The schemas the session's own search_path names, in order (pg_catalog's place
+    included)."""
+    return _on_users_path(conn, "SELECT pg_catalog.current_schemas(true)", ())[0]
+
+
+def user_relation(conn: psycopg.Connection, name: str) -> int | None:
+    """The oid of the relation `name` names on the session's own search_path."""
+    return _on_users_path(conn, "SELECT pg_catalog.to_regclass(%s)::pg_catalog.oid",
+                          (name,))[0]
 
 
 @contextlib.contextmanager

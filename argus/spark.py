@@ -40,6 +40,7 @@ from .files import data_files, file_id
 from .loads import (LoadResult, already_loaded, claim_id, commit_staged, drop_staging, load_lock,
                     prepare_staging, staging_table, sweep_staging)
 from .names import check_name
+from .settings import pin_search_path
 from .streams import stream_schemas
 
 JDBC_JARS = ("/usr/share/java/postgresql.jar",)
@@ -176,6 +177,7 @@ def load(df, stream: str, dsn: str | None = None, load_id: str | None = None,
     name = check_name(stream, "stream")
     load_id = load_id or f"spark-{uuid.uuid4()}"
     with psycopg.connect(dsn, autocommit=True) as conn:
+        pin_search_path(conn)  # (argus's statements: settings.pin_search_path)
         schema = stream_schemas(conn).get(name)
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")
@@ -331,6 +333,7 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
     ids = {f: file_id(f) for f in files} if load_id is None and file.is_dir() else {}
     load_id = load_id or file_id(file)
     with psycopg.connect(resolve_dsn(dsn), autocommit=True) as conn:
+        pin_search_path(conn)  # (argus's statements: settings.pin_search_path)
         schema = stream_schemas(conn).get(check_name(stream, "stream"))
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")

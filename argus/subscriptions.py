@@ -18,6 +18,7 @@ from psycopg import sql
 
 from .errors import ArgusError, ChangesLostError, QueryFailedError, UnknownQueryError
 from .names import SIGN, change_log, check_name, results_view
+from .settings import pin_search_path
 
 CHANNEL = "argus_cycle"
 
@@ -64,6 +65,7 @@ def subscribe(dsn: str, name: str, consumer: str | None = None, since: int | Non
     raises QueryFailedError once its logged changes are read."""
     name = check_name(name, "query")
     with psycopg.connect(dsn, autocommit=True, application_name="argus subscribe") as conn:
+        pin_search_path(conn)  # (argus's statements: settings.pin_search_path)
         conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
         try:
             position, new = conn.execute("SELECT * FROM argus.subscribe(%s, %s)",

@@ -21,6 +21,7 @@ from . import roles, slot, streams, tables
 from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from .names import INBOX_SCHEMA, check_name, stream_inbox
+from .settings import user_relation
 from .nodes.base import cols
 from .nodes.stream import key_join
 from .templates import render
@@ -36,6 +37,7 @@ def _capture_function(conn: psycopg.Connection, name: str, columns: list[str],
     (stream/track), made or made again, as the session's role (the owner's)."""
     conn.execute(render(
         "stream/track", function=_function(name), inbox=stream_inbox(name),
+        inbox_name=sql.Literal(stream_inbox(name).as_string(conn)),
         columns=cols(columns), n_columns=cols(columns, "argus_n"),
         first=sql.Identifier(key[0]), o_join=key_join(key, "argus_o", "argus_n"),
         key=cols(key), truncate=tables.truncate_changes(name, key),
@@ -72,7 +74,7 @@ def _source(conn: psycopg.Connection, source: str) -> tuple[int, sql.Identifier,
                   c.relispartition OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.oid),
                   EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid)
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.oid = to_regclass(%s)""", (source,)).fetchone()
+            WHERE c.oid = %s""", (user_relation(conn, source),)).fetchone()
     if row is None:
         raise UnknownStreamError(f"no table {source!r} to track (name an existing table, "
                                  "e.g. public.orders)")

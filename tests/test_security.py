@@ -172,3 +172,47 @@ def test_an_operator_on_the_owners_search_path_never_runs_in_the_owners_commands
     finally:
         conn.execute("RESET search_path")
     assert ran == {"explain": 0, "optimize": 0, "retry": 0, "audit": 0}
+
+
+def test_argus_reads_its_catalog_with_no_function_of_the_callers_path(oracle, monkeypatch):
+    """argus's own catalog statements ran on the caller's search_path: a registrar that
+    may create in `public` put exact-typed functions there — concat_ws(text, text, text)
+    before pg_catalog's variadic one, substr(name, integer), array_to_string(text[],
+    text) — and the owner's `status`, `results`, `explain`, `drop` and the dashboard ran
+    them as the owner (found by a helper). The API's methods, the command line's session
+    and the dashboard's now read with the path cycles use; the caller's SQL keeps its
+    own."""
+    from click.testing import CliRunner
+
+    from argus.cli import main
+    from argus.dashboard import create_app
+
+    conn, db = oracle.conn, oracle.db
+    conn.execute("CREATE SCHEMA planted; CREATE SEQUENCE planted.calls")
+    for signature, returns in (("concat_ws(text, text, text)", "text"),
+                               ("substr(name, integer)", "text"),
+                               ("array_to_string(text[], text)", "text")):
+        conn.execute(f"CREATE FUNCTION planted.{signature} RETURNS {returns} LANGUAGE plpgsql "
+                     "AS $$ BEGIN PERFORM nextval('planted.calls'); RETURN ''; END $$")
+    oracle.create_stream("s", {"id": "int"})
+    oracle.register("q", "SELECT id, 10 / id AS inv FROM s")
+    oracle.insert("s", [(1,), (0,)])
+    oracle.run()  # (q is isolated: its error is read with concat_ws)
+    monkeypatch.setenv("PGOPTIONS", "-c search_path=planted,public")
+    conn.execute("SET search_path = planted, public")
+    try:
+        with pytest.raises(Exception, match="division by zero"):
+            db.results("q")
+        db.explain("q")
+        db.queries()
+        for command in (["status"], ["explain", "q"], ["results", "q"]):
+            CliRunner().invoke(main, [*command, "--dsn", db.dsn])
+        client = create_app(db.dsn).test_client()
+        client.get("/")
+        client.get("/node/1")
+        db.unregister_query("q")
+        assert conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone() \
+            == ("planted, public",)  # (the caller's own, after each call)
+    finally:
+        conn.execute("RESET search_path")
+    assert conn.execute("SELECT is_called FROM planted.calls").fetchone() == (False,)

@@ -592,3 +592,31 @@ def test_an_upgrade_makes_the_capture_of_a_table_tracked_before_again(oracle):
     conn.execute("UPDATE public.pairs SET n = 3")
     oracle.run()
     assert oracle.db.results("all_pairs") == [(1, 3)]
+
+
+def test_a_column_retyped_after_track_refuses_the_tables_writes(orders):
+    """The capture function runs as argus's owner: a column retyped to a type whose
+    assignment cast to the inbox's type a table's owner wrote had that cast run with
+    the owner's rights (found by a helper). A statement on a table whose column changed
+    type since `track` is refused, naming it, and runs no cast."""
+    oracle = orders
+    conn, db = oracle.conn, oracle.db
+    db.track("public.orders")
+    db.run()
+    oracle.register("per_customer", QUERIES["per_customer"])
+    conn.execute("CREATE SEQUENCE public.casts")
+    conn.execute("CREATE TYPE public.label AS (v text)")
+    conn.execute("CREATE FUNCTION public.label_text(public.label) RETURNS text LANGUAGE plpgsql "
+                 "AS $$ BEGIN PERFORM nextval('public.casts'); RETURN ($1).v; END $$")
+    conn.execute("CREATE CAST (public.label AS text) WITH FUNCTION public.label_text(public.label) "
+                 "AS ASSIGNMENT")
+    conn.execute("ALTER TABLE public.orders ALTER COLUMN customer TYPE public.label "
+                 "USING ROW(customer)::public.label")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState,
+                       match="a column of public.orders changed its type"):
+        conn.execute("INSERT INTO public.orders VALUES (900, ROW('x'), 1)")
+    assert conn.execute("SELECT is_called FROM public.casts").fetchone() == (False,)
+    conn.execute("ALTER TABLE public.orders ALTER COLUMN customer TYPE text "
+                 "USING (customer).v")  # (back as it was: its writes go on)
+    conn.execute("INSERT INTO public.orders VALUES (901, 'y', 2)")
+    oracle.run()

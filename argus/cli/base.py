@@ -60,10 +60,15 @@ def handle_errors(func):
 
 
 def connect(dsn: str | None, sharing: str | None = None):
-    """argus.connect, imported when a command connects."""
+    """argus.connect, imported when a command connects; its session runs argus's
+    statements only, on the search_path cycles run with (settings.pin_search_path: a
+    command's catalog reads outside the API's methods, `argus status`'s, too)."""
     from .. import api
+    from ..settings import pin_search_path
 
-    return api.connect(dsn, sharing)
+    db = api.connect(dsn, sharing)
+    pin_search_path(db.conn)
+    return db
 
 
 class _Said(logging.Handler):

@@ -12,7 +12,9 @@ the session or the server (`table_to_xml`, `current_setting`, `version`, `pg_rea
 `txid_current`, `has_table_privilege`, …), and anything VOLATILE or clock-dependent.
 
 A function found outside `pg_catalog` is written schema-qualified into the node code,
-so that the search_path of whoever runs a cycle cannot put another in its place.
+so that the search_path of whoever runs a cycle cannot put another in its place. Names
+are looked up on the registering session's own path (settings.user_schemas), while
+argus's statements run on a pinned one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import psycopg
 
 from ..errors import PermissionDeniedError, UnsupportedQueryError
+from ..settings import user_schemas
 from .lateral import expands
 
 # STABLE functions of pg_catalog that compute from their arguments and the session's
@@ -38,13 +41,14 @@ _CANDIDATES = """
 SELECT f.name, n.nspname, p.provolatile, p.prokind, p.proretset,
        r.rolsuper OR p.proowner = (SELECT c.relowner FROM pg_class c
                                     WHERE c.oid = 'argus_catalog.nodes'::regclass) AS trusted,
-       array_position(current_schemas(true), n.nspname::text) AS rank,
-       coalesce(has_function_privilege(%s::name, p.oid, 'EXECUTE'), true) AS callable
-  FROM unnest(%s::text[]) AS f(name)
+       array_position(%(path)s::text[], n.nspname::text) AS rank,
+       coalesce(has_function_privilege(%(registrant)s::name, p.oid, 'EXECUTE'), true)
+         AS callable
+  FROM unnest(%(names)s::text[]) AS f(name)
   JOIN pg_proc p ON p.proname = f.name
   JOIN pg_namespace n ON n.oid = p.pronamespace
   JOIN pg_roles r ON r.oid = p.proowner
- WHERE n.nspname = ANY(current_schemas(true))
+ WHERE n.nspname = ANY(%(path)s::text[])
 """
 
 
@@ -55,7 +59,8 @@ def check(conn: psycopg.Connection, names: frozenset[str], registrant: str | Non
     to qualify its calls with."""
     found: dict[str, list[tuple]] = {}
     for name, schema, volatility, kind, sets, trusted, rank, callable_ in conn.execute(
-            _CANDIDATES, (registrant, sorted(names - ARGUS))):
+            _CANDIDATES, {"registrant": registrant, "names": sorted(names - ARGUS),
+                          "path": user_schemas(conn)}):
         if not callable_:
             raise PermissionDeniedError(f"role {registrant!r} may not execute the function "
                                         f"{schema}.{name}()")

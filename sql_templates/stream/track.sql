@@ -11,6 +11,21 @@
 CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
 BEGIN
+    -- a column retyped since `track`: its rows would be cast to the inbox's type by the
+    -- new type's cast, which whoever may alter the table wrote, run as argus's owner
+    -- (this function's rights; found by a helper): the statement is refused instead
+    IF EXISTS (SELECT FROM pg_catalog.pg_attribute s
+                 JOIN pg_catalog.pg_attribute i
+                   ON i.attrelid = {inbox_name}::pg_catalog.regclass
+                  AND i.attname OPERATOR(pg_catalog.=) s.attname
+                WHERE s.attrelid OPERATOR(pg_catalog.=) TG_RELID
+                  AND s.attnum OPERATOR(pg_catalog.>) 0 AND NOT s.attisdropped
+                  AND s.atttypid OPERATOR(pg_catalog.<>) i.atttypid) THEN
+        RAISE EXCEPTION 'argus: a column of %.% changed its type since argus began to '
+                        'track it', TG_TABLE_SCHEMA, TG_TABLE_NAME
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'argus untrack the table, then argus track it again';
+    END IF;
     PERFORM set_config('argus.capture', 'on', true);
     IF TG_OP = 'INSERT' THEN
         INSERT INTO {inbox} ({columns}, argus_op) SELECT {columns}, 'i' FROM argus_new;
