@@ -80,9 +80,15 @@ def _pinned(cls: type) -> type:
 
     for name, member in list(vars(cls).items()):
         if isinstance(member, types.FunctionType) and not name.startswith("_") \
-                and name != "close":
+                and name not in ("close", *_READS):
             setattr(cls, name, pinned(member))
     return cls
+
+
+# Reading an answer runs one statement of schema-qualified names (Argus._read), pinned
+# itself where it reads the catalog: switching the path at each call made PostgreSQL
+# plan every statement again (0.15 → 0.37 ms a read).
+_READS = ("results", "new_results")
 
 
 @_pinned
@@ -349,14 +355,16 @@ class Argus:
                         view(name), sql.Literal(name), limited))
             except psycopg.Error as exc:
                 if exc.sqlstate == "AR002":
-                    raise registry.unknown_query(self.conn, name) from None
+                    with settings.pinned_path(self.conn):
+                        raise registry.unknown_query(self.conn, name) from None
                 if exc.sqlstate == "AR001":
                     QueryInfo(name, "", [], 0, [], exc.diag.message_hint,
                               exc.diag.message_primary or None).check_ok()
                 if exc.sqlstate not in ("42P01", "42501"):
                     raise
-        registry.check_ok(self.conn, name)  # (no such view, or not theirs: it says so)
-        return _planned_once(self.conn, plain)
+        with settings.pinned_path(self.conn):
+            registry.check_ok(self.conn, name)  # (no such view, or not theirs: it says so)
+            return _planned_once(self.conn, plain)
 
     @functools.cached_property
     def _on_citus(self) -> bool:

@@ -248,13 +248,13 @@ def pinned_path(conn: psycopg.Connection) -> Iterator[None]:
     or a schema named as the session's role, and ran it with the caller's rights (found
     by a helper). The session's path is kept meanwhile: the names a query calls, and a
     table to track, are looked up on it (`user_schemas`, `user_relation`)."""
-    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
+    (path, _) = conn.execute(  # (one round trip: the path read, then set)
+        "SELECT pg_catalog.current_setting('search_path'), "
+        "pg_catalog.set_config('search_path', %s, false)", (PINNED["search_path"],)).fetchone()
     if path == PINNED["search_path"]:  # (already: an inner call, or argus's connection)
         yield
         return
     _USER_PATHS[conn] = path
-    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)",
-                 (PINNED["search_path"],))
     try:
         yield
     finally:  # (a failed transaction's rollback takes the setting back itself)
