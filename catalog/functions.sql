@@ -159,11 +159,21 @@ LANGUAGE sql STABLE AS $$ SELECT now FROM argus_catalog.clock $$;
 -- computes it (numeric_stddev_internal: sqrt_var at the variance's scale). sqrt()
 -- rounds at a scale of its own, and rounding that again at v's scale turned some
 -- halves (109904475403.4999…) up.
+-- No SET clause (inlined), so every operator and function is pg_catalog's by name: its
+-- body is parsed where it runs, and `u / 2` would take a /(numeric, integer) of the
+-- reader's search_path first.
 CREATE OR REPLACE FUNCTION argus.numeric_sqrt(v numeric) RETURNS numeric
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT round(CASE WHEN (r + u / 2) * (r + u / 2) <= v THEN r + u ELSE r END, scale(v))
-      FROM (SELECT CASE WHEN t * t > v THEN t - u ELSE t END AS r, u
-              FROM (SELECT trunc(sqrt(v), scale(v)) AS t, 1 / 10::numeric ^ scale(v) AS u) AS a
+    SELECT pg_catalog.round(
+               CASE WHEN ((r OPERATOR(pg_catalog.+) h) OPERATOR(pg_catalog.*)
+                          (r OPERATOR(pg_catalog.+) h)) OPERATOR(pg_catalog.<=) v
+                    THEN r OPERATOR(pg_catalog.+) u ELSE r END, pg_catalog.scale(v))
+      FROM (SELECT CASE WHEN (t OPERATOR(pg_catalog.*) t) OPERATOR(pg_catalog.>) v
+                        THEN t OPERATOR(pg_catalog.-) u ELSE t END AS r, u,
+                   u OPERATOR(pg_catalog./) 2::numeric AS h
+              FROM (SELECT pg_catalog.trunc(pg_catalog.sqrt(v), pg_catalog.scale(v)) AS t,
+                           1::numeric OPERATOR(pg_catalog./) (10::numeric OPERATOR(pg_catalog.^)
+                               pg_catalog.scale(v)::numeric) AS u) AS a
            ) AS b
 $$;
 

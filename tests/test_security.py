@@ -3,6 +3,8 @@ whoever runs it (its search_path, its functions)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from argus import QueryError
@@ -99,13 +101,16 @@ def test_the_programs_estimate_functions_call_pg_catalogs_operators_whatever_the
     misjudged at every node, which inlines planned_rows), so each operator in them is
     pg_catalog's by name: called with a search_path that finds an operator of an exact
     type pg_catalog lacks (>(float8, bigint)) first, they ran it as whoever called (found
-    by a helper)."""
+    by a helper). So does argus.numeric_sqrt (a stddev's root), whose body is parsed
+    where it runs (a second helper)."""
     conn = db.conn
     conn.execute("CREATE SCHEMA planted")
     conn.execute("CREATE TABLE planted.ran (op text)")
-    for op, left, right in ((">", "float8", "bigint"), ("<", "float8", "numeric"),
-                            ("*", "real", "bigint"), ("/", "bigint", "integer")):
-        name = {">": "gt", "<": "lt", "*": "mul", "/": "div"}[op]
+    for i, (op, left, right) in enumerate(
+            ((">", "float8", "bigint"), ("<", "float8", "numeric"), ("*", "real", "bigint"),
+             ("/", "bigint", "integer"), ("/", "numeric", "integer"),  # (numeric_sqrt's)
+             ("/", "integer", "numeric"))):
+        name = f"op{i}"
         conn.execute(f"CREATE FUNCTION planted.{name}({left}, {right}) RETURNS boolean "
                      f"LANGUAGE sql AS $$ INSERT INTO planted.ran VALUES ('{op}') "
                      "RETURNING true $$")
@@ -119,6 +124,7 @@ def test_the_programs_estimate_functions_call_pg_catalogs_operators_whatever_the
             conn.execute("SELECT argus.misjudged(%s::real, 'planted.delta'::regclass, "
                          "%s::bigint), argus.planned_rows(%s::real, 'planted.delta'::regclass)",
                          (est, rows, est))
+        assert conn.execute("SELECT argus.numeric_sqrt(2.25)").fetchone() == (Decimal("1.50"),)
     assert conn.execute("SELECT count(*) FROM planted.ran").fetchone()[0] == 0
 
 
