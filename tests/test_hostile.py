@@ -524,3 +524,20 @@ def test_a_format_keeps_the_text_it_quotes(oracle):
     oracle.insert("s", [(3, "2024-05-07 14:00+00", "2022d01")])
     oracle.run()
     assert ("2024%d dd05",) in {r[1:2] for r in oracle.db.results("formats")}
+
+
+def test_a_collation_named_by_its_schema_is_read_as_one(oracle):
+    """sqlglot reads `COLLATE pg_catalog."C"` as a column of a table: a valid query was
+    refused as naming an unknown column (a helper); a collation written as a string,
+    which PostgreSQL refuses, read as a syntax error at NULL."""
+    from argus.errors import QuerySyntaxError
+
+    oracle.create_stream("s", {"id": "int", "v": "text"})
+    oracle.register("lt", 'SELECT id FROM s WHERE v COLLATE pg_catalog."C" < \'b\'')
+    oracle.register("top", 'SELECT id, v FROM s ORDER BY v COLLATE pg_catalog."C" LIMIT 2')
+    oracle.insert("s", [(1, "a"), (2, "B"), (3, "b")])
+    oracle.run()  # (the oracle: each answer equals its SQL from scratch)
+    with pytest.raises(QuerySyntaxError, match="COLLATE takes a collation's name"):
+        oracle.db.register_query("q", "SELECT id FROM s WHERE v COLLATE 'C' < 'b'")
+    with pytest.raises(QueryError, match='schema "evil" does not exist'):
+        oracle.db.register_query("q", "SELECT id FROM s WHERE v COLLATE evil.cd < 'b'")

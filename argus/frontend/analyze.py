@@ -137,7 +137,23 @@ def parse(sql_text: str) -> exp.Select:
             "x IN (…), or split the query")
     for node in tree.walk():  # (a comment would follow its expression into the SQL
         node.comments = None  # compared: `GROUP BY k -- why` matched no output column)
+    _collations(tree)
     return tree
+
+
+def _collations(tree: exp.Expr) -> None:
+    """A collation named by its schema (`COLLATE pg_catalog."C"`), which sqlglot reads
+    as a column of a table (refused as an unknown column; a helper), made a name; one
+    written as a string, which PostgreSQL refuses, refused saying so (it read as a
+    syntax error at NULL: the probe's literals are NULLs, frontend.reach)."""
+    for collate in tree.find_all(exp.Collate):
+        name = collate.expression
+        if isinstance(name, exp.Column) and name.args.get("table") is not None:
+            collate.set("expression", exp.Dot(this=name.args["table"].copy(),
+                                              expression=name.this.copy()))
+        elif isinstance(name, exp.Literal):
+            raise QuerySyntaxError(f"COLLATE takes a collation's name, not a string: "
+                                   f'write COLLATE "{name.this}", not COLLATE \'{name.this}\'')
 
 
 def _depth(tree: exp.Expr) -> int:
