@@ -80,15 +80,17 @@ def _pinned(cls: type) -> type:
 
     for name, member in list(vars(cls).items()):
         if isinstance(member, types.FunctionType) and not name.startswith("_") \
-                and name not in ("close", *_READS):
+                and name not in ("close", *_UNSWITCHED):
             setattr(cls, name, pinned(member))
     return cls
 
 
-# Reading an answer runs one statement of schema-qualified names (Argus._read), pinned
-# itself where it reads the catalog: switching the path at each call made PostgreSQL
-# plan every statement again (0.15 → 0.37 ms a read).
-_READS = ("results", "new_results")
+# Reading an answer, and a load, run one statement of schema-qualified names (an answer
+# with argus.answer_ok, a COPY into the inbox), each pinned where it reads the catalog
+# (Argus._read's errors, loads.Inboxes.schema): switching the path at each call made
+# PostgreSQL plan every statement again (0.15 → 0.37 ms a read), and a load was one
+# COPY (test_a_load_is_one_statement_on_an_idle_connection).
+_UNSWITCHED = ("results", "new_results", "insert", "load")
 
 
 @_pinned

@@ -26,6 +26,7 @@ from .errors import LoadError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from . import tables
 from .names import STAGING_SCHEMA, check_name
+from .settings import pinned_path
 from .streams import copy_rows, plain_rows, stream_schemas
 
 
@@ -59,7 +60,8 @@ class Inboxes:
 
     def schema(self, name: str, fresh: bool = False, what: str = "stream") -> StreamSchema:
         if fresh or name not in self._schemas:
-            schema = stream_schemas(self.conn).get(name)
+            with pinned_path(self.conn):  # (a load itself is one COPY: Argus._UNSWITCHED)
+                schema = stream_schemas(self.conn).get(name)
             if schema is None:
                 self._schemas.pop(name, None)
                 raise UnknownStreamError(f"unknown {what} {name!r}")
