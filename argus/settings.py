@@ -229,13 +229,22 @@ PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": 
 _USER_PATHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _pin(conn: psycopg.Connection) -> str | None:
+    """The session's search_path set to the pinned one, in one round trip; the path it
+    had (kept: `user_schemas`), or None if it had that one already."""
+    (path, _) = conn.execute(
+        "SELECT pg_catalog.current_setting('search_path'), "
+        "pg_catalog.set_config('search_path', %s, false)", (PINNED["search_path"],)).fetchone()
+    if path == PINNED["search_path"]:
+        return None
+    _USER_PATHS[conn] = path
+    return path
+
+
 def pin_search_path(conn: psycopg.Connection) -> None:
     """A connection of argus's own (the dashboard's, a subscription's, a load's): every
     statement on it with the search_path cycles run with (`pinned_path`)."""
-    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
-    _USER_PATHS[conn] = path
-    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)",
-                 (PINNED["search_path"],))
+    _pin(conn)
 
 
 @contextlib.contextmanager
@@ -248,13 +257,10 @@ def pinned_path(conn: psycopg.Connection) -> Iterator[None]:
     or a schema named as the session's role, and ran it with the caller's rights (found
     by a helper). The session's path is kept meanwhile: the names a query calls, and a
     table to track, are looked up on it (`user_schemas`, `user_relation`)."""
-    (path, _) = conn.execute(  # (one round trip: the path read, then set)
-        "SELECT pg_catalog.current_setting('search_path'), "
-        "pg_catalog.set_config('search_path', %s, false)", (PINNED["search_path"],)).fetchone()
-    if path == PINNED["search_path"]:  # (already: an inner call, or argus's connection)
+    path = _pin(conn)
+    if path is None:  # (already: an inner call, or argus's own connection)
         yield
         return
-    _USER_PATHS[conn] = path
     try:
         yield
     finally:  # (a failed transaction's rollback takes the setting back itself)
