@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -63,6 +65,7 @@ def tpch(scale: float, batches: int, share: float = 0.001,
     from . import tpch as generator
 
     root = Path(tempfile.mkdtemp(prefix="argus-bench-tpch-"))
+    atexit.register(shutil.rmtree, root, True)  # (read until the process ends)
     data = generator.generate(scale, root, batches=batches, share=share)
     con = generator._duckdb()
     texts = dict(con.execute("SELECT query_nr, query FROM tpch_queries()").fetchall())
