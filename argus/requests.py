@@ -173,10 +173,16 @@ def forcing_refused(name: str) -> PermissionDeniedError:
 
 
 def _registrar_now(conn: psycopg.Connection, role: str) -> bool:
-    """The requester's rights when its request is carried out, not when it was queued."""
+    """The requester's rights when its request is carried out, not when it was queued.
+    Not argus's own group roles': every registrar may SET ROLE to the registrar group,
+    which made it a second identity of each (its own 100 requests; streams every
+    registrar could write; a helper)."""
     owner = roles.owner_role(conn)
     if owner is None:
         return True  # no roles here: only the installing role reaches argus at all
+    if role in {owner.removesuffix("owner") + group for group in (*roles.GROUPS, "owner")}:
+        raise PermissionDeniedError(f"role {role!r} is one of argus's own group roles: a "
+                                    "request is made as one's own role (RESET ROLE)")
     (now,) = conn.execute(
         "SELECT CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = %(role)s) "
         "THEN pg_has_role(%(role)s, %(registrar)s, 'MEMBER') "

@@ -465,6 +465,13 @@ DECLARE
     v_queries  json;
     v_pending  bigint;
 BEGIN
+    -- A caller (a writer may run cycles) that keeps the cycle's transaction open holds
+    -- the cycle lock, and after a large inbox's claim every inbox (a helper): its
+    -- session ends once idle in that transaction for a minute.
+    IF current_setting('idle_in_transaction_session_timeout')::interval
+           NOT BETWEEN interval '1 ms' AND interval '1 min' THEN
+        PERFORM set_config('idle_in_transaction_session_timeout', '1min', true);
+    END IF;
     -- Under REPEATABLE READ the snapshot predates the wait for the cycle lock: a load
     -- committed meanwhile would be unseen by the claim, then truncated with the inbox.
     IF current_setting('transaction_isolation') <> 'read committed' THEN

@@ -188,6 +188,38 @@ def test_a_registrars_flood_of_requests_holds_back_no_other_nor_the_cycle(networ
     assert len(done) == 101 and all("unknown query" in o.error for o in done), done[0]
 
 
+def test_a_request_made_as_argus_group_role_is_refused(network, login, worker):
+    """Every registrar may SET ROLE to argus's registrar group: its requests were
+    carried out as the group's (a second identity with its own 100 requests, and
+    streams every registrar could then write; a helper). They are refused, saying why."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    (group,) = network.conn.execute(
+        "SELECT rolname FROM pg_roles WHERE rolname LIKE %s",
+        (network.conn.execute("SELECT role_prefix FROM argus_catalog.settings")
+         .fetchone()[0] + "\\_registrar",)).fetchone()
+    with argus.connect(dsn) as registrar:
+        registrar.conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(group)))
+        with pytest.raises(PermissionDeniedError, match="argus's own group roles"):
+            registrar.create_stream("theirs", {"x": "int"})
+    assert "theirs" not in [s.name for s in network.streams()]
+
+
+def test_a_writer_cannot_keep_a_cycles_transaction_open_for_long(network, login):
+    """Writers run cycles: one that kept the cycle's transaction open held the cycle
+    lock, and after a large inbox's claim every inbox, for as long as it liked (a
+    helper). Its session now ends once idle in that transaction for a minute."""
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    with psycopg.connect(dsn) as writer:  # (not autocommit: the cycle's transaction stays)
+        writer.execute("SELECT argus.run_cycle()")
+        assert writer.execute("SHOW idle_in_transaction_session_timeout").fetchone() \
+            == ("1min",)
+        writer.rollback()
+        assert writer.execute("SHOW idle_in_transaction_session_timeout").fetchone() \
+            == ("0",)
+
+
 def test_a_request_is_refused_past_node_timeout_in_all(fresh_dsn):
     """A request's statements each under the time limit held the cycle lock for as
     many times the limit (a helper: six backfills of 4 s under a 6 s node_timeout):

@@ -284,3 +284,26 @@ def test_implied_bounds_hold_for_nan_infinity_and_null(oracle):
                               f"WHERE a.k = b.k AND b.k = c.k AND {where}")
     oracle.insert("m", rows[12:])
     oracle.run()
+
+
+def _chain(n: int) -> str:
+    return "SELECT x1.v FROM mine x1" + "".join(
+        f" JOIN mine x{i} ON x{i}.v = x{i - 1}.v" for i in range(2, n + 1))
+
+
+def test_matching_a_block_stops_past_its_budget_and_stays_exact(oracle, monkeypatch):
+    """Matching a self-join of n copies against the network's nodes tries n! ways each
+    (a registrar's 10-way self-join planned for minutes inside the cycle lock, where no
+    statement_timeout reaches; a helper): past MAX_ASSIGNMENTS a block is offered no
+    more nodes, and computes the rest itself, exactly."""
+    from argus.mqo import blocks
+
+    budget = blocks.Budget(2)
+    assert [budget.spend() for _ in range(3)] == [True, True, False]
+    oracle.create_stream("mine", {"v": "int"})
+    oracle.register("j4", _chain(4))
+    monkeypatch.setattr(blocks, "MAX_ASSIGNMENTS", 0)  # (no node offered by matching;
+    oracle.register("j6", _chain(6))  # equal signatures are still shared)
+    oracle.register("j5", _chain(5))
+    oracle.insert("mine", [(v % 3,) for v in range(12)])
+    oracle.run()  # (the oracle: every answer equals its SQL from scratch)

@@ -251,9 +251,30 @@ class Match:
     residual: tuple[Cond, ...]  # the query's conditions the node does not guarantee
 
 
-def matches(node: Indexed, block: Block, subset: frozenset[int]) -> Iterator[Match]:
+# Assignments of nodes' STAs to a query's instances tried for one block, over every
+# node and subset: a self-join of n copies has n! each (a registrar's 10-way self-join
+# planned for minutes, holding the cycle lock, where statement_timeout cannot reach; a
+# helper). Past it, no more nodes are offered: the query computes the rest itself.
+MAX_ASSIGNMENTS = 10_000
+
+
+class Budget:
+    """What is left of a block's MAX_ASSIGNMENTS."""
+
+    def __init__(self, left: int | None = None) -> None:
+        self.left = MAX_ASSIGNMENTS if left is None else left
+
+    def spend(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
+
+
+def matches(node: Indexed, block: Block, subset: frozenset[int],
+            budget: Budget | None = None) -> Iterator[Match]:
     """Every assignment of the node's STAs to the instances of `subset` under which the
-    node's PredSet is implied by the query's conditions on `subset`."""
+    node's PredSet is implied by the query's conditions on `subset`, while `budget`
+    lasts."""
+    budget = budget or Budget()
     if len(node.sources) != len(subset):
         return
     query_clauses = [c for cond in block.within(subset) for c in cond.predset]
@@ -273,6 +294,8 @@ def matches(node: Indexed, block: Block, subset: frozenset[int]) -> Iterator[Mat
         for q in order:
             if q in mapping.values() or block.sources[q - 1] != node.sources[j - 1]:
                 continue
+            if not budget.spend():
+                return
             mapping[j] = q
             if all(implied(c, mapping) for c, stas in node_clauses
                    if j in stas and stas <= mapping.keys()):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlglot import exp
 
 from . import order
-from .blocks import (Block, Cond, Indexed, Match, atoms_of, column_name, connected_subsets,
+from .blocks import (Block, Budget, Cond, Indexed, Match, atoms_of, column_name, connected_subsets,
                      fresh_name, matches, render, rename_instances)
 from .order import Estimates, Tree
 from .replan import Replan, observed
@@ -173,6 +173,7 @@ class BlockBuilder:
         self.chosen: tuple[Tree, list[Tree]] | None = None  # by cost: the tree, alternatives
         self.estimates: Estimates | None = None
         self.answer: Match | None = None  # a re-plan's: the own node holding the answer
+        self.budget = Budget()  # (blocks.MAX_ASSIGNMENTS over all its matches)
 
     # -- the plan ------------------------------------------------------------------
 
@@ -329,7 +330,7 @@ class BlockBuilder:
                   for clause in cond.predset for lit in clause}
         found = []
         for node in self.builder.candidates(sources, shapes):
-            found += matches(node, self.block, subset)
+            found += matches(node, self.block, subset, self.budget)
         return found
 
     # -- parts -----------------------------------------------------------------------
