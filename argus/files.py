@@ -111,6 +111,10 @@ def _columns(file: Path, stream_columns: tuple[str, ...], header: bool) -> list[
 
 def _copy(conn: psycopg.Connection, file: Path, stream: str, columns: list[str],
           header: bool) -> int:
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:  # (PostgreSQL's DuplicateColumn came out as a traceback; a helper)
+        raise LoadError(f"cannot load {file}, nothing was loaded: its header names column "
+                        f"{twice[0]!r} twice")
     statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv, HEADER {})").format(
         stream_inbox(stream), sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL("true" if header else "false"))
@@ -120,8 +124,8 @@ def _copy(conn: psycopg.Connection, file: Path, stream: str, columns: list[str],
                 for chunk in iter(lambda: handle.read(1 << 20), b""):
                     copy.write(chunk)
             return cur.rowcount
-    except (psycopg.errors.DataError, psycopg.errors.IntegrityConstraintViolation) as exc:
-        raise _refused(file, exc) from None
+    except (psycopg.errors.DataError, psycopg.IntegrityError) as exc:  # (CHECK and NOT
+        raise _refused(file, exc) from None  # NULL too: a time of infinity; a helper)
 
 
 def _refused(file: Path, exc: psycopg.Error) -> LoadError:

@@ -67,6 +67,12 @@ def test_a_refused_value_names_file_line_and_column_and_loads_nothing(files, fre
     code, out = load(fresh_dsn, data)
     assert code == 1 and "c.csv" in out and "line 2, column amount" in out
     assert inbox(oracle.db) == []  # the directory's good files neither
+    bad.write_text("tran_id,sender,sender\n1,a,b\n")  # (a traceback before; a helper)
+    code, out = load(fresh_dsn, bad)
+    assert code == 1 and "names column 'sender' twice" in out
+    bad.write_text("tran_id,tran_date,sender\n1,infinity,a\n")  # (a CHECK's traceback)
+    code, out = load(fresh_dsn, bad)
+    assert code == 1 and f"cannot load {bad}" in out and "Traceback" not in out, out
     code, out = load(fresh_dsn, "--engine", "local", "--format", "parquet", data / "a.csv")
     assert code == 1 and "CSV only" in out
 
