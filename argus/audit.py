@@ -33,7 +33,7 @@ from psycopg import sql
 
 from .errors import ArgusError
 from .names import INBOX_SCHEMA, NETWORK_SCHEMA, STREAMS_SCHEMA, stream_history, stream_inbox
-from .settings import PINNED
+from .settings import pinned_path
 
 FLAG_RATIO = 10
 FLAG_MIN_ROWS = 1000  # (a scan of fewer is as cheap as probing for a few)
@@ -69,7 +69,14 @@ class Statement:
 def audit(conn: psycopg.Connection, rows: int = 1000,
           query: str | None = None) -> list[Statement]:
     """The statements of one cycle over a sample of `rows` new rows per stream (or
-    those of `query`'s nodes only), flagged; nothing of it is kept."""
+    those of `query`'s nodes only), flagged; nothing of it is kept. On the path cycles
+    use (settings.pinned_path): its catalog reads, and its statements run again as
+    text, call no registrar's function or operator of the session's path."""
+    with pinned_path(conn):
+        return _audit(conn, rows, query)
+
+
+def _audit(conn: psycopg.Connection, rows: int, query: str | None) -> list[Statement]:
     if not conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
                         ).fetchone()[0]:
         raise ArgusError("the audit loads PostgreSQL's auto_explain, which needs a "
@@ -89,10 +96,6 @@ def audit(conn: psycopg.Connection, rows: int = 1000,
     conn.add_notice_handler(collect)
     try:
         with conn.transaction() as tx:
-            # (its statements are run again as text here: with the names cycles use,
-            # settings.pinned_session, not a registrar's operators on the session's path)
-            conn.execute("SELECT set_config('search_path', %s, true)",
-                         (PINNED["search_path"],))
             _sample(conn, rows)
             # the session's first-cycle program: every statement a text run as it is,
             # none a kept plan reading the program's variables, so each can be run again

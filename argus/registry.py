@@ -87,10 +87,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         admission.check_readable(conn, analyzed.streams, registrant)
     network.rebuild_if_lost(conn)  # (a new node is filled from the nodes it reads)
     with conn.transaction(), pinned_session(conn):
-        roles.become_owner(conn)
-        # everything from here resolves names as a cycle does: no search_path of the
-        # registrant's decides which function or table a node's code means
-        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+        roles.become_owner(conn)  # (names resolve as a cycle's: pinned_session's path)
         # before the cycle lock: a query that takes long to plan holds up no cycle
         plan = admission.checked(conn, analyzed, registrant)
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)

@@ -227,6 +227,7 @@ PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": 
 
 
 _USER_PATHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FOR_GOOD: weakref.WeakSet = weakref.WeakSet()  # (pin_search_path's: no round trip again)
 
 
 def _pin(conn: psycopg.Connection) -> str | None:
@@ -245,6 +246,7 @@ def pin_search_path(conn: psycopg.Connection) -> None:
     """A connection of argus's own (the dashboard's, a subscription's, a load's): every
     statement on it with the search_path cycles run with (`pinned_path`)."""
     _pin(conn)
+    _FOR_GOOD.add(conn)
 
 
 @contextlib.contextmanager
@@ -257,7 +259,7 @@ def pinned_path(conn: psycopg.Connection) -> Iterator[None]:
     or a schema named as the session's role, and ran it with the caller's rights (found
     by a helper). The session's path is kept meanwhile: the names a query calls, and a
     table to track, are looked up on it (`user_schemas`, `user_relation`)."""
-    path = _pin(conn)
+    path = None if conn in _FOR_GOOD else _pin(conn)
     if path is None:  # (already: an inner call, or argus's own connection)
         yield
         return

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 
 from argus import QueryError
+from argus.errors import QueryFailedError
 
 
 def test_a_callers_search_path_cannot_put_its_functions_in_a_cycle(oracle, fresh_dsn):
@@ -207,15 +208,15 @@ def test_argus_reads_its_catalog_with_no_function_of_the_callers_path(oracle, mo
     monkeypatch.setenv("PGOPTIONS", "-c search_path=planted,public")
     conn.execute("SET search_path = planted, public")
     try:
-        with pytest.raises(Exception, match="division by zero"):
+        with pytest.raises(QueryFailedError, match="division by zero"):
             db.results("q")
-        db.explain("q")
-        db.queries()
-        for command in (["status"], ["explain", "q"], ["results", "q"]):
-            CliRunner().invoke(main, [*command, "--dsn", db.dsn])
+        assert "query q" in db.explain("q") and [i.name for i in db.queries()] == ["q"]
+        for command, shown in ((["status"], "division by zero"), (["explain", "q"], "query q"),
+                               (["results", "q"], "division by zero")):
+            result = CliRunner().invoke(main, [*command, "--dsn", db.dsn])
+            assert shown in result.output, (command, result.output)  # (it read the catalog)
         client = create_app(db.dsn).test_client()
-        client.get("/")
-        client.get("/node/1")
+        assert client.get("/").status_code == 200 and client.get("/node/1").status_code == 200
         db.unregister_query("q")
         assert conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone() \
             == ("planted, public",)  # (the caller's own, after each call)

@@ -298,12 +298,20 @@ def test_matching_a_block_stops_past_its_budget_and_stays_exact(oracle, monkeypa
     more nodes, and computes the rest itself, exactly."""
     from argus.mqo import blocks
 
+    from argus.mqo import sharing
+
     budget = blocks.Budget(2)
     assert [budget.spend() for _ in range(3)] == [True, True, False]
+    found = []  # (the matches the index's search gave each registration)
+    monkeypatch.setattr(sharing, "matches", lambda *args: (found.append(m) or m
+                                                           for m in blocks.matches(*args)))
     oracle.create_stream("mine", {"v": "int"})
     oracle.register("j4", _chain(4))
-    monkeypatch.setattr(blocks, "MAX_ASSIGNMENTS", 0)  # (no node offered by matching;
-    oracle.register("j6", _chain(6))  # equal signatures are still shared)
     oracle.register("j5", _chain(5))
+    assert found  # (j5's block is offered j4's joins)
+    found.clear()
+    monkeypatch.setattr(blocks, "MAX_ASSIGNMENTS", 0)
+    oracle.register("j6", _chain(6))
+    assert found == []  # (none past the budget; equal signatures are still shared)
     oracle.insert("mine", [(v % 3,) for v in range(12)])
     oracle.run()  # (the oracle: every answer equals its SQL from scratch)

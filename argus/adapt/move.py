@@ -33,8 +33,7 @@ def read_for_migration(conn: psycopg.Connection, sql_text: str, canonical: str,
     with a short lock_timeout: a reader's open transaction on its views must not hold
     up the cycles for long."""
     analyzed = read_again(conn, sql_text, canonical, schemas)
-    roles.become_owner(conn)
-    conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
+    roles.become_owner(conn)  # (on pinned_session's path, decide.migrate's)
     conn.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_TIMEOUT,))
     return analyzed
 

@@ -106,21 +106,19 @@ def unchanged(conn: psycopg.Connection, query: str) -> tuple[int, str] | None:
     decision waited for its windows or failed, MAX_UNCHANGED checks already left it,
     too few cycles measured either side, or a node's rows moved."""
     row = conn.execute(
-        """WITH last AS (SELECT m.migration_id, m.after_run, m.waited OR m.why LIKE 'failed:%%'
+        """WITH q AS (SELECT query_id, changes_after FROM argus_catalog.queries
+                       WHERE name = %(q)s AND evaluate = 'incremental'),  -- (a re-run's
+                                                           -- cost grows as the data)
+                last AS (SELECT m.migration_id, m.after_run, m.waited OR m.why LIKE 'failed:%%'
                                   AS unsettled
                            FROM argus_catalog.migrations m
                           WHERE m.query = %(q)s AND m.unchanged_since IS NULL
-                            AND EXISTS (SELECT FROM argus_catalog.queries q  -- (a re-run's
-                                         WHERE q.name = %(q)s    -- cost grows as the data)
-                                           AND q.evaluate = 'incremental')
                           ORDER BY m.migration_id DESC LIMIT 1),
                 made AS (  -- the runs of the nodes it has: after its registration or
                            -- migration (changes_after), and another's that made its nodes
                          SELECT max(n.created_at) AS at, max(q.changes_after) AS run
-                           FROM argus_catalog.query_nodes qn
-                           JOIN argus_catalog.queries q ON q.query_id = qn.query_id
-                           JOIN argus_catalog.nodes n ON n.node_id = qn.node_id
-                          WHERE q.name = %(q)s),
+                           FROM q JOIN argus_catalog.query_nodes qn USING (query_id)
+                           JOIN argus_catalog.nodes n ON n.node_id = qn.node_id),
                 sides AS (SELECT s.now, r.run_id FROM last CROSS JOIN made
                           CROSS JOIN (VALUES (false), (true)) s(now)
                           CROSS JOIN LATERAL (
@@ -139,13 +137,12 @@ def unchanged(conn: psycopg.Connection, query: str) -> tuple[int, str] | None:
                        SELECT qn.node_id, s.now,
                               sum(coalesce(w.inserted + w.retracted, 0))::float8
                                 / count(DISTINCT s.run_id) AS rate
-                         FROM argus_catalog.query_nodes qn
-                         JOIN argus_catalog.queries q ON q.query_id = qn.query_id
+                         FROM q JOIN argus_catalog.query_nodes qn USING (query_id)
                         CROSS JOIN sides s
                          LEFT JOIN argus_catalog.run_nodes w
                                 ON w.run_id = s.run_id AND w.node_id = qn.node_id
-                        WHERE q.name = %(q)s GROUP BY qn.node_id, s.now) r)
-             FROM last""", {"q": query, "cycles": UNCHANGED_CYCLES}).fetchone()
+                        GROUP BY qn.node_id, s.now) r)
+             FROM last, q""", {"q": query, "cycles": UNCHANGED_CYCLES}).fetchone()
     if row is None:
         return None
     decision, after_run, unsettled, checks, before, since, rates = row

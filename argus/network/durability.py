@@ -63,7 +63,6 @@ def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:
     with conn.transaction(), pinned_session(conn):  # (evaluated as cycles evaluate)
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
         roles.become_owner(conn)
-        conn.execute("SET LOCAL search_path = pg_catalog, pg_temp")
         if not lost(conn):
             return None  # another session rebuilt it while this one waited
         net = load(conn)
