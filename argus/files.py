@@ -115,6 +115,11 @@ def _copy(conn: psycopg.Connection, file: Path, stream: str, columns: list[str],
     if twice:  # (PostgreSQL's DuplicateColumn came out as a traceback; a helper)
         raise LoadError(f"cannot load {file}, nothing was loaded: its header names column "
                         f"{twice[0]!r} twice")
+    line = _end_of_data_line(file)
+    if line is not None:
+        raise LoadError(f"cannot load {file}, nothing was loaded: line {line} is \\. alone, "
+                        "which PostgreSQL's COPY reads as the end of the data (rows follow "
+                        'it); quote it ("\\.") to load it as a value')
     statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv, HEADER {})").format(
         stream_inbox(stream), sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL("true" if header else "false"))
@@ -126,6 +131,20 @@ def _copy(conn: psycopg.Connection, file: Path, stream: str, columns: list[str],
             return cur.rowcount
     except (psycopg.errors.DataError, psycopg.IntegrityError) as exc:  # (CHECK and NOT
         raise _refused(file, exc) from None  # NULL too: a time of infinity; a helper)
+
+
+def _end_of_data_line(file: Path) -> int | None:
+    """The line of a `\\.` alone that rows follow: PostgreSQL's COPY stops there and
+    says nothing (a helper: the file was recorded as loaded). A last such line is
+    harmless; one inside a quoted field is refused too (rare, and quoting is the cure)."""
+    found = None
+    with open(file, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            if found is None:
+                found = number if line.rstrip(b"\r\n") == b"\\." else None
+            elif line.strip():
+                return found
+    return None
 
 
 def _refused(file: Path, exc: psycopg.Error) -> LoadError:

@@ -1119,6 +1119,9 @@ $$;
 CREATE OR REPLACE FUNCTION argus.request_row() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    -- one role's requests one at a time, to its commit ("ARRQ"): the count sees only
+    -- committed rows, and two sessions racing each queued 100 (a helper)
+    PERFORM pg_advisory_xact_lock(x'41525251'::int, hashtext(current_user));
     IF (SELECT count(*) FROM argus_catalog.requests
          WHERE requested_by = current_user AND status = 'pending') >= 100 THEN
         RAISE EXCEPTION 'argus: role % has 100 requests waiting to be carried out',

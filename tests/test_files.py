@@ -73,6 +73,14 @@ def test_a_refused_value_names_file_line_and_column_and_loads_nothing(files, fre
     bad.write_text("tran_id,tran_date,sender\n1,infinity,a\n")  # (a CHECK's traceback)
     code, out = load(fresh_dsn, bad)
     assert code == 1 and f"cannot load {bad}" in out and "Traceback" not in out, out
+    bad.write_text("tran_id,sender\n1,a\n\\.\n2,b\n")  # COPY's end of data, rows after it
+    code, out = load(fresh_dsn, bad)  # (they were left out, the file recorded as loaded)
+    assert code == 1 and "line 3 is \\. alone" in out, out
+    assert inbox(oracle.db) == []
+    bad.write_text('tran_id,sender\n1,"\\."\n2,b\n\\.\n\n')  # quoted; a last \. is harmless
+    code, out = load(fresh_dsn, bad)
+    assert code == 0, out
+    assert sorted(r[:2] for r in inbox(oracle.db)) == [(1, "\\."), (2, "b")], inbox(oracle.db)
     code, out = load(fresh_dsn, "--engine", "local", "--format", "parquet", data / "a.csv")
     assert code == 1 and "CSV only" in out
 

@@ -5,6 +5,7 @@ and nothing else."""
 from __future__ import annotations
 
 import os
+import threading
 
 import psycopg
 import pytest
@@ -186,6 +187,38 @@ def test_a_registrars_flood_of_requests_holds_back_no_other_nor_the_cycle(networ
     done = network.process_requests(seconds=60)
     assert [o.name for o in done[:3]] == ["f0", "o0", "f1"], done[:3]
     assert len(done) == 101 and all("unknown query" in o.error for o in done), done[0]
+
+
+def test_two_sessions_racing_queue_at_most_100_requests_of_a_role(network, login):
+    """The count saw committed requests only: two sessions of one role, each in an open
+    transaction, queued 100 each (a helper). A role's requests now queue one at a time."""
+    role, dsn = login("racer")
+    network.grant("registrar", role)
+    queued = "INSERT INTO argus_catalog.requests (kind, name, body) VALUES ('unregister', %s, '{}')"
+    outcome: list[object] = []
+
+    def second() -> None:
+        with psycopg.connect(dsn) as conn:
+            try:
+                for i in range(60):
+                    conn.execute(queued, (f"b{i}",))
+                conn.commit()
+            except psycopg.errors.ProgramLimitExceeded as exc:
+                outcome.append(exc)
+
+    with psycopg.connect(dsn) as first:
+        for i in range(60):
+            first.execute(queued, (f"a{i}",))
+        racer = threading.Thread(target=second)
+        racer.start()
+        racer.join(1)
+        assert racer.is_alive()  # waiting for the first session's requests
+        first.commit()
+    racer.join(30)
+    assert len(outcome) == 1 and "100 requests waiting" in str(outcome[0])
+    (pending,) = network.conn.execute(
+        "SELECT count(*) FROM argus_catalog.requests WHERE status = 'pending'").fetchone()
+    assert pending == 60
 
 
 def test_a_request_made_as_argus_group_role_is_refused(network, login, worker):
