@@ -269,6 +269,23 @@ def test_two_instances_of_a_query_enrich_one_shared_node(oracle):
     oracle.run()
 
 
+def test_enriching_one_side_of_a_join_sees_a_node_it_enriched_under_the_other(oracle):
+    """A 7-way self-join reused one shared join (t ⋈ t) on one side of a new join and
+    under the other; enriching the other side added a column to it, and the first side's
+    stale copy lacked that column (a KeyError, registration failed; a helper)."""
+    oracle.create_stream("t", {"a": "int", "b": "int", "c": "int"})
+    oracle.insert("t", [(i % 7, i % 5, i % 3) for i in range(30)])
+    oracle.run()
+    seven = "SELECT t0.a, t6.b FROM " + ", ".join(f"t AS t{i}" for i in range(7)) + " WHERE "
+    oracle.register("first", seven + "t1.a = t0.a AND t2.a = t1.c AND t3.b = t2.b AND "
+                    "t3.b = t4.a AND t4.c = t1.a AND t5.c = t4.a AND t6.b = t4.c AND t6.c = t3.b",
+                    force=True)
+    oracle.register("second", seven + "t1.b = t0.b AND t2.b = t1.c AND t3.c = t0.a AND "
+                    "t4.a = t1.a AND t4.c = t5.a AND t5.b = t1.a AND t6.c = t1.c", force=True)
+    oracle.insert("t", [(i % 7, i % 5, i % 3) for i in range(30, 32)])
+    oracle.run()
+
+
 def test_implied_bounds_hold_for_nan_infinity_and_null(oracle):
     """PostgreSQL orders numeric NaN above every number and Infinity above the rest: a
     bound implied through `>=` and `=` still keeps every row of the answer."""

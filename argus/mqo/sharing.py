@@ -362,10 +362,10 @@ class BlockBuilder:
         keep = self._needed(subset, [])
         condition_atoms = set().union(*(atoms_of(c.sql) for c in applied))
         self._ensure(left, {a for a in keep | condition_atoms if _instance(a) in left.subset})
-        if right.node.id == left.node.id:  # one shared node under both (a bushy tree)
-            right.node = left.node
         self._ensure(right, {a for a in keep | condition_atoms if _instance(a) in right.subset})
-        left.node = right.node if left.node.id == right.node.id else left.node
+        # enriching one side may have enriched the other, or a node under it (one shared
+        # node under both, a bushy tree; a helper's 7-way self-join): both as they are now
+        left.node, right.node = self.builder.load(left.node.id), self.builder.load(right.node.id)
         width = len(self.builder.sources_of(left.node))
         sta = dict(left.sta) | {q: width + k for q, k in right.sta.items()}
         where = {a: ("t1", self.builder.column(left.node, left.node_atom(a)))
