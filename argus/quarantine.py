@@ -16,10 +16,13 @@ from .names import check_name, stream_inbox
 
 def rows(conn: psycopg.Connection, stream: str | None = None,
          limit: int | None = None) -> list[tuple]:
-    """The held rows (the first `limit` of them)."""
+    """The held rows (the first `limit` of them): each as jsonb, or where jsonb could not
+    hold it, its record's text (its first kilobyte, and its size)."""
     name = None if stream is None else check_name(stream, "stream")
     return conn.execute(
-        "SELECT quarantine_id, stream, row, reason || CASE WHEN dropped_at IS NULL THEN '' "
+        "SELECT quarantine_id, stream, coalesce(row, to_jsonb(format('%%s… (%%s bytes)', "
+        "left(row_text, 1024), octet_length(row_text)))), "
+        "reason || CASE WHEN dropped_at IS NULL THEN '' "
         "ELSE format(' (its stream was dropped at %%s: kept, never released)', dropped_at) "
         "END, held_at FROM argus_catalog.quarantine "
         "WHERE %(s)s::text IS NULL OR stream = %(s)s ORDER BY quarantine_id LIMIT %(n)s",
@@ -60,7 +63,9 @@ def release(conn: psycopg.Connection, stream: str | None = None,
                 "WITH r AS (DELETE FROM argus_catalog.quarantine "
                 "WHERE stream = %(s)s AND dropped_at IS NULL "
                 "AND (%(i)s::bigint[] IS NULL OR quarantine_id = ANY(%(i)s)) "
-                "RETURNING row) "
-                "INSERT INTO {} SELECT (jsonb_populate_record(NULL::{}, r.row)).* FROM r").format(
-                    inbox, inbox), {"s": each, "i": wanted}).rowcount
+                "RETURNING row, row_text), "
+                "v AS (SELECT CASE WHEN row IS NULL THEN row_text::{} "
+                "                  ELSE jsonb_populate_record(NULL::{}, r.row) END AS v FROM r) "
+                "INSERT INTO {} SELECT (v).* FROM v").format(
+                    inbox, inbox, inbox), {"s": each, "i": wanted}).rowcount
     return moved

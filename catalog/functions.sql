@@ -1116,6 +1116,16 @@ $$;
 -- inserting it, and it starts pending; at most 100 of a role's wait at once (a flood
 -- grew the queue without bound; a helper). The owner's workers are woken by a
 -- notification.
+-- A held-back row as jsonb, or NULL where jsonb cannot hold it (a string or a value past
+-- 256 MB): the quarantine then keeps the row's text (quarantine.row_text; stream/hold).
+CREATE OR REPLACE FUNCTION argus.try_jsonb(v anyelement) RETURNS jsonb
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN to_jsonb(v);
+EXCEPTION WHEN program_limit_exceeded THEN
+    RETURN NULL;
+END $$;
+
 CREATE OR REPLACE FUNCTION argus.request_row() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN

@@ -118,7 +118,8 @@ SELECT t.node_id,
 -- settings.max_clock_lead (which would move the stream clock and expire every window).
 -- `argus quarantine release` returns them to their inbox.
 CREATE VIEW argus.quarantine AS
-SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at
+SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at,
+       q.row_text  -- a row jsonb cannot hold (past 256 MB): its record's text instead
   FROM argus_catalog.quarantine q;
 
 -- Every re-plan's decision (argus.adapt) with its prediction, in the optimizer's row

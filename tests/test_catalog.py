@@ -60,6 +60,8 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
             ALTER TABLE argus_catalog.consumers DROP COLUMN created_by;  -- (42)
             DROP INDEX argus_catalog.requests_requested_by_request_id_idx;  -- (43)
             DROP INDEX argus_catalog.requests_requested_by_done_at_idx;
+            ALTER TABLE argus_catalog.quarantine DROP COLUMN row_text CASCADE,  -- (44)
+                ALTER COLUMN row SET NOT NULL;
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn

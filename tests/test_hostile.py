@@ -290,6 +290,27 @@ def test_far_future_rows_are_quarantined_not_lost(oracle, locked):
     assert oracle.db.quarantined() == [] and oracle.db.results("hour") == [(99,)]
 
 
+@pytest.mark.parametrize("locked", [False, True], ids=["moved", "locked"])
+def test_a_held_back_row_too_large_for_jsonb_is_kept_as_text(db, locked):
+    """A row 3 days ahead with a 270 MB field failed every cycle at its quarantine
+    (PostgreSQL's jsonb holds no string past 256 MB), the other rows waiting behind it
+    (a helper): it is held back as its record's text, and released whole."""
+    db.configure(truncate_inbox_bytes=1 if locked else 1 << 40)
+    db.create_stream("u", {"id": "int", "body": "text", "t": "timestamptz"}, time_column="t")
+    db.register_query("q", "SELECT id, length(body) AS n FROM u")
+    db.insert("u", [(1, "a", minute(1)), (2, "x" * 270_000_000, "2204-01-01 00:00+00")])
+    assert db.run().quarantined == {"u": 1}
+    assert db.results("q") == [(1, 1)]
+    ((_, stream, row, reason, _),) = db.quarantined()
+    assert stream == "u" and row.startswith("(2,xxx") and row.endswith(" bytes)"), row[-40:]
+    assert len(row) < 2000  # (its first kilobyte, and its size)
+    db.configure(max_clock_lead=None)
+    assert db.release_quarantine() == 1
+    db.run()
+    assert sorted(db.results("q")) == [(1, 1), (2, 270_000_000)]
+    assert db.quarantined() == []
+
+
 def test_rows_held_for_a_dropped_stream_never_go_into_its_namesake(db):
     """The rows held back for a stream that is then dropped stay, for the record, and
     are never released into a stream created later under the same name (another

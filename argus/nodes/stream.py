@@ -145,7 +145,7 @@ def _claim_stream_part(name: str, node: Node, time_column: str | None, i: int,
                             admitted=admitted, take=take))
     if t and not locked:
         parts.append(render("stream/hold", held=sql.Identifier(f"held_{i}"),
-                            claimed=claimed, name=sql.Literal(name), t=t))
+                            claimed=claimed, name=sql.Literal(name), t=t, row=_row(node)))
     # locked, the inbox is stable: a second scan of it is cheaper than keeping the
     # claimed rows in a tuple store for both the move and the statistics
     if locked:
@@ -161,6 +161,12 @@ def _claim_stream_part(name: str, node: Node, time_column: str | None, i: int,
                     sql.SQL("(SELECT latest FROM {})").format(stats),
                     sql.SQL("(SELECT late FROM {})").format(stats),
                     sql.SQL("(SELECT held FROM {})").format(stats), sql.SQL("0"), sql.SQL("0"))
+
+
+def _row(node: Node) -> sql.Composed:
+    """A held-back row `c` as its inbox's record (its text: quarantine.row_text)."""
+    return sql.SQL("ROW({})").format(sql.SQL(", ").join(
+        sql.Identifier("c", column) for column in node.columns))
 
 
 def hold_locked(streams: list[tuple[str, Node, str | None]],
@@ -180,7 +186,7 @@ def hold_locked(streams: list[tuple[str, Node, str | None]],
             refused = sql.SQL("{} AND {}").format(take_var(i), refused)
         parts.append(render("stream/hold_locked", held=sql.Identifier(f"held_{i}"),
                             taken=sql.Identifier(f"taken_{i}"), inbox=stream_inbox(name),
-                            name=sql.Literal(name), t=t, refused=refused))
+                            name=sql.Literal(name), t=t, refused=refused, row=_row(node)))
     if not parts:
         return None
     # data-modifying CTEs run whatever the statement returns (INTO: PL/pgSQL wants one)
