@@ -219,7 +219,7 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
                    o_columns=old, p_columns=cols(node.columns, "p"),
                    first=sql.Identifier(key[0]), l_join=key_join(key, "argus_h", "l")),
             render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved,
-                   probed=probed, claimed=claimed, c_join=key_join(key, "c", "l"))]
+                   probed=probed)]
 
 
 KIND = register_kind(Kind("stream", lambda d: StreamSpec(d["stream"]), StreamCompiler(),

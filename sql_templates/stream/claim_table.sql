@@ -10,7 +10,9 @@
 -- flush finds it again (node/flush_update, node/flush_delete_tid). (The history's alias is read whole:
 -- `h` was ambiguous in a table with a column h.)
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
-{last} AS (SELECT DISTINCT ON ({key}) * FROM {claimed} ORDER BY {key}, argus_seq DESC),
+{last} AS (SELECT DISTINCT ON ({key}) *, bool_or(argus_op <> 'd') OVER (PARTITION BY {key})
+                                                AS argus_put  -- (claim_table_stats)
+             FROM {claimed} ORDER BY {key}, argus_seq DESC),
 {probed} AS (SELECT l.*, argus_h AS argus_old, argus_h.{first} IS NOT NULL AS argus_had,
                     argus_h.ctid AS argus_hctid
                FROM {last} l LEFT JOIN {history} argus_h ON {l_join}),
