@@ -286,6 +286,24 @@ def test_enriching_one_side_of_a_join_sees_a_node_it_enriched_under_the_other(or
     oracle.run()
 
 
+def test_a_count_read_from_an_aggregate_moved_under_a_finer_one_counts_rows(oracle):
+    """A global count(*) read a GROUP BY's row count (argus_n); a finer GROUP BY
+    registered later moved that aggregate under itself, and argus_n then counted the
+    finer groups: the count went up by new groups, not new rows, and registering an
+    unrelated query changed an answer with no change recorded (a helper). A count(*) is
+    read from the coarser node's own count(*) column, which counts rows either way."""
+    oracle.create_stream("t", {"k": "int", "j": "int", "v": "int"})
+    oracle.insert("t", [(0, 0, 1), (0, 0, 2), (0, 1, 3)])
+    oracle.run()
+    oracle.register("a", "SELECT j, count(*) AS n, max(v) AS m FROM t GROUP BY j")
+    oracle.register("b", "SELECT count(*) AS n, max(v) AS m FROM t")
+    oracle.register("c", "SELECT j, k, count(*) AS n, max(v) AS m FROM t GROUP BY j, k")
+    oracle.register("d", "SELECT sum(v) AS s, count(*) AS n FROM t")  # (checks b again)
+    for batch in ([(0, 0, 4)], [(0, 0, 5), (1, 1, 6)], [(2, 0, 7)]):
+        oracle.insert("t", batch)
+        oracle.run()  # (the oracle: every answer, and its changes adding up to it)
+
+
 def test_implied_bounds_hold_for_nan_infinity_and_null(oracle):
     """PostgreSQL orders numeric NaN above every number and Infinity above the rest: a
     bound implied through `>=` and `=` still keeps every row of the answer."""

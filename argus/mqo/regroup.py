@@ -94,11 +94,14 @@ def offer(builder, node_id: int) -> Offer:
     canon = builder.groups.exprs(node_id)
     rows, rerolled = builder.groups.rows(node_id), builder.groups.rerolled(node_id)
     specs, books = {}, {}
-    if not rerolled:
-        books[(None, "c")] = ("argus_n", "")  # every direct aggregate counts X's rows
     for e in entries(d):
         arg_x = e.merge["arg"] if e.regrouped else e.arg  # its argument over X
         specs[(e.func, arg_x, e.distinct)] = e.name
+        if e.func == "count" and e.arg is None and not e.regrouped and not e.distinct:
+            # a direct count(*): its column counts X's rows, and still does once the node
+            # is regrouped from a finer one (reroute), where its argus_n then counts the
+            # finer groups (read as the rows' count, a coarser count(*) went wrong: a helper)
+            books[(None, "c")] = (e.name, "")
         if e.distinct or (e.arg is None and not e.regrouped):
             continue
         for suffix, change, combine in books_needed(e.func, e.category):
