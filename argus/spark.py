@@ -387,8 +387,13 @@ def _read_csv(spark, file: Path, files: list[Path], columns: tuple[str, ...],
         with open(files[0], encoding="utf-8", errors="replace") as handle:
             names = [n.strip().strip('"') for n in handle.readline().rstrip("\r\n").split(",")]
     fields = [StructField(n, StringType()) for n in names]
+    # PostgreSQL's CSV (RFC 4180): a quote inside a quoted field is doubled, and a quoted
+    # field may span lines; Spark's defaults escape by backslash and end a record at every
+    # line end (a doubled quote was loaded raw, a backslash before the closing quote
+    # swallowed it, a quoted line break failed the load; a helper)
     reader = (_reader(spark, file, files).schema(StructType(fields))
-              .option("header", str(header).lower()).option("enforceSchema", "false"))
+              .option("header", str(header).lower()).option("enforceSchema", "false")
+              .option("escape", '"').option("multiLine", "true"))
     strict = reader.option("mode", "FAILFAST").csv([str(f) for f in files])
     try:  # parses every field of every row once (a bare count() would parse none)
         strict.agg(F.sum(F.hash(*[F.col(f"`{n}`") for n in names]))).collect()

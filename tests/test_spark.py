@@ -141,6 +141,24 @@ def test_argus_load_reads_a_csv_file_once(events, fresh_dsn, tmp_path, monkeypat
     assert again.count("loaded before") == 1
 
 
+def test_spark_reads_a_csv_as_postgresql_does(db, fresh_dsn, tmp_path):
+    """Quotes doubled inside a quoted field, a backslash before the closing quote, a
+    quoted line break: Spark's defaults (a backslash escapes, a line ends a record)
+    loaded other values than PostgreSQL's COPY, or failed (a helper)."""
+    db.create_stream("notes", {"id": "bigint", "note": "text"})
+    data = tmp_path / "notes.csv"
+    data.write_text('id,note\n1,"hello, ""world"""\n2,"C:\\dir\\"\n3,"line1\nline2"\n4,plain\n')
+    spark_mod.load_file(str(data), "notes", fresh_dsn, fmt="csv")
+    by_spark = db.conn.execute("SELECT id, note FROM argus_inbox.notes ORDER BY id").fetchall()
+    db.conn.execute("DELETE FROM argus_inbox.notes")
+    with db.conn.cursor() as cur, cur.copy("COPY argus_inbox.notes (id, note) FROM STDIN "
+                                           "(FORMAT csv, HEADER true)") as copy:
+        copy.write(data.read_bytes())
+    assert by_spark == db.conn.execute(
+        "SELECT id, note FROM argus_inbox.notes ORDER BY id").fetchall()
+    assert by_spark[0] == (1, 'hello, "world"') and by_spark[2] == (3, "line1\nline2")
+
+
 def test_generated_transfers_feed_the_queries(spark, db, fresh_dsn):
     from argus.bench.datagen import TRANSFER_COLUMNS
     from argus.bench.sparkgen import transfers
