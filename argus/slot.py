@@ -49,7 +49,16 @@ def check_server(conn: psycopg.Connection) -> None:
 
 def check_identity(conn: psycopg.Connection, oid: int, shown: str, key: list[str]) -> None:
     """The slot must carry the key of every update and delete, and the values an update
-    leaves in TOAST (only the old tuple of REPLICA IDENTITY FULL has them)."""
+    leaves in TOAST (only the old tuple of REPLICA IDENTITY FULL has them), and every
+    column: PostgreSQL's pgoutput sends no generated column (tracked anyway, every
+    cycle failed naming it as dropped; a helper)."""
+    generated = [name for (name,) in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s AND attnum > 0 "
+        "AND NOT attisdropped AND attgenerated <> '' ORDER BY attnum", (oid,))]
+    if generated:
+        raise InvalidNameError(
+            f"{shown}: column {generated[0]!r} is generated, and a replication slot does not "
+            "carry generated columns: track it with triggers (--method trigger)")
     identity, toastable, columns = conn.execute(
         """SELECT c.relreplident,
                   (SELECT bool_or(w IS NULL) OR sum(w) > 1800 FROM (  -- TOAST past ~2 kB

@@ -375,6 +375,11 @@ def test_what_a_slot_cannot_follow_is_refused_naming_the_fix(logical_oracle, db)
         logical_oracle.db.track("plain", method="slot")
     with pytest.raises(InvalidNameError, match=r"its replica identity is not its key \(a\)"):
         logical_oracle.db.track("narrow", method="slot")
+    conn.execute("CREATE TABLE derived (a int PRIMARY KEY, b int, c int GENERATED ALWAYS "
+                 "AS (b * 2) STORED)")  # (pgoutput sends no generated column: every cycle
+    with pytest.raises(InvalidNameError,  # failed naming it as dropped; a helper)
+                       match=r"public\.derived: column 'c' is generated.*--method trigger"):
+        logical_oracle.db.track("derived", method="slot")
     with pytest.raises(ArgusError, match="no capture method 'wal'"):
         logical_oracle.db.track("plain", method="wal")
     assert conn.execute("SELECT count(*) FROM pg_replication_slots WHERE database = "
