@@ -393,6 +393,25 @@ def test_what_a_slot_cannot_follow_is_refused_naming_the_fix(logical_oracle, db)
             db.track("elsewhere", method="slot")
 
 
+def test_a_key_update_without_the_whole_old_row_is_refused_not_nulled(logical_oracle):
+    """REPLICA IDENTITY FULL taken away after track: an update of the key sends the old
+    key alone ('K'), and the new row's TOASTed values left unchanged were taken from it
+    as NULL, the answer wrong and no error (a helper). It fails naming the column."""
+    conn = logical_oracle.conn
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, body text)")
+    conn.execute("ALTER TABLE docs REPLICA IDENTITY FULL")
+    conn.execute("INSERT INTO docs SELECT 1, string_agg(md5(g::text), '') "
+                 "FROM generate_series(1, 400) g")  # (12,800 characters: TOASTed)
+    logical_oracle.db.track("docs", method="slot")
+    logical_oracle.run()  # (the rows copied at track wait in the inbox until a cycle)
+    logical_oracle.register("sizes", "SELECT id, length(body) AS n FROM docs")
+    conn.execute("ALTER TABLE docs REPLICA IDENTITY DEFAULT")
+    conn.execute("UPDATE docs SET id = 2")
+    with pytest.raises(CycleError, match="does not have the value of its source's column body"):
+        logical_oracle.db.run()
+    assert logical_oracle.db.results("sizes") == [(1, 12800)]  # (as it was: nothing applied)
+
+
 def _slot_orders(logical_oracle):
     oracle = _orders(logical_oracle)
     oracle.conn.execute("ALTER TABLE orders REPLICA IDENTITY FULL")

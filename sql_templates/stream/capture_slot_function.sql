@@ -17,7 +17,9 @@
 --
 -- An update that left a TOASTed value alone sends 'u' for it: the old tuple (REPLICA
 -- IDENTITY FULL, which track requires of tables that can have such values) has it;
--- without one the column is named in `missing`.
+-- without one, or with the key's alone ('K': an update of the key once the identity
+-- went back to DEFAULT, whose values were taken as NULL; a helper), the column is named
+-- in `missing`.
 CREATE FUNCTION {function}(p_applied pg_lsn, p_upto pg_lsn)
 RETURNS TABLE (ord bigint, lsn pg_lsn, relid oid, op "char", new jsonb, old jsonb,
                missing text[])
@@ -39,6 +41,7 @@ DECLARE
     v_types text[];
     v_vals  text[];
     v_old   text[];
+    v_whole boolean := false;  -- v_old is the whole old row (REPLICA IDENTITY FULL)
     v_tag   "char";
     v_enc   name := getdatabaseencoding();
 BEGIN
@@ -102,6 +105,7 @@ BEGIN
         v_cols := ARRAY(SELECT jsonb_array_elements_text(v_names -> v_rel::text));
         p := 5;
         v_old := NULL;
+        v_whole := false;
         LOOP  -- a tuple: 'K' (the key), 'O' (old) or 'N' (new), a count, the values
             v_tag := chr(get_byte(d, p));
             n := (get_byte(d, p + 1) << 8) | get_byte(d, p + 2);
@@ -115,10 +119,10 @@ BEGIN
                     v_vals[i] := convert_from(substring(d FROM p + 6 FOR len), v_enc);
                     p := p + 5 + len;
                 WHEN 'u' THEN  -- from the old tuple, else missing (argus.read_capture)
-                    IF v_old IS NULL THEN
+                    IF NOT v_whole THEN
                         missing := missing || v_cols[i];
                     END IF;
-                    v_vals[i] := v_old[i];
+                    v_vals[i] := CASE WHEN v_whole THEN v_old[i] END;
                     p := p + 1;
                 ELSE  -- 'n': NULL
                     p := p + 1;
@@ -129,6 +133,7 @@ BEGIN
                 EXIT;
             END IF;
             v_old := v_vals;
+            v_whole := v_tag = 'O';
             old := jsonb_object(v_cols[1:n], v_vals);
             EXIT WHEN k = 'D';
         END LOOP;
