@@ -217,7 +217,11 @@ def _write(conn, df, pairs, types, name, table, load_id, batch_size, source, dsn
                         f"{message}{_culprit(df, pairs, exc, types)}") from None
     say("moving the staged rows into the inbox")
     with conn.transaction():
-        result = commit_staged(conn, name, load_id, source)
+        try:  # (a table's: an insert of a key it has already; a traceback before)
+            result = commit_staged(conn, name, load_id, source)
+        except psycopg.IntegrityError as exc:
+            raise LoadError(f"load {load_id!r} into {name!r} failed, nothing was loaded: "
+                            f"{exc.diag.message_primary}") from None
         for file, own_id in files.items():  # (a file another load took meanwhile: none)
             if not result.duplicate and not claim_id(conn, own_id, name, str(file)):
                 raise LoadError(f"load {load_id!r} into stream {name!r}: file {file} was "

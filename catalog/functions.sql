@@ -1388,6 +1388,9 @@ BEGIN
     EXECUTE format('CREATE UNLOGGED TABLE argus_staging.%I (LIKE argus_inbox.%I INCLUDING '
                    'DEFAULTS INCLUDING CONSTRAINTS, argus_part int, argus_row bigint)',
                    v_table, p_stream);
+    -- a table's changes are numbered in its inbox (argus_seq, an identity LIKE leaves
+    -- out): staged without it (every load into a table failed on its NOT NULL; a helper)
+    EXECUTE format('ALTER TABLE argus_staging.%I DROP COLUMN IF EXISTS argus_seq', v_table);
     EXECUTE format('GRANT INSERT, SELECT ON argus_staging.%I TO %I', v_table, session_user);
     INSERT INTO argus_catalog.staging (load_id, stream, table_name)
     VALUES (p_load_id, p_stream, v_table)
