@@ -359,7 +359,15 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
         else:
             if fmt == "parquet":
                 _check_parquet_files(spark, file, files, schema)
-            df = _reader(spark, file, files).format(fmt).load([str(f) for f in files])
+            try:
+                df = _reader(spark, file, files).format(fmt).load([str(f) for f in files])
+            except Exception as exc:  # (JSON objects naming a key twice: a traceback)
+                if type(exc).__name__ != "AnalysisException":
+                    raise
+                raise LoadError(f"cannot load {file}, nothing was loaded: "
+                                f"{_spark_error(exc)}") from None
+            if fmt == "json":
+                _check_json(df, file)
         return load(df, stream, dsn, load_id, batch_size, source=str(file),
                     progress=progress, files=ids)
     except LoadError:
@@ -370,6 +378,21 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
                             f"{str(exc).splitlines()[0][:200]}); nothing was committed: run "
                             "the load again") from None
         raise
+
+
+def _check_json(df, file: Path) -> None:
+    """JSON Spark could not read as one object per line, or an object naming a key twice:
+    said as such (a column '_corrupt_record' the stream lacked, or a traceback; a
+    helper)."""
+    names = [f.name.lower() for f in df.schema.fields]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise LoadError(f"cannot load {file}, nothing was loaded: its objects name key "
+                        f"{twice[0]!r} twice")
+    if "_corrupt_record" in names:
+        raise LoadError(f"cannot load {file}, nothing was loaded: it is not JSON of one "
+                        "object per line (a line Spark could not parse: an object over "
+                        "several lines, a truncated line, or bytes that are not UTF-8)")
 
 
 def _reader(spark, path: Path, files: list[Path]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -177,6 +178,21 @@ def test_a_file_loads_into_a_table_as_inserts(db, fresh_dsn, tmp_path):
     spark_mod.load_file(str(data), "notes", fresh_dsn, fmt="csv")
     db.run()
     assert sorted(db.results("all_notes")) == [(1, "a"), (2, "b"), (3, "c")]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"id": 1, "note": "a", "note": "b"}\n', "The column `note` already exists"),
+    ('{"id": 1,\n "note": "a"}\n', "it is not JSON of one object per line"),
+], ids=["a key twice", "over two lines"])
+def test_malformed_json_is_refused_naming_the_file(db, fresh_dsn, tmp_path, text, message):
+    """A traceback, or a column '_corrupt_record' the stream lacked, before (a helper)."""
+    db.create_stream("notes", {"id": "bigint", "note": "text"})
+    data = tmp_path / "notes.json"
+    data.write_text(text)
+    with pytest.raises(argus.LoadError, match=f"cannot load {data}, nothing was loaded: .*"
+                                              + re.escape(message)):
+        spark_mod.load_file(str(data), "notes", fresh_dsn, fmt="json")
+    assert db.conn.execute("SELECT count(*) FROM argus_inbox.notes").fetchone() == (0,)
 
 
 def test_generated_transfers_feed_the_queries(spark, db, fresh_dsn):
