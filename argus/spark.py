@@ -381,15 +381,9 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
 
 
 def _check_json(df, file: Path) -> None:
-    """JSON Spark could not read as one object per line, or an object naming a key twice:
-    said as such (a column '_corrupt_record' the stream lacked, or a traceback; a
-    helper)."""
-    names = [f.name.lower() for f in df.schema.fields]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise LoadError(f"cannot load {file}, nothing was loaded: its objects name key "
-                        f"{twice[0]!r} twice")
-    if "_corrupt_record" in names:
+    """JSON Spark could not read as one object per line: said as such (a column
+    '_corrupt_record' the stream lacked before; a helper)."""
+    if "_corrupt_record" in df.columns:
         raise LoadError(f"cannot load {file}, nothing was loaded: it is not JSON of one "
                         "object per line (a line Spark could not parse: an object over "
                         "several lines, a truncated line, or bytes that are not UTF-8)")
