@@ -396,6 +396,12 @@ def _reader(spark, path: Path, files: list[Path]):
     return reader.option("basePath", str(path)) if path.is_dir() else reader
 
 
+# an unquoted empty field is NULL and a quoted one an empty string, as for COPY: Spark
+# reads both as its nullValue ("" by default) unless that is text no field can hold
+# (PostgreSQL's text holds no NUL)
+_NULL = "\u0000argus null"
+
+
 def _read_csv(spark, file: Path, files: list[Path], columns: tuple[str, ...],
               header: bool):
     """Read CSV strictly: every row must have exactly the header's fields (FAILFAST), all
@@ -414,7 +420,8 @@ def _read_csv(spark, file: Path, files: list[Path], columns: tuple[str, ...],
     # swallowed it, a quoted line break failed the load; a helper)
     reader = (_reader(spark, file, files).schema(StructType(fields))
               .option("header", str(header).lower()).option("enforceSchema", "false")
-              .option("escape", '"').option("multiLine", "true"))
+              .option("escape", '"').option("multiLine", "true")
+              .option("nullValue", _NULL))
     strict = reader.option("mode", "FAILFAST").csv([str(f) for f in files])
     try:  # parses every field of every row once (a bare count() would parse none)
         strict.agg(F.sum(F.hash(*[F.col(f"`{n}`") for n in names]))).collect()

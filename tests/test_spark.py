@@ -144,11 +144,13 @@ def test_argus_load_reads_a_csv_file_once(events, fresh_dsn, tmp_path, monkeypat
 
 def test_spark_reads_a_csv_as_postgresql_does(db, fresh_dsn, tmp_path):
     """Quotes doubled inside a quoted field, a backslash before the closing quote, a
-    quoted line break: Spark's defaults (a backslash escapes, a line ends a record)
-    loaded other values than PostgreSQL's COPY, or failed (a helper)."""
+    quoted line break, a quoted empty field: Spark's defaults (a backslash escapes, a
+    line ends a record, "" is NULL) loaded other values than PostgreSQL's COPY, or
+    failed (a helper)."""
     db.create_stream("notes", {"id": "bigint", "note": "text"})
     data = tmp_path / "notes.csv"
-    data.write_text('id,note\n1,"hello, ""world"""\n2,"C:\\dir\\"\n3,"line1\nline2"\n4,plain\n')
+    data.write_text('id,note\n1,"hello, ""world"""\n2,"C:\\dir\\"\n3,"line1\nline2"\n4,plain\n'
+                    '5,""\n6,\n')  # (5: an empty string; 6: NULL)
     spark_mod.load_file(str(data), "notes", fresh_dsn, fmt="csv")
     by_spark = db.conn.execute("SELECT id, note FROM argus_inbox.notes ORDER BY id").fetchall()
     db.conn.execute("DELETE FROM argus_inbox.notes")
