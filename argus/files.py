@@ -115,22 +115,27 @@ def _copy(conn: psycopg.Connection, file: Path, stream: str, columns: list[str],
     if twice:  # (PostgreSQL's DuplicateColumn came out as a traceback; a helper)
         raise LoadError(f"cannot load {file}, nothing was loaded: its header names column "
                         f"{twice[0]!r} twice")
-    line = _end_of_data_line(file)
-    if line is not None:
-        raise LoadError(f"cannot load {file}, nothing was loaded: line {line} is \\. alone, "
-                        "which PostgreSQL's COPY reads as the end of the data (rows follow "
-                        'it); quote it ("\\.") to load it as a value')
     statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv, HEADER {})").format(
         stream_inbox(stream), sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL("true" if header else "false"))
+    marker = False  # a `\.` seen (the line scan is done only then)
     try:
         with conn.cursor() as cur:
             with cur.copy(statement) as copy, open(file, "rb") as handle:
+                last = b""
                 for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    marker = marker or b"\\." in last + chunk[:1] or b"\\." in chunk
+                    last = chunk[-1:]
                     copy.write(chunk)
-            return cur.rowcount
+            rows = cur.rowcount
     except (psycopg.errors.DataError, psycopg.IntegrityError) as exc:  # (CHECK and NOT
         raise _refused(file, exc) from None  # NULL too: a time of infinity; a helper)
+    # (raised after the COPY: the caller's transaction takes back what it loaded)
+    if marker and (line := _end_of_data_line(file)) is not None:
+        raise LoadError(f"cannot load {file}, nothing was loaded: line {line} is \\. alone, "
+                        "which PostgreSQL's COPY reads as the end of the data (rows follow "
+                        'it); quote it ("\\.") to load it as a value')
+    return rows
 
 
 def _end_of_data_line(file: Path) -> int | None:

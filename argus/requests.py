@@ -180,7 +180,7 @@ def _registrar_now(conn: psycopg.Connection, role: str) -> bool:
     owner = roles.owner_role(conn)
     if owner is None:
         return True  # no roles here: only the installing role reaches argus at all
-    if role in {owner.removesuffix("owner") + group for group in (*roles.GROUPS, "owner")}:
+    if role in roles.group_roles(owner).values():
         raise PermissionDeniedError(f"role {role!r} is one of argus's own group roles: a "
                                     "request is made as one's own role (RESET ROLE)")
     (now,) = conn.execute(

@@ -265,13 +265,18 @@ def forget(conn: psycopg.Connection, role: str, *, query: str | None = None,
             sql.Identifier("argus_inbox", stream), who))
 
 
+def group_roles(owner: str) -> dict[str, str]:
+    """argus's group roles by group (owner included), from the owner role's name."""
+    prefix = owner[:-len("_owner")]
+    return {group: f"{prefix}_{group}" for group in ("owner", *GROUPS)}
+
+
 def privileges(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
     """Who has what: (role, group, on what)."""
     owner = owner_role(conn)
     if owner is None:
         return []
-    prefix = owner[:-len("_owner")]
-    names = {"prefix": prefix, **{group: f"{prefix}_{group}" for group in ("owner", *GROUPS)}}
+    names = {"prefix": owner[:-len("_owner")], **group_roles(owner)}
     rows = conn.execute(
         """SELECT m.rolname, substr(g.rolname, length(%(prefix)s) + 2),
                   CASE g.rolname WHEN %(owner)s THEN 'everything'

@@ -1112,10 +1112,6 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
      GROUP BY s.stream_id ORDER BY s.name
 $$;
 
--- A registrar's request (argus_catalog.requests) is its own: requested_by is the role
--- inserting it, and it starts pending; at most 100 of a role's wait at once (a flood
--- grew the queue without bound; a helper). The owner's workers are woken by a
--- notification.
 -- A held-back row as jsonb, or NULL where jsonb cannot hold it (a string or a value past
 -- 256 MB): the quarantine then keeps the row's text (quarantine.row_text; stream/hold).
 CREATE OR REPLACE FUNCTION argus.try_jsonb(v anyelement) RETURNS jsonb
@@ -1126,6 +1122,10 @@ EXCEPTION WHEN program_limit_exceeded THEN
     RETURN NULL;
 END $$;
 
+-- A registrar's request (argus_catalog.requests) is its own: requested_by is the role
+-- inserting it, and it starts pending; at most 100 of a role's wait at once (a flood
+-- grew the queue without bound; a helper). The owner's workers are woken by a
+-- notification.
 CREATE OR REPLACE FUNCTION argus.request_row() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN

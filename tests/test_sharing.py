@@ -331,9 +331,7 @@ def test_matching_a_block_stops_past_its_budget_and_stays_exact(oracle, monkeypa
     (a registrar's 10-way self-join planned for minutes inside the cycle lock, where no
     statement_timeout reaches; a helper): past MAX_ASSIGNMENTS a block is offered no
     more nodes, and computes the rest itself, exactly."""
-    from argus.mqo import blocks
-
-    from argus.mqo import sharing
+    from argus.mqo import blocks, sharing
 
     budget = blocks.Budget(2)
     assert [budget.spend() for _ in range(3)] == [True, True, False]
