@@ -19,7 +19,7 @@ from psycopg import sql
 
 from . import roles, settings
 from .errors import CatalogError
-from .names import CATALOG_SCHEMA, CYCLE_LOCK
+from .names import CATALOG_SCHEMA, LOCK_CYCLES
 from .nodes import JOINS, KINDS, LOADED, SELECTS
 from .program import SLOTS
 from .resources import resource_dir
@@ -50,7 +50,7 @@ def generated() -> str:
     argus.kinds(trait), the node kinds with a trait (argus.nodes.base.Kind), so that
     the SQL names no kind (`n.kind <> ALL(argus.kinds('loaded'))`; IMMUTABLE: folded
     into a constant where it is planned); argus.cycle_lock() and argus.try_cycle_lock(),
-    the cycle lock (argus.names.CYCLE_LOCK); argus.program_slots(), the names of the cycle
+    the cycle lock (argus.names.LOCK_CYCLES); argus.program_slots(), the names of the cycle
     program's slots in their order (argus.program.SLOTS: argus.fill_program); the node
     kinds a node may have (nodes.kind's CHECK); and the settings' defaults
     (argus.settings.SETTINGS)."""
@@ -58,16 +58,17 @@ def generated() -> str:
         sql.SQL("WHEN {} THEN ARRAY[{}]::text[]").format(
             sql.Literal(trait), sql.SQL(", ").join(map(sql.Literal, names)))
         for trait, names in (("loaded", LOADED), ("selects", SELECTS), ("joins", JOINS)))
-    lock = sql.SQL(", ").join(map(sql.Literal, CYCLE_LOCK))
+    lock = sql.SQL(LOCK_CYCLES)
     slots = sql.SQL(", ").join(map(sql.Literal, SLOTS))
     kinds = sql.SQL(", ").join(map(sql.Literal, sorted(KINDS)))
     return sql.SQL(
         "CREATE OR REPLACE FUNCTION argus.kinds(trait text) RETURNS text[]\n"
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT CASE trait {cases} END $$;\n"
         "CREATE OR REPLACE FUNCTION argus.cycle_lock() RETURNS void\n"
-        "LANGUAGE sql AS $$ SELECT pg_catalog.pg_advisory_xact_lock({lock}) $$;\n"
+        "LANGUAGE plpgsql AS $$ BEGIN {lock}; END $$;\n"
         "CREATE OR REPLACE FUNCTION argus.try_cycle_lock() RETURNS boolean\n"
-        "LANGUAGE sql AS $$ SELECT pg_catalog.pg_try_advisory_xact_lock({lock}) $$;\n"
+        "LANGUAGE plpgsql AS $$ BEGIN {lock} NOWAIT; RETURN true;\n"
+        "EXCEPTION WHEN lock_not_available THEN RETURN false; END $$;\n"
         "CREATE OR REPLACE FUNCTION argus.program_slots() RETURNS text[]\n"
         "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{slots}]::text[] $$;\n"
         "ALTER TABLE argus_catalog.nodes DROP CONSTRAINT IF EXISTS nodes_kind_check,\n"
@@ -107,13 +108,20 @@ def installed_version(conn: psycopg.Connection) -> int | None:
     return row[0] if row else None
 
 
+# Held while no catalog has the cycle lock's table yet (pg_advisory_xact_lock).
+BOOTSTRAP_LOCK = (0x41524755, 0x53)  # "ARGU", "S"
+
+
 def migrate(conn: psycopg.Connection) -> int:
     """Bring the catalog to the latest version; return the number of files applied."""
     digest, text = code()
     if installed_version(conn) == latest_version() and installed_code(conn) == digest:
         return 0  # the common case, checked without waiting for a running cycle
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        if conn.execute("SELECT to_regclass('argus_catalog.cycle_lock')").fetchone()[0]:
+            conn.execute(LOCK_CYCLES)
+        else:  # (no catalog yet, or one from before the lock's table: two installers)
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", BOOTSTRAP_LOCK)
         roles.become_owner(conn)  # new objects are the owner role's
         current = installed_version(conn) or 0
         if current > latest_version():

@@ -22,7 +22,7 @@ from .errors import ArgusError, UnknownColumnError, UnknownStreamError
 from .network.placement import installed, placed
 from .network.placement import distributed, replicated  # noqa: F401 (what argus.api reads)
 from .network.shards import place_all, sharding
-from .names import CYCLE_LOCK, check_name, stream_history, stream_inbox
+from .names import LOCK_CYCLES, check_name, stream_history, stream_inbox
 from .nodes import JOINS
 from .streams import stream_schemas
 
@@ -68,7 +68,7 @@ def _place(conn: psycopg.Connection, stream: str, column: str | None,
         raise ArgusError("this database is not a Citus coordinator's (no citus extension): "
                          f"a stream's history can be {how} only there")
     with conn.transaction(), pinned_session(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         schema = stream_schemas(conn).get(stream)
         if schema is None:
             raise UnknownStreamError(f"unknown stream {stream!r}")

@@ -100,7 +100,11 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
             "another argus cycle (or registration) is running on this database; this cycle "
             "did nothing, and the rows waiting will be claimed by the next one")
     *report, triggered, period_ended = row
-    result = _report(report[0], report[1:], time.perf_counter() - started)
+    try:
+        result = _report(report[0], report[1:], time.perf_counter() - started)
+    except CycleError:  # (cancelled before node_timeout: a timer armed from an old one?)
+        forget(conn)
+        raise
     result.failed = {**isolated, **result.failed}
     if period_ended or triggered:  # (settings.reoptimize_every; Zhu's trigger)
         from . import adapt

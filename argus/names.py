@@ -35,9 +35,11 @@ STANDARD_ALIAS = "t{}"  # standard table aliases (ARGUS's STA): t1, t2, ... in n
 
 TIME_TYPES = ("date", "timestamp without time zone", "timestamp with time zone")  # event times
 
-# pg_advisory_xact_lock(key1, key2): held by cycles, registrations and drops, so that
-# none of them ever overlaps another on the same database.
-CYCLE_LOCK = (0x41524755, 0x53)  # "ARGU", "S"
+# The cycle lock, held by cycles, registrations and drops until they commit, so that none
+# of them ever overlaps another on the same database: a lock on a table of argus's
+# owner, which only the owner's sessions may take. (It was an advisory lock, which takes
+# no privilege: any role that could connect held it and stopped every cycle; a helper.)
+LOCK_CYCLES = "LOCK TABLE argus_catalog.cycle_lock IN EXCLUSIVE MODE"
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 

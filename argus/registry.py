@@ -23,7 +23,7 @@ from .nodes import Node, delta_view, virtual
 from .program import rebuild
 from .errors import (DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError,
                      UnsupportedQueryError)
-from .names import (CYCLE_LOCK, RESERVED_PREFIX, change_log, changes_view, check_name,
+from .names import (LOCK_CYCLES, RESERVED_PREFIX, change_log, changes_view, check_name,
                     results_view, std_alias, stream_inbox)
 from .network import Builder, assemble, drop_unused, execute_all, jisc
 from .mqo.sharing import Sharing
@@ -90,7 +90,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         roles.become_owner(conn)  # (names resolve as a cycle's: pinned_session's path)
         # before the cycle lock: a query that takes long to plan holds up no cycle
         plan = admission.checked(conn, analyzed, registrant)
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
@@ -232,7 +232,7 @@ def unregister(conn: psycopg.Connection, name: str) -> list[int]:
     """Drop the query, its views and every node no other query needs; return those."""
     name = check_name(name, "query")
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         row = conn.execute("DELETE FROM argus_catalog.queries WHERE name = %s "
                            "RETURNING query_id", (name,)).fetchone()
         if row is None:
@@ -298,7 +298,7 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
     name = check_name(name, "query")
     network.rebuild_if_lost(conn)
     with conn.transaction(), pinned_session(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         info = query_info(conn, name)
         if info.status == "ok":
             return info

@@ -29,7 +29,7 @@ from psycopg import sql
 
 from .errors import (ArgusError, CatalogError, PermissionDeniedError, UnknownQueryError,
                      UnknownStreamError)
-from .names import CYCLE_LOCK, SCHEMAS, check_name
+from .names import LOCK_CYCLES, SCHEMAS, check_name
 
 GROUPS = ("reader", "writer", "registrar")
 
@@ -97,7 +97,7 @@ def setup(conn: psycopg.Connection) -> str | None:
     if not can:
         return None
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         (prefix,) = conn.execute("SELECT role_prefix FROM argus_catalog.settings").fetchone()
         if prefix is None:
             (oid,) = conn.execute("SELECT oid FROM pg_database "

@@ -222,8 +222,17 @@ EXPERT = frozenset({"maintenance", "random_page_cost", "plan_kept_rows", "trunca
 # What a session may set that changes a query's values (a date's instant, a
 # timestamp's text): every cycle, registration and migration evaluates with these, as
 # argus.run_cycle does (catalog/functions.sql), whoever runs it.
+# And how node code is parsed: with standard_conforming_strings off, a literal ending
+# in a backslash ran on into the SQL after it, which a registrar wrote (a helper).
 PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": "hex",
-          "extra_float_digits": "1", "search_path": "pg_catalog, pg_temp"}
+          "extra_float_digits": "1", "search_path": "pg_catalog, pg_temp",
+          "standard_conforming_strings": "on", "transform_null_equals": "off",
+          "array_nulls": "on"}
+# And these, pinned to the values the session that installed argus had
+# (argus_catalog.pinned_settings): a writer set its own before its cycles and changed
+# stored answers (to_tsvector(text), to_char's TM, L, D and G; a helper).
+PINNED_FROM_INSTALL = ("default_text_search_config", "lc_monetary", "lc_numeric", "lc_time",
+                       "xmloption")
 
 
 _USER_PATHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -305,7 +314,7 @@ def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
     superuser's `argus retry`, `optimize`, `explain` or re-plan would run it with their
     rights (found by a helper). The caller's settings come back after it (a failed
     block's rollback restores them)."""
-    names = ["TimeZone", *PINNED]
+    names = ["TimeZone", *PINNED, *PINNED_FROM_INSTALL]
 
     def set_all(values: list[sql.Composable]) -> sql.Composed:
         return sql.SQL(", ").join(sql.SQL("set_config({}, {}, true)").format(
@@ -317,7 +326,10 @@ def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
         "SELECT saved.v, {} FROM saved, argus_catalog.settings").format(
             sql.SQL(", ").join(sql.SQL("current_setting({})").format(sql.Literal(n))
                                for n in names),
-            set_all([sql.SQL("time_zone"), *map(sql.Literal, PINNED.values())]))).fetchone()[0]
+            set_all([sql.SQL("time_zone"), *map(sql.Literal, PINNED.values()),
+                     *(sql.SQL("(SELECT value FROM argus_catalog.pinned_settings "
+                               "WHERE name = {})").format(sql.Literal(n))
+                       for n in PINNED_FROM_INSTALL)]))).fetchone()[0]
     yield
     conn.execute(sql.SQL("SELECT {}").format(set_all(list(map(sql.Literal, saved)))))
 

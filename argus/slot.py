@@ -16,7 +16,7 @@ from psycopg.pq import TransactionStatus
 from . import roles, tables
 from .errors import ArgusError, InvalidNameError
 from .frontend.analyze import StreamSchema
-from .names import CYCLE_LOCK, INBOX_SCHEMA, stream_inbox
+from .names import LOCK_CYCLES, INBOX_SCHEMA, stream_inbox
 from .nodes.base import cols
 from .templates import render
 
@@ -180,7 +180,7 @@ def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None
     left, and the others' read if they can be."""
     if source_id is not None:
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(source_id))
-    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+    conn.execute(LOCK_CYCLES)
     (session_role,) = conn.execute("SELECT current_user").fetchone()
     roles.become_owner(conn)
     for _ in range(2):

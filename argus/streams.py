@@ -21,7 +21,7 @@ from .frontend.analyze import StreamSchema
 from .nodes import COMPILERS, Node
 from .errors import (ArgusError, DuplicateNameError, InvalidNameError, LoadError,
                      UnknownStreamError)
-from .names import (CYCLE_LOCK, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
+from .names import (LOCK_CYCLES, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_history,
                     stream_inbox)
 from .network import assemble, execute_all, load_node, records, store_blocks
 from .templates import render
@@ -82,7 +82,7 @@ def create_stream(conn: psycopg.Connection, name: str, columns: Mapping[str, str
                                   sql.SQL(" NOT NULL" if t.not_null else ""))
         for c, t in types.items())
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         roles.become_owner(conn)
         if _exists(conn, name, lambda: (time_column, None if key is None else list(key),
                                         _as_declared(conn, column_defs)), key, if_not_exists):
@@ -184,7 +184,7 @@ def _recorded(conn: psycopg.Connection, name: str, time_column: str | None, key)
 def drop_stream(conn: psycopg.Connection, name: str) -> None:
     name = check_name(name, "stream")
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         row = conn.execute("SELECT stream_id, node_id FROM argus_catalog.streams WHERE name = %s",
                            (name,)).fetchone()
         if row is None:

@@ -441,7 +441,14 @@ CREATE OR REPLACE FUNCTION argus.run_cycle(wait boolean DEFAULT false) RETURNS b
 LANGUAGE plpgsql SECURITY DEFINER SET jit = off SET extra_float_digits = 1
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET bytea_output = 'hex'
 SET TimeZone = 'UTC'  -- then settings.time_zone; the caller's zone comes back on exit
-SET search_path = pg_catalog, pg_temp AS $$
+SET search_path = pg_catalog, pg_temp
+-- how the code it runs is parsed: with standard_conforming_strings off, a literal
+-- ending in a backslash ran on into the node's SQL, which a registrar could write
+-- (found by a helper), and transform_null_equals would turn `x = NULL` into `x IS NULL`
+SET standard_conforming_strings = on SET transform_null_equals = off SET array_nulls = on
+-- then argus_catalog.pinned_settings' values; the caller's come back on exit
+SET default_text_search_config = 'pg_catalog.simple' SET xmloption = 'content'
+SET lc_monetary = 'C' SET lc_numeric = 'C' SET lc_time = 'C' AS $$
 DECLARE
     v_run      bigint;
     v_error    text;
@@ -499,6 +506,7 @@ BEGIN
     -- event times of type timestamp or date are the same instants, and values the same
     -- text, whoever runs the cycle (a cron job with PGTZ set): argus.settings.pinned_session
     PERFORM set_config('TimeZone', v_settings.time_zone, true);
+    PERFORM set_config(p.name, p.value, true) FROM argus_catalog.pinned_settings p;
     IF v_program_state.program_stale THEN
         PERFORM argus.assemble_program();
     END IF;
@@ -590,6 +598,20 @@ BEGIN
             v_diagnose := NULL;
         END IF;
         EXIT WHEN v_program.failed_node IS NULL;
+        -- a cancel before node_timeout has passed is not node_timeout's (the caller's
+        -- shorter statement_timeout, or a cancel request): it isolates nothing (a writer
+        -- of one stream isolated another's queries so; a helper), and the rows wait
+        IF v_program.failed_state = '57014' AND (v_settings.node_timeout IS NULL
+                OR clock_timestamp() - statement_timestamp() < v_settings.node_timeout) THEN
+            UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),
+                   error = format('cancelled after %s, before node_timeout (%s) had passed: '
+                                  'a statement_timeout shorter than it, or a cancel request; '
+                                  'nothing is isolated and the rows wait for the next cycle',
+                                  clock_timestamp() - statement_timestamp(),
+                                  coalesce(v_settings.node_timeout::text, 'none'))
+             WHERE run_id = v_run;
+            RETURN v_run;
+        END IF;
         IF v_program.failed_state = '57014' THEN  -- past node_timeout: the timer is spent
             v_failed := argus.isolate(v_run, v_program.failed_node, '57014', format(
                 'the cycle ran past node_timeout (%s) in this node', v_settings.node_timeout));
@@ -737,6 +759,7 @@ END $$;
 -- reading values in the styles the reader wrote them in.
 CREATE OR REPLACE FUNCTION argus.read_capture() RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET extra_float_digits = 3 AS $$
 DECLARE
     v_slot argus_catalog.capture_slot;
@@ -834,7 +857,8 @@ END $$;
 -- pg_advisory_lock(0x41524C44, hashtext(load id)) from staging to commit). Returns the
 -- load ids swept. Called by every load and every cycle.
 CREATE OR REPLACE FUNCTION argus.sweep_staging() RETURNS text[]
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_row record;
     v_swept text[] := '{}';
@@ -870,7 +894,8 @@ $$;
 CREATE OR REPLACE FUNCTION argus.cycle_report(p_run bigint)
 RETURNS TABLE (status text, error text, nodes_run bigint, rows_in jsonb, held jsonb,
                failed jsonb, queries json)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     RETURN QUERY
     SELECT r.status, r.error, r.nodes_run::bigint,
@@ -894,7 +919,8 @@ END $$;
 -- whoever may run cycles.
 -- (PL/pgSQL: it keeps its plan, where an SQL function would be planned at every cycle.)
 CREATE OR REPLACE FUNCTION argus.reoptimize_due(p_run bigint) RETURNS boolean
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     RETURN coalesce((SELECT p_run % reoptimize_every = 0 FROM argus_catalog.settings), false);
 END $$;
@@ -914,7 +940,8 @@ END $$;
 -- of every query took 3.5 ms of a TPC-H cycle, where 1 of 15 queries wrote that many.)
 -- Also the queries a decision held back until their windows turn over, when due.
 CREATE OR REPLACE FUNCTION argus.replan_triggered(p_run bigint) RETURNS jsonb
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     IF NOT EXISTS (SELECT FROM argus_catalog.settings
                     WHERE reoptimize_every IS NOT NULL AND p_run % reoptimize_every <> 0) THEN
@@ -1072,7 +1099,8 @@ END $$;
 -- whose inboxes it may insert into (its session's role), so that it cannot make
 -- another writer's load look done.
 CREATE OR REPLACE FUNCTION argus.claim_load(p_load_id text, p_stream text, p_source text)
-RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     IF NOT has_table_privilege(session_user, format('argus_inbox.%I', p_stream), 'INSERT') THEN
         RAISE EXCEPTION 'argus: permission denied to load into stream %', p_stream
@@ -1083,7 +1111,8 @@ BEGIN
     RETURN FOUND;
 END $$;
 CREATE OR REPLACE FUNCTION argus.count_load(p_load_id text, p_stream text, p_rows bigint)
-RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     UPDATE argus_catalog.loads SET rows = p_rows
      WHERE stream = p_stream AND load_id = p_load_id AND rows = 0
        AND has_table_privilege(session_user, format('argus_inbox.%I', stream), 'INSERT')
@@ -1094,7 +1123,8 @@ $$;
 CREATE OR REPLACE FUNCTION argus.stream_schemas()
 RETURNS TABLE (name text, time_column text, columns text[], types text[], not_null text[],
                primary_key text[], source text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     SELECT s.name, s.time_column, array_agg(c.name ORDER BY c.position),
            array_agg(c.type ORDER BY c.position),
            coalesce(array_agg(c.name ORDER BY c.position) FILTER (WHERE c.not_null), '{}'),
@@ -1240,7 +1270,8 @@ END $$;
 CREATE OR REPLACE FUNCTION argus.session_info()
 RETURNS TABLE (version int, catalog_code text, code_version int, role_prefix text,
                owner boolean)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     SELECT (SELECT max(v.version) FROM argus_catalog.schema_version v), p.catalog_code,
            p.code_version, s.role_prefix,
            pg_has_role(session_user, (SELECT nspowner FROM pg_namespace
@@ -1251,7 +1282,8 @@ $$;
 -- The time limit of a cycle's statements (settings.node_timeout), for whoever runs
 -- cycles: the client arms it (argus.cycle.run), as a statement cannot arm its own.
 CREATE OR REPLACE FUNCTION argus.node_timeout() RETURNS text
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     SELECT (extract(epoch FROM node_timeout) * 1000)::bigint::text
       FROM argus_catalog.settings
 $$;
@@ -1261,7 +1293,8 @@ $$;
 -- them, until argus's owner rebuilds them (argus.network.durability), so that no answer
 -- is read empty or partial.
 CREATE OR REPLACE FUNCTION argus.intact() RETURNS boolean
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     IF NOT EXISTS (SELECT FROM argus_catalog.derived_intact)
        AND (SELECT durability FROM argus_catalog.settings) = 'derived' THEN
@@ -1324,7 +1357,8 @@ END $$;
 -- is planned at each call).
 CREATE OR REPLACE FUNCTION argus.query_status(p_name text)
 RETURNS TABLE (status text, error text)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
@@ -1340,7 +1374,8 @@ END $$;
 -- message, the status as its hint), or AR002 for one dropped meanwhile or not the
 -- session's to read (argus.query_status's answer, without a round trip of its own).
 CREATE OR REPLACE FUNCTION argus.answer_ok(p_name text) RETURNS boolean
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_status text;
     v_error text;
@@ -1379,7 +1414,8 @@ BEGIN
 END $$;
 
 CREATE OR REPLACE FUNCTION argus.prepare_staging(p_stream text, p_load_id text)
-RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS text LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_table text := argus.staging_name(p_stream, p_load_id);
 BEGIN
@@ -1400,7 +1436,8 @@ BEGIN
 END $$;
 
 CREATE OR REPLACE FUNCTION argus.drop_staging(p_stream text, p_load_id text) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     IF EXISTS (SELECT FROM argus_catalog.staging
                 WHERE stream = p_stream AND load_id = p_load_id) THEN
@@ -1414,7 +1451,8 @@ END $$;
 -- The staged rows into the inbox, each (partition, position) once: the rows moved, or
 -- NULL if the id was loaded before (then nothing is moved).
 CREATE OR REPLACE FUNCTION argus.commit_staged(p_stream text, p_load_id text, p_source text)
-RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_columns text;
     v_rows bigint;
@@ -1438,7 +1476,8 @@ END $$;
 
 -- Was this load id loaded into this stream before? Asked only by who may load it.
 CREATE OR REPLACE FUNCTION argus.loaded(p_load_id text, p_stream text) RETURNS boolean
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 BEGIN
     IF NOT coalesce(has_table_privilege(session_user,
                                         to_regclass(format('argus_inbox.%I', p_stream)),
@@ -1495,7 +1534,8 @@ END $$;
 
 -- The queries whose answers cycle `p_run` changed, of those the session's role may read.
 CREATE OR REPLACE FUNCTION argus.changed_queries(p_run bigint) RETURNS SETOF text
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     SELECT k FROM argus_catalog.runs r, json_object_keys(coalesce(r.queries, '{}')) AS k
      WHERE r.run_id = p_run AND argus.may_read_query(k) ORDER BY k
 $$;
@@ -1504,7 +1544,8 @@ $$;
 -- transaction's snapshot sees (argus.subscriptions reads it and the answer in one
 -- REPEATABLE READ snapshot).
 CREATE OR REPLACE FUNCTION argus.position() RETURNS bigint
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     SELECT coalesce(max(run_id), 0) FROM argus_catalog.runs
 $$;
 
@@ -1547,7 +1588,8 @@ END $$;
 -- changes fall between the position and the log.
 CREATE OR REPLACE FUNCTION argus.subscribe(p_query text, p_consumer text DEFAULT NULL)
 RETURNS TABLE (log_position bigint, new_consumer boolean)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_query    bigint := argus.readable_query(p_query);
     v_position bigint;
@@ -1576,7 +1618,8 @@ END $$;
 -- The oldest position a reader of query `p_query`'s log may resume from (the log holds
 -- every change after it); an error if the query has no log.
 CREATE OR REPLACE FUNCTION argus.log_since(p_query text) RETURNS bigint
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_since bigint;
 BEGIN
@@ -1610,7 +1653,8 @@ END $$;
 -- argus.subscriptions reads argus_log.<query> with its types).
 CREATE OR REPLACE FUNCTION argus.changes_since(p_query text, p_position bigint)
 RETURNS TABLE (log_position bigint, sign smallint, change jsonb)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_rows bigint;
 BEGIN
@@ -1630,7 +1674,8 @@ END $$;
 
 -- Raises for a query that failed and is isolated (its answer and log stand still).
 CREATE OR REPLACE FUNCTION argus.check_running(p_query text) RETURNS void
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_error text;
 BEGIN
@@ -1648,7 +1693,8 @@ END $$;
 -- may drop them once every consumer has them. Call it in the transaction that
 -- applies them, and a consumer that crashes resumes exactly where it left off.
 CREATE OR REPLACE FUNCTION argus.acknowledge(p_query text, p_consumer text, p_position bigint)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_query bigint := argus.readable_query(p_query);
 BEGIN
@@ -1664,7 +1710,8 @@ END $$;
 -- member of), or any for argus's owner.
 CREATE OR REPLACE FUNCTION argus.own_consumer(p_query_id bigint, p_query text,
                                               p_consumer text) RETURNS void
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_by name;
 BEGIN
@@ -1689,7 +1736,8 @@ END $$;
 -- Forget a consumer of query `p_query`; with none named, the query's whole log (for
 -- argus's owner).
 CREATE OR REPLACE FUNCTION argus.unsubscribe(p_query text, p_consumer text DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_query bigint := argus.readable_query(p_query);
 BEGIN
@@ -1767,7 +1815,8 @@ $$;
 -- A cycle the server rolled back whole (runs.status 'rolled_back'), recorded by
 -- the client that ran it: a run of its own, with the error.
 CREATE OR REPLACE FUNCTION argus.record_rollback(p_error text) RETURNS bigint
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
     INSERT INTO argus_catalog.runs (started_at, finished_at, status, error)
     VALUES (now(), clock_timestamp(), 'rolled_back', left(p_error, 2000))
     RETURNING run_id

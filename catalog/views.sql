@@ -116,11 +116,15 @@ SELECT t.node_id,
 
 -- Rows a cycle held back: an event time further ahead of the server's clock than
 -- settings.max_clock_lead (which would move the stream clock and expire every window).
--- `argus quarantine release` returns them to their inbox.
+-- `argus quarantine release` returns them to their inbox. Only the rows of streams
+-- whose history the reader may read (a reader of answers saw every stream's; a helper).
 CREATE VIEW argus.quarantine AS
 SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at,
        q.row_text  -- a row jsonb cannot hold (past 256 MB): its record's text instead
-  FROM argus_catalog.quarantine q;
+  FROM argus_catalog.quarantine q
+ WHERE EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'argus_streams' AND c.relname = q.stream
+                  AND has_table_privilege(c.oid, 'SELECT'));
 
 -- Every re-plan's decision (argus.adapt) with its prediction, in the optimizer's row
 -- operations per cycle, next to what the query's own nodes measured: their time per

@@ -440,15 +440,15 @@ def test_a_query_registered_not_to_share_stays_unshared(three, fresh_dsn):
 
 
 def test_status_shows_a_migration_in_progress(three, fresh_dsn):
-    from argus.names import CYCLE_LOCK
+    from argus.names import LOCK_CYCLES
     from argus.status import status_tables
 
     rows = Rows(23)
     load(three, rows, 60)
     three.run()
     three.register("chain", QUERIES["chain"])
-    holder = psycopg.connect(fresh_dsn, autocommit=True)
-    holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)  # as a long cycle would
+    holder = psycopg.connect(fresh_dsn)
+    holder.execute(LOCK_CYCLES)  # as a long cycle would, until it ends
     with argus.connect(fresh_dsn) as other:
         worker = threading.Thread(target=other.migrate, args=(["chain"],),
                                   kwargs={"force": True})
@@ -462,7 +462,7 @@ def test_status_shows_a_migration_in_progress(three, fresh_dsn):
                 time.sleep(0.05)
             assert shown
         finally:
-            holder.execute("SELECT pg_advisory_unlock(%s, %s)", CYCLE_LOCK)
+            holder.rollback()
             worker.join()
             holder.close()
     assert not [t for t in status_tables(three.conn) if isinstance(t, str)

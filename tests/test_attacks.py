@@ -423,3 +423,113 @@ def test_a_cycle_past_node_timeout_isolates_the_query_then_runs_without_it(netwo
     assert sorted(network.results("a")) == [(1, "x"), (2, "[" + ", ".join(["0"] * 120) + "]"),
                                             (3, "fine")]
     assert {q.name: q.status for q in network.queries()}["slow"] == "failed"
+
+
+def test_a_literal_ending_in_a_backslash_stays_a_literal_in_any_session(network, attacker):
+    """A registrar's `$$a\\$$` is written into a join's code as 'a\\'. A cycle run from a
+    session with standard_conforming_strings off read that backslash as escaping the
+    quote, and the registrar's next literal became SQL run as argus's owner (a helper
+    read a stream it was not granted, granted it to itself, and replaced a function a
+    superuser's read of an answer then ran). Every argus function pins how it parses."""
+    role, dsn = attacker
+    query = (r"SELECT a.id, b.v FROM mine a JOIN mine b ON a.id = b.id AND b.v <> $$a\$$ "
+             r"|| a.v || $$ )) AS s; INSERT INTO evil.calls VALUES (current_user, "
+             r"'injected'); SELECT 1 FROM (SELECT 1 --$$")
+    with argus.connect(dsn) as registrar:
+        registrar.create_stream("mine", {"id": "bigint", "v": "text"})
+        registrar.register_query("leak", query)
+        registrar.insert("mine", [(1, "x"), (2, "a\\")])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET standard_conforming_strings = off")
+        conn.execute("SET transform_null_equals = on")
+        conn.execute("SELECT argus.run_cycle()")
+    assert calls(dsn) == []
+    assert {q.name: q.status for q in network.queries()}["leak"] == "ok"
+    scratch = network.conn.execute(query.replace("mine", "argus_streams.mine")).fetchall()
+    assert sorted(network.results("leak")) == sorted(scratch) == [(1, "x"), (2, "a\\")]
+
+
+def test_a_role_with_nothing_cannot_hold_the_cycle_lock(network, login):
+    """The cycle lock was an advisory lock, which takes no privilege: any role that could
+    connect held it (`SELECT pg_advisory_lock(1095911253, 83)`) and every cycle, every
+    registration waited or did nothing for as long as its session lived (a helper).
+    It is a lock on a table of argus's owner now."""
+    role, dsn = login("nothing")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(1095911253, 83)")  # the old lock, held
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            with conn.transaction():
+                conn.execute("LOCK TABLE argus_catalog.cycle_lock")
+        network.insert("s", [(2, "y")])
+        network.run(wait=False)
+        network.register_query("c", "SELECT id FROM s WHERE id > 1")
+    assert sorted(network.results("c")) == [(2,)]
+
+
+def test_a_writers_own_statement_timeout_isolates_no_query(network, login):
+    """A writer of s ran cycles with `SET statement_timeout = '20ms'`: the cancel was
+    taken for node_timeout, and whichever query's node was running was isolated — t's,
+    which the writer may not touch (a helper). A cancel before node_timeout has passed
+    isolates nothing: the cycle is rolled back, its rows wait."""
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    network.register_query("pairs", "SELECT x.id, y.secret FROM t x JOIN t y ON x.id = y.id")
+    network.insert("t", [(k, "x" * 50) for k in range(2, 60_000)])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT argus.run_cycle()")  # (its program compiled: the next is slow
+        network.insert("t", [(k, "y") for k in range(60_000, 120_000)])  # in its nodes)
+        conn.execute("SET statement_timeout = '100ms'")
+        try:
+            (run_id,) = conn.execute("SELECT argus.run_cycle()").fetchone()
+        except psycopg.errors.QueryCanceled:
+            run_id = None
+    assert {q.name: q.status for q in network.queries()} == {
+        "a": "ok", "b": "ok", "pairs": "ok"}
+    if run_id is not None:
+        (status, error) = network.conn.execute(
+            "SELECT status, error FROM argus_catalog.runs WHERE run_id = %s",
+            (run_id,)).fetchone()
+        assert status == "failed" and "cancel" in error, error
+    network.run()
+    assert len(network.results("pairs")) == 120_000 - 1
+
+
+def test_a_reader_sees_held_back_rows_only_of_streams_it_may_read(network, login):
+    """`argus.quarantine` showed every stream's held-back rows, values and all, to a
+    reader of answers, who may not read histories (a helper)."""
+    network.create_stream("u", {"id": "int", "secret": "text", "at": "timestamptz"},
+                          time_column="at")
+    network.register_query("recent", "SELECT id FROM u")
+    network.insert("u", [(1, "now", "2024-03-01 12:00+00")])
+    network.run()
+    network.insert("u", [(2, "FUTURE-SECRET", "2204-01-01 00:00+00")])
+    assert network.run().quarantined == {"u": 1}
+    reader, reader_dsn = login("reader")
+    network.grant("reader", reader)
+    streams, streams_dsn = login("streams")
+    network.grant("reader", streams)
+    network.grant("reader", streams, stream="u")
+    with psycopg.connect(reader_dsn) as conn:
+        assert conn.execute("SELECT * FROM argus.quarantine").fetchall() == []
+    with psycopg.connect(streams_dsn) as conn:
+        rows = conn.execute("SELECT stream, row ->> 'secret' FROM argus.quarantine").fetchall()
+    assert rows == [("u", "FUTURE-SECRET")]
+
+
+def test_a_writers_session_settings_change_no_answer(network, login):
+    """A writer set its session's text search configuration (or to_char's locale, or
+    xmloption) before its cycles, and stored answers computed with it (a helper): every
+    cycle evaluates with the values the installing session had."""
+    role, dsn = login("writer")
+    network.grant("writer", role, stream="s")
+    query = "SELECT to_tsvector(v)::text AS words, count(*) AS n FROM s GROUP BY 1"
+    network.register_query("words", query)
+    network.insert("s", [(2, "The running cats")])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET default_text_search_config = 'pg_catalog.simple'")
+        conn.execute("SET xmloption = document")
+        conn.execute("SELECT argus.run_cycle()")
+    scratch = network.conn.execute(query.replace("FROM s", "FROM argus_streams.s")).fetchall()
+    assert sorted(network.results("words")) == sorted(scratch)
+    assert ("'cat':3 'run':2", 1) in scratch or "english" not in network.conn.execute(
+        "SELECT current_setting('default_text_search_config')").fetchone()[0]

@@ -73,11 +73,11 @@ def test_cli_errors_are_clear_and_exit_nonzero(fresh_dsn):
 def test_run_skips_when_another_cycle_holds_the_lock(fresh_dsn):
     import psycopg
 
-    from argus.names import CYCLE_LOCK
+    from argus.names import LOCK_CYCLES
 
     invoke(fresh_dsn, "init")
-    with psycopg.connect(fresh_dsn, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)
+    with psycopg.connect(fresh_dsn) as holder:
+        holder.execute(LOCK_CYCLES)
         out = invoke(fresh_dsn, "run")
     assert out.exit_code == 0 and "skipped" in out.output
 
@@ -220,24 +220,25 @@ def test_run_every_goes_on_after_the_server_drops_its_session(fresh_dsn):
     import psycopg
 
     import argus
-    from argus.names import CYCLE_LOCK
+    from argus.names import LOCK_CYCLES
 
     invoke(fresh_dsn, "init")
     invoke(fresh_dsn, "stream", "create", "t", "k:int")
     invoke(fresh_dsn, "register", "all_k", "--sql", "SELECT k FROM t")
     with argus.connect(fresh_dsn) as db:
         db.insert("t", [(1,), (2,)])
-    with psycopg.connect(fresh_dsn, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)
+    with psycopg.connect(fresh_dsn) as holder, \
+            psycopg.connect(fresh_dsn, autocommit=True) as watcher:
+        holder.execute(LOCK_CYCLES)
 
         def kill_the_waiting_cycle() -> None:  # then let the next one through
             pid = None
             while pid is None:
-                pid = holder.execute(
+                pid = watcher.execute(
                     "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                     "AND wait_event_type = 'Lock' AND query LIKE '%argus.cycle%'").fetchone()
-            holder.execute("SELECT pg_terminate_backend(%s)", pid)
-            holder.execute("SELECT pg_advisory_unlock(%s, %s)", CYCLE_LOCK)
+            watcher.execute("SELECT pg_terminate_backend(%s)", pid)
+            holder.rollback()
 
         killer = threading.Thread(target=kill_the_waiting_cycle)
         killer.start()

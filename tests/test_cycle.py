@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 
 import argus
-from argus.names import CYCLE_LOCK
+from argus.names import LOCK_CYCLES
 
 from .oracle import bag
 
@@ -298,8 +298,8 @@ def test_rows_written_directly_to_the_inbox_are_claimed(transfers, fresh_dsn):
 
 
 def test_second_cycle_does_not_overlap_a_running_one(transfers, fresh_dsn):
-    with psycopg.connect(fresh_dsn, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(%s, %s)", CYCLE_LOCK)
+    with psycopg.connect(fresh_dsn) as holder:
+        holder.execute(LOCK_CYCLES)
         with pytest.raises(argus.CycleInProgressError, match="another argus cycle"):
             transfers.db.run(wait=False)
         waited = []
@@ -312,7 +312,7 @@ def test_second_cycle_does_not_overlap_a_running_one(transfers, fresh_dsn):
         worker.start()
         worker.join(0.5)
         assert worker.is_alive()  # run(wait=True) waits for the lock
-        holder.execute("SELECT pg_advisory_unlock(%s, %s)", CYCLE_LOCK)
+        holder.rollback()
         worker.join(10)
     assert waited and waited[0].run_id
 

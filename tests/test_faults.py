@@ -408,8 +408,9 @@ def _until_locked(dsn: str, process: subprocess.Popen) -> None:
     deadline = time.time() + 30
     with psycopg.connect(dsn, autocommit=True) as watcher:
         while time.time() < deadline and process.poll() is None:
-            if watcher.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
-                               "AND objid = 83 AND granted").fetchone()[0]:
+            if watcher.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'relation' "
+                               "AND relation = to_regclass('argus_catalog.cycle_lock') "
+                               "AND mode = 'ExclusiveLock' AND granted").fetchone()[0]:
                 return
             time.sleep(0.005)
 

@@ -10,7 +10,7 @@ import psycopg
 from ..errors import ArgusError, QueryError, UnknownQueryError
 from ..mqo.replan import Replan, decide, predict
 from ..mqo.sharing import Sharing
-from ..names import CYCLE_LOCK, MIGRATING, check_name
+from ..names import LOCK_CYCLES, MIGRATING, check_name
 from ..network import rebuild_if_lost
 from ..registry import EVALUATIONS
 from ..settings import pinned_session
@@ -65,7 +65,7 @@ def migrate(conn: psycopg.Connection, name: str, *, force: bool = False,
         # for argus status, while it lasts (the transaction's setting)
         conn.execute("SELECT set_config('application_name', %s, true)",
                      (f"{MIGRATING}{name}"[:63],))
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         q = _query(conn, name)
         switch = switch_to(conn, name, q.query_id, q.current, evaluate, q.fallback,
                             q.min_gain)

@@ -12,7 +12,7 @@ import time
 import psycopg
 
 from .. import roles
-from ..names import CYCLE_LOCK
+from ..names import LOCK_CYCLES
 from .decide import tried
 from . import records
 from .records import RECENT, UNKNOWN, Decision
@@ -135,7 +135,7 @@ def _timed(conn: psycopg.Connection, name: str, **how) -> Decision:
     logged (a group's, with each member's): from when the cycle lock is free (a
     registration or another session's cycle holding it is not planning; a helper)."""
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
     (last,) = conn.execute(
         "SELECT coalesce(max(migration_id), 0) FROM argus_catalog.migrations").fetchone()
     started = time.perf_counter()

@@ -50,7 +50,11 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
         columns |= _in_lists(select)
         columns |= _in_anywhere(select)
         columns |= _counted_exists(select)
-        for sub in [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]:
+        scalars = [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]
+        if scalars and select.args.get("from_") is None:  # (was a KeyError; a helper)
+            raise UnsupportedQueryError("the query reads no stream: every SELECT needs a "
+                                        "FROM clause")
+        for sub in scalars:
             columns |= _unnest(select, sub, next(names))
     return tree, columns
 

@@ -19,7 +19,7 @@ from psycopg import sql
 
 from .. import roles
 from ..errors import SettingError
-from ..names import CYCLE_LOCK
+from ..names import LOCK_CYCLES
 from ..nodes import lazy
 from ..nodes.base import virtual
 from ..program import rebuild
@@ -61,7 +61,7 @@ def rebuild_if_lost(conn: psycopg.Connection) -> list[int] | None:
     if not lost(conn):
         return None
     with conn.transaction(), pinned_session(conn):  # (evaluated as cycles evaluate)
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         roles.become_owner(conn)
         if not lost(conn):
             return None  # another session rebuilt it while this one waited
@@ -95,7 +95,7 @@ def persist(conn: psycopg.Connection, node_id: int | None = None) -> int:
         return conn.execute("SELECT argus.persist_derived(%s)", (node_id,)).fetchone()[0]
     try:
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+            conn.execute(LOCK_CYCLES)
             roles.become_owner(conn)
             return conn.execute("SELECT argus.persist_derived()").fetchone()[0]
     except psycopg.errors.FeatureNotSupported as exc:

@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 
 from .. import roles
 from ..mqo import index
-from ..names import CYCLE_LOCK, NETWORK_SCHEMA, node_delta
+from ..names import LOCK_CYCLES, NETWORK_SCHEMA, node_delta
 from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
 from ..nodes import expiry, lazy, stream
 from ..nodes.base import var
@@ -167,7 +167,7 @@ def recompile_stale(conn: psycopg.Connection) -> bool:
     if current():
         return False
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", CYCLE_LOCK)
+        conn.execute(LOCK_CYCLES)
         roles.become_owner(conn)
         if current():
             return False  # another process did it while this one waited
