@@ -54,8 +54,8 @@ def _prepare(conn: psycopg.Connection) -> bool:
     may act as argus's owner; else check that the owner did. True for the owner."""
     session = roles.session(conn)
     if session is None or session.owner:
-        catalog.migrate(conn)
-        if network.recompile_stale(conn):  # (an older argus's capture code too)
+        migrated = catalog.migrate(conn)
+        if network.recompile_stale(conn) or migrated:  # (an older argus's capture code too)
             track.refresh_captures(conn)
         roles.setup(conn)
         network.settle(conn)

@@ -20,7 +20,7 @@ from psycopg import sql
 from . import roles, slot, streams, tables
 from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
-from .names import INBOX_SCHEMA, check_name, stream_inbox
+from .names import INBOX_SCHEMA, check_name, stream_history, stream_inbox
 from .settings import user_relation
 from .nodes.base import cols
 from .nodes.stream import key_join
@@ -45,21 +45,57 @@ def _capture_function(conn: psycopg.Connection, name: str, columns: list[str],
                                       else sql.SQL("NULL") for c in columns)))
 
 
+def _resync_sql(conn: psycopg.Connection, name: str, columns: list[str], key: list[str]
+                ) -> str:
+    """stream/resync for the table, as argus.resync_rewritten runs it: the source left
+    to format() (%1$s), by its oid, whatever it is named then."""
+    text = render(
+        "stream/resync", inbox=stream_inbox(name), history=stream_history(name),
+        key=cols(key), columns=cols(columns), h_columns=cols(columns, "argus_h"),
+        hl_join=key_join(key, "argus_h", "argus_l"), first=sql.Identifier(key[0]),
+        s_columns=cols(columns, "argus_s"), e_columns=cols(columns, "argus_e"),
+        se_join=key_join(key, "argus_s", "argus_e"),
+        e_key_only=sql.SQL(", ").join(sql.Identifier("argus_e", c) if c in key
+                                      else sql.SQL("NULL") for c in columns)).as_string(conn)
+    return text.replace("%", "%%").replace("%%1$s", "%1$s")
+
+
 def refresh_captures(conn: psycopg.Connection) -> int:
     """The capture functions of the tables tracked by trigger, made again by this
     argus's template (an upgrade: an older one compared rows as `o *<> n`, and a
-    table with a column n or o then refused its application's updates). How many."""
-    names = [r[0] for r in conn.execute(
-        "SELECT s.name FROM argus_catalog.tracked t JOIN argus_catalog.streams s "
-        "USING (stream_id) WHERE t.method = 'trigger' ORDER BY s.name")]
-    if names:
+    table with a column n or o then refused its application's updates), and every
+    tracked table's comparison after a rewrite (stream/resync). How many."""
+    found = conn.execute(
+        "SELECT s.name, t.method FROM argus_catalog.tracked t JOIN argus_catalog.streams s "
+        "USING (stream_id) ORDER BY s.name").fetchall()
+    if found:
         schemas = streams.stream_schemas(conn)
         with conn.transaction():
             roles.become_owner(conn)
-            for name in names:
-                _capture_function(conn, name, list(schemas[name].column_names),
-                                  list(schemas[name].primary_key))
-    return len(names)
+            for name, method in found:
+                columns, key = list(schemas[name].column_names), list(schemas[name].primary_key)
+                if method == "trigger":
+                    _capture_function(conn, name, columns, key)
+                conn.execute("UPDATE argus_catalog.tracked SET resync_sql = %s WHERE stream_id "
+                             "= (SELECT stream_id FROM argus_catalog.streams WHERE name = %s)",
+                             (_resync_sql(conn, name, columns, key), name))
+    return len(found)
+
+
+def _grant_select(conn: psycopg.Connection, oid: int, source_id: sql.Identifier) -> bool:
+    """argus's owner may read the source (to compare its rows after a rewrite): granted
+    by the session that tracks it, unless the owner could already. Whether granted."""
+    owner = roles.owner_role(conn)
+    if owner is None or conn.execute("SELECT has_table_privilege(%s, %s::oid, 'SELECT')",
+                                     (owner, oid)).fetchone()[0]:
+        return False
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(
+                source_id, sql.Identifier(owner)))
+    except psycopg.errors.InsufficientPrivilege:  # (argus.resync_rewritten says so)
+        return False
+    return True
 
 
 def _function(name: str) -> sql.Identifier:
@@ -201,10 +237,15 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
             start, apply_sql, types = slot.capture(conn, oid, source_id, schema)
         conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
             inbox, cols(columns), cols(columns), source_id))
+        granted = _grant_select(conn, oid, source_id)
         conn.execute("""INSERT INTO argus_catalog.tracked
-                               (stream_id, source, method, start_lsn, apply_sql, columns)
-                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb FROM argus_catalog.streams
-                         WHERE name = %s""", (oid, method, start, apply_sql, types, name))
+                               (stream_id, source, method, start_lsn, apply_sql, columns,
+                                filenode, resync_sql, select_granted)
+                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb, pg_relation_filenode(%s),
+                               %s, %s
+                          FROM argus_catalog.streams WHERE name = %s""",
+                     (oid, method, start, apply_sql, types, oid,
+                      _resync_sql(conn, name, columns, list(key)), granted, name))
     return streams.stream_schemas(conn)[name]
 
 
@@ -219,14 +260,15 @@ def untrack(conn: psycopg.Connection, name: str) -> str:
     name = check_name(name, "table")
     with conn.transaction():
         row = conn.execute(
-            """SELECT t.source, n.nspname, c.relname, t.method FROM argus_catalog.tracked t
+            """SELECT t.source, n.nspname, c.relname, t.method, t.select_granted
+                 FROM argus_catalog.tracked t
                  JOIN argus_catalog.streams s USING (stream_id)
                  LEFT JOIN pg_class c ON c.oid = t.source
                  LEFT JOIN pg_namespace n ON n.oid = c.relnamespace WHERE s.name = %s""",
             (name,)).fetchone()
         if row is None:
             raise UnknownStreamError(f"{name!r} tracks no table")
-        oid, schema, table, method = row
+        oid, schema, table, method, granted = row
         shown = tracked(conn)[name]
         source_id = sql.Identifier(schema, table) if table is not None else None
         if method == "slot":
@@ -235,6 +277,13 @@ def untrack(conn: psycopg.Connection, name: str) -> str:
             conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
                 sql.Identifier(trigger), source_id))
         conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(_function(name)))
+        if granted and source_id is not None and roles.owner_role(conn):
+            try:  # (only the role that granted it, or the table's owner, may)
+                with conn.transaction():
+                    conn.execute(sql.SQL("REVOKE SELECT ON {} FROM {}").format(
+                        source_id, sql.Identifier(roles.owner_role(conn))))
+            except psycopg.errors.InsufficientPrivilege:
+                pass
         conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
         if method == "slot":
             slot.forget_if_unused(conn)

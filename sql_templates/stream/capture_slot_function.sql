@@ -24,6 +24,7 @@ CREATE FUNCTION {function}(p_applied pg_lsn, p_upto pg_lsn)
 RETURNS TABLE (ord bigint, lsn pg_lsn, relid oid, op "char", new jsonb, old jsonb,
                missing text[])
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET extra_float_digits = 3
 SET bytea_output = 'hex' AS $argus$
 DECLARE

@@ -6,7 +6,8 @@
 -- the order of argus_seq, the last one winning. Changes captured from a tracked table
 -- (stream/track, argus.capture on) are consistent by the source's key: not checked.
 CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $argus$
 #variable_conflict use_column
 DECLARE
     argus_bad record;

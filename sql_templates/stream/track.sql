@@ -9,7 +9,8 @@
 -- The rows' aliases have argus's prefix, which no column may have: `o *<> n` over a
 -- table with a column n compared that column, or failed as ambiguous.
 CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $argus$
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $argus$
 BEGIN
     -- a column retyped since `track`: its rows would be cast to the inbox's type by the
     -- new type's cast, which whoever may alter the table wrote, run as argus's owner
