@@ -573,7 +573,7 @@ BEGIN
                 PERFORM set_config('lock_timeout', v_timeout, true);
             END IF;
             IF EXISTS (SELECT FROM argus_catalog.capture_slot) THEN
-                PERFORM argus.read_capture();
+                v_failed := v_failed || argus.read_capture(v_run);
             END IF;
             IF EXISTS (SELECT FROM argus_catalog.tracked) THEN
                 PERFORM argus.resync_rewritten();
@@ -831,11 +831,15 @@ END $$;
 -- which is recorded: the next cycle moves the slot there first (its reader), so a
 -- committed cycle's changes are never read twice and a failed cycle's are read again.
 -- A TRUNCATE cuts a table's changes in two: the keys it deletes are those before it.
--- Nothing is applied when a tracked table's changes cannot be: its source's columns
--- changed, or an update's TOASTed value is missing. It runs as the owner (a session
--- that tracks with higher rights calls it too, and the SQL it runs is the catalog's),
--- reading values in the styles the reader wrote them in.
-CREATE OR REPLACE FUNCTION argus.read_capture() RETURNS void
+-- A table whose changes cannot be applied (its source's columns changed, or an update's
+-- TOASTed value is missing) stops following its source in a cycle (p_run): its queries
+-- are isolated, naming the fix, its changes are read past from then on, and the other
+-- tables' are applied (one table's failed every cycle; a helper's round); read outside a
+-- cycle (untrack), nothing is applied then. It runs as the owner (a session that tracks
+-- with higher rights calls it too, and the SQL it runs is the catalog's), reading values
+-- in the styles the reader wrote them in.
+DROP FUNCTION IF EXISTS argus.read_capture();
+CREATE OR REPLACE FUNCTION argus.read_capture(p_run bigint DEFAULT NULL) RETURNS text[]
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on SET transform_null_equals = off
 SET DateStyle = 'ISO, MDY' SET IntervalStyle = 'postgres' SET extra_float_digits = 3 AS $$
@@ -847,10 +851,13 @@ DECLARE
     v_from bigint;
     v_cut bigint;
     v_rows bigint;
+    v_error text;
+    v_state text;
+    v_isolated text[] := '{}';
 BEGIN
     SELECT * INTO v_slot FROM argus_catalog.capture_slot;
     IF NOT EXISTS (SELECT FROM argus_catalog.tracked WHERE method = 'slot') THEN
-        RETURN;
+        RETURN v_isolated;
     END IF;
     SELECT s.wal_status, s.database INTO v_found FROM pg_replication_slots s
      WHERE s.slot_name = v_slot.slot;
@@ -866,9 +873,10 @@ BEGIN
     EXECUTE format('INSERT INTO argus_catalog.captured SELECT * FROM %s($1, $2)', v_slot.reader)
       USING v_slot.applied, v_upto;
     GET DIAGNOSTICS v_rows = ROW_COUNT;
-    SELECT s.name, x.problem INTO v_found
+    FOR v_found IN SELECT DISTINCT ON (t.stream_id) t.stream_id, s.name, x.problem
       FROM argus_catalog.captured c
       JOIN argus_catalog.tracked t ON t.source = c.relid AND c.lsn >= t.start_lsn
+                                  AND t.stopped IS NULL
       JOIN argus_catalog.streams s USING (stream_id),
            LATERAL (SELECT CASE WHEN c.op = 'R' THEN
                                (SELECT format('its source''s column %s was dropped, renamed or '
@@ -881,31 +889,65 @@ BEGIN
                                       '(REPLICA IDENTITY FULL was taken away)', c.missing[1])
                            END) AS x(problem)
      WHERE x.problem IS NOT NULL
-     ORDER BY c.ord LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'argus: table %: %', v_found.name, v_found.problem
-              USING HINT = format('untrack it (argus untrack %s: its changes not read yet are '
-                                  'lost) and track its source again', v_found.name);
-    END IF;
+     ORDER BY t.stream_id, c.ord LOOP
+        IF p_run IS NULL THEN
+            RAISE EXCEPTION 'argus: table %: %', v_found.name, v_found.problem
+                  USING HINT = format('untrack it (argus untrack %s: its changes not read yet '
+                                      'are lost) and track its source again', v_found.name);
+        END IF;
+        v_isolated := v_isolated || argus.stop_tracking(p_run, v_found.stream_id,
+                                                          v_found.problem);
+    END LOOP;
     IF v_rows > 0 THEN
         PERFORM set_config('argus.capture', 'on', true);  -- the source's key holds: no check
-        FOR v_table IN SELECT t.source, t.start_lsn, t.apply_sql FROM argus_catalog.tracked t
-                        WHERE t.method = 'slot' LOOP
-            v_from := 0;
-            FOR v_cut IN SELECT c.ord FROM argus_catalog.captured c
-                          WHERE c.relid = v_table.source AND c.op = 'T'
-                            AND c.lsn >= v_table.start_lsn ORDER BY c.ord LOOP
-                EXECUTE v_table.apply_sql[1] USING v_table.source, v_table.start_lsn, v_from, v_cut;
-                EXECUTE v_table.apply_sql[2];
-                v_from := v_cut;
-            END LOOP;
-            EXECUTE v_table.apply_sql[1]
-              USING v_table.source, v_table.start_lsn, v_from, 9223372036854775807;
+        FOR v_table IN SELECT t.stream_id, t.source, t.start_lsn, t.apply_sql
+                         FROM argus_catalog.tracked t
+                        WHERE t.method = 'slot' AND t.stopped IS NULL LOOP
+            BEGIN  -- (a value the table refuses: a NOT NULL the source no longer has)
+                v_from := 0;
+                FOR v_cut IN SELECT c.ord FROM argus_catalog.captured c
+                              WHERE c.relid = v_table.source AND c.op = 'T'
+                                AND c.lsn >= v_table.start_lsn ORDER BY c.ord LOOP
+                    EXECUTE v_table.apply_sql[1]
+                      USING v_table.source, v_table.start_lsn, v_from, v_cut;
+                    EXECUTE v_table.apply_sql[2];
+                    v_from := v_cut;
+                END LOOP;
+                EXECUTE v_table.apply_sql[1]
+                  USING v_table.source, v_table.start_lsn, v_from, 9223372036854775807;
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_state = RETURNED_SQLSTATE;
+                IF p_run IS NULL OR argus.server_error(v_state) THEN
+                    RAISE;
+                END IF;
+                v_isolated := v_isolated || argus.stop_tracking(
+                    p_run, v_table.stream_id, 'its changes cannot be applied: ' || v_error);
+            END;
         END LOOP;
         PERFORM set_config('argus.capture', 'off', true);
         TRUNCATE argus_catalog.captured;
     END IF;
     UPDATE argus_catalog.capture_slot SET applied = v_upto;
+    IF cardinality(v_isolated) > 0 THEN  -- (without the nodes only they use)
+        PERFORM argus.assemble_program();
+    END IF;
+    RETURN v_isolated;
+END $$;
+
+-- A table tracked by the slot stops following its source in cycle p_run, for
+-- `problem` (argus.read_capture): its queries are isolated, naming the fix. Their names.
+CREATE OR REPLACE FUNCTION argus.stop_tracking(p_run bigint, p_stream bigint, p_problem text)
+RETURNS text[] LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_name text := (SELECT name FROM argus_catalog.streams WHERE stream_id = p_stream);
+BEGIN
+    UPDATE argus_catalog.tracked SET stopped = p_problem WHERE stream_id = p_stream;
+    RETURN (SELECT coalesce(array_agg(q), '{}')
+              FROM argus_catalog.nodes n, unnest(argus.isolate(p_run, n.node_id, '55000', format(
+                       'argus: table %s stopped following its source: %s; untrack it (argus '
+                       'untrack %s), then track its source again', v_name, p_problem, v_name)))
+                   AS q
+             WHERE n.kind = ANY(argus.kinds('loaded')) AND n.definition ->> 'stream' = v_name);
 END $$;
 
 -- The cycle log (argus.runs and what hangs off it) keeps the last `keep` cycles and

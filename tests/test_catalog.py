@@ -64,7 +64,7 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
                 ALTER COLUMN row SET NOT NULL;
             DROP TABLE argus_catalog.cycle_lock, argus_catalog.pinned_settings;  -- (45, 46)
             ALTER TABLE argus_catalog.tracked DROP COLUMN filenode, DROP COLUMN resync_sql,
-                DROP COLUMN select_granted;  -- (47)
+                DROP COLUMN select_granted, DROP COLUMN stopped;  -- (47)
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn
