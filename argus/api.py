@@ -54,8 +54,8 @@ def _prepare(conn: psycopg.Connection) -> bool:
     may act as argus's owner; else check that the owner did. True for the owner."""
     session = roles.session(conn)
     if session is None or session.owner:
-        migrated = catalog.migrate(conn)
-        if network.recompile_stale(conn) or migrated:  # (an older argus's capture code too)
+        catalog.migrate(conn)
+        if network.recompile_stale(conn):  # (an older argus's capture code too)
             track.refresh_captures(conn)
         roles.setup(conn)
         network.settle(conn)
@@ -192,6 +192,15 @@ class Argus:
         source = track.untrack(self.conn, name)
         self.inboxes.schema(check_name(name, "table"), fresh=True)  # loadable again
         return source
+
+    def resync(self, name: str) -> int:
+        """Compare the table's source with argus's rows and queue what differs as
+        changes, claimed by the next cycle: after the source was rewritten in place
+        (ALTER TABLE … TYPE … USING), which a cycle's warning says. Runs as this
+        session's role, which must be able to read the source. How many changes."""
+        if not self.owner:
+            raise PermissionDeniedError("only a member of argus's owner role resyncs tables")
+        return track.resync(self.conn, name)
 
     def tracked(self) -> dict[str, str]:
         """Each table that follows a source, and that source."""

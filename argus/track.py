@@ -20,7 +20,7 @@ from psycopg import sql
 from . import roles, slot, streams, tables
 from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
-from .names import INBOX_SCHEMA, check_name, stream_history, stream_inbox
+from .names import INBOX_SCHEMA, LOCK_CYCLES, check_name, stream_history, stream_inbox
 from .settings import user_relation
 from .nodes.base import cols
 from .nodes.stream import key_join
@@ -45,57 +45,83 @@ def _capture_function(conn: psycopg.Connection, name: str, columns: list[str],
                                       else sql.SQL("NULL") for c in columns)))
 
 
-def _resync_sql(conn: psycopg.Connection, name: str, columns: list[str], key: list[str]
-                ) -> str:
-    """stream/resync for the table, as argus.resync_rewritten runs it: the source left
-    to format() (%1$s), by its oid, whatever it is named then."""
-    text = render(
-        "stream/resync", inbox=stream_inbox(name), history=stream_history(name),
-        key=cols(key), columns=cols(columns), h_columns=cols(columns, "argus_h"),
-        hl_join=key_join(key, "argus_h", "argus_l"), first=sql.Identifier(key[0]),
-        s_columns=cols(columns, "argus_s"), e_columns=cols(columns, "argus_e"),
-        se_join=key_join(key, "argus_s", "argus_e"),
-        e_key_only=sql.SQL(", ").join(sql.Identifier("argus_e", c) if c in key
-                                      else sql.SQL("NULL") for c in columns)).as_string(conn)
-    return text.replace("%", "%%").replace("%%1$s", "%1$s")
-
-
 def refresh_captures(conn: psycopg.Connection) -> int:
     """The capture functions of the tables tracked by trigger, made again by this
     argus's template (an upgrade: an older one compared rows as `o *<> n`, and a
-    table with a column n or o then refused its application's updates), and every
-    tracked table's comparison after a rewrite (stream/resync). How many."""
-    found = conn.execute(
-        "SELECT s.name, t.method FROM argus_catalog.tracked t JOIN argus_catalog.streams s "
-        "USING (stream_id) ORDER BY s.name").fetchall()
-    if found:
+    table with a column n or o then refused its application's updates). How many."""
+    names = [r[0] for r in conn.execute(
+        "SELECT s.name FROM argus_catalog.tracked t JOIN argus_catalog.streams s "
+        "USING (stream_id) WHERE t.method = 'trigger' ORDER BY s.name")]
+    if names:
         schemas = streams.stream_schemas(conn)
         with conn.transaction():
             roles.become_owner(conn)
-            for name, method in found:
-                columns, key = list(schemas[name].column_names), list(schemas[name].primary_key)
-                if method == "trigger":
-                    _capture_function(conn, name, columns, key)
-                conn.execute("UPDATE argus_catalog.tracked SET resync_sql = %s WHERE stream_id "
-                             "= (SELECT stream_id FROM argus_catalog.streams WHERE name = %s)",
-                             (_resync_sql(conn, name, columns, key), name))
-    return len(found)
+            for name in names:
+                _capture_function(conn, name, list(schemas[name].column_names),
+                                  list(schemas[name].primary_key))
+    return len(names)
 
 
-def _grant_select(conn: psycopg.Connection, oid: int, source_id: sql.Identifier) -> bool:
-    """argus's owner may read the source (to compare its rows after a rewrite): granted
-    by the session that tracks it, unless the owner could already. Whether granted."""
-    owner = roles.owner_role(conn)
-    if owner is None or conn.execute("SELECT has_table_privilege(%s, %s::oid, 'SELECT')",
-                                     (owner, oid)).fetchone()[0]:
-        return False
-    try:
-        with conn.transaction():
-            conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(
-                source_id, sql.Identifier(owner)))
-    except psycopg.errors.InsufficientPrivilege:  # (argus.resync_rewritten says so)
-        return False
-    return True
+def resync(conn: psycopg.Connection, name: str) -> int:
+    """Compare a tracked table's source with argus's rows and queue what differs as
+    changes, which the next cycle claims (after a rewrite in place that no capture
+    saw: ALTER TABLE … TYPE … USING). As the session's own role: planning a read of
+    the source runs code its owner attached to it (a partial index's predicate), which
+    must never run as argus's owner (a helper). How many changes."""
+    name = check_name(name, "table")
+    schema = streams.stream_schemas(conn).get(name)
+    if schema is None or not schema.source:
+        raise UnknownStreamError(f"{name!r} tracks no table")
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT t.source, t.method, t.stopped FROM argus_catalog.tracked t "
+            "JOIN argus_catalog.streams s USING (stream_id) WHERE s.name = %s "
+            "FOR UPDATE OF t", (name,)).fetchone()
+        oid, method, stopped = row
+        if stopped:
+            raise ArgusError(f"table {name} stopped following its source ({stopped}): "
+                             f"untrack it, then track its source again")
+        source = conn.execute(
+            "SELECT n.nspname, c.relname, c.relkind FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s", (oid,)).fetchone()
+        if source is None or source[2] != "r":
+            raise ArgusError(f"table {name}'s source is no longer a table: untrack it")
+        changed = conn.execute(
+            """SELECT h.attname FROM pg_attribute h
+                 LEFT JOIN pg_attribute a ON a.attrelid = %s AND a.attname = h.attname
+                                         AND NOT a.attisdropped
+                WHERE h.attrelid = %s::regclass AND h.attnum > 0 AND NOT h.attisdropped
+                  AND (a.atttypid, a.atttypmod) IS DISTINCT FROM (h.atttypid, h.atttypmod)
+                ORDER BY h.attnum LIMIT 1""",
+            (oid, stream_history(name).as_string(conn))).fetchone()
+        if changed:
+            raise ArgusError(f"table {name}: its source's column {changed[0]} was dropped, "
+                             "renamed or changed type since `track`: untrack it, then track "
+                             "its source again")
+        conn.execute(LOCK_CYCLES)
+        if method == "trigger":  # no writer's change comes between the reading and the claim
+            conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(stream_inbox(name)))
+        else:  # the slot's changes before the reading are in the inbox first, none after it
+            conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(
+                sql.Identifier(*source[:2])))
+            (session_role,) = conn.execute("SELECT current_user").fetchone()
+            roles.become_owner(conn)  # (as a cycle reads them: slot.untrack)
+            conn.execute("SELECT argus.read_capture()")
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
+        columns, key = list(schema.column_names), list(schema.primary_key)
+        conn.execute("SELECT set_config('argus.capture', 'on', true)")  # (the key holds)
+        changes = conn.execute(render(
+            "stream/resync", inbox=stream_inbox(name), history=stream_history(name),
+            source=sql.Identifier(*source[:2]), key=cols(key), columns=cols(columns),
+            h_columns=cols(columns, "argus_h"), hl_join=key_join(key, "argus_h", "argus_l"),
+            first=sql.Identifier(key[0]), s_columns=cols(columns, "argus_s"),
+            e_columns=cols(columns, "argus_e"), se_join=key_join(key, "argus_s", "argus_e"),
+            e_key_only=sql.SQL(", ").join(sql.Identifier("argus_e", c) if c in key
+                                          else sql.SQL("NULL") for c in columns))).rowcount
+        conn.execute("SELECT set_config('argus.capture', 'off', true)")
+        conn.execute("UPDATE argus_catalog.tracked SET rewritten_at = NULL, "
+                     "filenode = pg_relation_filenode(source) WHERE source = %s", (oid,))
+    return changes
 
 
 def _function(name: str) -> sql.Identifier:
@@ -237,15 +263,12 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
             start, apply_sql, types = slot.capture(conn, oid, source_id, schema)
         conn.execute(sql.SQL("INSERT INTO {} ({}, argus_op) SELECT {}, 'i' FROM {}").format(
             inbox, cols(columns), cols(columns), source_id))
-        granted = _grant_select(conn, oid, source_id)
         conn.execute("""INSERT INTO argus_catalog.tracked
                                (stream_id, source, method, start_lsn, apply_sql, columns,
-                                filenode, resync_sql, select_granted)
-                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb, pg_relation_filenode(%s),
-                               %s, %s
+                                filenode)
+                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb, pg_relation_filenode(%s)
                           FROM argus_catalog.streams WHERE name = %s""",
-                     (oid, method, start, apply_sql, types, oid,
-                      _resync_sql(conn, name, columns, list(key)), granted, name))
+                     (oid, method, start, apply_sql, types, oid, name))
     return streams.stream_schemas(conn)[name]
 
 
@@ -260,15 +283,14 @@ def untrack(conn: psycopg.Connection, name: str) -> str:
     name = check_name(name, "table")
     with conn.transaction():
         row = conn.execute(
-            """SELECT t.source, n.nspname, c.relname, t.method, t.select_granted
-                 FROM argus_catalog.tracked t
+            """SELECT t.source, n.nspname, c.relname, t.method FROM argus_catalog.tracked t
                  JOIN argus_catalog.streams s USING (stream_id)
                  LEFT JOIN pg_class c ON c.oid = t.source
                  LEFT JOIN pg_namespace n ON n.oid = c.relnamespace WHERE s.name = %s""",
             (name,)).fetchone()
         if row is None:
             raise UnknownStreamError(f"{name!r} tracks no table")
-        oid, schema, table, method, granted = row
+        oid, schema, table, method = row
         shown = tracked(conn)[name]
         source_id = sql.Identifier(schema, table) if table is not None else None
         if method == "slot":
@@ -277,13 +299,6 @@ def untrack(conn: psycopg.Connection, name: str) -> str:
             conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
                 sql.Identifier(trigger), source_id))
         conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(_function(name)))
-        if granted and source_id is not None and roles.owner_role(conn):
-            try:  # (only the role that granted it, or the table's owner, may)
-                with conn.transaction():
-                    conn.execute(sql.SQL("REVOKE SELECT ON {} FROM {}").format(
-                        source_id, sql.Identifier(roles.owner_role(conn))))
-            except psycopg.errors.InsufficientPrivilege:
-                pass
         conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
         if method == "slot":
             slot.forget_if_unused(conn)

@@ -576,7 +576,7 @@ BEGIN
                 v_failed := v_failed || argus.read_capture(v_run);
             END IF;
             IF EXISTS (SELECT FROM argus_catalog.tracked) THEN
-                PERFORM argus.resync_rewritten();
+                PERFORM argus.note_rewritten();
             END IF;
             -- (a session's later cycles keep plans for small deltas: assemble_program)
             IF v_diagnose IS NULL AND current_setting('argus.cycled', true) = 'on'
@@ -750,78 +750,32 @@ BEGIN
     RETURN v_run;
 END $$;
 
--- Tracked tables whose source was rewritten since the last cycle: it has a new file
--- (pg_relation_filenode), as ALTER TABLE … TYPE … USING gives it without a change of its
--- rows captured by the triggers or decoded by the slot (answers kept the old values; a
--- helper's round). Its rows are compared with argus's (stream/resync) and what differs
--- is claimed by this cycle as changes. A source tracked by triggers has its inbox locked
--- first (EXCLUSIVE, waiting at most a second: else the next cycle compares), so that no
--- writer's change commits between the comparison and the claim with a place before the
--- comparison's; a slot's changes committed since its reading are read again by the
--- next cycle, after the comparison's, and change nothing then. Not compared, and said
--- so: a source whose columns changed type or went (its writes are refused until it is
--- tracked again), that argus's owner may not read, or with row-level security (its
--- hidden rows would look deleted).
-CREATE OR REPLACE FUNCTION argus.resync_rewritten() RETURNS void
+-- Tracked tables whose source was rewritten in place since the last cycle: it has a new
+-- file (pg_relation_filenode), as ALTER TABLE … TYPE … USING gives it without a change of
+-- its rows captured by the triggers or decoded by the slot (answers kept the old values;
+-- a helper's round). Said at every cycle until `argus resync` compares its rows with
+-- argus's (argus.track.resync), as whoever runs it: not here, as argus's owner — planning
+-- a read of the source runs code its owner attached to it (a partial index's predicate,
+-- a rule; a helper). A TRUNCATE gives it a new file too, which its capture records
+-- (stream/track, argus.read_capture); VACUUM FULL and CLUSTER are said as rewrites.
+CREATE OR REPLACE FUNCTION argus.note_rewritten() RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_t record;
-    v_why text;
-    v_rows bigint;
-    v_started timestamptz;
-    v_timeout text := current_setting('lock_timeout');
 BEGIN
-    FOR v_t IN SELECT t.stream_id, t.source, t.method, t.resync_sql, t.filenode AS was,
-                      pg_relation_filenode(t.source) AS filenode, s.name,
-                      c.relrowsecurity AS rls
-                 FROM argus_catalog.tracked t JOIN argus_catalog.streams s USING (stream_id)
-                 JOIN pg_class c ON c.oid = t.source
-                WHERE pg_relation_filenode(t.source) IS DISTINCT FROM t.filenode LOOP
-        IF v_t.was IS NOT NULL AND v_t.resync_sql IS NOT NULL THEN
-            v_why := CASE
-                WHEN v_t.rls THEN 'it has row-level security'
-                WHEN NOT has_table_privilege(v_t.source, 'SELECT')
-                THEN 'argus''s owner may not read it (GRANT SELECT ON it TO '
-                     || quote_ident(current_user) || ')'
-                WHEN EXISTS (SELECT FROM pg_attribute h
-                               LEFT JOIN pg_attribute a ON a.attrelid = v_t.source
-                                    AND a.attname = h.attname AND NOT a.attisdropped
-                              WHERE h.attrelid = format('argus_streams.%I', v_t.name)::regclass
-                                AND h.attnum > 0 AND NOT h.attisdropped
-                                AND a.atttypid IS DISTINCT FROM h.atttypid)
-                THEN 'its columns changed since it was tracked (untrack it, track it again)'
-                END;
-            IF v_why IS NOT NULL THEN
-                RAISE WARNING 'argus: table %: its source % was rewritten (ALTER TABLE, '
-                              'VACUUM FULL, CLUSTER) and is not compared with argus''s '
-                              'rows: %', v_t.name, v_t.source::regclass, v_why;
-            ELSE
-                IF v_t.method = 'trigger' THEN
-                    BEGIN
-                        PERFORM set_config('lock_timeout', '1s', true);
-                        EXECUTE format('LOCK TABLE argus_inbox.%I IN EXCLUSIVE MODE', v_t.name);
-                    EXCEPTION WHEN lock_not_available THEN
-                        RAISE NOTICE 'argus: table %: its source was rewritten; a writer '
-                                     'holds it, so the next cycle compares it', v_t.name;
-                        CONTINUE;  -- (the setting goes back with the block)
-                    END;
-                    PERFORM set_config('lock_timeout', v_timeout, true);
-                END IF;
-                v_started := clock_timestamp();
-                PERFORM set_config('argus.capture', 'on', true);  -- (the key holds)
-                EXECUTE format(v_t.resync_sql, v_t.source::regclass);
-                GET DIAGNOSTICS v_rows = ROW_COUNT;
-                PERFORM set_config('argus.capture', 'off', true);
-                RAISE NOTICE 'argus: table %: its source % was rewritten; compared with '
-                             'argus''s rows in % ms, % change(s)', v_t.name,
-                             v_t.source::regclass,
-                             round(extract(epoch FROM clock_timestamp() - v_started) * 1000),
-                             v_rows;
-            END IF;
-        END IF;
-        UPDATE argus_catalog.tracked SET filenode = v_t.filenode
-         WHERE stream_id = v_t.stream_id;
+    UPDATE argus_catalog.tracked t SET filenode = pg_relation_filenode(t.source),
+           rewritten_at = CASE WHEN t.filenode IS NULL THEN t.rewritten_at
+                               ELSE coalesce(t.rewritten_at, now()) END
+     WHERE pg_relation_filenode(t.source) IS DISTINCT FROM t.filenode
+       AND pg_relation_filenode(t.source) IS NOT NULL;
+    FOR v_t IN SELECT s.name, t.source FROM argus_catalog.tracked t
+                 JOIN argus_catalog.streams s USING (stream_id)
+                WHERE t.rewritten_at IS NOT NULL AND t.stopped IS NULL LOOP
+        RAISE WARNING 'argus: table %: its source % was rewritten in place (ALTER TABLE … '
+                      'USING; or VACUUM FULL, CLUSTER, which change nothing) and its answers '
+                      'may not have its rows: argus resync %', v_t.name,
+                      v_t.source::regclass, v_t.name;
     END LOOP;
 END $$;
 
@@ -915,6 +869,10 @@ BEGIN
                 END LOOP;
                 EXECUTE v_table.apply_sql[1]
                   USING v_table.source, v_table.start_lsn, v_from, 9223372036854775807;
+                IF v_from > 0 THEN  -- a TRUNCATE's new file is no rewrite (note_rewritten)
+                    UPDATE argus_catalog.tracked SET filenode = pg_relation_filenode(source)
+                     WHERE stream_id = v_table.stream_id;
+                END IF;
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_state = RETURNED_SQLSTATE;
                 IF p_run IS NULL OR argus.server_error(v_state) THEN

@@ -63,8 +63,8 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
             ALTER TABLE argus_catalog.quarantine DROP COLUMN row_text CASCADE,  -- (44)
                 ALTER COLUMN row SET NOT NULL;
             DROP TABLE argus_catalog.cycle_lock, argus_catalog.pinned_settings;  -- (45, 46)
-            ALTER TABLE argus_catalog.tracked DROP COLUMN filenode, DROP COLUMN resync_sql,
-                DROP COLUMN select_granted, DROP COLUMN stopped;  -- (47)
+            ALTER TABLE argus_catalog.tracked DROP COLUMN filenode, DROP COLUMN rewritten_at,
+                DROP COLUMN stopped;  -- (47)
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn

@@ -107,6 +107,19 @@ def untrack_command(name: str, dsn: str | None) -> None:
         console.print(f"table {name} no longer follows {source}; its rows and queries stay")
 
 
+@main.command("resync")
+@click.argument("name")
+@dsn_option
+@handle_errors
+def resync_command(name: str, dsn: str | None) -> None:
+    """Compare NAME's source with argus's rows and queue what differs as changes: after
+    the source was rewritten in place (ALTER TABLE … TYPE … USING), as a cycle's
+    warning says. Runs with your rights: you read the source."""
+    with connect(dsn) as db:
+        changes = db.resync(name)
+        console.print(f"table {name}: {changes:,} change(s) queued; the next cycle claims them")
+
+
 @stream.command("list")
 @dsn_option
 @handle_errors

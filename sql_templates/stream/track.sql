@@ -45,6 +45,9 @@ BEGIN
         INSERT INTO {inbox} ({key}, argus_op) SELECT {key}, 'd' FROM argus_old;
     ELSE
         {truncate};
+        -- (the source's new file is no rewrite: argus.note_rewritten)
+        UPDATE argus_catalog.tracked SET filenode = pg_catalog.pg_relation_filenode(TG_RELID)
+         WHERE source OPERATOR(pg_catalog.=) TG_RELID;
     END IF;
     PERFORM set_config('argus.capture', 'off', true);
     RETURN NULL;
