@@ -232,7 +232,7 @@ PINNED = {"DateStyle": "ISO, MDY", "IntervalStyle": "postgres", "bytea_output": 
 # (argus_catalog.pinned_settings): a writer set its own before its cycles and changed
 # stored answers (to_tsvector(text), to_char's TM, L, D and G; a helper).
 PINNED_FROM_INSTALL = ("default_text_search_config", "lc_monetary", "lc_numeric", "lc_time",
-                       "xmloption")
+                       "timezone_abbreviations", "xmlbinary", "xmloption")
 
 
 _USER_PATHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

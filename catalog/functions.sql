@@ -448,7 +448,8 @@ SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on SET transform_null_equals = off SET array_nulls = on
 -- then argus_catalog.pinned_settings' values; the caller's come back on exit
 SET default_text_search_config = 'pg_catalog.simple' SET xmloption = 'content'
-SET lc_monetary = 'C' SET lc_numeric = 'C' SET lc_time = 'C' AS $$
+SET lc_monetary = 'C' SET lc_numeric = 'C' SET lc_time = 'C' SET xmlbinary = 'base64'
+SET timezone_abbreviations = 'Default' AS $$
 DECLARE
     v_run      bigint;
     v_error    text;
@@ -1237,9 +1238,9 @@ END $$;
 CREATE OR REPLACE FUNCTION argus.request_row() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    -- one role's requests one at a time, to its commit ("ARRQ"): the count sees only
-    -- committed rows, and two sessions racing each queued 100 (a helper)
-    PERFORM pg_advisory_xact_lock(x'41525251'::int, hashtext(current_user));
+    -- one role's requests one at a time, to its commit: the count sees only committed
+    -- rows, and two sessions racing each queued 100 (a helper)
+    PERFORM argus.request_turn();
     IF (SELECT count(*) FROM argus_catalog.requests
          WHERE requested_by = current_user AND status = 'pending') >= 100 THEN
         RAISE EXCEPTION 'argus: role % has 100 requests waiting to be carried out',
@@ -1257,6 +1258,17 @@ BEGIN
 END $$;
 CREATE OR REPLACE TRIGGER request_row BEFORE INSERT ON argus_catalog.requests
 FOR EACH ROW EXECUTE FUNCTION argus.request_row();
+
+-- The requesting login role's turn, to its transaction's end: a lock on its row of
+-- argus_catalog.request_turns, which no role but argus's owner may lock (an advisory lock
+-- keyed by its name let any role that could connect hold its requests; a helper).
+CREATE OR REPLACE FUNCTION argus.request_turn() RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on SET transform_null_equals = off AS $$
+BEGIN
+    INSERT INTO argus_catalog.request_turns VALUES (session_user) ON CONFLICT DO NOTHING;
+    PERFORM FROM argus_catalog.request_turns WHERE role = session_user FOR UPDATE;
+END $$;
 
 -- The privileges of argus's roles (argus.roles), applied again whenever argus
 -- (re)creates objects: nothing for PUBLIC; the group roles get what their kind may do;
@@ -1318,7 +1330,7 @@ BEGIN
                    v_registrar);
     EXECUTE format('GRANT EXECUTE ON FUNCTION argus.register(text, text, text), '
                    'argus.unregister(text), argus.create_stream(text, json, text), '
-                   'argus.drop_stream(text) TO %I', v_registrar);
+                   'argus.drop_stream(text), argus.request_turn() TO %I', v_registrar);
     -- single roles
     FOR v_grant IN SELECT * FROM argus_catalog.grants LOOP
         IF v_grant.kind = 'reader' AND v_grant.query IS NOT NULL THEN

@@ -517,19 +517,27 @@ def test_a_reader_sees_held_back_rows_only_of_streams_it_may_read(network, login
 
 
 def test_a_writers_session_settings_change_no_answer(network, login):
-    """A writer set its session's text search configuration (or to_char's locale, or
-    xmloption) before its cycles, and stored answers computed with it (a helper): every
-    cycle evaluates with the values the installing session had."""
+    """A writer set its session's text search configuration (or to_char's locale, the
+    time zone abbreviations, xmlbinary, xmloption) before its cycles, and stored answers
+    computed with it (two helpers): every cycle evaluates with the values the installing
+    session had."""
     role, dsn = login("writer")
     network.grant("writer", role, stream="s")
     query = "SELECT to_tsvector(v)::text AS words, count(*) AS n FROM s GROUP BY 1"
     network.register_query("words", query)
     network.insert("s", [(2, "The running cats")])
+    zoned = ("SELECT (v::timestamptz AT TIME ZONE 'UTC')::date AS day, count(*) AS n "
+             "FROM s WHERE v LIKE '2024%' GROUP BY 1")
+    network.register_query("days", zoned)
+    network.insert("s", [(3, "2024-01-01 03:00 IST")])
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET default_text_search_config = 'pg_catalog.simple'")
         conn.execute("SET xmloption = document")
+        conn.execute("SET timezone_abbreviations = 'India'")  # (IST: +05:30, not +02:00)
         conn.execute("SELECT argus.run_cycle()")
     scratch = network.conn.execute(query.replace("FROM s", "FROM argus_streams.s")).fetchall()
     assert sorted(network.results("words")) == sorted(scratch)
+    assert network.results("days") == network.conn.execute(
+        zoned.replace("FROM s", "FROM argus_streams.s")).fetchall()
     assert ("'cat':3 'run':2", 1) in scratch or "english" not in network.conn.execute(
         "SELECT current_setting('default_text_search_config')").fetchone()[0]

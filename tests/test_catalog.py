@@ -62,7 +62,8 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
             DROP INDEX argus_catalog.requests_requested_by_done_at_idx;
             ALTER TABLE argus_catalog.quarantine DROP COLUMN row_text CASCADE,  -- (44)
                 ALTER COLUMN row SET NOT NULL;
-            DROP TABLE argus_catalog.cycle_lock, argus_catalog.pinned_settings;  -- (45, 46)
+            DROP TABLE argus_catalog.cycle_lock, argus_catalog.pinned_settings,
+                argus_catalog.request_turns;  -- (45, 46, 48)
             ALTER TABLE argus_catalog.tracked DROP COLUMN filenode, DROP COLUMN rewritten_at,
                 DROP COLUMN stopped;  -- (47)
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")

@@ -440,3 +440,23 @@ def test_a_writer_runs_cycles_with_kept_plans_and_their_reset(network, login):
         "SELECT s.id, t.secret FROM argus_streams.s s JOIN argus_streams.t t "
         "ON s.id = t.id").fetchall()
     assert len(expected) == 2801 and sorted(network.results("j")) == sorted(expected)
+
+
+def test_a_role_with_nothing_cannot_hold_a_registrars_requests(network, login):
+    """A role's requests queued one session at a time by an advisory lock keyed by its
+    name: any role that could connect took it, and the registrar's requests waited for
+    as long as its session lived (a helper). The turn is a row of argus's now."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    nobody, nobody_dsn = login("nothing")
+    with psycopg.connect(nobody_dsn, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(x'41525251'::int, hashtext(%s))", (role,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            holder.execute("SELECT argus.request_turn()")
+        with psycopg.connect(dsn, autocommit=True) as registrar:
+            registrar.execute("SET lock_timeout = '2s'")
+            registrar.execute("INSERT INTO argus_catalog.requests (kind, name, body) "
+                              "VALUES ('unregister', 'x', '{}')")
+    (pending,) = network.conn.execute(
+        "SELECT count(*) FROM argus_catalog.requests WHERE status = 'pending'").fetchone()
+    assert pending == 1

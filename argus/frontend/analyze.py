@@ -199,11 +199,17 @@ def refuse_unsupported(tree: exp.Expr, constructs=UNSUPPORTED) -> None:
                 raise UnsupportedQueryError(construct)
 
 
+# ranges and multiranges of dates or times: their bounds are read as times too
+# ('[yesterday,tomorrow)'::daterange; a helper)
+_TIME_RANGES = tuple(getattr(exp.DataType.Type, name) for name in (
+    "DATERANGE", "DATEMULTIRANGE", "TSRANGE", "TSMULTIRANGE", "TSTZRANGE", "TSTZMULTIRANGE"))
+
+
 def _temporal(kind: exp.DataType) -> bool:
-    """A date/time type, or an array of one."""
+    """A date/time type, a range of one, or an array of either."""
     while kind.is_type(exp.DataType.Type.ARRAY) and kind.expressions:
         kind = kind.expressions[0]
-    return kind.is_type(*exp.DataType.TEMPORAL_TYPES)
+    return kind.is_type(*exp.DataType.TEMPORAL_TYPES, *_TIME_RANGES)
 
 
 def _refuse_moving_comparisons(tree: exp.Expr, streams: Mapping[str, StreamSchema]) -> None:

@@ -11,6 +11,8 @@ a constant is compared with is typed over NULL columns of the block's types, nev
 
 from __future__ import annotations
 
+import re
+
 import datetime as dt
 import json
 from fractions import Fraction
@@ -143,12 +145,11 @@ def _is_text(node: exp.Expr) -> bool:
 
 
 def _moving_text(node: exp.Expr) -> bool:
-    """A string constant that PostgreSQL reads as the current time, alone or as an
-    element of an array literal ('{now}')."""
-    text = str(node.this).strip().lower()
-    words = [w.strip().strip('"') for w in text[1:-1].split(",")] \
-        if text.startswith("{") and text.endswith("}") else [text]
-    return any(w in MOVING for w in words)
+    """A string constant that PostgreSQL reads as the current time, or with it: alone,
+    with a time ('today 00:00'), as an element of an array ('{now}') or a bound of a
+    range ('[yesterday,tomorrow)'; those two passed: a helper). Read as a time, no
+    other word of a text is one of these."""
+    return not MOVING.isdisjoint(re.findall(r"[a-z]+", str(node.this).lower()))
 
 
 def _untyped(node: exp.Expr, top: exp.Expr) -> bool:

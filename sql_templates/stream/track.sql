@@ -14,14 +14,16 @@ SET standard_conforming_strings = on SET transform_null_equals = off AS $argus$
 BEGIN
     -- a column retyped since `track`: its rows would be cast to the inbox's type by the
     -- new type's cast, which whoever may alter the table wrote, run as argus's owner
-    -- (this function's rights; found by a helper): the statement is refused instead
+    -- (this function's rights; found by a helper), or cut to its old length or scale
+    -- (a varchar widened, a numeric's scale raised: a helper): the statement is refused
     IF EXISTS (SELECT FROM pg_catalog.pg_attribute s
                  JOIN pg_catalog.pg_attribute i
                    ON i.attrelid = {inbox_name}::pg_catalog.regclass
                   AND i.attname OPERATOR(pg_catalog.=) s.attname
                 WHERE s.attrelid OPERATOR(pg_catalog.=) TG_RELID
                   AND s.attnum OPERATOR(pg_catalog.>) 0 AND NOT s.attisdropped
-                  AND s.atttypid OPERATOR(pg_catalog.<>) i.atttypid) THEN
+                  AND (s.atttypid OPERATOR(pg_catalog.<>) i.atttypid
+                       OR s.atttypmod OPERATOR(pg_catalog.<>) i.atttypmod)) THEN
         RAISE EXCEPTION 'argus: a column of %.% changed its type since argus began to '
                         'track it', TG_TABLE_SCHEMA, TG_TABLE_NAME
               USING ERRCODE = 'object_not_in_prerequisite_state',
