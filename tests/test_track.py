@@ -726,3 +726,17 @@ def test_no_code_of_a_tracked_tables_owner_runs_as_argus(orders, login):
     owner = roles.owner_role(conn)
     called = [who for (who,) in conn.execute("SELECT who FROM public.calls")]
     assert called and owner not in called  # (the application's own statements called it)
+
+
+def test_a_column_whose_scale_changed_refuses_the_tables_writes(orders):
+    """A numeric's scale raised after `track` (or a varchar widened): the capture wrote
+    the new values into argus's copy of the old type, rounded (or failed on length), no
+    word said (a helper). Refused, naming the table, as a retyped column is."""
+    oracle = orders
+    conn, db = oracle.conn, oracle.db
+    db.track("public.orders")
+    oracle.run()
+    conn.execute("ALTER TABLE public.orders ALTER COLUMN amount TYPE numeric(12,4)")
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState,
+                       match="a column of public.orders changed its type"):
+        conn.execute("INSERT INTO public.orders VALUES (900, 'c1', 1.2345)")
