@@ -11,10 +11,9 @@ a constant is compared with is typed over NULL columns of the block's types, nev
 
 from __future__ import annotations
 
-import re
-
 import datetime as dt
 import json
+import re
 from fractions import Fraction
 
 import psycopg
