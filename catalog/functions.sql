@@ -1685,7 +1685,12 @@ DECLARE
     v_position bigint;
     v_new      boolean := p_consumer IS NULL;
 BEGIN
-    PERFORM argus.cycle_lock();
+    -- the cycle lock only to make the log (no cycle commits between its position and
+    -- its first change), held to the caller's transaction's end: a reader subscribing
+    -- in a transaction it kept busy held every cycle up (a helper)
+    IF NOT EXISTS (SELECT FROM argus_catalog.change_logs WHERE query_id = v_query) THEN
+        PERFORM argus.cycle_lock();
+    END IF;
     v_position := argus.position();
     IF NOT EXISTS (SELECT FROM argus_catalog.change_logs WHERE query_id = v_query) THEN
         EXECUTE format('CREATE TABLE argus_log.%I AS SELECT 0::bigint AS argus_position, c.* '

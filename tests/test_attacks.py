@@ -541,3 +541,16 @@ def test_a_writers_session_settings_change_no_answer(network, login):
         zoned.replace("FROM s", "FROM argus_streams.s")).fetchall()
     assert ("'cat':3 'run':2", 1) in scratch or "english" not in network.conn.execute(
         "SELECT current_setting('default_text_search_config')").fetchone()[0]
+
+
+def test_a_readers_open_subscription_holds_up_no_cycle(network, login):
+    """argus.subscribe took the cycle lock to its caller's transaction's end: a reader
+    that subscribed in a transaction it kept busy held every cycle (a helper). It takes
+    the lock only to make the query's log, once."""
+    role, dsn = login("reader")
+    network.grant("reader", role, query="a")
+    list(zip(range(1), network.subscribe("a", timeout=0)))  # (the log is made)
+    with psycopg.connect(dsn) as conn:  # (a transaction left open)
+        conn.execute("SELECT * FROM argus.subscribe('a')")
+        network.insert("s", [(2, "y")])
+        assert network.run(wait=False).new_rows == {"a": 1}
