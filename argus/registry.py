@@ -302,6 +302,16 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
         info = query_info(conn, name)
         if info.status == "ok":
             return info
+        stopped = conn.execute(  # (it came back over the stale copy; a helper)
+            "SELECT s.name, t.stopped FROM argus_catalog.tracked t "
+            "JOIN argus_catalog.streams s USING (stream_id) "
+            "JOIN argus_catalog.nodes n ON n.definition ->> 'stream' = s.name "
+            "WHERE t.stopped IS NOT NULL AND n.node_id = ANY(%s) "
+            "AND n.kind = ANY(argus.kinds('loaded'))", ([n.id for n in info.nodes],)).fetchone()
+        if stopped:
+            raise QueryError(f"query {name!r} reads table {stopped[0]}, which stopped "
+                             f"following its source ({stopped[1]}): untrack it (argus untrack "
+                             f"{stopped[0]}), then track its source again")
         # its lazily built joins (a JISC migration's) are rebuilt whole, as finished
         jisc.finish(conn, [n.id for n in info.nodes])
         stale = {r[0] for r in conn.execute("SELECT node_id FROM argus.excluded_nodes()")}

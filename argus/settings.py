@@ -303,6 +303,20 @@ def user_relation(conn: psycopg.Connection, name: str) -> int | None:
                           (name,))[0]
 
 
+_NAMES = ["TimeZone", *PINNED, *PINNED_FROM_INSTALL]
+
+
+def _set_all(values: list[sql.Composable]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.SQL("set_config({}, {}, true)").format(sql.Literal(n), v)
+                              for n, v in zip(_NAMES, values))
+
+
+_PINNED_VALUES = _set_all([  # (read FROM argus_catalog.settings)
+    sql.SQL("time_zone"), *map(sql.Literal, PINNED.values()),
+    *(sql.SQL("(SELECT value FROM argus_catalog.pinned_settings WHERE name = {})").format(
+        sql.Literal(n)) for n in PINNED_FROM_INSTALL)])
+
+
 @contextlib.contextmanager
 def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
     """Evaluate with the setting time_zone and PostgreSQL's default styles within the
@@ -314,24 +328,21 @@ def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
     superuser's `argus retry`, `optimize`, `explain` or re-plan would run it with their
     rights (found by a helper). The caller's settings come back after it (a failed
     block's rollback restores them)."""
-    names = ["TimeZone", *PINNED, *PINNED_FROM_INSTALL]
-
-    def set_all(values: list[sql.Composable]) -> sql.Composed:
-        return sql.SQL(", ").join(sql.SQL("set_config({}, {}, true)").format(
-            sql.Literal(n), v) for n, v in zip(names, values))
-
     # one round trip: the caller's values are read (the CTE, first) before they are set
     saved = conn.execute(sql.SQL(
         "WITH saved AS MATERIALIZED (SELECT ARRAY[{}] AS v) "
         "SELECT saved.v, {} FROM saved, argus_catalog.settings").format(
             sql.SQL(", ").join(sql.SQL("current_setting({})").format(sql.Literal(n))
-                               for n in names),
-            set_all([sql.SQL("time_zone"), *map(sql.Literal, PINNED.values()),
-                     *(sql.SQL("(SELECT value FROM argus_catalog.pinned_settings "
-                               "WHERE name = {})").format(sql.Literal(n))
-                       for n in PINNED_FROM_INSTALL)]))).fetchone()[0]
+                               for n in _NAMES), _PINNED_VALUES)).fetchone()[0]
     yield
-    conn.execute(sql.SQL("SELECT {}").format(set_all(list(map(sql.Literal, saved)))))
+    conn.execute(sql.SQL("SELECT {}").format(_set_all(list(map(sql.Literal, saved)))))
+
+
+def repin(conn: psycopg.Connection) -> None:
+    """Within a pinned_session, its settings set again: after code that is not argus's
+    ran in the transaction (a tracked source's owner's, argus.track.resync), which may
+    have changed them for the rest of it (set_config(…, true))."""
+    conn.execute(sql.SQL("SELECT {} FROM argus_catalog.settings").format(_PINNED_VALUES))
 
 
 def get(conn: psycopg.Connection) -> dict[str, object]:

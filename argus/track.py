@@ -14,6 +14,8 @@ With method "slot" the changes come from a logical replication slot instead
 
 from __future__ import annotations
 
+import json
+
 import psycopg
 from psycopg import sql
 
@@ -21,7 +23,7 @@ from . import roles, slot, streams, tables
 from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from .names import INBOX_SCHEMA, LOCK_CYCLES, check_name, stream_history, stream_inbox
-from .settings import user_relation
+from .settings import pinned_session, repin, user_relation
 from .nodes.base import cols
 from .nodes.stream import key_join
 from .templates import render
@@ -62,65 +64,89 @@ def refresh_captures(conn: psycopg.Connection) -> int:
     return len(names)
 
 
+# How long `resync` waits for a writer of the table (holding the cycle lock meanwhile).
+RESYNC_LOCK_TIMEOUT = "5s"
+
+
 def resync(conn: psycopg.Connection, name: str) -> int:
     """Compare a tracked table's source with argus's rows and queue what differs as
-    changes, which the next cycle claims (after a rewrite in place that no capture
-    saw: ALTER TABLE … TYPE … USING). As the session's own role: planning a read of
-    the source runs code its owner attached to it (a partial index's predicate), which
-    must never run as argus's owner (a helper). How many changes."""
+    changes, which the next cycle claims (after a rewrite in place that no capture saw:
+    ALTER TABLE … TYPE … USING). The source is read as its owner, into a temporary
+    table: planning a read of it runs code its owner attached to it (a partial index's
+    predicate), which must run neither as argus's owner (a helper found it in the cycle)
+    nor as whoever resyncs (a superuser, told to by a cycle's warning; a helper). How
+    many changes."""
     name = check_name(name, "table")
     schema = streams.stream_schemas(conn).get(name)
     if schema is None or not schema.source:
         raise UnknownStreamError(f"{name!r} tracks no table")
-    with conn.transaction():
-        row = conn.execute(
-            "SELECT t.source, t.method, t.stopped FROM argus_catalog.tracked t "
-            "JOIN argus_catalog.streams s USING (stream_id) WHERE s.name = %s "
-            "FOR UPDATE OF t", (name,)).fetchone()
-        oid, method, stopped = row
-        if stopped:
-            raise ArgusError(f"table {name} stopped following its source ({stopped}): "
-                             f"untrack it, then track its source again")
-        source = conn.execute(
-            "SELECT n.nspname, c.relname, c.relkind FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s", (oid,)).fetchone()
-        if source is None or source[2] != "r":
-            raise ArgusError(f"table {name}'s source is no longer a table: untrack it")
-        changed = conn.execute(
-            """SELECT h.attname FROM pg_attribute h
-                 LEFT JOIN pg_attribute a ON a.attrelid = %s AND a.attname = h.attname
-                                         AND NOT a.attisdropped
-                WHERE h.attrelid = %s::regclass AND h.attnum > 0 AND NOT h.attisdropped
-                  AND (a.atttypid, a.atttypmod) IS DISTINCT FROM (h.atttypid, h.atttypmod)
-                ORDER BY h.attnum LIMIT 1""",
-            (oid, stream_history(name).as_string(conn))).fetchone()
-        if changed:
-            raise ArgusError(f"table {name}: its source's column {changed[0]} was dropped, "
-                             "renamed or changed type since `track`: untrack it, then track "
-                             "its source again")
+    columns, key = list(schema.column_names), list(schema.primary_key)
+    with conn.transaction(), pinned_session(conn):
         conn.execute(LOCK_CYCLES)
-        if method == "trigger":  # no writer's change comes between the reading and the claim
-            conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(stream_inbox(name)))
-        else:  # the slot's changes before the reading are in the inbox first, none after it
-            conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(
-                sql.Identifier(*source[:2])))
-            (session_role,) = conn.execute("SELECT current_user").fetchone()
-            roles.become_owner(conn)  # (as a cycle reads them: slot.untrack)
-            conn.execute("SELECT argus.read_capture()")
-            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
-        columns, key = list(schema.column_names), list(schema.primary_key)
-        conn.execute("SELECT set_config('argus.capture', 'on', true)")  # (the key holds)
-        changes = conn.execute(render(
-            "stream/resync", inbox=stream_inbox(name), history=stream_history(name),
-            source=sql.Identifier(*source[:2]), key=cols(key), columns=cols(columns),
-            h_columns=cols(columns, "argus_h"), hl_join=key_join(key, "argus_h", "argus_l"),
-            first=sql.Identifier(key[0]), s_columns=cols(columns, "argus_s"),
-            e_columns=cols(columns, "argus_e"), se_join=key_join(key, "argus_s", "argus_e"),
-            e_key_only=sql.SQL(", ").join(sql.Identifier("argus_e", c) if c in key
-                                          else sql.SQL("NULL") for c in columns))).rowcount
-        conn.execute("SELECT set_config('argus.capture', 'off', true)")
-        conn.execute("UPDATE argus_catalog.tracked SET rewritten_at = NULL, "
-                     "filenode = pg_relation_filenode(source) WHERE source = %s", (oid,))
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", (RESYNC_LOCK_TIMEOUT,))
+        try:
+            changes = _resync(conn, name, columns, key)
+        except psycopg.errors.LockNotAvailable:
+            raise ArgusError(f"table {name}: a writer held its source or its changes past "
+                             f"{RESYNC_LOCK_TIMEOUT}; nothing was compared, try again") from None
+    return changes
+
+
+def _resync(conn: psycopg.Connection, name: str, columns: list[str], key: list[str]) -> int:
+    oid, method, stopped, nsp, rel, kind, owner, may, session_role = conn.execute(
+        "SELECT t.source, t.method, t.stopped, n.nspname, c.relname, c.relkind, "
+        "pg_get_userbyid(c.relowner), pg_has_role(c.relowner, 'MEMBER'), current_user "
+        "FROM argus_catalog.tracked t "
+        "JOIN argus_catalog.streams s USING (stream_id) LEFT JOIN pg_class c ON c.oid = t.source "
+        "LEFT JOIN pg_namespace n ON n.oid = c.relnamespace WHERE s.name = %s FOR UPDATE OF t",
+        (name,)).fetchone()
+    if stopped:
+        raise ArgusError(f"table {name} stopped following its source ({stopped}): untrack "
+                         "it, then track its source again")
+    if kind != "r":
+        raise ArgusError(f"table {name}'s source is no longer a table: untrack it")
+    if not may:
+        raise ArgusError(f"argus resync reads {nsp}.{rel} as its owner, {owner}, so that what "
+                         "it attached to the table (an index's predicate) runs with its "
+                         f"rights, not yours: run it as a superuser or a member of {owner}")
+    changed = conn.execute(
+        """SELECT h.attname FROM pg_attribute h
+             LEFT JOIN pg_attribute a ON a.attrelid = %s AND a.attname = h.attname
+                                     AND NOT a.attisdropped
+            WHERE h.attrelid = %s::regclass AND h.attnum > 0 AND NOT h.attisdropped
+              AND (a.atttypid, a.atttypmod) IS DISTINCT FROM (h.atttypid, h.atttypmod)
+            ORDER BY h.attnum LIMIT 1""",
+        (oid, stream_history(name).as_string(conn))).fetchone()
+    if changed:
+        raise ArgusError(f"table {name}: its source's column {changed[0]} was dropped, "
+                         "renamed or changed type since `track`: untrack it, then track "
+                         "its source again")
+    source = sql.Identifier(nsp, rel)
+    if method == "trigger":  # no writer's change comes between the reading and the claim
+        conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(stream_inbox(name)))
+    else:  # the slot's changes before the reading are in the inbox first, none after it
+        conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(source))
+        roles.become_owner(conn)  # (as a cycle reads them: slot.untrack)
+        conn.execute("SELECT argus.read_capture()")
+    copy = sql.Identifier("pg_temp", "argus_resync_rows")
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(owner)))
+    conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} ON COMMIT DROP AS SELECT {} FROM {}"
+                         ).format(copy, cols(columns), source))
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
+    repin(conn)  # (what the owner's code set for the rest of the transaction)
+    conn.execute("SELECT set_config('argus.capture', 'on', true)")  # (the key holds)
+    changes = conn.execute(render(
+        "stream/resync", inbox=stream_inbox(name), history=stream_history(name),
+        source=copy, key=cols(key), columns=cols(columns),
+        h_columns=cols(columns, "argus_h"), hl_join=key_join(key, "argus_h", "argus_l"),
+        first=sql.Identifier(key[0]), s_columns=cols(columns, "argus_s"),
+        e_columns=cols(columns, "argus_e"), se_join=key_join(key, "argus_s", "argus_e"),
+        e_key_only=sql.SQL(", ").join(sql.Identifier("argus_e", c) if c in key
+                                      else sql.SQL("NULL") for c in columns))).rowcount
+    conn.execute("SELECT set_config('argus.capture', 'off', true)")
+    conn.execute("UPDATE argus_catalog.tracked SET rewritten_at = NULL, filenode = "
+                 "pg_relation_filenode(source), attnums = argus.column_numbers(source, %s) "
+                 "WHERE source = %s", (json.dumps(dict.fromkeys(columns)), oid))
     return changes
 
 
@@ -265,10 +291,12 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
             inbox, cols(columns), cols(columns), source_id))
         conn.execute("""INSERT INTO argus_catalog.tracked
                                (stream_id, source, method, start_lsn, apply_sql, columns,
-                                filenode)
-                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb, pg_relation_filenode(%s)
+                                filenode, attnums)
+                        SELECT stream_id, %s, %s, %s, %s, %s::jsonb, pg_relation_filenode(%s),
+                               argus.column_numbers(%s, %s::jsonb)
                           FROM argus_catalog.streams WHERE name = %s""",
-                     (oid, method, start, apply_sql, types, oid, name))
+                     (oid, method, start, apply_sql, types, oid, oid,
+                      json.dumps(dict.fromkeys(columns)), name))
     return streams.stream_schemas(conn)[name]
 
 

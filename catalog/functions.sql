@@ -466,6 +466,7 @@ DECLARE
     v_program_state argus_catalog.program_state;
     v_program  record;
     v_attempts int := 0;
+    v_started  timestamptz := clock_timestamp();
     v_failed   text[] := '{}';
     v_diagnose bigint;
     v_check    record;
@@ -605,13 +606,15 @@ BEGIN
         -- a cancel before node_timeout has passed is not node_timeout's (the caller's
         -- shorter statement_timeout, or a cancel request): it isolates nothing (a writer
         -- of one stream isolated another's queries so; a helper), and the rows wait
+        -- (timed from this cycle's start, less a tenth for the client's arming: the
+        -- caller's statement may have started long before it; a helper)
         IF v_program.failed_state = '57014' AND (v_settings.node_timeout IS NULL
-                OR clock_timestamp() - statement_timestamp() < v_settings.node_timeout) THEN
+                OR clock_timestamp() - v_started < v_settings.node_timeout * 0.9) THEN
             UPDATE argus_catalog.runs SET status = 'failed', finished_at = clock_timestamp(),
                    error = format('cancelled after %s, before node_timeout (%s) had passed: '
                                   'a statement_timeout shorter than it, or a cancel request; '
                                   'nothing is isolated and the rows wait for the next cycle',
-                                  clock_timestamp() - statement_timestamp(),
+                                  clock_timestamp() - v_started,
                                   coalesce(v_settings.node_timeout::text, 'none'))
              WHERE run_id = v_run;
             RETURN v_run;
@@ -751,32 +754,54 @@ BEGIN
     RETURN v_run;
 END $$;
 
+-- The numbers of a source's columns named in `p_numbers` (argus_catalog.tracked.attnums),
+-- as they are now: NULL for a column it no longer has.
+CREATE OR REPLACE FUNCTION argus.column_numbers(p_source oid, p_numbers jsonb) RETURNS jsonb
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT jsonb_object_agg(e.key, a.attnum)
+      FROM jsonb_object_keys(p_numbers) AS e(key)
+      LEFT JOIN pg_attribute a ON a.attrelid = p_source AND a.attname = e.key
+                              AND NOT a.attisdropped
+$$;
+
 -- Tracked tables whose source was rewritten in place since the last cycle: it has a new
 -- file (pg_relation_filenode), as ALTER TABLE … TYPE … USING gives it without a change of
 -- its rows captured by the triggers or decoded by the slot (answers kept the old values;
--- a helper's round). Said at every cycle until `argus resync` compares its rows with
--- argus's (argus.track.resync), as whoever runs it: not here, as argus's owner — planning
--- a read of the source runs code its owner attached to it (a partial index's predicate,
--- a rule; a helper). A TRUNCATE gives it a new file too, which its capture records
--- (stream/track, argus.read_capture); VACUUM FULL and CLUSTER are said as rewrites.
+-- a helper's round), or a column argus reads has another number (renamed in another's
+-- place, or dropped and added again: argus holds another column's values, or old ones). Said at every cycle until `argus resync` compares its rows with
+-- argus's (argus.track.resync, reading the source as its owner), not here as argus's
+-- owner: planning a read of the source runs code its owner attached to it (a partial
+-- index's predicate, a rule; a helper). A TRUNCATE gives it a new file too, which its
+-- trigger capture records (stream/track); a slot cannot tell a TRUNCATE from a rewrite
+-- after it (a helper), nor can VACUUM FULL and CLUSTER be told from one: those are said
+-- as rewrites.
 CREATE OR REPLACE FUNCTION argus.note_rewritten() RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 SET standard_conforming_strings = on SET transform_null_equals = off AS $$
 DECLARE
     v_t record;
 BEGIN
+    -- (a row a writer's TRUNCATE holds is seen at the next cycle: waiting for it held
+    -- every cycle up for as long as the writer's transaction lasted; a helper)
     UPDATE argus_catalog.tracked t SET filenode = pg_relation_filenode(t.source),
-           rewritten_at = CASE WHEN t.filenode IS NULL THEN t.rewritten_at
-                               ELSE coalesce(t.rewritten_at, now()) END
-     WHERE pg_relation_filenode(t.source) IS DISTINCT FROM t.filenode
-       AND pg_relation_filenode(t.source) IS NOT NULL;
+           rewritten_at = CASE WHEN t.filenode IS NULL AND t.attnums IS NULL
+                               THEN t.rewritten_at ELSE coalesce(t.rewritten_at, now()) END
+      FROM (SELECT stream_id FROM argus_catalog.tracked
+             WHERE pg_relation_filenode(source) IS DISTINCT FROM filenode
+                   AND pg_relation_filenode(source) IS NOT NULL
+                OR argus.column_numbers(source, attnums) IS DISTINCT FROM attnums
+               FOR UPDATE SKIP LOCKED) AS moved
+     WHERE t.stream_id = moved.stream_id;
+    IF NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
+        RETURN;  -- (said to argus's administrators, not to a writer running a cycle)
+    END IF;
     FOR v_t IN SELECT s.name, t.source FROM argus_catalog.tracked t
                  JOIN argus_catalog.streams s USING (stream_id)
                 WHERE t.rewritten_at IS NOT NULL AND t.stopped IS NULL LOOP
         RAISE WARNING 'argus: table %: its source % was rewritten in place (ALTER TABLE … '
                       'USING; or VACUUM FULL, CLUSTER, which change nothing) and its answers '
                       'may not have its rows: argus resync %', v_t.name,
-                      v_t.source::regclass, v_t.name;
+                      to_json(v_t.source::regclass::text), v_t.name;
     END LOOP;
 END $$;
 
@@ -870,10 +895,6 @@ BEGIN
                 END LOOP;
                 EXECUTE v_table.apply_sql[1]
                   USING v_table.source, v_table.start_lsn, v_from, 9223372036854775807;
-                IF v_from > 0 THEN  -- a TRUNCATE's new file is no rewrite (note_rewritten)
-                    UPDATE argus_catalog.tracked SET filenode = pg_relation_filenode(source)
-                     WHERE stream_id = v_table.stream_id;
-                END IF;
             EXCEPTION WHEN OTHERS THEN
                 GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_state = RETURNED_SQLSTATE;
                 IF p_run IS NULL OR argus.server_error(v_state) THEN

@@ -117,8 +117,10 @@ SELECT t.node_id,
 -- Rows a cycle held back: an event time further ahead of the server's clock than
 -- settings.max_clock_lead (which would move the stream clock and expire every window).
 -- `argus quarantine release` returns them to their inbox. Only the rows of streams
--- whose history the reader may read (a reader of answers saw every stream's; a helper).
-CREATE VIEW argus.quarantine AS
+-- whose history the reader may read (a reader of answers saw every stream's; a helper),
+-- filtered before any condition of the reader's (security_barrier: a cheap function of
+-- its own in a WHERE saw the others; a helper).
+CREATE VIEW argus.quarantine WITH (security_barrier) AS
 SELECT q.quarantine_id, q.stream, q.row, q.reason, q.run_id, q.held_at,
        q.row_text  -- a row jsonb cannot hold (past 256 MB): its record's text instead
   FROM argus_catalog.quarantine q

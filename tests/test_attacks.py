@@ -492,6 +492,16 @@ def test_a_writers_own_statement_timeout_isolates_no_query(network, login):
         assert status == "failed" and "cancel" in error, error
     network.run()
     assert len(network.results("pairs")) == 120_000 - 1
+    # a statement that began long before its cycle: node_timeout counts from the cycle's
+    # start (the caller's statement's, the writer slept into it; a helper)
+    network.configure(node_timeout="1s")
+    network.insert("t", [(k, "z") for k in range(120_000, 180_000)])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = '1100ms'")
+        with pytest.raises(psycopg.errors.QueryCanceled):  # (the DO's own statement)
+            conn.execute("DO $$ BEGIN PERFORM pg_sleep(1); PERFORM argus.run_cycle(true); "
+                         "RAISE query_canceled; END $$")
+    assert {q.name: q.status for q in network.queries()}["pairs"] == "ok"
 
 
 def test_a_reader_sees_held_back_rows_only_of_streams_it_may_read(network, login):
@@ -511,6 +521,13 @@ def test_a_reader_sees_held_back_rows_only_of_streams_it_may_read(network, login
     network.grant("reader", streams, stream="u")
     with psycopg.connect(reader_dsn) as conn:
         assert conn.execute("SELECT * FROM argus.quarantine").fetchall() == []
+        seen = []  # a cheap function of its own ran before the view's filter (a helper)
+        conn.add_notice_handler(lambda diag: seen.append(diag.message_primary))
+        conn.execute("CREATE FUNCTION pg_temp.peek(jsonb) RETURNS boolean LANGUAGE plpgsql "
+                     "COST 0.0001 AS $f$ BEGIN RAISE NOTICE 'leak %', $1; RETURN true; END $f$")
+        assert conn.execute("SELECT row FROM argus.quarantine WHERE pg_temp.peek(row)"
+                            ).fetchall() == []
+        assert not [m for m in seen if "SECRET" in (m or "")]
     with psycopg.connect(streams_dsn) as conn:
         rows = conn.execute("SELECT stream, row ->> 'secret' FROM argus.quarantine").fetchall()
     assert rows == [("u", "FUTURE-SECRET")]

@@ -65,7 +65,7 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
             DROP TABLE argus_catalog.cycle_lock, argus_catalog.pinned_settings,
                 argus_catalog.request_turns;  -- (45, 46, 48)
             ALTER TABLE argus_catalog.tracked DROP COLUMN filenode, DROP COLUMN rewritten_at,
-                DROP COLUMN stopped;  -- (47)
+                DROP COLUMN stopped, DROP COLUMN attnums;  -- (47)
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn
