@@ -786,3 +786,20 @@ def test_columns_renamed_in_each_others_place_are_said_and_resynced(captured):
         said.clear()
         oracle.run()
         assert not [m for m in said if "pairs" in m and "rewritten" in m]
+
+
+def test_a_writers_open_truncate_holds_up_no_cycle(orders):
+    """The TRUNCATE's capture records its new file on argus's row of the table, and a
+    cycle that found the file new (a VACUUM FULL before) waited on that row for as
+    long as the writer's transaction lasted, holding the cycle lock (a helper)."""
+    oracle = orders
+    db = oracle.db
+    db.track("public.orders")
+    oracle.run()
+    oracle.conn.execute("VACUUM FULL public.orders")
+    with psycopg.connect(db.dsn) as writer:  # (a transaction left open)
+        writer.execute("TRUNCATE public.orders")
+        with psycopg.connect(db.dsn, autocommit=True) as other:
+            other.execute("SET statement_timeout = '10s'")
+            (run,) = other.execute("SELECT argus.run_cycle()").fetchone()
+        assert run is not None
