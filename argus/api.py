@@ -196,11 +196,11 @@ class Argus:
     def resync(self, name: str) -> int:
         """Compare the table's source with argus's rows and queue what differs as
         changes, claimed by the next cycle: after the source was rewritten in place
-        (ALTER TABLE … TYPE … USING), which a cycle's warning says. Runs as this
-        session's role, which must be able to read the source. How many changes."""
+        (ALTER TABLE … TYPE … USING), which a cycle's warning says. The source is read by
+        COPY, as this session's role, which must be able to read it. How many changes."""
         if not self.owner:
             raise PermissionDeniedError("only a member of argus's owner role resyncs tables")
-        return track.resync(self.conn, name)
+        return track.resync(self.conn, name, self.dsn)
 
     def tracked(self) -> dict[str, str]:
         """Each table that follows a source, and that source."""

@@ -94,6 +94,7 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         if conn.execute("SELECT 1 FROM argus_catalog.queries WHERE name = %s",
                         (name,)).fetchone():
             raise DuplicateNameError(f"query {name!r} already exists")
+        _refuse_stopped(conn, f"query {name!r}", analyzed.streams)
         _claim_waiting(conn, name, analyzed.streams)
         if stream_schemas(conn) != schemas:  # a stream was created or dropped meanwhile
             # (its calls as first resolved: the search path is pinned now)
@@ -291,6 +292,19 @@ def readable_info(conn: psycopg.Connection, name: str, sql_text: str) -> QueryIn
     return QueryInfo(name, sql_text, [tuple(c) for c in columns], 0, [])
 
 
+def _refuse_stopped(conn: psycopg.Connection, what: str, streams) -> None:
+    """A query over a tracked table that stopped following its source is neither
+    registered nor retried: it would answer over the stale copy (a helper)."""
+    stopped = conn.execute(
+        "SELECT s.name, t.stopped FROM argus_catalog.tracked t JOIN argus_catalog.streams s "
+        "USING (stream_id) WHERE t.stopped IS NOT NULL AND s.name = ANY(%s) LIMIT 1",
+        (list(streams),)).fetchone()
+    if stopped:
+        raise QueryError(f"{what} reads table {stopped[0]}, which stopped following its "
+                         f"source ({stopped[1]}): untrack it (argus untrack {stopped[0]}), "
+                         "then track its source again")
+
+
 def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
     """Put a failed query back into the cycles: rebuild the nodes only failed queries
     used (they missed the cycles since) from their parents' histories, in evaluation
@@ -302,16 +316,10 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
         info = query_info(conn, name)
         if info.status == "ok":
             return info
-        stopped = conn.execute(  # (it came back over the stale copy; a helper)
-            "SELECT s.name, t.stopped FROM argus_catalog.tracked t "
-            "JOIN argus_catalog.streams s USING (stream_id) "
-            "JOIN argus_catalog.nodes n ON n.definition ->> 'stream' = s.name "
-            "WHERE t.stopped IS NOT NULL AND n.node_id = ANY(%s) "
-            "AND n.kind = ANY(argus.kinds('loaded'))", ([n.id for n in info.nodes],)).fetchone()
-        if stopped:
-            raise QueryError(f"query {name!r} reads table {stopped[0]}, which stopped "
-                             f"following its source ({stopped[1]}): untrack it (argus untrack "
-                             f"{stopped[0]}), then track its source again")
+        _refuse_stopped(conn, f"query {name!r}", [r[0] for r in conn.execute(
+            "SELECT n.definition ->> 'stream' FROM argus_catalog.nodes n "
+            "WHERE n.node_id = ANY(%s) AND n.kind = ANY(argus.kinds('loaded'))",
+            ([n.id for n in info.nodes],))])
         # its lazily built joins (a JISC migration's) are rebuilt whole, as finished
         jisc.finish(conn, [n.id for n in info.nodes])
         stale = {r[0] for r in conn.execute("SELECT node_id FROM argus.excluded_nodes()")}

@@ -338,13 +338,6 @@ def pinned_session(conn: psycopg.Connection) -> Iterator[None]:
     conn.execute(sql.SQL("SELECT {}").format(_set_all(list(map(sql.Literal, saved)))))
 
 
-def repin(conn: psycopg.Connection) -> None:
-    """Within a pinned_session, its settings set again: after code that is not argus's
-    ran in the transaction (a tracked source's owner's, argus.track.resync), which may
-    have changed them for the rest of it (set_config(…, true))."""
-    conn.execute(sql.SQL("SELECT {} FROM argus_catalog.settings").format(_PINNED_VALUES))
-
-
 def get(conn: psycopg.Connection) -> dict[str, object]:
     names = list(SETTINGS)
     row = conn.execute(sql.SQL("SELECT {} FROM argus_catalog.settings").format(

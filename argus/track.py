@@ -23,7 +23,7 @@ from . import roles, slot, streams, tables
 from .errors import ArgusError, DuplicateNameError, InvalidNameError, UnknownStreamError
 from .frontend.analyze import StreamSchema
 from .names import INBOX_SCHEMA, LOCK_CYCLES, check_name, stream_history, stream_inbox
-from .settings import pinned_session, repin, user_relation
+from .settings import pinned_session, user_relation
 from .nodes.base import cols
 from .nodes.stream import key_join
 from .templates import render
@@ -68,14 +68,14 @@ def refresh_captures(conn: psycopg.Connection) -> int:
 RESYNC_LOCK_TIMEOUT = "5s"
 
 
-def resync(conn: psycopg.Connection, name: str) -> int:
+def resync(conn: psycopg.Connection, name: str, dsn: str) -> int:
     """Compare a tracked table's source with argus's rows and queue what differs as
     changes, which the next cycle claims (after a rewrite in place that no capture saw:
-    ALTER TABLE … TYPE … USING). The source is read as its owner, into a temporary
-    table: planning a read of it runs code its owner attached to it (a partial index's
-    predicate), which must run neither as argus's owner (a helper found it in the cycle)
-    nor as whoever resyncs (a superuser, told to by a cycle's warning; a helper). How
-    many changes."""
+    ALTER TABLE … TYPE … USING). The source is read by `COPY … TO` on a second session
+    (`dsn`), which plans nothing: planning a read of it runs code its owner attached to
+    it (a partial index's predicate) — as argus's owner in a cycle, or as whoever
+    resyncs (a superuser, told to by a cycle's warning), even through `SET ROLE` to its
+    owner, which that code can `RESET` (helpers). How many changes."""
     name = check_name(name, "table")
     schema = streams.stream_schemas(conn).get(name)
     if schema is None or not schema.source:
@@ -85,17 +85,19 @@ def resync(conn: psycopg.Connection, name: str) -> int:
         conn.execute(LOCK_CYCLES)
         conn.execute("SELECT set_config('lock_timeout', %s, true)", (RESYNC_LOCK_TIMEOUT,))
         try:
-            changes = _resync(conn, name, columns, key)
+            changes = _resync(conn, dsn, name, columns, key)
         except psycopg.errors.LockNotAvailable:
             raise ArgusError(f"table {name}: a writer held its source or its changes past "
                              f"{RESYNC_LOCK_TIMEOUT}; nothing was compared, try again") from None
     return changes
 
 
-def _resync(conn: psycopg.Connection, name: str, columns: list[str], key: list[str]) -> int:
-    oid, method, stopped, nsp, rel, kind, owner, may, session_role = conn.execute(
+def _resync(conn: psycopg.Connection, dsn: str, name: str, columns: list[str],
+            key: list[str]) -> int:
+    oid, method, stopped, nsp, rel, kind, hidden = conn.execute(
         "SELECT t.source, t.method, t.stopped, n.nspname, c.relname, c.relkind, "
-        "pg_get_userbyid(c.relowner), pg_has_role(c.relowner, 'MEMBER'), current_user "
+        "c.relrowsecurity AND NOT (SELECT rolsuper OR rolbypassrls FROM pg_roles "
+        "                          WHERE rolname = current_user) "
         "FROM argus_catalog.tracked t "
         "JOIN argus_catalog.streams s USING (stream_id) LEFT JOIN pg_class c ON c.oid = t.source "
         "LEFT JOIN pg_namespace n ON n.oid = c.relnamespace WHERE s.name = %s FOR UPDATE OF t",
@@ -105,10 +107,9 @@ def _resync(conn: psycopg.Connection, name: str, columns: list[str], key: list[s
                          "it, then track its source again")
     if kind != "r":
         raise ArgusError(f"table {name}'s source is no longer a table: untrack it")
-    if not may:
-        raise ArgusError(f"argus resync reads {nsp}.{rel} as its owner, {owner}, so that what "
-                         "it attached to the table (an index's predicate) runs with its "
-                         f"rights, not yours: run it as a superuser or a member of {owner}")
+    if hidden:  # (COPY would read it through its policies: a query, planned)
+        raise ArgusError(f"{nsp}.{rel} has row-level security: argus resync reads all its "
+                         "rows, as a superuser (or a role with BYPASSRLS) can")
     changed = conn.execute(
         """SELECT h.attname FROM pg_attribute h
              LEFT JOIN pg_attribute a ON a.attrelid = %s AND a.attname = h.attname
@@ -126,14 +127,20 @@ def _resync(conn: psycopg.Connection, name: str, columns: list[str], key: list[s
         conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(stream_inbox(name)))
     else:  # the slot's changes before the reading are in the inbox first, none after it
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(source))
+        (session_role,) = conn.execute("SELECT current_user").fetchone()
         roles.become_owner(conn)  # (as a cycle reads them: slot.untrack)
         conn.execute("SELECT argus.read_capture()")
-    copy = sql.Identifier("pg_temp", "argus_resync_rows")
-    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(owner)))
-    conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} ON COMMIT DROP AS SELECT {} FROM {}"
-                         ).format(copy, cols(columns), source))
-    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
-    repin(conn)  # (what the owner's code set for the rest of the transaction)
+        conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
+    copy = sql.Identifier("pg_temp", "argus_resync_rows")  # (the types are argus's: equal)
+    conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} ON COMMIT DROP AS SELECT {} FROM {} "
+                         "WITH NO DATA").format(copy, cols(columns), stream_history(name)))
+    with psycopg.connect(dsn, autocommit=True) as reader, \
+            reader.cursor().copy(sql.SQL("COPY {} ({}) TO STDOUT (FORMAT binary)").format(
+                source, cols(columns))) as rows, \
+            conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(
+                copy)) as into:
+        for data in rows:
+            into.write(data)
     conn.execute("SELECT set_config('argus.capture', 'on', true)")  # (the key holds)
     changes = conn.execute(render(
         "stream/resync", inbox=stream_inbox(name), history=stream_history(name),

@@ -114,7 +114,7 @@ def untrack_command(name: str, dsn: str | None) -> None:
 def resync_command(name: str, dsn: str | None) -> None:
     """Compare NAME's source with argus's rows and queue what differs as changes: after
     the source was rewritten in place (ALTER TABLE … TYPE … USING), as a cycle's
-    warning says. Runs with your rights: you read the source."""
+    warning says. You read the source (COPY, which runs none of its owner's code)."""
     with connect(dsn) as db:
         changes = db.resync(name)
         console.print(f"table {name}: {changes:,} change(s) queued; the next cycle claims them")
