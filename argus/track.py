@@ -94,35 +94,22 @@ def resync(conn: psycopg.Connection, name: str, dsn: str) -> int:
 
 def _resync(conn: psycopg.Connection, dsn: str, name: str, columns: list[str],
             key: list[str]) -> int:
-    oid, method, stopped, nsp, rel, kind, hidden = conn.execute(
-        "SELECT t.source, t.method, t.stopped, n.nspname, c.relname, c.relkind, "
-        "c.relrowsecurity AND NOT (SELECT rolsuper OR rolbypassrls FROM pg_roles "
-        "                          WHERE rolname = current_user) "
-        "FROM argus_catalog.tracked t "
-        "JOIN argus_catalog.streams s USING (stream_id) LEFT JOIN pg_class c ON c.oid = t.source "
+    oid, method, stopped, nsp, rel = conn.execute(
+        "SELECT t.source, t.method, t.stopped, n.nspname, c.relname "
+        "FROM argus_catalog.tracked t JOIN argus_catalog.streams s USING (stream_id) "
+        "LEFT JOIN pg_class c ON c.oid = t.source "
         "LEFT JOIN pg_namespace n ON n.oid = c.relnamespace WHERE s.name = %s FOR UPDATE OF t",
         (name,)).fetchone()
     if stopped:
         raise ArgusError(f"table {name} stopped following its source ({stopped}): untrack "
                          "it, then track its source again")
-    if kind != "r":
-        raise ArgusError(f"table {name}'s source is no longer a table: untrack it")
-    if hidden:  # (COPY would read it through its policies: a query, planned)
-        raise ArgusError(f"{nsp}.{rel} has row-level security: argus resync reads all its "
-                         "rows, as a superuser (or a role with BYPASSRLS) can")
-    changed = conn.execute(
-        """SELECT h.attname FROM pg_attribute h
-             LEFT JOIN pg_attribute a ON a.attrelid = %s AND a.attname = h.attname
-                                     AND NOT a.attisdropped
-            WHERE h.attrelid = %s::regclass AND h.attnum > 0 AND NOT h.attisdropped
-              AND (a.atttypid, a.atttypmod) IS DISTINCT FROM (h.atttypid, h.atttypmod)
-            ORDER BY h.attnum LIMIT 1""",
-        (oid, stream_history(name).as_string(conn))).fetchone()
-    if changed:
-        raise ArgusError(f"table {name}: its source's column {changed[0]} was dropped, "
-                         "renamed or changed type since `track`: untrack it, then track "
-                         "its source again")
+    if rel is None:
+        raise ArgusError(f"table {name}'s source was dropped: untrack it")
     source = sql.Identifier(nsp, rel)
+    # what is checked below holds until the reading: no ALTER, RENAME or policy comes
+    # between (a helper changed each while resync waited for the inbox)
+    conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS SHARE MODE").format(source))
+    _check_source(conn, name, oid, source)
     if method == "trigger":  # no writer's change comes between the reading and the claim
         conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(stream_inbox(name)))
     else:  # the slot's changes before the reading are in the inbox first, none after it
@@ -134,13 +121,17 @@ def _resync(conn: psycopg.Connection, dsn: str, name: str, columns: list[str],
     copy = sql.Identifier("pg_temp", "argus_resync_rows")  # (the types are argus's: equal)
     conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} ON COMMIT DROP AS SELECT {} FROM {} "
                          "WITH NO DATA").format(copy, cols(columns), stream_history(name)))
-    with psycopg.connect(dsn, autocommit=True) as reader, \
-            reader.cursor().copy(sql.SQL("COPY {} ({}) TO STDOUT (FORMAT binary)").format(
+    with psycopg.connect(dsn, autocommit=True) as reader:
+        # (its wait is bounded too: a writer queued behind this session's lock would
+        # hold it unseen by PostgreSQL's deadlock check; and a policy errs, not filters)
+        reader.execute("SELECT set_config('lock_timeout', %s, false), "
+                       "set_config('row_security', 'off', false)", (RESYNC_LOCK_TIMEOUT,))
+        with reader.cursor().copy(sql.SQL("COPY {} ({}) TO STDOUT (FORMAT binary)").format(
                 source, cols(columns))) as rows, \
-            conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(
-                copy)) as into:
-        for data in rows:
-            into.write(data)
+                conn.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(
+                    copy)) as into:
+            for data in rows:
+                into.write(data)
     conn.execute("SELECT set_config('argus.capture', 'on', true)")  # (the key holds)
     changes = conn.execute(render(
         "stream/resync", inbox=stream_inbox(name), history=stream_history(name),
@@ -155,6 +146,36 @@ def _resync(conn: psycopg.Connection, dsn: str, name: str, columns: list[str],
                  "pg_relation_filenode(source), attnums = argus.column_numbers(source, %s) "
                  "WHERE source = %s", (json.dumps(dict.fromkeys(columns)), oid))
     return changes
+
+
+def _check_source(conn: psycopg.Connection, name: str, oid: int, source: sql.Identifier
+                  ) -> None:
+    """The source, locked, is still the table tracked, whole, and of argus's types."""
+    same, kind, hidden, children = conn.execute(
+        "SELECT to_regclass(%s) = c.oid, c.relkind, c.relrowsecurity AND NOT "
+        "(SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user), "
+        "EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid) "
+        "FROM pg_class c WHERE c.oid = %s", (source.as_string(conn), oid)).fetchone()
+    if not same or kind != "r":
+        raise ArgusError(f"table {name}'s source is no longer the table tracked: untrack it")
+    if hidden:  # (COPY would read it through its policies: a query, planned)
+        raise ArgusError(f"{source.as_string(conn)} has row-level security: argus resync "
+                         "reads all its rows, as a superuser (or a role with BYPASSRLS) can")
+    if children:  # (their rows fire none of its triggers, and COPY reads none of them)
+        raise ArgusError(f"{source.as_string(conn)} has inheritance children since it was "
+                         "tracked, whose rows argus does not follow: untrack it")
+    changed = conn.execute(
+        """SELECT h.attname FROM pg_attribute h
+             LEFT JOIN pg_attribute a ON a.attrelid = %s AND a.attname = h.attname
+                                     AND NOT a.attisdropped AND a.attgenerated = ''
+            WHERE h.attrelid = %s::regclass AND h.attnum > 0 AND NOT h.attisdropped
+              AND (a.atttypid, a.atttypmod) IS DISTINCT FROM (h.atttypid, h.atttypmod)
+            ORDER BY h.attnum LIMIT 1""",
+        (oid, stream_history(name).as_string(conn))).fetchone()
+    if changed:
+        raise ArgusError(f"table {name}: its source's column {changed[0]} was dropped, "
+                         "renamed or changed type since `track`: untrack it, then track "
+                         "its source again")
 
 
 def _function(name: str) -> sql.Identifier:

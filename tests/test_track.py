@@ -806,3 +806,21 @@ def test_a_writers_open_truncate_holds_up_no_cycle(orders):
             other.execute("SET statement_timeout = '10s'")
             (run,) = other.execute("SELECT argus.run_cycle()").fetchone()
         assert run is not None
+
+
+def test_resync_refuses_a_source_that_is_no_longer_the_table_tracked(orders):
+    """What resync checks holds until it reads (the source locked first: a helper changed
+    its columns, its policies or its name while resync waited), and a child table added
+    since `track`, whose rows no trigger of it captures and COPY reads none of, is said."""
+    oracle = orders
+    conn, db = oracle.conn, oracle.db
+    db.track("public.orders")
+    oracle.run()
+    conn.execute("CREATE TABLE public.more () INHERITS (public.orders)")
+    with pytest.raises(ArgusError, match="inheritance children"):
+        db.resync("orders")
+    conn.execute("DROP TABLE public.more")
+    conn.execute("ALTER TABLE public.orders RENAME TO orders_old")
+    conn.execute("CREATE TABLE public.orders (id int PRIMARY KEY, customer text NOT NULL, "
+                 "amount numeric(10,2))")
+    assert db.resync("orders") == 0  # (the table tracked, by its oid, under its new name)
