@@ -790,20 +790,42 @@ BEGIN
              WHERE pg_relation_filenode(source) IS DISTINCT FROM filenode
                    AND pg_relation_filenode(source) IS NOT NULL
                 OR argus.column_numbers(source, attnums) IS DISTINCT FROM attnums
+                OR NOT argus.capturing(source, method)
                FOR UPDATE SKIP LOCKED) AS moved
      WHERE t.stream_id = moved.stream_id;
     IF NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
         RETURN;  -- (said to argus's administrators, not to a writer running a cycle)
     END IF;
-    FOR v_t IN SELECT s.name, t.source FROM argus_catalog.tracked t
-                 JOIN argus_catalog.streams s USING (stream_id)
+    FOR v_t IN SELECT s.name, t.source, argus.capturing(t.source, t.method) AS capturing
+                 FROM argus_catalog.tracked t JOIN argus_catalog.streams s USING (stream_id)
                 WHERE t.rewritten_at IS NOT NULL AND t.stopped IS NULL LOOP
-        RAISE WARNING 'argus: table %: its source % was rewritten in place (ALTER TABLE … '
-                      'USING; or VACUUM FULL, CLUSTER, which change nothing) and its answers '
-                      'may not have its rows: argus resync %', v_t.name,
-                      to_json(v_t.source::regclass::text), v_t.name;
+        IF v_t.capturing THEN
+            RAISE WARNING 'argus: table %: its source % was rewritten in place (ALTER TABLE … '
+                          'USING; or VACUUM FULL, CLUSTER, which change nothing), or its '
+                          'capture was off a while, and its answers may not have its rows: '
+                          'argus resync %', v_t.name, to_json(v_t.source::regclass::text),
+                          v_t.name;
+        ELSE
+            RAISE WARNING 'argus: table %: the triggers that capture the changes of its '
+                          'source % are disabled or gone, and its changes are lost meanwhile: '
+                          'enable them (ALTER TABLE … ENABLE ALWAYS TRIGGER argus_track_insert, '
+                          '…), then argus resync %', v_t.name,
+                          to_json(v_t.source::regclass::text), v_t.name;
+        END IF;
     END LOOP;
 END $$;
+
+-- Whether a source tracked by triggers has its four capture triggers, firing always
+-- (stream/track_triggers): its owner may disable them (a helper's round), and its
+-- changes are lost meanwhile. A slot's capture has no triggers.
+CREATE OR REPLACE FUNCTION argus.capturing(p_source oid, p_method text) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT p_method <> 'trigger' OR (
+        SELECT count(*) FROM pg_trigger g
+         WHERE g.tgrelid = p_source AND g.tgenabled = 'A'
+           AND g.tgname IN ('argus_track_insert', 'argus_track_update',
+                            'argus_track_delete', 'argus_track_truncate')) = 4
+$$;
 
 -- The changes the capture slot holds for the tracked tables (argus track --method slot),
 -- written into their inboxes in the cycle's transaction, up to the WAL flushed now (a

@@ -824,3 +824,31 @@ def test_resync_refuses_a_source_that_is_no_longer_the_table_tracked(orders):
     conn.execute("CREATE TABLE public.orders (id int PRIMARY KEY, customer text NOT NULL, "
                  "amount numeric(10,2))")
     assert db.resync("orders") == 0  # (the table tracked, by its oid, under its new name)
+
+
+def test_capture_triggers_disabled_are_said_until_resynced(orders):
+    """The source's owner disabled argus's capture triggers, wrote, and nothing said that
+    argus missed it (a helper). A cycle that finds them disabled says so, and goes on
+    saying the answers may lack rows until `argus resync` (the writes of a disabling
+    between two cycles are not seen: docs/tables.md)."""
+    oracle = orders
+    conn, db = oracle.conn, oracle.db
+    db.track("public.orders")
+    oracle.run()
+    oracle.register("big", QUERIES["big"])
+    said = []
+    db.conn.add_notice_handler(lambda diag: said.append(diag.message_primary or ""))
+    conn.execute("ALTER TABLE public.orders DISABLE TRIGGER argus_track_update")
+    conn.execute("UPDATE public.orders SET amount = amount + 100")
+    db.run()
+    oracle._cycled()  # (its answers are the stale ones it warns of)
+    assert [m for m in said if "are disabled or gone" in m and "argus resync orders" in m]
+    conn.execute("ALTER TABLE public.orders ENABLE ALWAYS TRIGGER argus_track_update")
+    said.clear()
+    db.run()
+    oracle._cycled()
+    assert [m for m in said if "capture was off a while" in m]
+    db.resync("orders")
+    said.clear()
+    oracle.run()
+    assert not [m for m in said if "orders" in m]
