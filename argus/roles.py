@@ -20,8 +20,10 @@ without them: it owns everything, and `grant` says what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -85,6 +87,16 @@ def become_owner(conn: psycopg.Connection) -> None:
     owner = owner_role(conn)
     if owner is not None:
         conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(owner)))
+
+
+@contextlib.contextmanager
+def as_owner(conn: psycopg.Connection) -> Iterator[None]:
+    """Within the block, act as the owner role (become_owner); the session's role of
+    before it after (SET LOCAL, in the caller's transaction)."""
+    (role,) = conn.execute("SELECT current_user").fetchone()
+    become_owner(conn)
+    yield
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
 
 
 def setup(conn: psycopg.Connection) -> str | None:

@@ -181,16 +181,14 @@ def untrack(conn: psycopg.Connection, oid: int, source_id: sql.Identifier | None
     if source_id is not None:
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(source_id))
     conn.execute(LOCK_CYCLES)
-    (session_role,) = conn.execute("SELECT current_user").fetchone()
-    roles.become_owner(conn)
-    for _ in range(2):
-        try:
-            with conn.transaction():
-                conn.execute("SELECT argus.read_capture()")
-            break
-        except psycopg.Error:
-            conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
-    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
+    with roles.as_owner(conn):
+        for _ in range(2):
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT argus.read_capture()")
+                break
+            except psycopg.Error:
+                conn.execute("DELETE FROM argus_catalog.tracked WHERE source = %s", (oid,))
     if source_id is not None:
         conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLE {}").format(
             sql.Identifier(PUBLICATION), source_id))

@@ -14,8 +14,6 @@ With method "slot" the changes come from a logical replication slot instead
 
 from __future__ import annotations
 
-import json
-
 import psycopg
 from psycopg import sql
 
@@ -114,10 +112,8 @@ def _resync(conn: psycopg.Connection, dsn: str, name: str, columns: list[str],
         conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(stream_inbox(name)))
     else:  # the slot's changes before the reading are in the inbox first, none after it
         conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(source))
-        (session_role,) = conn.execute("SELECT current_user").fetchone()
-        roles.become_owner(conn)  # (as a cycle reads them: slot.untrack)
-        conn.execute("SELECT argus.read_capture()")
-        conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(session_role)))
+        with roles.as_owner(conn):  # (as a cycle reads them: slot.untrack)
+            conn.execute("SELECT argus.read_capture()")
     copy = sql.Identifier("pg_temp", "argus_resync_rows")  # (the types are argus's: equal)
     conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} ON COMMIT DROP AS SELECT {} FROM {} "
                          "WITH NO DATA").format(copy, cols(columns), stream_history(name)))
@@ -144,7 +140,7 @@ def _resync(conn: psycopg.Connection, dsn: str, name: str, columns: list[str],
     conn.execute("SELECT set_config('argus.capture', 'off', true)")
     conn.execute("UPDATE argus_catalog.tracked SET rewritten_at = NULL, filenode = "
                  "pg_relation_filenode(source), attnums = argus.column_numbers(source, %s) "
-                 "WHERE source = %s", (json.dumps(dict.fromkeys(columns)), oid))
+                 "WHERE source = %s", (columns, oid))
     return changes
 
 
@@ -321,10 +317,9 @@ def _track(conn: psycopg.Connection, source: str, name: str | None, method: str
                                (stream_id, source, method, start_lsn, apply_sql, columns,
                                 filenode, attnums)
                         SELECT stream_id, %s, %s, %s, %s, %s::jsonb, pg_relation_filenode(%s),
-                               argus.column_numbers(%s, %s::jsonb)
+                               argus.column_numbers(%s, %s)
                           FROM argus_catalog.streams WHERE name = %s""",
-                     (oid, method, start, apply_sql, types, oid, oid,
-                      json.dumps(dict.fromkeys(columns)), name))
+                     (oid, method, start, apply_sql, types, oid, oid, columns, name))
     return streams.stream_schemas(conn)[name]
 
 

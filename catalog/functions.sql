@@ -754,13 +754,13 @@ BEGIN
     RETURN v_run;
 END $$;
 
--- The numbers of a source's columns named in `p_numbers` (argus_catalog.tracked.attnums),
--- as they are now: NULL for a column it no longer has.
-CREATE OR REPLACE FUNCTION argus.column_numbers(p_source oid, p_numbers jsonb) RETURNS jsonb
+-- The numbers of a source's columns `p_names` as they are now, by name
+-- (argus_catalog.tracked.attnums): NULL for a column it no longer has.
+CREATE OR REPLACE FUNCTION argus.column_numbers(p_source oid, p_names text[]) RETURNS jsonb
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT jsonb_object_agg(e.key, a.attnum)
-      FROM jsonb_object_keys(p_numbers) AS e(key)
-      LEFT JOIN pg_attribute a ON a.attrelid = p_source AND a.attname = e.key
+    SELECT jsonb_object_agg(e.name, a.attnum)
+      FROM unnest(p_names) AS e(name)
+      LEFT JOIN pg_attribute a ON a.attrelid = p_source AND a.attname = e.name
                               AND NOT a.attisdropped
 $$;
 
@@ -789,7 +789,8 @@ BEGIN
       FROM (SELECT stream_id FROM argus_catalog.tracked
              WHERE pg_relation_filenode(source) IS DISTINCT FROM filenode
                    AND pg_relation_filenode(source) IS NOT NULL
-                OR argus.column_numbers(source, attnums) IS DISTINCT FROM attnums
+                OR argus.column_numbers(source, ARRAY(SELECT jsonb_object_keys(attnums)))
+                   IS DISTINCT FROM attnums
                 OR NOT argus.capturing(source, method)
                FOR UPDATE SKIP LOCKED) AS moved
      WHERE t.stream_id = moved.stream_id;

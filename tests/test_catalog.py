@@ -188,6 +188,12 @@ def test_a_cycle_pins_what_python_pins(db):
     pinned = dict(c.split("=", 1) for c in config)
     assert {k.lower(): v for k, v in PINNED.items()} == {
         k.lower(): v for k, v in pinned.items() if k.lower() in map(str.lower, PINNED)}
+    # the installer's values (catalog 46) are the ones Python pins, and the cycle gives
+    # the caller's back on exit (a SET clause of each)
+    from argus.settings import PINNED_FROM_INSTALL
+
+    names = {n for (n,) in db.conn.execute("SELECT name FROM argus_catalog.pinned_settings")}
+    assert names == set(PINNED_FROM_INSTALL) <= set(map(str.lower, pinned))
 
 
 def test_the_program_is_filled_by_its_slots_names(db):

@@ -570,6 +570,13 @@ def test_the_owner_s_code_runs_as_the_owner_even_when_a_superuser_untracks(
     assert conn.execute("SELECT who FROM argus_catalog.who").fetchall() == [(owner,)] * 2
 
 
+def _notices(db) -> list[str]:
+    """What argus says to `db`'s session from now on (its warnings), in order."""
+    said: list[str] = []
+    db.conn.add_notice_handler(lambda diag: said.append(diag.message_primary or ""))
+    return said
+
+
 def _tracked(oracle, table: str, values: str, **queries: str) -> None:
     """public.<table> (`table`: its name and columns) with `values`, tracked, its first
     rows claimed, and `queries` registered over it."""
@@ -677,8 +684,7 @@ def test_a_source_rewritten_in_place_is_said_and_resynced(captured):
     triggers (a slot says it)."""
     oracle, method = captured
     conn, db = oracle.conn, oracle.db
-    said = []
-    db.conn.add_notice_handler(lambda diag: said.append(diag.message_primary or ""))
+    said = _notices(db)
     db.track("public.orders", method=method)
     oracle.run()
     for name in ("per_customer", "big", "top", "customers"):
@@ -707,8 +713,7 @@ def test_a_source_rewritten_in_place_is_said_and_resynced(captured):
     conn.execute("INSERT INTO orders VALUES (1, 'c1', 5), (2, 'c2', 6)")
     conn.execute("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(10,2) USING amount + 1")
     said.clear()
-    db.run()
-    oracle._cycled()  # (its changes counted; its answers are the stale ones it warns of)
+    oracle.run_stale()
     assert [m for m in said if "rewritten" in m]
     db.resync("orders")
     oracle.run()
@@ -774,16 +779,14 @@ def test_columns_renamed_in_each_others_place_are_said_and_resynced(captured):
     oracle.run()
     oracle.register("sums", "SELECT sum(v) AS v, sum(w) AS w, count(*) AS n FROM pairs")
     oracle.register("big_v", "SELECT id, v FROM pairs WHERE v > 5")
-    said = []
-    db.conn.add_notice_handler(lambda diag: said.append(diag.message_primary or ""))
+    said = _notices(db)
     for change in ("ALTER TABLE pairs RENAME v TO x; ALTER TABLE pairs RENAME w TO v; "
                    "ALTER TABLE pairs RENAME x TO w",
                    "ALTER TABLE pairs DROP COLUMN w; ALTER TABLE pairs ADD COLUMN w int"):
         conn.execute(change)  # test-authored DDL
         conn.execute("UPDATE pairs SET v = v + 1 WHERE id = 3")
         said.clear()
-        db.run()
-        oracle._cycled()  # (the answers are the stale ones it warns of)
+        oracle.run_stale()
         assert [m for m in said if "pairs" in m and "argus resync pairs" in m]
         db.resync("pairs")
         said.clear()
@@ -836,17 +839,14 @@ def test_capture_triggers_disabled_are_said_until_resynced(orders):
     db.track("public.orders")
     oracle.run()
     oracle.register("big", QUERIES["big"])
-    said = []
-    db.conn.add_notice_handler(lambda diag: said.append(diag.message_primary or ""))
+    said = _notices(db)
     conn.execute("ALTER TABLE public.orders DISABLE TRIGGER argus_track_update")
     conn.execute("UPDATE public.orders SET amount = amount + 100")
-    db.run()
-    oracle._cycled()  # (its answers are the stale ones it warns of)
+    oracle.run_stale()
     assert [m for m in said if "are disabled or gone" in m and "argus resync orders" in m]
     conn.execute("ALTER TABLE public.orders ENABLE ALWAYS TRIGGER argus_track_update")
     said.clear()
-    db.run()
-    oracle._cycled()
+    oracle.run_stale()
     assert [m for m in said if "capture was off a while" in m]
     db.resync("orders")
     said.clear()
