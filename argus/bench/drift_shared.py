@@ -11,7 +11,11 @@ neither ever left it: the static layout. Three layouts on the same rows: static
 VACUUM ANALYZE after every cycle, untimed, as autovacuum would. Each answer is checked
 against its SQL over the stream histories after the last cycle.
 
+`--only rows` runs issue 52's own workload (the query `rows` alone); `--nodes` prints,
+per layout, where its last 8 cycles went (`run_nodes`: ms evaluating + flushing, rows).
+
 Usage: python -m argus.bench.drift_shared [--dsn DSN] [--before 12] [--after 20] [--scale 1.0]
+           [--only NAME] [--nodes]
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ def batch(rng: random.Random, minute: int, drifted: bool, scale: float) -> dict:
                   for _ in range(few)]}
 
 
-def run(dsn_arg, every: int | None, before: int, after: int, scale: float):
+def run(dsn_arg, every: int | None, before: int, after: int, scale: float,
+        queries: dict[str, str]):
     with argus.connect(fresh_database(dsn_arg)) as db:
         for name, columns in (("a", {"k": "int", "x": "int"}), ("b", {"k": "int", "y": "int"}),
                               ("c", {"y": "int", "z": "int"})):
@@ -58,7 +63,7 @@ def run(dsn_arg, every: int | None, before: int, after: int, scale: float):
         for stream, rows in batch(rng, 0, False, scale).items():
             db.insert(stream, rows)
         db.run()
-        for name, query in QUERIES.items():
+        for name, query in queries.items():
             db.register_query(name, query)
         times = []
         for minute in range(1, before + after + 1):
@@ -70,24 +75,40 @@ def run(dsn_arg, every: int | None, before: int, after: int, scale: float):
             db.conn.execute("VACUUM ANALYZE")
         exact = all(Counter(db.results(name)) == Counter(db.conn.execute(over_histories(
             db.conn.execute("SELECT canonical FROM argus_catalog.queries WHERE name = %s",
-                            (name,)).fetchone()[0])).fetchall()) for name in QUERIES)
+                            (name,)).fetchone()[0])).fetchall()) for name in queries)
         moved = db.conn.execute(
             "SELECT after_run - %s, query FROM argus_catalog.migrations WHERE migrated "
             "ORDER BY migration_id", (before + 1,)).fetchall()
-        return times, moved, exact
+        return times, moved, exact, _nodes(db.conn)
+
+
+def _nodes(conn) -> list[tuple]:
+    """The last 8 cycles per node: (node, kind, ms evaluating, ms flushing, rows in ±)."""
+    return conn.execute(
+        "SELECT r.node_id, n.kind, round(avg(r.ms)::numeric, 1), "
+        "round(avg(coalesce(r.flush_ms, 0))::numeric, 1), "
+        "round(avg(r.inserted)), round(avg(r.retracted)) "
+        "FROM argus_catalog.run_nodes r JOIN argus_catalog.nodes n USING (node_id) "
+        "WHERE r.run_id > (SELECT max(run_id) - 8 FROM argus_catalog.runs) "
+        "GROUP BY 1, 2 ORDER BY 3 + 4 DESC").fetchall()
 
 
 def main() -> None:
-    args = arguments(__doc__, before=12, after=20, scale=1.0)
+    args = arguments(__doc__, before=12, after=20, scale=1.0, only="", nodes=False)
+    queries = {args.only: QUERIES[args.only]} if args.only else QUERIES
     print("| layout | before the drift | after (last 8) | every cycle after the drift, total | "
           "migrated (runs after the drift: query) | answers exact |")
     print("|---|---:|---:|---:|---|---|")
     for name, every in LAYOUTS.items():
-        times, moved, exact = run(args.dsn, every, args.before, args.after, args.scale)
+        times, moved, exact, nodes = run(args.dsn, every, args.before, args.after,
+                                         args.scale, queries)
         print(f"| {name} | {statistics.median(times[args.before - 4:args.before]):,.0f} ms | "
               f"{statistics.median(times[-8:]):,.0f} ms | "
               f"{sum(times[args.before:]) / 1000:,.1f} s | "
               f"{', '.join(f'{c}: {q}' for c, q in moved) or '—'} | {exact} |", flush=True)
+        if args.nodes:
+            print("  " + "; ".join(f"n{n} {kind} {ms} + {flush} ms ({ins:+} / -{ret})"
+                                   for n, kind, ms, flush, ins, ret in nodes), flush=True)
 
 
 if __name__ == "__main__":
