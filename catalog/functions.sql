@@ -58,6 +58,17 @@ BEGIN
           HAVING count(*) = t.columns) AS m ON true);
 END $$;
 
+-- Each node's history rows (node_stats.hist_rows), indexed by node id: read once a
+-- cycle, so that a join's term can choose without a query whether its delta probes the
+-- other side's history by index (nodes/join: PROBE_RATIO).
+CREATE OR REPLACE FUNCTION argus.history_rows() RETURNS real[]
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN (SELECT coalesce(array_agg(s.hist_rows::real ORDER BY g), '{}')
+              FROM generate_series(1, (SELECT max(node_id) FROM argus_catalog.nodes)) AS g
+              LEFT JOIN argus_catalog.node_stats s ON s.node_id = g);
+END $$;
+
 -- Would the planner misjudge a delta's rows (program/analyze_delta)? Its rows per page
 -- as argus.delta_estimates read them (negative: never analyzed, the planner fills at
 -- least 10 pages), times the pages it has now, against the rows the node wrote: over 3

@@ -15,7 +15,14 @@ from ..trees import DIALECT, conjuncts
 from . import expiry, lazy
 from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
                    bag_flush, cols, create_delta, identical_when_equal, named, row_hash,
-                   passed_on, signed_slots, virtual)
+                   passed_on, signed_slots, var, virtual)
+
+# A delta this many times smaller than the other side's history probes it row by row by
+# its index, whatever the planner would choose: a delta's statistics are an earlier
+# cycle's (ANALYZEd only when its row count is misjudged: program/analyze_delta), and
+# keys that drifted to ones the history barely holds were estimated as common there — a
+# merge join read 403,959 history rows for a 499-row delta that found 474 (issue 52).
+PROBE_RATIO = 16
 
 
 @dataclass(frozen=True)
@@ -140,13 +147,10 @@ class JoinCompiler:
         steps = []
         if join_type in ("inner", "left"):
             slots = self._slots(node, parents)
-            for lt, rt, sign_expr, when in (
-                    (left.delta, right.hist, "t1", all_rows(left)),
-                    (left.hist, right.delta, "t2", all_rows(right)),
-                    (left.delta, right.delta, "t1 t2", all_rows(left, right))):
+            for deltas, when, sources in _terms(node, parents):
                 signs = sql.SQL(" * ").join(sql.SQL("{}.{}").format(sql.Identifier(t), SIGN_ID)
-                                            for t in sign_expr.split())
-                steps.append(Step(render("join/term", delta=node.delta, left=lt, right=rt,
+                                            for t in deltas)
+                steps.append(Step(render("join/term", delta=node.delta, sources=sources,
                                          sign_expr=signs, **slots), when))
         if join_type != "inner":
             exprs = self._padded(node) if join_type == "left" else None
@@ -174,16 +178,13 @@ class JoinCompiler:
 
     def _expiring_terms(self, node: Node, parents: list[Node]) -> list[Step]:
         """The Rete rule over the inputs' new rows, and the rows that left (nodes/expiry)."""
-        left, right = parents
         slots = self._expiring_slots(node, parents)
         steps = []
-        for lt, rt, new, when in ((left.delta, right.hist, "t1", all_rows(left)),
-                                  (left.hist, right.delta, "t2", all_rows(right)),
-                                  (left.delta, right.delta, "t1 t2", all_rows(left, right))):
+        for deltas, when, sources in _terms(node, parents):
             new = sql.SQL("").join(sql.SQL("{}.{} > 0 AND ").format(sql.Identifier(t), SIGN_ID)
-                                   for t in new.split())
-            steps.append(Step(render("join/term_expiring", delta=node.delta, left=lt,
-                                     right=rt, new=new, **slots), when, sign=1))
+                                   for t in deltas)
+            steps.append(Step(render("join/term_expiring", delta=node.delta, sources=sources,
+                                     new=new, **slots), when, sign=1))
         steps.append(Step(render("node/expire", delta=node.delta, hist=node.hist,
                                  columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                                  expired=sql.SQL(expiry.expired(node)), t1=T1, sign=SIGN_ID),
@@ -196,6 +197,66 @@ class JoinCompiler:
         if expiry.expiring(node):
             return expiry.flush(node, expiry.expired(node), ["argus_hash", expiry.COLUMN])
         return [] if virtual(node) else bag_flush(node)
+
+
+def _terms(node: Node, parents: list[Node]
+           ) -> list[tuple[tuple[str, ...], sql.Composable, sql.Composable]]:
+    """The Rete rule's terms ΔA⋈B_old, A_old⋈ΔB, ΔA⋈ΔB: per term, the aliases that read
+    a delta, when it runs, and its FROM. A term of a delta and a history the delta can
+    probe comes twice: as a LATERAL probe of the history (fenced by OFFSET 0, which the
+    planner cannot turn into a hash or merge join) when the delta is under 1/PROBE_RATIO
+    of the history's rows (node_stats.hist_rows, read once a cycle: argus_hist), else
+    as the planner's join."""
+    left, right = parents
+    condition = sql.SQL(join_condition(node, parents))
+    terms = []
+    for deltas, lt, rt, when in ((("t1",), left.delta, right.hist, all_rows(left)),
+                                 (("t2",), left.hist, right.delta, all_rows(right)),
+                                 (("t1", "t2"), left.delta, right.delta,
+                                  all_rows(left, right))):
+        joined = sql.SQL("{} AS {} JOIN {} AS {} ON {}").format(lt, T1, rt, T2, condition)
+        probed = 1 if deltas == ("t1",) else 0 if deltas == ("t2",) else None
+        if probed is None or not _probed(node, parents, probed):
+            terms.append((deltas, when, joined))
+            continue
+        small = sql.SQL("{} * {} < coalesce(argus_hist[{}], 0)").format(
+            var(parents[1 - probed].id), sql.Literal(PROBE_RATIO),
+            sql.Literal(parents[probed].id))
+        outer, inner = (lt, rt) if probed else (rt, lt)
+        alias, other = (T2, T1) if probed else (T1, T2)
+        terms += [(deltas, sql.SQL("{} AND {}").format(when, small), sql.SQL(
+                       "{} AS {} CROSS JOIN LATERAL (SELECT * FROM {} AS {} WHERE {} OFFSET 0)"
+                       " AS {}").format(outer, other, inner, alias, condition, alias)),
+                  (deltas, sql.SQL("{} AND NOT ({})").format(when, small), joined)]
+    return terms
+
+
+def _probed(node: Node, parents: list[Node], side: int) -> bool:
+    """May the other side's delta probe this side's history row by row? Only a table
+    (not a view, nor a lazy join's partial one), of another node than the delta's, not
+    on Citus workers, that the condition equates a column of with an expression of the
+    other side: network.indexes indexed that column for the join."""
+    probed, other = parents[side], parents[1 - side]
+    if (virtual(probed) or lazy.is_lazy(probed) or probed.id == other.id
+            or any(n.sharded_by for n in (node, probed, other))):
+        return False
+    alias = ("t1", "t2")[side]
+    return any(mine.table == alias for mine, _ in _equalities(join_condition(node, parents)))
+
+
+def _equalities(condition: str) -> list[tuple[exp.Column, exp.Expression]]:
+    """The condition's top-level equalities of a column of one side and an expression
+    of the other side's columns only, as (column, expression): each side's columns so
+    equated are indexed (network.indexes.join_keys)."""
+    found = []
+    for conjunct in conjuncts(sqlglot.parse_one(condition, read=DIALECT)):
+        if isinstance(conjunct, exp.EQ):
+            for mine, other in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
+                if isinstance(mine, exp.Column) and mine.table in ("t1", "t2") and {
+                        c.table for c in other.find_all(exp.Column)} == (
+                        {"t1", "t2"} - {mine.table}):
+                    found.append((mine, other))
+    return found
 
 
 def _keyed(condition: str, right_delta: sql.Composable) -> sql.Composable:
@@ -217,20 +278,8 @@ def _key_pairs(condition: str) -> tuple[list[tuple[exp.Expression, exp.Expressio
     """The condition's equalities of a left column and an expression of right columns
     (which an index of the right history serves: network.builder makes one), and how
     many other conjuncts it has."""
-    keys, others = [], 0
-    for conjunct in conjuncts(sqlglot.parse_one(condition, read=DIALECT)):
-        pair = None
-        if isinstance(conjunct, exp.EQ):
-            for mine, other in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
-                if isinstance(mine, exp.Column) and mine.table == "t1" and {
-                        c.table for c in other.find_all(exp.Column)} == {"t2"}:
-                    pair = (mine, other)
-                    break
-        if pair is None:
-            others += 1
-        else:
-            keys.append(pair)
-    return keys, others
+    keys = [pair for pair in _equalities(condition) if pair[0].table == "t1"]
+    return keys, len(conjuncts(sqlglot.parse_one(condition, read=DIALECT))) - len(keys)
 
 
 def deferred(node: Node) -> bool:

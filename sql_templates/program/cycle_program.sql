@@ -69,6 +69,7 @@ DECLARE
     argus_fids bigint[] := ARRAY[]::bigint[];
     argus_fms float8[] := ARRAY[]::float8[];
     argus_est real[] := argus.delta_estimates();  -- per node: its delta's rows per page
+    argus_hist real[] := argus.history_rows();  -- per node: its history's rows
 {claimed}{declarations}
 BEGIN
     BEGIN
