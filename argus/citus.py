@@ -150,11 +150,19 @@ def _shard_registered(conn: psycopg.Connection) -> None:
     """The nodes registered before, sharded where they can be now (their rows move to
     the workers, their code is compiled again)."""
     from .network import assemble, load
+    from .network.stored import store_blocks
 
     nodes = load(conn).nodes
     moved = place_all(conn, [n for n in nodes.values() if not n.loaded],
                       nodes.__getitem__, sharding(conn))
-    if changed := [n.id for n in moved if n.sharded_by != nodes[n.id].sharded_by]:
+    changed = [n.id for n in moved if n.sharded_by != nodes[n.id].sharded_by]
+    now = nodes | {n.id: n for n in moved}
+    for node in moved:  # (a join probes no history Citus holds: nodes/join)
+        if node.kind_of.joins and node.id not in changed and any(
+                now[p].loaded or p in changed for p in node.parents):
+            store_blocks(conn, node, [now[p] for p in node.parents])
+            changed.append(node.id)
+    if changed:
         assemble(conn, check=changed)
 
 

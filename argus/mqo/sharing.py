@@ -125,10 +125,12 @@ class Network(Protocol):
         """A selection node (shared if it exists), recorded in the computation index."""
 
     def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
-                  entry: IndexEntry, copy: tuple[int, dict[str, str]] | None = None) -> Node:
+                  entry: IndexEntry, copy: tuple[int, dict[str, str]] | None = None,
+                  table: bool = False) -> Node:
         """A join node (shared if it exists), recorded in the computation index;
         `copy`: a node holding its rows, and where (its new columns -> that node's), to
-        fill it from."""
+        fill it from; `table`: a new one is kept as a table whatever its growth (a
+        re-plan priced it so: mqo.order.Estimates.is_view)."""
 
     def enrich(self, node: Node, atoms: set[str]) -> Node:
         """The node with columns added for `atoms` (projection enrichment)."""
@@ -281,7 +283,9 @@ class BlockBuilder:
         if tree.left is None:
             part = self.leaf(min(tree.subset))
         else:
-            part = self.join(self._part(tree.left), self._part(tree.right))
+            part = self.join(self._part(tree.left), self._part(tree.right),
+                             table=self.builder.replan is not None and not tree.view
+                             and tree.subset != self.block.instances)
         sources = {self.block.sources[i - 1] for i in tree.subset}
         if self.estimates is not None and (tree.left is not None or part.node.id not in sources):
             self.builder.estimated(part.node, tree.rows, tree.rate,
@@ -354,7 +358,7 @@ class BlockBuilder:
             return part
         return self.select(part, self._needed(single, []))
 
-    def join(self, left: Part, right: Part) -> Part:
+    def join(self, left: Part, right: Part, table: bool = False) -> Part:
         subset = left.subset | right.subset
         applied = left.residual + right.residual + [
             c for c in self.block.within(subset)
@@ -378,7 +382,8 @@ class BlockBuilder:
             tuple(self.builder.sources_of(left.node)) + tuple(self.builder.sources_of(right.node)),
             self._predset(subset, sta), self._predset_of(applied, sta), atoms)
         copy = self._copied(sta, atoms) if subset == self.block.instances else None
-        node = self.builder.make_join(left.node, right.node, condition, columns, entry, copy)
+        node = self.builder.make_join(left.node, right.node, condition, columns, entry, copy,
+                                      table)
         return Part(node, subset, sta)
 
     def _copied(self, sta: dict[int, int], atoms: dict[str, str]

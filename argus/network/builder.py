@@ -362,13 +362,14 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
                             parent.insert_only, entry)
 
     def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
-                  entry: IndexEntry, copy: tuple[int, dict[str, str]] | None = None) -> Node:
+                  entry: IndexEntry, copy: tuple[int, dict[str, str]] | None = None,
+                  table: bool = False) -> Node:
         self.check_horizon(left, None)
         self.check_horizon(right, None)
         node = self.ensure("join", [left, right], tuple(columns),
                             {"join_type": "inner", "condition": condition},
                             left.insert_only and right.insert_only, entry,
-                            salted=not self.sharing.join_sharing, copy=copy)
+                            salted=not self.sharing.join_sharing, copy=copy, table=table)
         self._index_join_keys(node, left, right)
         return node
 
@@ -384,10 +385,11 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
 
     def ensure(self, kind: str, parents: list[Node], columns, definition: dict,
                 insert_only: bool, entry: IndexEntry | None = None,
-                salted: bool = False, copy: tuple[int, dict[str, str]] | None = None
-                ) -> Node:
+                salted: bool = False, copy: tuple[int, dict[str, str]] | None = None,
+                table: bool = False) -> Node:
         """The node computing `columns` of `parents` as `definition` says: an equal one
-        (by signature), else a new one, decided (NewNode) and then made."""
+        (by signature), else a new one, decided (NewNode) and then made (`table`: a
+        join a re-plan priced as a table is no view by its growth)."""
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
         of = KINDS[kind]
@@ -414,7 +416,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             return node
         new = self._decide(NewNode(kind, tuple(self._readied(kind, parents, definition)),
                                    names, exprs, definition, insert_only, signature_text,
-                                   copy=copy), salted)
+                                   copy=copy), salted, table)
         return self.create(new, entry)
 
     def _lazy(self, signature_text: str) -> tuple[int, bool] | None:
@@ -451,7 +453,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             parents = [self.load(p.id) for p in parents]
         return parents
 
-    def _decide(self, new: NewNode, salted: bool) -> NewNode:
+    def _decide(self, new: NewNode, salted: bool, table: bool = False) -> NewNode:
         """How a new node keeps its rows and is filled (nothing written yet): built
         lazily (a JISC migration's inner join), a view at once or past a limit (a
         join large next to its inputs), a view of a stream (a selection passing most of
@@ -462,7 +464,8 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
                   and definition.get("join_type") == "inner")
         limit = None  # an inner join's rows past which it is a view (_view_of_join)
         if of.joins and new.insert_only and not any(map(is_lazy, parents)):
-            limit = self._view_of_join(parents, definition, new.names, new.exprs)
+            limit = self._view_of_join(parents, definition, new.names, new.exprs,
+                                       growth=not table)
         view_now = lazily and limit is not None and self._estimated_rows(
             parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
         lazily = lazily and not view_now

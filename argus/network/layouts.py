@@ -134,8 +134,8 @@ class Layouts:
             "SELECT layout, virtual_selectivity, virtual_join_growth, state_budget "
             "FROM argus_catalog.settings").fetchone())
 
-    def _view_of_join(self, parents: list[Node], definition: dict, names, exprs
-                      ) -> int | None:
+    def _view_of_join(self, parents: list[Node], definition: dict, names, exprs,
+                      growth: bool = True) -> int | None:
         """Conditional materialization of an inner join (Zhu's virtual intermediate
         states): when its answer is large next to its inputs — more than
         settings.virtual_join_growth times their rows together — a table of it costs
@@ -147,21 +147,24 @@ class Layouts:
         joins first: they are the state that grows fastest). Only a join whose
         condition and columns cannot fail on a row (as a selection's, above) but by an
         overflow of + - * (its day windows), which the cycles evaluate on each new row
-        (its delta, or a deferred join's guards). The rows past which it is to be a view
-        (its backfill stops there), or None."""
-        layout, _, growth, budget = self._layout()
-        if layout != "cost" or (growth, budget) == (None, None) \
+        (its delta, or a deferred join's guards). `growth`: False for a join a re-plan
+        priced as a table (mqo.order.Estimates.is_view weighs its new rows too); the
+        budget holds for it still. The rows past which it is to be a view (its backfill
+        stops there), or None."""
+        layout, _, growth_limit, budget = self._layout()
+        growth_limit = growth_limit if growth else None
+        if layout != "cost" or (growth_limit, budget) == (None, None) \
                 or not may_be_view(definition, exprs, parents) or self.sharded():
             return None  # (on Citus: a join's view over distributed histories is read
             # through set operations Citus 13 cannot plan, docs/scale-out.md)
         limits = []
         for parent in parents:
             self.ready(parent)
-        if growth is not None:
+        if growth_limit is not None:
             inputs = sum(r[0] for r in self.conn.execute(
                 "SELECT hist_rows FROM argus_catalog.node_stats WHERE node_id = ANY(%s)",
                 ([p.id for p in parents],)))
-            limits.append(int(growth * inputs) + 1)
+            limits.append(int(growth_limit * inputs) + 1)
         if budget is not None:  # a row's bytes: its width and a tuple header, twice
             left, right = parents  # (the delta's share too)
             plan = self.explain(sql.SQL("SELECT {} FROM {} AS t1 JOIN {} AS t2 ON {}").format(

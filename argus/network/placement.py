@@ -36,3 +36,13 @@ def distributed(conn: psycopg.Connection) -> dict[str, str]:
 def replicated(conn: psycopg.Connection) -> list[str]:
     """The streams whose history is a reference table (copied to every node)."""
     return [name for name, by in placed(conn).items() if by is None]
+
+
+def held(conn: psycopg.Connection, tables: list[str]) -> set[str]:
+    """Those of the tables (qualified, quoted names) that Citus holds, distributed or
+    copied to every node."""
+    if not tables or not installed(conn):
+        return set()
+    return {t for (t,) in conn.execute(
+        "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IN "
+        "(SELECT logicalrelid FROM pg_dist_partition)", (tables,))}

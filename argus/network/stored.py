@@ -4,6 +4,7 @@ new code once; recompiling after an upgrade; dropping the nodes no query needs."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 
@@ -21,7 +22,7 @@ from ..nodes.purge import purge_block
 from ..program import (Statements, flush_block, frame, node_block, probe_block, written,
                        rebuildable)
 from . import records
-from .placement import placed
+from .placement import held, placed
 from .reads import idle_streams, load, load_node
 
 
@@ -37,6 +38,9 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node],
     it. Without `code` (a prediction, rolled back: no cycle runs it), only what building
     reads of it."""
     lean = Statements(node.id)
+    on_workers = held(conn, [p.hist.as_string(conn) for p in parents]) if code else set()
+    parents = [dataclasses.replace(p, on_workers=True) if p.hist.as_string(conn) in on_workers
+               else p for p in parents]
     blocks = [b.as_string(conn) if b is not None else None for b in (
         node_block(node, parents, conn), flush_block(node, parents, conn),
         probe_block(node, list(map(lazy.readable, parents)), conn),

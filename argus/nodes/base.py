@@ -50,6 +50,9 @@ class Node:
     insert_only: bool = True
     types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
     claimed_in_inbox: bool = field(default=False, compare=False)  # see `in_inbox`
+    # compiled as a parent whose table Citus holds (network.stored.store_blocks): a join
+    # does not probe it by LATERAL, which Citus cannot push down (nodes/join)
+    on_workers: bool = field(default=False, compare=False)
     # on Citus, the column its distributed history is sharded by (argus.citus.shard)
     sharded_by: str | None = field(default=None, compare=False)
 

@@ -238,7 +238,7 @@ def _probed(node: Node, parents: list[Node], side: int) -> bool:
     other side: network.indexes indexed that column for the join."""
     probed, other = parents[side], parents[1 - side]
     if (virtual(probed) or lazy.is_lazy(probed) or probed.id == other.id
-            or any(n.sharded_by for n in (node, probed, other))):
+            or any(n.sharded_by or n.on_workers for n in (node, probed, other))):
         return False
     alias = ("t1", "t2")[side]
     return any(mine.table == alias for mine, _ in _equalities(join_condition(node, parents)))
