@@ -234,19 +234,21 @@ def _terms(node: Node, parents: list[Node]
 def _probed(node: Node, parents: list[Node], side: int) -> bool:
     """May the other side's delta probe this side's history row by row? Only a table
     (not a view, nor a lazy join's partial one), of another node than the delta's, not
-    on Citus workers, that the condition equates a column of with a column of the other
-    side of a type its index serves: network.indexes indexed that column for the join.
-    (An integer column equated with a numeric one is compared as numeric: no index of
-    it serves, and each delta row read the whole history — 15 s a cycle.)"""
+    on Citus workers, whose first column the condition equates with the other side's
+    (network.indexes.join_keys indexed it first for the join) is equated with a column
+    of a type that index serves. (An integer column equated with a numeric one is
+    compared as numeric: no index of it serves, and each delta row read the whole
+    history — 15 s a cycle.)"""
     probed, other = parents[side], parents[1 - side]
     if (virtual(probed) or lazy.is_lazy(probed) or probed.id == other.id
             or any(n.sharded_by or n.on_workers for n in (node, probed, other))):
         return False
     alias = ("t1", "t2")[side]
-    mine_types, other_types = (dict(zip(p.columns, p.types)) for p in (probed, other))
-    return any(mine.table == alias and isinstance(found, exp.Column)
-               and _comparable(mine_types.get(mine.name), other_types.get(found.name))
-               for mine, found in _equalities(join_condition(node, parents)))
+    mine, found = next((pair for pair in _equalities(join_condition(node, parents))
+                        if pair[0].table == alias), (None, None))
+    return isinstance(found, exp.Column) and _comparable(
+        dict(zip(probed.columns, probed.types)).get(mine.name),
+        dict(zip(other.columns, other.types)).get(found.name))
 
 
 # types whose equality an index of either serves (one B-tree operator family)
