@@ -348,3 +348,28 @@ def test_matching_a_block_stops_past_its_budget_and_stays_exact(oracle, monkeypa
     assert found == []  # (none past the budget; equal signatures are still shared)
     oracle.insert("mine", [(v % 3,) for v in range(12)])
     oracle.run()  # (the oracle: every answer equals its SQL from scratch)
+
+
+@pytest.mark.parametrize("first", ["counts", "ratios"])
+def test_an_aggregate_that_fails_on_a_row_isolates_no_query_that_does_not_want_it(oracle,
+                                                                                  first):
+    """An aggregate node by the same groups was shared by adding the other query's
+    aggregates to it (horizontal expansion): a registrar's `sum(10 / (id - 5))` beside
+    another role's `count(*)` failed on a row and isolated both, in either order, and
+    `argus retry` of the victim failed while the other was there (a helper's attack).
+    A node holding an aggregate that may fail is shared only by queries wanting it."""
+    oracle.create_stream("s", {"id": "int", "v": "text"})
+    queries = {"counts": "SELECT id, count(*) AS n FROM s GROUP BY id",
+               "ratios": "SELECT id, count(*) AS n, sum(10 / (id - 5)) AS x FROM s GROUP BY id",
+               "sums": "SELECT id, sum(id) AS total FROM s GROUP BY id"}
+    for name in sorted(queries, key=lambda n: n != first):
+        oracle.register(name, queries[name])
+    oracle.insert("s", [(1, "x"), (2, "y")])
+    oracle.run()
+    oracle.insert("s", [(5, "z")])
+    oracle.run()
+    assert oracle.failed() == {"ratios"}
+    (shared,) = oracle.db.conn.execute(  # (the two that cannot fail still share a node)
+        """SELECT count(DISTINCT q.output_node) FROM argus_catalog.queries q
+            WHERE q.name IN ('counts', 'sums')""").fetchone()
+    assert shared == 1

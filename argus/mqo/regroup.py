@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from psycopg import sql
 
 from ..aggregates import books_needed, entries
+from ..failures import never_fails
 from ..plan import Agg, Col
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
@@ -150,6 +151,9 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
         types = book_types(builder, parent, want)
         for off in offers:
             if set(off.groups) == set(groups):
+                wanted = {(a.func, a.arg, a.distinct) for a in want.aggs}
+                if _failing(parent, set(off.specs) ^ wanted):
+                    continue
                 missing = Want(want.groups, tuple(a for a in want.aggs if (a.func, a.arg,
                                a.distinct) not in off.specs), want.categories)
                 if not missing.aggs:
@@ -164,6 +168,7 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
                 off = expand(builder, off, missing, sources)
                 return off.node, _names(off, want)
         finer = [(off, sources) for off in offers if off.rows < builder.groups.rows(parent.id)
+                 and not _failing(parent, off.specs)
                  for sources in [serve(off, want, types)] if sources is not None]
         if finer:
             off, sources = min(finer, key=lambda f: (f[0].rows, f[0].node.id))
@@ -172,6 +177,16 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
     if builder.sharing.strategy != "none":
         reroute(builder, parent, node)
     return node, {n: n for n in [g.name for g in want.groups] + [a.name for a in want.aggs]}
+
+
+def _failing(parent: Node, specs) -> set[tuple]:
+    """Those aggregates, (func, argument over X, distinct), whose argument may fail on a
+    row of X, by an overflow too. A node holding one is shared only by queries that
+    all want it: else a registrar's `sum(10 / (id - 5))`, added to the node of another
+    role's `count(*)` by the same groups, failed on a row and isolated both (a helper's
+    attack), and an overflow of one query's `sum(k * 2)` isolated its sharers."""
+    types = parent.typed("t1")
+    return {s for s in specs if s[1] is not None and not never_fails(s[1], types=types)}
 
 
 def _names(off: Offer, want: Want) -> dict[str, str]:
@@ -240,7 +255,7 @@ def reroute(builder, parent: Node, new: Node) -> None:
     if not coarser:  # (first: no row is counted then, which in a prediction fills `new`)
         return
     new_off = offer(builder, new.id)
-    if new_off.rows >= builder.groups.rows(parent.id):
+    if new_off.rows >= builder.groups.rows(parent.id) or _failing(parent, new_off.specs):
         return
     for node_id in coarser:
         off = offer(builder, node_id)
