@@ -94,6 +94,8 @@ def _linear(e: exp.Expr, type_of: TypeOf) -> _Lin | None:
             return None
         if isinstance(e, exp.Sub):
             b = _times(b, Fraction(-1))
+            if b is None:  # (an interval of no fixed length: months, years)
+                return None
         const = _add(a.const, b.const)
         if const is None:
             return None

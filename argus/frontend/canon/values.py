@@ -210,8 +210,6 @@ def _scale(const, k: Fraction):
     const_type, value = const
     if const_type == "num":
         return value * k
-    if const_type == "interval" and value is not _UNSAFE:
-        if k.denominator != 1:
-            return _UNSAFE
-        return value * int(k)
+    if const_type == "interval":  # (one of months or years stays of no fixed length)
+        return _UNSAFE if value is _UNSAFE or k.denominator != 1 else value * int(k)
     raise ValueError(f"cannot scale a {const_type} constant")
