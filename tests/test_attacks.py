@@ -425,6 +425,29 @@ def test_a_cycle_past_node_timeout_isolates_the_query_then_runs_without_it(netwo
     assert {q.name: q.status for q in network.queries()}["slow"] == "failed"
 
 
+def test_node_timeout_isolates_the_node_that_spent_the_time(network):
+    """A registrar's slow node spent node_timeout; the cancel landed in the node running
+    next (the stream's flush, shared by every query over it) and isolated every query
+    over the stream (a helper). The node that spent most of the cycle's time is the
+    one isolated: here `hog` (0.9 s of a 1 s node_timeout), not `nap` (0.3 s), whose
+    node ran when the time ran out."""
+    network.conn.execute("""
+        CREATE FUNCTION public.hog(i int) RETURNS boolean IMMUTABLE LANGUAGE plpgsql
+        AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN i > 0; END $$;
+        CREATE FUNCTION public.nap(i int) RETURNS boolean IMMUTABLE LANGUAGE plpgsql
+        AS $$ BEGIN PERFORM pg_sleep(0.1); RETURN i > 0; END $$""")
+    network.conn.commit()
+    network.configure(node_timeout="1s", virtual_selectivity=None)  # (tables, not views)
+    network.register_query("hog", "SELECT id FROM s WHERE public.hog(id)")
+    network.register_query("nap", "SELECT id FROM s WHERE public.nap(id)")
+    network.insert("s", [(2, "y"), (3, "z"), (4, "w")])
+    report = network.run()
+    assert "node_timeout" in report.failed["hog"], report.failed
+    assert {q.name: q.status for q in network.queries()} == {
+        "a": "ok", "b": "ok", "hog": "failed", "nap": "ok"}
+    assert sorted(network.results("nap")) == [(1,), (2,), (3,), (4,)]
+
+
 def test_a_literal_ending_in_a_backslash_stays_a_literal_in_any_session(network, attacker):
     """A registrar's `$$a\\$$` is written into a join's code as 'a\\'. A cycle run from a
     session with standard_conforming_strings off read that backslash as escaping the

@@ -143,6 +143,18 @@ BEGIN
             RAISE;  -- (a node past node_timeout is the node's, as a failing row is)
         END IF;
         failed_node := argus_at;
+        IF failed_state = '57014' THEN
+            -- past node_timeout: the node that spent most of the cycle's time, evaluating
+            -- and flushing, not the one running when it ran out (a registrar's slow
+            -- selection spent it, and the stream's flush after it isolated every query
+            -- over the stream; a helper)
+            SELECT s.id INTO failed_node
+              FROM (SELECT * FROM unnest(argus_ids, argus_ms) AS e(id, ms)
+                    UNION ALL SELECT * FROM unnest(argus_fids, argus_fms)
+                    UNION ALL SELECT argus_at, extract(epoch FROM clock_timestamp() - argus_t)
+                                               * 1000) AS s
+             GROUP BY s.id ORDER BY sum(s.ms) DESC, s.id LIMIT 1;
+        END IF;
         RETURN;
     END;
     culprit := argus_culprit;
