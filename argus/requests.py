@@ -207,9 +207,11 @@ def _carry_out(conn: psycopg.Connection, kind: str, name: str, text: str, role: 
     # a registrar's request runs under the cycles' time limit (settings.node_timeout),
     # each statement and all of them: a query whose planning or backfills compute for
     # hours is refused, not waited for, and holds the cycle lock no longer
+    # (node_timeout() is in milliseconds, as statement_timeout takes it: read as an
+    # interval, 5 s were 5,000 s — a helper's request held the lock 65 s under 5 s)
     (limit,) = conn.execute(
         "SELECT set_config('statement_timeout', coalesce(argus.node_timeout(), '0'), true), "
-        "extract(epoch FROM coalesce(argus.node_timeout(), '0')::interval)").fetchone()[1:]
+        "coalesce(argus.node_timeout(), '0')::bigint / 1000.0").fetchone()[1:]
     with _at_most(conn, float(limit), f"{kind.replace('_', ' ')} {name}"):
         _carried_out(conn, kind, name, body, role, sharing)
 
@@ -219,11 +221,23 @@ def _at_most(conn: psycopg.Connection, seconds: float, what: str) -> Iterator[No
     """The block's statements cancelled once `seconds` (0: never) have passed since it
     began: one request registering a query of six backfills held the cycle lock six
     times node_timeout (found by a helper). A cancel is sent only while the block runs
-    (a late one finds the session idle, which ignores it)."""
+    (a late one finds the session idle, which ignores it); and no statement starts past
+    the time: a query's planning in Python between its many short statements held the
+    lock 65 s under a 5 s node_timeout (a helper's UNION ALL of 40 IN lists)."""
     if not seconds:
         yield
         return
     lock, state = threading.Lock(), {"running": True, "fired": False}
+    deadline, plain = time.monotonic() + seconds, conn.cursor_factory
+
+    class Bounded(plain):  # type: ignore[misc, valid-type]
+        def execute(self, *args, **kwargs):
+            if time.monotonic() > deadline:
+                state["fired"] = True
+                raise psycopg.errors.QueryCanceled("node_timeout has passed")
+            return super().execute(*args, **kwargs)
+
+    conn.cursor_factory = Bounded
 
     def cancel() -> None:
         with lock:
@@ -242,6 +256,7 @@ def _at_most(conn: psycopg.Connection, seconds: float, what: str) -> Iterator[No
                              f"limit, node_timeout ({seconds:g} s), in all: refused") from None
         raise
     finally:
+        conn.cursor_factory = plain
         with lock:
             state["running"] = False
         timer.cancel()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import psycopg
 import pytest
@@ -270,6 +271,26 @@ def test_a_request_is_refused_past_node_timeout_in_all(fresh_dsn):
                     conn.execute("SELECT pg_sleep(0.3)")
         conn.rollback()
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_requests_planning_is_bounded_by_node_timeout_too(network, login):
+    """A registrar's UNION ALL of IN lists planned for a minute under a 5 s node_timeout,
+    holding the cycle lock (a helper): the limit was read as seconds from milliseconds
+    (5,000 s), and no cancel reached its planning in Python, between its statements. No
+    statement of a request starts once node_timeout has passed since it began."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    network.configure(node_timeout="1s")
+    query = " UNION ALL ".join(
+        f"SELECT id FROM s WHERE id IN ({', '.join(str(b * 100000 + i) for i in range(1000))})"
+        for b in range(20))
+    with psycopg.connect(dsn, autocommit=True) as registrar:
+        registrar.execute("SELECT argus.register('big', %s)", (query,))
+    started = time.monotonic()
+    (outcome,) = network.process_requests()
+    assert time.monotonic() - started < 15  # (44 s before)
+    assert outcome.status == "failed" and "node_timeout (1 s), in all" in outcome.error
 
 
 def test_registration_refuses_reading_functions_by_name(network, login, worker):
