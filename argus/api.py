@@ -281,13 +281,15 @@ class Argus:
             return requests.submit(self.conn, "unregister", name, {})
         registry.unregister(self.conn, name)
 
-    def process_requests(self, seconds: float | None = None) -> list[requests.Outcome]:
+    def process_requests(self, seconds: float | None = None, pause: bool = False
+                         ) -> list[requests.Outcome]:
         """Carry out the registrars' pending requests (as the owner); `seconds`: start
-        none after that long (requests.process)."""
+        none after that long; `pause`: after each that held the cycle lock a while, leave
+        it free as long (requests.process)."""
         if not self.owner:
             raise PermissionDeniedError("only a member of argus's owner role carries out "
                                         "requests")
-        return requests.process(self.conn, self.sharing, seconds)
+        return requests.process(self.conn, self.sharing, seconds, pause)
 
     # -- roles -------------------------------------------------------------------
 

@@ -76,17 +76,25 @@ def submit(conn: psycopg.Connection, kind: str, name: str, body: dict,
         delay = min(delay * 2, 0.5)
 
 
+# A request that held the cycle lock longer than this is followed, with `pause`, by as
+# long without it: a registrar's queued slow requests held it back to back, and every
+# cycle run without waiting (`argus run` from cron) was skipped meanwhile (a helper).
+PAUSE_AFTER = 1.0
+
+
 def process(conn: psycopg.Connection, sharing: Sharing | None = None,
-            seconds: float | None = None) -> list[Outcome]:
+            seconds: float | None = None, pause: bool = False) -> list[Outcome]:
     """Carry out the pending requests, each in its own transaction; a request that
     fails, however malformed, changes nothing but its own status. The oldest of the
     role served longest ago first (a role's flood of requests holds no other's back);
     `seconds`: none started after that long (`argus run` must come to its cycle: a
     flood kept it from ever running one; found by a helper), the rest left to the next
-    call."""
+    call; `pause` (the owner's `argus worker`): after a request that held the cycle lock
+    past PAUSE_AFTER, as long without it, so that cycles run between slow requests."""
     done = []
     started = time.monotonic()
     while seconds is None or time.monotonic() - started < seconds:
+        began = time.monotonic()
         with conn.transaction():
             row = conn.execute(  # the body as text: read in the request's own try below
                 """SELECT r.request_id, r.kind, r.name, r.body::text, r.requested_by
@@ -111,6 +119,8 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None,
                          "error_class = %s, done_at = clock_timestamp() WHERE request_id = %s",
                          (status, error, error_class, request_id))
             done.append(Outcome(request_id, kind, name, role, status, error))
+        if pause and (took := time.monotonic() - began) > PAUSE_AFTER:
+            time.sleep(took)
     return done
 
 

@@ -293,6 +293,48 @@ def test_a_requests_planning_is_bounded_by_node_timeout_too(network, login):
     assert outcome.status == "failed" and "node_timeout (1 s), in all" in outcome.error
 
 
+def test_cycles_run_between_a_registrars_slow_requests(network, login):
+    """A registrar's queued requests, each computing up to node_timeout, held the cycle
+    lock back to back: every cycle run without waiting (`argus run` from cron) was
+    skipped until the last was done (a helper: 6 of 6 s, 36 cycles skipped; 100 of 10
+    minutes by default). The owner's worker leaves the lock free after such a request
+    for as long as it held it."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    network.grant("reader", role, stream="s")
+    network.conn.execute("CREATE FUNCTION public.slow_true(i int) RETURNS boolean IMMUTABLE "
+                         "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.4); RETURN true; "
+                         "END $$")
+    network.conn.commit()
+    network.configure(virtual_selectivity=None)  # (a table, filled at registration)
+    network.insert("s", [(2, "y"), (3, "z")])
+    network.run()
+    with psycopg.connect(dsn, autocommit=True) as registrar:
+        for k in range(2):
+            registrar.execute("SELECT argus.register(%s, %s)",
+                              (f"slow{k}", f"SELECT id, {k} AS k FROM s WHERE public.slow_true(id)"))
+    outcomes = []
+
+    def owners_worker() -> None:
+        with argus.connect(network.dsn) as owner:
+            outcomes.extend(owner.process_requests(pause=True))
+
+    thread = threading.Thread(target=owners_worker)
+    ran, started = 0, time.monotonic()
+    thread.start()
+    with argus.connect(network.dsn) as cron:
+        while thread.is_alive():
+            try:
+                cron.run(wait=False)
+                ran += 1
+            except argus.CycleInProgressError:
+                pass
+            time.sleep(0.1)
+    thread.join()
+    assert [o.status for o in outcomes] == ["done", "done"]
+    assert ran >= 2, (ran, time.monotonic() - started)
+
+
 def test_registration_refuses_reading_functions_by_name(network, login, worker):
     """Exploit 2: `table_to_xml` is STABLE and read any table into an answer."""
     role, dsn = login("registrar")

@@ -209,7 +209,7 @@ def worker(once: bool, dsn: str | None) -> None:
     with connect(dsn) as db:
         if not db.owner:
             raise click.UsageError("argus worker runs as a member of the owner role")
-        _report_requests(db.process_requests())
+        _report_requests(db.process_requests(pause=not once))
         if once:
             return
         db.conn.execute("LISTEN argus_requests")
@@ -217,7 +217,7 @@ def worker(once: bool, dsn: str | None) -> None:
         while True:
             for _ in db.conn.notifies(timeout=5.0, stop_after=1):
                 pass
-            _report_requests(db.process_requests())
+            _report_requests(db.process_requests(pause=True))
 
 
 @main.group(invoke_without_command=True)
