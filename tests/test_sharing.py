@@ -373,3 +373,18 @@ def test_an_aggregate_that_fails_on_a_row_isolates_no_query_that_does_not_want_i
         """SELECT count(DISTINCT q.output_node) FROM argus_catalog.queries q
             WHERE q.name IN ('counts', 'sums')""").fetchone()
     assert shared == 1
+
+
+@pytest.mark.parametrize("column, values", [("double precision", [1e308, 1e308]),
+                                            ("interval", ["178000000 years", "178000000 years"])])
+def test_a_total_that_may_overflow_isolates_no_query_that_does_not_want_it(oracle, column,
+                                                                          values):
+    """Of the attack above, by a second helper: the argument a plain column, the total
+    overflows (1e308 + 1e308; intervals too), and the owner's `count(*)` by the same
+    groups was isolated with it."""
+    oracle.create_stream("m", {"k": "int", "d": column})
+    oracle.register("counts", "SELECT k, count(*) AS n FROM m GROUP BY k")
+    oracle.register("totals", "SELECT k, sum(d) AS total FROM m GROUP BY k")
+    oracle.insert("m", [(1, v) for v in values])
+    oracle.run()
+    assert oracle.failed() == {"totals"}

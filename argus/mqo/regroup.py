@@ -21,10 +21,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+import sqlglot
 from psycopg import sql
+from sqlglot import exp
 
 from ..aggregates import books_needed, entries
 from ..failures import never_fails
+from ..trees import DIALECT
 from ..plan import Agg, Col
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
@@ -180,13 +183,25 @@ def aggregate(builder, parent: Node, want: Want) -> tuple[Node, dict[str, str]]:
 
 
 def _failing(parent: Node, specs) -> set[tuple]:
-    """Those aggregates, (func, argument over X, distinct), whose argument may fail on a
-    row of X, by an overflow too. A node holding one is shared only by queries that
-    all want it: else a registrar's `sum(10 / (id - 5))`, added to the node of another
-    role's `count(*)` by the same groups, failed on a row and isolated both (a helper's
-    attack), and an overflow of one query's `sum(k * 2)` isolated its sharers."""
+    """Those aggregates, (func, argument over X, distinct), that may fail on rows of X:
+    an argument that may fail on a row, by an overflow too, or a total that may
+    overflow (a sum or an average of floats, numerics or intervals: 1e308 + 1e308).
+    A node holding one is shared only by queries that all want it: else a registrar's
+    `sum(10 / (id - 5))` or `sum(d)`, added to the node of another role's `count(*)`
+    by the same groups, failed and isolated both (two helpers' attacks)."""
     types = parent.typed("t1")
-    return {s for s in specs if s[1] is not None and not never_fails(s[1], types=types)}
+    return {s for s in specs if s[1] is not None and not (
+        never_fails(s[1], types=types) and _bounded(s[0], s[1], types))}
+
+
+def _bounded(func: str, arg: str, types: dict) -> bool:
+    """Can the aggregate's value not overflow? Counts and extremes; sums and averages
+    of integers only (of bigints a numeric, which their count cannot overflow)."""
+    if func in ("count", "min", "max", "bool_and", "bool_or", "every"):
+        return True
+    column = sqlglot.parse_one(arg, read=DIALECT)
+    return func in ("sum", "avg") and isinstance(column, exp.Column) and types.get(
+        (column.table, column.name)) in ("smallint", "integer", "bigint")
 
 
 def _names(off: Offer, want: Want) -> dict[str, str]:
