@@ -76,12 +76,6 @@ def submit(conn: psycopg.Connection, kind: str, name: str, body: dict,
         delay = min(delay * 2, 0.5)
 
 
-# A request that held the cycle lock longer than this is followed, with `pause`, by as
-# long without it: a registrar's queued slow requests held it back to back, and every
-# cycle run without waiting (`argus run` from cron) was skipped meanwhile (a helper).
-PAUSE_AFTER = 1.0
-
-
 def process(conn: psycopg.Connection, sharing: Sharing | None = None,
             seconds: float | None = None, pause: bool = False) -> list[Outcome]:
     """Carry out the pending requests, each in its own transaction; a request that
@@ -89,8 +83,10 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None,
     role served longest ago first (a role's flood of requests holds no other's back);
     `seconds`: none started after that long (`argus run` must come to its cycle: a
     flood kept it from ever running one; found by a helper), the rest left to the next
-    call; `pause` (the owner's `argus worker`): after a request that held the cycle lock
-    past PAUSE_AFTER, as long without it, so that cycles run between slow requests."""
+    call; `pause` (the owner's `argus worker`): after each request, as long without the
+    cycle lock as it held it, so that cycles have half the time however the requests
+    come (a registrar's queued slow requests held it back to back, and every cycle run
+    without waiting — `argus run` from cron — was skipped meanwhile; two helpers)."""
     done = []
     started = time.monotonic()
     while seconds is None or time.monotonic() - started < seconds:
@@ -119,8 +115,8 @@ def process(conn: psycopg.Connection, sharing: Sharing | None = None,
                          "error_class = %s, done_at = clock_timestamp() WHERE request_id = %s",
                          (status, error, error_class, request_id))
             done.append(Outcome(request_id, kind, name, role, status, error))
-        if pause and (took := time.monotonic() - began) > PAUSE_AFTER:
-            time.sleep(took)
+        if pause:
+            time.sleep(time.monotonic() - began)
     return done
 
 
