@@ -831,19 +831,22 @@ def test_a_small_delta_probes_a_large_history_whatever_its_statistics_say(oracle
     oracle.run()
     db.conn.execute("VACUUM ANALYZE argus_streams.b")
 
-    def read() -> int:
-        db.conn.execute("SELECT pg_stat_clear_snapshot()")
-        return db.conn.execute(
-            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) "
-            "FROM pg_stat_user_tables WHERE relid = 'argus_streams.b'::regclass").fetchone()[0]
-
-    before = read()
+    before = read_of(db, "argus_streams.b")
     oracle.insert("a", [(10_000 + i, i) for i in range(600)] + [(7, -1)])  # keys drifted
-    db.conn.execute("SELECT pg_stat_force_next_flush()")
     oracle.run()
+    assert read_of(db, "argus_streams.b") - before <= 1_000  # key 7's 100 rows, not 50,000
+
+
+def read_of(db, table: str) -> int:
+    """The rows and index entries of `table` read so far, this session's counts flushed
+    first (else a count taken before them may miss the reads of earlier cycles)."""
     db.conn.execute("SELECT pg_stat_force_next_flush()")
     db.conn.commit()
-    assert read() - before <= 1_000  # the 100 rows of key 7, not 50,000
+    db.conn.execute("SELECT pg_stat_clear_snapshot()")
+    return db.conn.execute(
+        "SELECT coalesce(seq_tup_read, 0) + (SELECT coalesce(sum(idx_tup_read), 0) FROM "
+        "pg_stat_user_indexes i WHERE i.relid = t.relid) FROM pg_stat_user_tables t "
+        "WHERE relid = %s::regclass", (table,)).fetchone()[0]
 
 
 def test_a_delta_probes_no_history_whose_index_cannot_serve_the_comparison(oracle):
@@ -856,15 +859,8 @@ def test_a_delta_probes_no_history_whose_index_cannot_serve_the_comparison(oracl
     oracle.register("pairs", "SELECT a.x, b.y FROM a JOIN b ON a.k = b.k")
     oracle.insert("b", [(i % 500, i % 7) for i in range(20_000)])
     oracle.run()
-    read = ("SELECT coalesce(seq_tup_read, 0) + (SELECT coalesce(sum(idx_tup_read), 0) FROM "
-            "pg_stat_user_indexes i WHERE i.relid = t.relid) FROM pg_stat_user_tables t "
-            "WHERE relid = 'argus_streams.b'::regclass")  # (index entries read, not rows)
-    before = db.conn.execute(read).fetchone()[0]
+    before = read_of(db, "argus_streams.b")
     oracle.insert("a", [(i, i) for i in range(200)])
-    db.conn.execute("SELECT pg_stat_force_next_flush()")
     oracle.run()
-    db.conn.execute("SELECT pg_stat_force_next_flush()")
-    db.conn.commit()
-    db.conn.execute("SELECT pg_stat_clear_snapshot()")
-    after = db.conn.execute(read).fetchone()[0]
-    assert after - before <= 2 * 20_000, after - before  # once, not once per row
+    read = read_of(db, "argus_streams.b") - before
+    assert read <= 2 * 20_000, read  # once, not once per row

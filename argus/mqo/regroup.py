@@ -196,12 +196,14 @@ def _failing(parent: Node, specs) -> set[tuple]:
 
 def _bounded(func: str, arg: str, types: dict) -> bool:
     """Can the aggregate's value not overflow? Counts and extremes; sums and averages
-    of integers only (of bigints a numeric, which their count cannot overflow)."""
+    of integers (of bigints a numeric, which their count cannot overflow) and of
+    numerics of a precision (`numeric(14,2)`: a sum gains 19 digits at most)."""
     if func in ("count", "min", "max", "bool_and", "bool_or", "every"):
         return True
     column = sqlglot.parse_one(arg, read=DIALECT)
-    return func in ("sum", "avg") and isinstance(column, exp.Column) and types.get(
-        (column.table, column.name)) in ("smallint", "integer", "bigint")
+    kind = types.get((column.table, column.name), "") if isinstance(column, exp.Column) else ""
+    return func in ("sum", "avg") and (kind in ("smallint", "integer", "bigint")
+                                       or kind.startswith("numeric("))
 
 
 def _names(off: Offer, want: Want) -> dict[str, str]:
