@@ -153,17 +153,16 @@ def _shard_registered(conn: psycopg.Connection) -> None:
     from .network.stored import store_blocks
 
     nodes = load(conn).nodes
-    moved = place_all(conn, [n for n in nodes.values() if not n.loaded],
-                      nodes.__getitem__, sharding(conn))
-    changed = [n.id for n in moved if n.sharded_by != nodes[n.id].sharded_by]
+    moved, compiled = place_all(conn, [n for n in nodes.values() if not n.loaded],
+                                nodes.__getitem__, sharding(conn))
     now = nodes | {n.id: n for n in moved}
-    for node in moved:  # (a join probes no history Citus holds: nodes/join)
-        if node.kind_of.joins and node.id not in changed and any(
-                now[p].loaded or p in changed for p in node.parents):
+    for node in moved:  # (a join probes no stream history Citus now holds: nodes/join)
+        if node.kind_of.joins and node.id not in compiled and any(
+                now[p].loaded for p in node.parents):
             store_blocks(conn, node, [now[p] for p in node.parents])
-            changed.append(node.id)
-    if changed:
-        assemble(conn, check=changed)
+            compiled.add(node.id)
+    if compiled:
+        assemble(conn, check=sorted(compiled))
 
 
 def _not_null(conn: psycopg.Connection, stream: str, column: str) -> None:

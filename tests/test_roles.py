@@ -311,8 +311,8 @@ def test_cycles_run_between_a_registrars_slow_requests(network, login):
     network.run()
     with psycopg.connect(dsn, autocommit=True) as registrar:
         for k in range(2):
-            registrar.execute("SELECT argus.register(%s, %s)",
-                              (f"slow{k}", f"SELECT id, {k} AS k FROM s WHERE public.slow_true(id)"))
+            registrar.execute("SELECT argus.register(%s, %s)", (
+                f"slow{k}", f"SELECT id, {k} AS k FROM s WHERE public.slow_true(id)"))
     outcomes = []
 
     def owners_worker() -> None:

@@ -53,8 +53,8 @@ class Layouts:
         (shards.place_all), but those in `local`. Last, once every backfill ran: Citus
         opens no new connection to a shard placement that DDL touched in the
         transaction, and a backfill's repartition join needs some."""
-        self.created = shards.place_all(self.conn, self.created, self.load, self.sharded(),
-                                        local)
+        self.created, _ = shards.place_all(self.conn, self.created, self.load,
+                                           self.sharded(), local)
         self.forget()
 
     def on_coordinator(self, node: Node) -> Node:

@@ -101,13 +101,14 @@ def outer_read(conn: psycopg.Connection) -> set[int]:
 
 def place_all(conn: psycopg.Connection, nodes: list[Node], load: Callable[[int], Node],
               streams: dict[str, Sharded], local: frozenset[int] = frozenset()
-              ) -> list[Node]:
+              ) -> tuple[list[Node], set[int]]:
     """The nodes, each sharded if it can be (shard_keys), unless an outer join reads it
     or it is in `local`, or as its table is (one taken over from an old node, a
     migration's answer, may be distributed already); the code of those that changed
-    compiled again. `streams`: sharding(conn)."""
+    compiled again, and of the joins over them; and the ids of the nodes compiled.
+    `streams`: sharding(conn)."""
     if not streams:
-        return nodes
+        return nodes, set()
     kept, done, moved = outer_read(conn) | local, [], set()
     for node in nodes:
         (by,) = conn.execute(
@@ -121,10 +122,12 @@ def place_all(conn: psycopg.Connection, nodes: list[Node], load: Callable[[int],
             store_blocks(conn, node, [load(p) for p in node.parents])
             moved.add(node.id)
         done.append(node)
+    compiled = set(moved)
     for node in done:  # (a join compiled before a parent moved probes it no more: nodes/join)
         if node.kind_of.joins and node.id not in moved and moved & set(node.parents):
             store_blocks(conn, node, [load(p) for p in node.parents])
-    return done
+            compiled.add(node.id)
+    return done, compiled
 
 
 def _distribute(conn: psycopg.Connection, node: Node, keys: list[tuple[str, int]]

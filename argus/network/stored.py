@@ -38,9 +38,10 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node],
     it. Without `code` (a prediction, rolled back: no cycle runs it), only what building
     reads of it."""
     lean = Statements(node.id)
-    on_workers = held(conn, [p.hist.as_string(conn) for p in parents]) if code else set()
-    parents = [dataclasses.replace(p, on_workers=True) if p.hist.as_string(conn) in on_workers
-               else p for p in parents]
+    tables = [p.hist.as_string(conn) for p in parents]
+    on_workers = held(conn, tables) if code else set()
+    parents = [dataclasses.replace(p, on_workers=True) if table in on_workers else p
+               for p, table in zip(parents, tables)]
     blocks = [b.as_string(conn) if b is not None else None for b in (
         node_block(node, parents, conn), flush_block(node, parents, conn),
         probe_block(node, list(map(lazy.readable, parents)), conn),

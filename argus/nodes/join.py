@@ -210,12 +210,11 @@ def _terms(node: Node, parents: list[Node]
     left, right = parents
     condition = sql.SQL(join_condition(node, parents))
     terms = []
-    for deltas, lt, rt, when in ((("t1",), left.delta, right.hist, all_rows(left)),
-                                 (("t2",), left.hist, right.delta, all_rows(right)),
-                                 (("t1", "t2"), left.delta, right.delta,
-                                  all_rows(left, right))):
+    for deltas, lt, rt, when, probed in (
+            (("t1",), left.delta, right.hist, all_rows(left), 1),
+            (("t2",), left.hist, right.delta, all_rows(right), 0),
+            (("t1", "t2"), left.delta, right.delta, all_rows(left, right), None)):
         joined = sql.SQL("{} AS {} JOIN {} AS {} ON {}").format(lt, T1, rt, T2, condition)
-        probed = 1 if deltas == ("t1",) else 0 if deltas == ("t2",) else None
         if probed is None or not _probed(node, parents, probed):
             terms.append((deltas, when, joined))
             continue
@@ -246,17 +245,19 @@ def _probed(node: Node, parents: list[Node], side: int) -> bool:
     alias = ("t1", "t2")[side]
     mine, found = next((pair for pair in _equalities(join_condition(node, parents))
                         if pair[0].table == alias), (None, None))
-    return isinstance(found, exp.Column) and _comparable(
+    return isinstance(found, exp.Column) and _index_serves(
         dict(zip(probed.columns, probed.types)).get(mine.name),
         dict(zip(other.columns, other.types)).get(found.name))
 
 
-# types whose equality an index of either serves (one B-tree operator family)
+# types whose equality an index of either serves (one B-tree operator family; not
+# failures._COMPARED's, which PostgreSQL compares without failing: an integer equated
+# with a numeric is compared as numeric, which no integer index serves)
 _FAMILIES = ({"smallint", "integer", "bigint"}, {"real", "double precision"},
              {"text", "character varying"})
 
 
-def _comparable(mine: str | None, other: str | None) -> bool:
+def _index_serves(mine: str | None, other: str | None) -> bool:
     """Does an index of a column of type `mine` serve its equality with `other`? The
     same type (its length or precision aside), or one family's."""
     if mine is None or other is None:
