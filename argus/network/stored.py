@@ -39,9 +39,10 @@ def store_blocks(conn: psycopg.Connection, node: Node, parents: list[Node],
     reads of it."""
     lean = Statements(node.id)
     tables = [p.hist.as_string(conn) for p in parents]
-    on_workers = held(conn, tables) if code else set()
+    on_workers = held(conn, [*tables, node.hist.as_string(conn)]) if code else set()
     parents = [dataclasses.replace(p, on_workers=True) if table in on_workers else p
                for p, table in zip(parents, tables)]
+    node = dataclasses.replace(node, on_workers=node.hist.as_string(conn) in on_workers)
     blocks = [b.as_string(conn) if b is not None else None for b in (
         node_block(node, parents, conn), flush_block(node, parents, conn),
         probe_block(node, list(map(lazy.readable, parents)), conn),

@@ -35,6 +35,24 @@ def _probed(node: Node, sign: str) -> sql.Composable:
     return tid_scan(node.delta, sign)
 
 
+# A delta of fewer groups than 1/PROBE_RATIO of the history's rows finds their rows by
+# the history's hash index, one probe per group (aggregate/old_probed): a probe costs
+# about what hashing 7 history rows does.
+PROBE_RATIO = 8
+
+
+def _old_rows(node: Node, model: Model) -> sql.Composed:
+    """The CTE `o`: the delta's groups' rows in the history, with their ctids. Probed
+    by group (aggregate/old_probed) unless the node has one group, or its history is
+    held by Citus (whose planner takes no LATERAL probe of a distributed table)."""
+    match = same_row(model.group_names, "h", "dh")
+    if model.is_global or node.sharded_by is not None or node.on_workers:
+        return sql.SQL("o AS (\n    SELECT h.ctid AS argus_ctid, h.* FROM {} AS h JOIN dh ON {}"
+                       "\n)").format(node.hist, sql.SQL("TRUE") if model.is_global else match)
+    return render("aggregate/old_probed", ratio=sql.Literal(PROBE_RATIO), hist=node.hist,
+                  id=sql.Literal(node.id), match_h=match)
+
+
 def grows(node: Node, parent: Node) -> bool:
     """The aggregate's input only grows: its parent is insert-only, or (definition
     "grows", set by the network) it regroups the books of an aggregate over such an
@@ -392,7 +410,7 @@ class AggregateCompiler:
             "aggregate/delta", delta=node.delta, stored=cols(stored), hist=node.hist,
             book_delta=sql.SQL("").join(deltas), parent_delta=source,
             d_hash=row_hash(gnames, "d"), dh_groups=cols(gnames, "dh"),
-            match_h=sql.SQL("TRUE") if model.is_global else same_row(gnames, "h", "dh"),
+            old_rows=_old_rows(node, model),
             match_o=sql.SQL("TRUE") if model.is_global else same_row(gnames, "o", "dh"),
             ctes=sql.SQL("").join(sql.SQL(", ") + cte for cte in ctes),
             book_merge=sql.SQL("").join(merges), joins=sql.SQL("").join(joins),

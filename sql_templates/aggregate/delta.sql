@@ -13,9 +13,7 @@ WITH d AS (
       FROM {parent_delta} AS {t1}{group_by}
 ), dh AS (
     SELECT d.*, {d_hash} AS argus_hash FROM d
-), o AS (
-    SELECT h.ctid AS argus_ctid, h.* FROM {hist} AS h JOIN dh ON {match_h}
-){ctes}, n AS (
+), {old_rows}{ctes}, n AS (
     SELECT {dh_groups}{comma}dh.argus_hash, o.argus_ctid,
            coalesce(o.argus_n, 0) + dh.argus_n AS argus_n{book_merge}
       FROM dh LEFT JOIN o ON {match_o}{joins}
