@@ -229,3 +229,33 @@ def test_a_top_k_of_equal_rows_shifting_rank_has_net_changes(oracle, output):
                  [(None, 0.0), (None, 3.0)], [(2, nan), (2, inf), (2, -inf)], [(2, nan)]):
         oracle.insert("s", rows)
         oracle.run()
+
+
+def test_a_late_row_reads_its_partition_from_the_frontier_on_only(oracle):
+    """The frontier, `o >= argus_e` where argus_e is set, is an index range of the
+    node's and its parent's histories (keys, o) only as its own branch: OR'ed with the
+    whole partition's case it read every touched partition whole (Nexmark q11's session
+    windows read more each cycle as the bidders' histories grew)."""
+    from tests.test_cycle import read_of
+
+    db = oracle.db
+    oracle.create_stream("s", {"p": "int", "o": "int", "x": "int", "f": "float8"})
+    oracle.register("lags", QUERIES["lags"].format(s="s"))
+    oracle.insert("s", [(p, o, o, None) for p in range(100) for o in range(0, 4_000, 10)])
+    oracle.run()
+    (history,) = db.conn.execute(
+        "SELECT format('%I.%I', hist_schema, hist_name) FROM argus_catalog.nodes "
+        "WHERE kind = 'window'").fetchone()
+    for late in (3_995, 3_901):  # after each partition's last row; 10 rows before it
+        oracle.insert("s", [(p, late, late, None) for p in range(100)])
+        read = []
+
+        def cycle():  # (the oracle then reads the whole answer: this history)
+            before = read_of(db, history), read_of(db, "argus_streams.s")
+            report = db.run()
+            read.extend((read_of(db, history) - before[0],
+                         read_of(db, "argus_streams.s") - before[1]))
+            return report
+
+        oracle.run(cycle)
+        assert max(read) <= 3_000, read  # ~10 rows a partition, not its 400

@@ -122,14 +122,20 @@ def _over_suffix(window: exp.Window) -> exp.Window:
     return window
 
 
+# Touched partitions fewer than 1/PROBE_RATIO of a window node's rows are read from its
+# history partition by partition (window/touched_probed).
+PROBE_RATIO = 8
+
+
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
              names: list[str], ctid: bool = False, order: sql.Composable | None = None,
-             hashed: bool = False) -> sql.Composed:
+             hashed: bool = False, node: Node | None = None) -> sql.Composed:
     """The rows of `source` (alias t1) in the cycle's touched partitions: `keys` over
     t1 are the partition keys, `names` their columns in argus_keys; with `ctid`, each
     row's (argus_ctid); with `hashed`, its argus_hash; with `order` (its ORDER BY over
     t1), only the rows from each partition's frontier on (argus_keys.argus_e; NULL: all
-    of them)."""
+    of them); with `node`, `source` is that window node's history, indexed by the keys
+    first (WindowCompiler.create), which few partitions probe."""
     listed = cols(columns, "t1")
     if ctid:
         listed = sql.SQL("{}, {}.ctid AS argus_ctid").format(listed, T1)
@@ -138,10 +144,19 @@ def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composab
     if not keys:
         return sql.SQL("SELECT {} FROM {} AS {}").format(listed, source, T1)
     equal = _equal(keys, names)
-    if order is not None:
-        equal = sql.SQL("{} AND (k.argus_e IS NULL OR {o} >= k.argus_e OR {o} IS NULL)").format(
-            equal, o=order)
-    return render("window/touched", columns=listed, source=source, t1=T1, equal=equal,
+    branches = [equal] if order is None else [  # (disjoint, each one range of an index
+        sql.SQL("{} AND {}").format(equal, b) for b in (  # on the keys and `order`)
+            sql.SQL("k.argus_e IS NULL"), sql.SQL("{} >= k.argus_e").format(order),
+            sql.SQL("{} IS NULL AND k.argus_e IS NOT NULL").format(order))]
+    found = sql.SQL("\nUNION ALL\n").join(
+        sql.SQL("SELECT {} FROM argus_keys AS k JOIN {} AS {} ON {}").format(
+            listed, source, T1, b) if node is None else
+        render("window/touched_probed", columns=listed, source=source, t1=T1, equal=b,
+               ratio=sql.Literal(PROBE_RATIO), rows=sql.SQL(
+                   "(SELECT s.hist_rows FROM argus_catalog.node_stats AS s "
+                   "WHERE s.node_id = {})").format(sql.Literal(node.id)))
+        for b in branches)
+    return render("window/touched", columns=listed, source=source, t1=T1, found=found,
                   keys=sql.SQL(", ").join(keys),
                   k_keys=sql.SQL(", ").join(sql.Identifier("k", n) for n in names))
 
@@ -270,7 +285,7 @@ class WindowCompiler:
                     parent.delta, T1),
                 "touched_here": _touched(node.hist, node.columns,
                                          [sql.Identifier("t1", k) for k in keys], keys,
-                                         ctid=True, hashed=hashed)}
+                                         ctid=True, hashed=hashed, node=node)}
 
     def create(self, node, parents):
         keys = list(node.columns[:node.spec.keys])  # a cycle reads its touched partitions
@@ -314,7 +329,8 @@ class WindowCompiler:
                     sql.Identifier(c), o, sql.Identifier(f"argus_c{i}"))
                 for c, i in carried.items()),
             touched_here=_touched(node.hist, node.columns, [sql.Identifier("t1", k) for k in keys],
-                                  keys, ctid=True, order=sql.Identifier("t1", plan.column)),
+                                  keys, ctid=True, order=sql.Identifier("t1", plan.column),
+                                  node=node),
             parent_touched=_touched(parent.hist, parent.columns, key_exprs, keys, order=order),
             p_columns=parent.column_list, before=before, retracted=retracted,
             named=named(plan.exprs, node.columns),

@@ -1,8 +1,8 @@
 -- The rows of `source` in the partitions the cycle touched (argus_keys): found by the
 -- keys' equality, through an index, where they are all set; by IS NOT DISTINCT FROM
 -- where one is NULL (PARTITION BY puts NULLs together), read only when a touched
--- partition has a NULL key.
-SELECT {columns} FROM argus_keys AS k JOIN {source} AS {t1} ON {equal}
+-- partition has a NULL key. ({found}: the join, or window/touched_probed.)
+{found}
 UNION ALL
 SELECT {columns} FROM {source} AS {t1}
  WHERE EXISTS (SELECT FROM argus_keys AS k WHERE NOT (ROW({k_keys}) IS NOT NULL))
