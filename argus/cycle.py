@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 
 from .errors import CycleError, CycleInProgressError
+from . import tidy
 from .network import durability
 
 
@@ -106,6 +107,8 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         forget(conn)
         raise
     result.failed = {**isolated, **result.failed}
+    if result.nodes_run or any(result.rows_in.values()):
+        tidy.vacuum_grown(conn)
     if period_ended or triggered:  # (settings.reoptimize_every; Zhu's trigger)
         from . import adapt
 
