@@ -23,7 +23,7 @@ LAYERS = [
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
                     "registry", "admission", "answers", "requests", "cycle", "subscriptions",
                     "files", "quarantine", "explain", "status", "embedded", "schedule",
-                    "optimize", "adapt", "picture", "audit"}),
+                    "optimize", "adapt", "picture", "audit", "tidy"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
                  "dashboard"}),
 ]

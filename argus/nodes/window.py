@@ -22,6 +22,7 @@ from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, cols, create_delta,
                    named, passed_on, register_kind, row_hash, tid_column, var, virtual)
+from .aggregate import PROBE_RATIO  # (touched partitions probed one by one: the same trade)
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,6 @@ def _over_suffix(window: exp.Window) -> exp.Window:
     window.set("this", exp.Filter(this=function, expression=exp.Where(
         this=exp.not_(exp.column("argus_ctx", table="t1", quoted=True)))))
     return window
-
-
-# Touched partitions fewer than 1/PROBE_RATIO of a window node's rows are read from its
-# history partition by partition (window/touched_probed).
-PROBE_RATIO = 8
 
 
 def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composable],
