@@ -13,7 +13,6 @@ from .templates import render
 from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
 from .frontend.lateral import expands
 from .nodes import COMPILERS, KINDS, lazy
-from .nodes.select import passes_every_row
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
 
 SLOW_NODE_MS = 1000  # a node that takes longer says so as the cycle runs (a NOTICE)
@@ -118,14 +117,8 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
     (program/planned_or_kept), which a session's later cycles run; with `lean`, in the
     program of a session's first cycle, which keeps none (Statements)."""
     steps = COMPILERS[node.kind].evaluate(node, parents)
-    if delta_view(node) and passes_every_row(node, parents[0]):
-        code = render("select/count_parent", parent=sql.Literal(parents[0].id))
-    elif delta_view(node) and node.definition.get("bound") is not None:
-        bound = node.definition["bound"]
-        code = render("select/count_view_bounded", delta=node.delta, sign=SIGN_ID,
-                      limit=sql.Literal(bound + 1), bound=sql.Literal(bound))
-    elif delta_view(node):
-        code = render("select/count_view", delta=node.delta, sign=SIGN_ID)
+    if delta_view(node):
+        code = COMPILERS[node.kind].count_view(node, parents)
     elif not steps:
         return None
     else:
