@@ -13,9 +13,10 @@ from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
 from ..trees import DIALECT, qualified
-from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, always, any_rows, cols,
-                   create_delta, expr_hash, named, passed_on, row_hash, same_row, tid_column,
-                   tid_scan, unqualified, var, virtual)
+from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, always, any_rows,
+                   as_texts, cols, create_delta, expr_hash, identical_when_equal, named,
+                   passed_on, row_hash, same_row, tid_column, tid_scan, unqualified, var,
+                   virtual)
 
 
 def _found(node: Node, row: str, delta: str) -> sql.Composable:
@@ -295,7 +296,7 @@ class AggregateCompiler:
         if outward(node, parent):  # extremes only move outward: old vs inserted
             return sql.SQL(", {f}(o.{b}, dh.{b}) AS {b}").format(f=extreme, b=b), None
         if model.counted:
-            return self._counted(model, spec, book, parent, extreme)
+            return self._counted(node, spec, book, parent, extreme)
         cte = sql.Identifier(f"mm{k}")
         affected = (sql.SQL("EXISTS (SELECT 1 FROM dh WHERE dh.argus_r > 0)") if model.is_global
                     else sql.SQL("{} IN (SELECT dh.argus_hash FROM dh WHERE dh.argus_r > 0)")
@@ -308,16 +309,20 @@ class AggregateCompiler:
                        w_hash=row_hash(model.group_names, "w"),
                        u_groups=cols(model.group_names, "u"),
                        func=sql.SQL(book.combine), x=sql.SQL(book.value), parent=parent.hist,
+                       told=_told(node, spec),
                        parent_delta=parent.delta, affected=affected,
                        group_named=named(model.group_exprs, model.group_names),
                        t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))
 
-    def _counted(self, model: Model, spec: Spec, book: Book, parent: Node, extreme):
+    def _counted(self, node: Node, spec: Spec, book: Book, parent: Node, extreme):
         """A MIN/MAX book kept with how many rows are at the extreme (its count book):
         the new extreme L is the old one's or the inserted rows' (least/greatest), its
         count the old count at L, plus the inserted rows at L, less the retracted rows
         at L (retracted rows are never beyond L). The group is re-read only when rows
-        at L left and none is known to remain (the count unknown after a refill)."""
+        at L left and none is known to remain (the count unknown after a refill) — or
+        any left, where equal values can differ (2.0 and 2.000: the one kept may be the
+        one that left; found by a helper)."""
+        model = node.spec
         k, b = spec.index, sql.Identifier(book.column)
         c = sql.Identifier(book.column + "count")
         out, outc = sql.Identifier(f"argus_x{k}_out"), sql.Identifier(f"argus_x{k}_outc")
@@ -327,7 +332,8 @@ class AggregateCompiler:
                         " - CASE WHEN dh.{out} = {at} THEN dh.{outc} ELSE 0 END)").format(
             b=b, c=c, at=at, out=out, outc=outc)
         need = sql.SQL("(dh.{out} = {at} AND NOT coalesce({count} > 0, false))").format(
-            out=out, at=at, count=count)
+            out=out, at=at, count=count) if not _differs(node, spec) else sql.SQL(
+            "(dh.{out} = {at})").format(out=out, at=at)
         cte = sql.Identifier(f"mm{k}")
         merge = sql.SQL(", CASE WHEN {need} THEN {cte}.v ELSE {at} END AS {b}"
                         ", CASE WHEN {need} THEN {cte}.c ELSE {count} END AS {c}").format(
@@ -349,7 +355,8 @@ class AggregateCompiler:
                 cols(gnames, "x")),
             order=sql.SQL("ASC" if book.combine == "min" else "DESC"),
             x=sql.SQL(book.value), parent=parent.hist, parent_delta=parent.delta,
-            affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID)
+            affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID,
+            told=_told(node, spec))
 
     @staticmethod
     def _counted_delta(model: Model, source: sql.Composable):
@@ -398,13 +405,16 @@ class AggregateCompiler:
                     sql.Identifier(name), self._same_group(model, name)))
         gnames, stored = model.group_names, model.stored
 
+        def told(alias: str) -> sql.Composable:  # (2.0 to 2 is a change: found by a helper)
+            return sql.SQL(", ").join([cols(stored, alias),
+                                       *as_texts(node.columns, node.types, alias)])
+
         def changed(this: str, other: str) -> sql.Composable:
             if grows(node, parent):  # every group in the delta gained rows: it changed
                 return sql.SQL("")
             return sql.SQL("\n") + render("aggregate/changed", this=sql.Identifier(this),
                                           other=sql.Identifier(other),
-                                          this_stored=cols(stored, this),
-                                          other_stored=cols(stored, other))
+                                          this_stored=told(this), other_stored=told(other))
 
         statement = render(
             "aggregate/delta", delta=node.delta, stored=cols(stored), hist=node.hist,
@@ -527,3 +537,17 @@ KIND = register_kind(Kind(
     aux_tables=lambda node: [node.aux(f"d{f.index}") for f in node.spec.families],
     groups=True, copies=passed_on, symbol="γ",
     shard_keys=lambda node: () if node.spec.distinct_specs else tuple(node.spec.group_names)))
+
+
+def _differs(node: Node, spec: Spec) -> bool:
+    """Whether a MIN/MAX's equal values can differ (2.0 and 2.000: the extreme is the
+    one that remains; found by a helper), or its type is not known yet."""
+    kind = dict(zip(node.columns, node.types)).get(spec.name)
+    return not (kind and identical_when_equal(kind))
+
+
+def _told(node: Node, spec: Spec) -> sql.SQL:
+    """A re-read's values grouped apart from equal ones of other text, where they can
+    differ: a group's count at its extreme may then come out low, which only re-reads
+    it again sooner."""
+    return sql.SQL(", (u.v)::text" if _differs(node, spec) else "")

@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 70
+CODE_VERSION = 71
 
 
 @dataclass(frozen=True)
@@ -153,11 +153,13 @@ def same_row(names, a: str, b: str) -> sql.Composed:
 
 
 def unqualified(expr: str) -> str:
-    """An expression over t1 as an index expression: without the table qualifier."""
+    """An expression over t1 as an index expression: without the table qualifier (a
+    collation's schema is no table's: `q COLLATE public.ci` keeps it; found by a helper)."""
 
     tree = sqlglot.parse_one(expr, read=DIALECT)
     for column in tree.find_all(exp.Column):
-        column.set("table", None)
+        if not (isinstance(column.parent, exp.Collate) and column.arg_key == "expression"):
+            column.set("table", None)
     return tree.sql(dialect=DIALECT)
 
 
@@ -379,20 +381,37 @@ def bag_flush(node: Node, names=None) -> list[Step]:
                             columns=cols(names)), when, dynamic=False)]
     known = node.types if names == node.columns else ()
     differ, types = _identity(names, known), dict(zip(names, known))
-
-    def text(*column: str) -> sql.Composable:
-        """The column as text that tells its equal values apart: bpchar's cast to text
-        drops the trailing spaces that do ('x' and 'x  '), its output keeps them."""
-        spaced = _TYPMOD.sub("", types.get(column[-1], "")) in ("bpchar", "character")
-        return sql.SQL("textin(bpcharout({}))" if spaced else "({})::text").format(
-            sql.Identifier(*column))
-
     slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
              "h_columns": cols(names, "h"), "n_columns": cols(names, "n"),
-             "identity": sql.SQL("").join(sql.SQL(", {}").format(text(c)) for c in differ),
+             "identity": identity(names, known),
              "same_identity": sql.SQL("").join(sql.SQL(" AND {} IS NOT DISTINCT FROM {}").format(
-                 text("h", c), text("n", c)) for c in differ)}
+                 _as_text(types, "h", c), _as_text(types, "n", c)) for c in differ)}
     return [Step(render("node/flush_signed", **slots), when)]
+
+
+def _as_text(types: dict, *column: str) -> sql.Composable:
+    """The column as text that tells its equal values apart: bpchar's cast to text
+    drops the trailing spaces that do ('x' and 'x  '), its output keeps them."""
+    spaced = _TYPMOD.sub("", types.get(column[-1], "")) in ("bpchar", "character")
+    return sql.SQL("textin(bpcharout({}))" if spaced else "({})::text").format(
+        sql.Identifier(*column))
+
+
+def as_texts(names, types, alias: str | None = None) -> list[sql.Composable]:
+    """The text of each column (of `alias`) whose equal values can differ (2.0 and
+    2.000), to group or compare rows by beside the columns: rows equal but not the same
+    stay apart."""
+    typed = dict(zip(names, types))
+    return [_as_text(typed, *([] if alias is None else [alias]), c)
+            for c in _identity(names, types)]
+
+
+def identity(names, types, alias: str | None = None) -> sql.Composable:
+    """`, text` of each column as_texts names; with `alias`, each named argus_i<n>."""
+    return sql.SQL("").join(
+        sql.SQL(", {}").format(t) if alias is None else
+        sql.SQL(", {} AS {}").format(t, sql.Identifier(f"argus_i{i}"))
+        for i, t in enumerate(as_texts(names, types, alias)))
 
 
 def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Composable]:

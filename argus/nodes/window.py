@@ -21,7 +21,7 @@ from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, cols, create_delta,
-                   named, passed_on, register_kind, row_hash, tid_column, var, virtual)
+                   identity, named, passed_on, register_kind, row_hash, tid_column, var, virtual)
 from .aggregate import PROBE_RATIO  # (touched partitions probed one by one: the same trade)
 
 
@@ -157,6 +157,21 @@ def _touched(source: sql.Composable, columns: list[str], keys: list[sql.Composab
                   k_keys=sql.SQL(", ").join(sql.Identifier("k", n) for n in names))
 
 
+def less_retracted(parent: Node, rows: sql.Composable, flag: str = "") -> sql.Composable:
+    """The parent's rows as they are now: `rows` (a parenthesized query of its columns,
+    then `flag`'s), less one copy of each row its delta retracts. Where equal values
+    can differ (2.0 and 2.000), compared with their text too: EXCEPT ALL alone may take
+    away the new 2.000 for the retracted 2.0 (found by a helper)."""
+    if parent.insert_only:
+        return rows
+    told = identity(parent.columns, parent.types, "argus_s")
+    if told.as_string(None):
+        rows = sql.SQL("(SELECT argus_s.*{} FROM {} AS argus_s)").format(told, rows)
+    return sql.SQL("{}\n    EXCEPT ALL\n    SELECT {}{}{} FROM {} AS argus_s WHERE argus_s.{} < 0"
+                   ).format(rows, cols(parent.columns, "argus_s"), sql.SQL(flag), told,
+                            parent.delta, SIGN_ID)
+
+
 def _equal(keys: list[sql.Composable], names: list[str], k: str = "k") -> sql.Composed:
     return sql.SQL(" AND ").join(sql.SQL("{} = {}").format(e, sql.Identifier(k, n))
                                  for e, n in zip(keys, names))
@@ -259,8 +274,12 @@ class WindowCompiler:
         group_by = sql.SQL(" GROUP BY {}").format(sql.SQL(", ").join(
             map(sql.Literal, range(1, len(keys) + 1)))) if node.spec.grouped and keys \
             else sql.SQL("")
+        touched = old_rows or _touched(parent.hist, parent.columns, [
+            sql.SQL("({})").format(sql.SQL(e)) for e in node.exprs[:len(keys)]], keys)  # (`k > 1`)
+        rows = sql.SQL("({}\n         UNION ALL\n         SELECT {} FROM {} AS {} WHERE {}.{} > 0)"
+                       ).format(touched, parent.column_list, parent.delta, T1, T1, SIGN_ID)
         return {"hist": node.hist, "columns": node.column_list, "t1": T1, "sign": SIGN_ID,
-                "group_by": group_by,
+                "group_by": group_by, "identity": identity(node.columns, node.types),
                 "named": named(node.exprs, node.columns), "parent": parent.hist,
                 "s_columns": cols(node.columns, "s"), "s_hash": row_hash(node.columns, "s"),
                 "d_columns": cols(node.columns, "d"), "d_hash": row_hash(node.columns, "d"),
@@ -269,13 +288,7 @@ class WindowCompiler:
                 "kept": sql.SQL("TRUE") if node.spec.keep is None else sql.SQL(
                     "{} <= {}").format(sql.Identifier("argus_w", node.spec.keep[0]),
                                        sql.Literal(node.spec.keep[1])),
-                "parent_touched": old_rows or _touched(
-                    parent.hist, parent.columns,
-                    [sql.SQL("({})").format(sql.SQL(e))  # `k > 1 = …`
-                     for e in node.exprs[:len(keys)]], keys),
-                "retracted": sql.SQL("") if parent.insert_only else sql.SQL(
-                    "\n        EXCEPT ALL\n        SELECT {} FROM {} AS {} WHERE {}.{} < 0"
-                ).format(parent.column_list, parent.delta, T1, T1, SIGN_ID),
+                "parent_touched": touched, "rows": less_retracted(parent, rows),
                 "touched_keys": sql.SQL("SELECT DISTINCT {} FROM {} AS {}").format(
                     named(node.exprs[:len(keys)], keys) if keys else sql.SQL("1"),
                     parent.delta, T1),
@@ -306,11 +319,9 @@ class WindowCompiler:
             "SELECT {} FROM {} AS {} WHERE {} AND {o} < k.argus_e ORDER BY {o} DESC LIMIT {})"
             " AS b").format(cols(parent.columns, "t1"), parent.hist, T1,
                             _equal(key_exprs, keys), sql.Literal(plan.lookback), o=order)
-        retracted = sql.SQL("") if parent.insert_only else sql.SQL(
-            "\n    EXCEPT ALL\n    SELECT {}, false FROM {} AS {} WHERE {}.{} < 0").format(
-                parent.column_list, parent.delta, T1, T1, SIGN_ID)
         return render(
             "window/delta_suffix", delta=node.delta_table, columns=node.column_list,
+            identity=identity(node.columns, node.types),
             sign=SIGN_ID, t1=T1, parent_delta=parent.delta, hist=node.hist, o=o, order=order,
             edge=sql.Literal(max(plan.lookback, 1) + 1),
             key_exprs=named(node.exprs[:len(keys)], keys), keys=sql.SQL(", ").join(key_exprs),
@@ -327,8 +338,12 @@ class WindowCompiler:
             touched_here=_touched(node.hist, node.columns, [sql.Identifier("t1", k) for k in keys],
                                   keys, ctid=True, order=sql.Identifier("t1", plan.column),
                                   node=node),
-            parent_touched=_touched(parent.hist, parent.columns, key_exprs, keys, order=order),
-            p_columns=parent.column_list, before=before, retracted=retracted,
+            rows=less_retracted(parent, sql.SQL(
+                "(SELECT {p}, false AS argus_ctx FROM ({}) AS {}{}\n     UNION ALL\n"
+                "     SELECT {p}, false FROM {} AS {} WHERE {}.{} > 0)").format(
+                    _touched(parent.hist, parent.columns, key_exprs, keys, order=order), T1,
+                    before, parent.delta, T1, T1, SIGN_ID, p=parent.column_list), ", false"),
+            p_columns=parent.column_list, before=before,
             named=named(plan.exprs, node.columns),
             final=sql.SQL(", ").join(
                 sql.SQL("{} AS {}").format(

@@ -8,6 +8,6 @@ mm{k} AS (
              WHERE {affected}
             UNION ALL
             SELECT {group_named}{comma}({x}) AS v, {t1}.{sign} AS c FROM {parent_delta} AS {t1}
-        ) AS u WHERE u.v IS NOT NULL GROUP BY {u_groups}{comma}u.v HAVING sum(u.c) > 0
+        ) AS u WHERE u.v IS NOT NULL GROUP BY {u_groups}{comma}u.v{told} HAVING sum(u.c) > 0
     ) AS w{w_group_by}
 )

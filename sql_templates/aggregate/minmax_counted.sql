@@ -1,6 +1,7 @@
 -- MIN/MAX of the groups whose last row at the extreme left ({affected}): re-read only
 -- those groups (found through the parent's hash index), combined with their delta
--- rows counting each value's copies, and keep the extreme with its number of rows.
+-- rows counting each value's copies (apart from an
+-- equal one of other text where they can differ: 2.0 and 2.000), and keep the extreme with its number of rows.
 mm{k} AS (
     SELECT {w_groups}{comma}w.v, w.c, {w_hash} AS argus_hash FROM (
         SELECT x.*, row_number() OVER ({partition}ORDER BY x.v {order}) AS argus_rank FROM (
@@ -10,7 +11,7 @@ mm{k} AS (
                 UNION ALL
                 SELECT {group_named}{comma}({x}) AS v, {t1}.{sign} AS c FROM {parent_delta} AS {t1}
                  WHERE {affected}
-            ) AS u WHERE u.v IS NOT NULL GROUP BY {u_groups}{comma}u.v HAVING sum(u.c) > 0
+            ) AS u WHERE u.v IS NOT NULL GROUP BY {u_groups}{comma}u.v{told} HAVING sum(u.c) > 0
         ) AS x
     ) AS w WHERE w.argus_rank = 1
 )

@@ -8,7 +8,7 @@
 -- grows, it is maintained by window/delta_topk; over one that retracts, it reads only
 -- each partition's first rows ({parent_touched}: window/top_prefix). The node's rows of the touched
 -- partitions are read once (argus_old); a parent that only grows retracts nothing
--- ({retracted}: nothing).
+-- (nothing retracted: nodes.window.less_retracted).
 INSERT INTO {delta} ({columns}, argus_hash, {sign}, argus_ctid)
 WITH argus_keys AS MATERIALIZED (
     {touched_keys}
@@ -16,9 +16,7 @@ WITH argus_keys AS MATERIALIZED (
     {touched_here}
 ), argus_new AS (
     SELECT * FROM (SELECT {named} FROM (
-        ({parent_touched}
-         UNION ALL
-         SELECT {p_columns} FROM {parent_delta} AS {t1} WHERE {t1}.{sign} > 0){retracted}
+        {rows}
     ) AS {t1}{group_by}) AS argus_w WHERE {kept}
 ), argus_diff AS (
     SELECT {columns}, sum(argus_s) AS argus_n,
@@ -26,7 +24,7 @@ WITH argus_keys AS MATERIALIZED (
       FROM (SELECT {columns}, 1 AS argus_s, NULL::tid AS argus_ctid FROM argus_new
             UNION ALL
             SELECT {columns}, -1, argus_ctid FROM argus_old) AS u
-     GROUP BY {columns} HAVING sum(argus_s) <> 0
+     GROUP BY {columns}{identity} HAVING sum(argus_s) <> 0
 )
 SELECT {d_columns}, {d_hash}, sign(d.argus_n)::smallint,
        CASE WHEN d.argus_n < 0 THEN d.argus_tids[i] END

@@ -25,9 +25,7 @@ WITH argus_changed AS MATERIALIZED (
 ), argus_old AS MATERIALIZED (
     {touched_here}
 ), argus_rows AS (
-    (SELECT {p_columns}, false AS argus_ctx FROM ({parent_touched}) AS {t1}{before}
-     UNION ALL
-     SELECT {p_columns}, false FROM {parent_delta} AS {t1} WHERE {t1}.{sign} > 0){retracted}
+    {rows}
 ), argus_held AS MATERIALIZED (  -- (a hash that collides only compares more rows)
     SELECT DISTINCT hash_record_extended(ROW({o_keys}), 0) AS argus_k FROM argus_old AS o
 ), argus_new AS MATERIALIZED (
@@ -42,7 +40,7 @@ WITH argus_changed AS MATERIALIZED (
              WHERE argus_held
             UNION ALL
             SELECT {columns}, -1, argus_ctid FROM argus_old) AS u
-     GROUP BY {columns} HAVING sum(argus_s) <> 0
+     GROUP BY {columns}{identity} HAVING sum(argus_s) <> 0
 )
 SELECT {n_columns}, {n_hash}, 1::smallint, NULL::tid FROM argus_new AS n WHERE NOT n.argus_held
 UNION ALL
