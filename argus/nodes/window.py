@@ -343,7 +343,6 @@ class WindowCompiler:
                 "     SELECT {p}, false FROM {} AS {} WHERE {}.{} > 0)").format(
                     _touched(parent.hist, parent.columns, key_exprs, keys, order=order), T1,
                     before, parent.delta, T1, T1, SIGN_ID, p=parent.column_list), ", false"),
-            p_columns=parent.column_list, before=before,
             named=named(plan.exprs, node.columns),
             final=sql.SQL(", ").join(
                 sql.SQL("{} AS {}").format(

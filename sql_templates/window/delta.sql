@@ -7,8 +7,9 @@
 -- A Top-K node keeps only the rows ranked within k (kept); over a parent that only
 -- grows, it is maintained by window/delta_topk; over one that retracts, it reads only
 -- each partition's first rows ({parent_touched}: window/top_prefix). The node's rows of the touched
--- partitions are read once (argus_old); a parent that only grows retracts nothing
--- (nothing retracted: nodes.window.less_retracted).
+-- partitions are read once (argus_old); the parent's rows less its retracted ones are
+-- {rows} (nodes.window.less_retracted: a parent that only grows retracts nothing), and
+-- rows per value are counted apart where equal values can differ ({identity}: 2.0, 2.000).
 INSERT INTO {delta} ({columns}, argus_hash, {sign}, argus_ctid)
 WITH argus_keys AS MATERIALIZED (
     {touched_keys}
