@@ -353,6 +353,8 @@ class AggregateCompiler:
             w_groups=cols(gnames, "w"), w_hash=row_hash(gnames, "w"), u_groups=cols(gnames, "u"),
             partition=sql.SQL("") if model.is_global else sql.SQL("PARTITION BY {} ").format(
                 cols(gnames, "x")),
+            by_value=sql.SQL("PARTITION BY {}x.v").format(
+                sql.SQL("") if model.is_global else sql.SQL("{}, ").format(cols(gnames, "x"))),
             order=sql.SQL("ASC" if book.combine == "min" else "DESC"),
             x=sql.SQL(book.value), parent=parent.hist, parent_delta=parent.delta,
             affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID,
@@ -548,6 +550,5 @@ def _differs(node: Node, spec: Spec) -> bool:
 
 def _told(node: Node, spec: Spec) -> sql.SQL:
     """A re-read's values grouped apart from equal ones of other text, where they can
-    differ: a group's count at its extreme may then come out low, which only re-reads
-    it again sooner."""
+    differ (aggregate/minmax_counted counts them together again)."""
     return sql.SQL(", (u.v)::text" if _differs(node, spec) else "")
