@@ -20,8 +20,9 @@ from sqlglot import exp
 from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT
-from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, cols, create_delta,
-                   identity, named, passed_on, register_kind, row_hash, tid_column, var, virtual)
+from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, as_texts, cols,
+                   create_delta, identity, named, passed_on, register_kind, row_hash,
+                   tid_column, var, virtual)
 from .aggregate import PROBE_RATIO  # (touched partitions probed one by one: the same trade)
 
 
@@ -165,7 +166,7 @@ def less_retracted(parent: Node, rows: sql.Composable, flag: str = "") -> sql.Co
     if parent.insert_only:
         return rows
     told = identity(parent.columns, parent.types, "argus_s")
-    if told.as_string(None):
+    if as_texts(parent.columns, parent.types):
         rows = sql.SQL("(SELECT argus_s.*{} FROM {} AS argus_s)").format(told, rows)
     return sql.SQL("{}\n    EXCEPT ALL\n    SELECT {}{}{} FROM {} AS argus_s WHERE argus_s.{} < 0"
                    ).format(rows, cols(parent.columns, "argus_s"), sql.SQL(flag), told,
