@@ -353,8 +353,9 @@ class AggregateCompiler:
             w_groups=cols(gnames, "w"), w_hash=row_hash(gnames, "w"), u_groups=cols(gnames, "u"),
             partition=sql.SQL("") if model.is_global else sql.SQL("PARTITION BY {} ").format(
                 cols(gnames, "x")),
-            by_value=sql.SQL("PARTITION BY {}x.v").format(
-                sql.SQL("") if model.is_global else sql.SQL("{}, ").format(cols(gnames, "x"))),
+            count=sql.SQL("sum(x.c) OVER (PARTITION BY {}x.v)").format(
+                sql.SQL("") if model.is_global else sql.SQL("{}, ").format(cols(gnames, "x")))
+            if _differs(node, spec) else sql.SQL("x.c"),
             order=sql.SQL("ASC" if book.combine == "min" else "DESC"),
             x=sql.SQL(book.value), parent=parent.hist, parent_delta=parent.delta,
             affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID,

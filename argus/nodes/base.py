@@ -406,12 +406,9 @@ def as_texts(names, types, alias: str | None = None) -> list[sql.Composable]:
             for c in _identity(names, types)]
 
 
-def identity(names, types, alias: str | None = None) -> sql.Composable:
-    """`, text` of each column as_texts names; with `alias`, each named argus_i<n>."""
-    return sql.SQL("").join(
-        sql.SQL(", {}").format(t) if alias is None else
-        sql.SQL(", {} AS {}").format(t, sql.Identifier(f"argus_i{i}"))
-        for i, t in enumerate(as_texts(names, types, alias)))
+def identity(names, types) -> sql.Composable:
+    """`, text` of each column as_texts names: to group rows by beside the columns."""
+    return sql.SQL("").join(sql.SQL(", {}").format(t) for t in as_texts(names, types))
 
 
 def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Composable]:

@@ -165,8 +165,10 @@ def less_retracted(parent: Node, rows: sql.Composable, flag: str = "") -> sql.Co
     away the new 2.000 for the retracted 2.0 (found by a helper)."""
     if parent.insert_only:
         return rows
-    told = identity(parent.columns, parent.types, "argus_s")
-    if as_texts(parent.columns, parent.types):
+    texts = as_texts(parent.columns, parent.types, "argus_s")
+    told = sql.SQL("").join(sql.SQL(", {} AS {}").format(t, sql.Identifier(f"argus_i{i}"))
+                            for i, t in enumerate(texts))
+    if texts:  # (else EXCEPT ALL by equality is exact)
         rows = sql.SQL("(SELECT argus_s.*{} FROM {} AS argus_s)").format(told, rows)
     return sql.SQL("{}\n    EXCEPT ALL\n    SELECT {}{}{} FROM {} AS argus_s WHERE argus_s.{} < 0"
                    ).format(rows, cols(parent.columns, "argus_s"), sql.SQL(flag), told,

@@ -2,11 +2,11 @@
 -- those groups (found through the parent's hash index), combined with their delta
 -- rows counting each value's copies (apart from an equal one of other text where they
 -- can differ: 2.0 and 2.000, the extreme being one that remains), and keep the extreme
--- with its number of rows, equal ones of every text counted together.
+-- with its number of rows, equal ones of every text counted together ({count}).
 mm{k} AS (
     SELECT {w_groups}{comma}w.v, w.argus_c AS c, {w_hash} AS argus_hash FROM (
         SELECT x.*, row_number() OVER ({partition}ORDER BY x.v {order}) AS argus_rank,
-               sum(x.c) OVER ({by_value}) AS argus_c FROM (
+               {count} AS argus_c FROM (
             SELECT {u_groups}{comma}u.v, sum(u.c) AS c FROM (
                 SELECT {group_named}{comma}({x}) AS v, 1 AS c FROM {parent} AS {t1}
                  WHERE {affected}
