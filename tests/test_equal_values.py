@@ -62,3 +62,21 @@ def test_min_over_a_table_grouped_by_a_schema_qualified_collation(ci):
     ci.run()
     ci.update("t", [(1, "a", 5)])
     ci.run()
+
+
+def test_a_numeric_sum_takes_its_rows_largest_scale_as_they_leave(oracle):
+    """A numeric sum prints at the largest scale of the rows it holds: that scale is
+    an integer kept with how many rows have it, so rows leaving it re-read the group only
+    when they were the last at that scale (each left once re-read it: TPC-H Q9's
+    aggregate re-read 6,000 rows a cycle for 50 changed groups)."""
+    oracle.create_table("t", {"id": "int", "p": "int", "x": "numeric"}, primary_key=["id"])
+    oracle.register("s", "SELECT p, sum(x)::text AS s, avg(x)::text AS a, count(*) AS n "
+                         "FROM t GROUP BY p")
+    oracle.insert("t", [(1, 1, D("1.125")), (2, 1, D("2.250")), (3, 1, D("3.5")),
+                        (4, 2, D("0.001")), (5, 2, D("7")), (6, 1, D("4"))])
+    oracle.run()
+    for gone in ([1], [4], [2], [3]):  # one of two at 3, the last at 3, the last at 1…
+        oracle.delete("t", [(i,) for i in gone])
+        oracle.run()
+    oracle.update("t", [(5, 2, D("7.00")), (6, 1, D("4.0"))])
+    oracle.run()

@@ -309,7 +309,7 @@ class AggregateCompiler:
                        w_hash=row_hash(model.group_names, "w"),
                        u_groups=cols(model.group_names, "u"),
                        func=sql.SQL(book.combine), x=sql.SQL(book.value), parent=parent.hist,
-                       told=_told(node, spec),
+                       told=_told(node, spec, book),
                        parent_delta=parent.delta, affected=affected,
                        group_named=named(model.group_exprs, model.group_names),
                        t1=T1, sign=SIGN_ID, w_group_by=self._group_by(model, "w")))
@@ -332,7 +332,7 @@ class AggregateCompiler:
                         " - CASE WHEN dh.{out} = {at} THEN dh.{outc} ELSE 0 END)").format(
             b=b, c=c, at=at, out=out, outc=outc)
         need = sql.SQL("(dh.{out} = {at} AND NOT coalesce({count} > 0, false))").format(
-            out=out, at=at, count=count) if not _differs(node, spec) else sql.SQL(
+            out=out, at=at, count=count) if not _differs(node, spec, book) else sql.SQL(
             "(dh.{out} = {at})").format(out=out, at=at)
         cte = sql.Identifier(f"mm{k}")
         merge = sql.SQL(", CASE WHEN {need} THEN {cte}.v ELSE {at} END AS {b}"
@@ -355,11 +355,11 @@ class AggregateCompiler:
                 cols(gnames, "x")),
             count=sql.SQL("sum(x.c) OVER (PARTITION BY {}x.v)").format(
                 sql.SQL("") if model.is_global else sql.SQL("{}, ").format(cols(gnames, "x")))
-            if _differs(node, spec) else sql.SQL("x.c"),
+            if _differs(node, spec, book) else sql.SQL("x.c"),
             order=sql.SQL("ASC" if book.combine == "min" else "DESC"),
             x=sql.SQL(book.value), parent=parent.hist, parent_delta=parent.delta,
             affected=affected, group_named=named(model.group_exprs, gnames), t1=T1, sign=SIGN_ID,
-            told=_told(node, spec))
+            told=_told(node, spec, book))
 
     @staticmethod
     def _counted_delta(model: Model, source: sql.Composable):
@@ -542,14 +542,19 @@ KIND = register_kind(Kind(
     shard_keys=lambda node: () if node.spec.distinct_specs else tuple(node.spec.group_names)))
 
 
-def _differs(node: Node, spec: Spec) -> bool:
+def _differs(node: Node, spec: Spec, book: Book) -> bool:
     """Whether a MIN/MAX's equal values can differ (2.0 and 2.000: the extreme is the
-    one that remains; found by a helper), or its type is not known yet."""
+    one that remains; found by a helper), or its type is not known yet. The largest
+    scale a numeric sum keeps (its "d" book) is an integer: a row leaving it re-reads
+    the group only when it was the last at that scale (TPC-H Q9's sum re-read 6,000
+    rows a cycle for 50 changed groups)."""
+    if book.column.rsplit("_", 1)[1] != "m":
+        return False
     kind = dict(zip(node.columns, node.types)).get(spec.name)
     return not (kind and identical_when_equal(kind))
 
 
-def _told(node: Node, spec: Spec) -> sql.SQL:
+def _told(node: Node, spec: Spec, book: Book) -> sql.SQL:
     """A re-read's values grouped apart from equal ones of other text, where they can
     differ (aggregate/minmax_counted counts them together again)."""
-    return sql.SQL(", (u.v)::text" if _differs(node, spec) else "")
+    return sql.SQL(", (u.v)::text" if _differs(node, spec, book) else "")
