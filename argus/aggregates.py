@@ -358,3 +358,9 @@ class Model:
     @property
     def has_extremes(self) -> bool:
         return any(b.combine in ("min", "max") for _, b in self.books)
+
+    @property
+    def keeps_scale(self) -> bool:
+        """Whether a numeric sum, average or variance keeps its rows' largest scale
+        (an extreme of their scales, which can fall as an input's printed value does)."""
+        return any(b.column.rsplit("_", 1)[1] == _SCALE[0] for _, b in self.books)
