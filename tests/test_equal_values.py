@@ -86,7 +86,8 @@ def test_a_numeric_sum_takes_its_rows_largest_scale_as_they_leave(oracle):
     "SELECT sum(lo)::text AS s FROM (SELECT g, min(n) AS lo FROM st GROUP BY g) x",
     "SELECT sum(CASE WHEN s < 10 THEN s ELSE 0 END)::text AS s "
     "FROM (SELECT g, sum(n) AS s FROM st GROUP BY g) x",
-    "SELECT sum(a)::text AS s, avg(a)::text AS m FROM (SELECT g, avg(n) AS a FROM st GROUP BY g) x"])
+    "SELECT sum(a)::text AS s, avg(a)::text AS m "
+    "FROM (SELECT g, avg(n) AS a FROM st GROUP BY g) x"])
 def test_a_sum_over_a_growing_aggregate_takes_its_rows_scale(oracle, query):
     """A numeric sum over an aggregate of a stream that only grows was taken as moving
     only outward, its largest scale with it: but the aggregate's value can lose decimals
