@@ -202,6 +202,11 @@ class Book:
     def over(self, arg: str, sign: str) -> str:
         return self.change.format(x=arg, s=sign)
 
+    @property
+    def suffix(self) -> str:
+        """What the book keeps: "s" a sum, "m" a MIN/MAX, "d" a largest scale, …"""
+        return self.column.rsplit("_", 1)[1]
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -215,7 +220,7 @@ class Spec:
 
     def final_over(self, alias: str) -> str:
         refs = {"n": qualified(alias, "argus_n")}
-        refs.update({b.column.rsplit("_", 1)[1]: qualified(alias, b.column) for b in self.books})
+        refs.update({b.suffix: qualified(alias, b.column) for b in self.books})
         return self.final.format(**refs)
 
 
@@ -363,4 +368,4 @@ class Model:
     def keeps_scale(self) -> bool:
         """Whether a numeric sum, average or variance keeps its rows' largest scale
         (an extreme of their scales, which can fall as an input's printed value does)."""
-        return any(b.column.rsplit("_", 1)[1] == _SCALE[0] for _, b in self.books)
+        return any(b.suffix == _SCALE[0] for _, b in self.books)

@@ -136,7 +136,7 @@ def differs(node: Node, spec: Spec, book: Book) -> bool:
     scale a numeric sum keeps (its "d" book) is an integer: a row leaving it re-reads
     the group only when it was the last at that scale (TPC-H Q9's sum re-read 6,000
     rows a cycle for 50 changed groups)."""
-    if book.column.rsplit("_", 1)[1] != "m":
+    if book.suffix != "m":
         return False
     kind = dict(zip(node.columns, node.types)).get(spec.name)
     return not (kind and identical_when_equal(kind))
