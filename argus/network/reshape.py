@@ -41,9 +41,9 @@ def growing(definition: dict, parent: Node) -> dict:
     out = {k: v for k, v in definition.items() if k not in ("grows", "counted", "outward")}
     if grows:
         out["grows"] = True
-    elif Model.of(out).has_extremes:
+    elif (model := Model.of(out)).has_extremes:
         # its MIN/MAX books only move outward, or keep how many rows are at the extreme
-        out["outward" if _outward(out, parent) else "counted"] = True
+        out["outward" if _outward(out, model, parent) else "counted"] = True
     return out
 
 
@@ -51,7 +51,7 @@ _RISING = {"max": ("count", "max"), "min": ("min",)}  # (what a growing aggregat
 # column is, for a MIN or MAX over it to only move outward: counts and maxima only rise)
 
 
-def _outward(definition: dict, parent: Node) -> bool:
+def _outward(definition: dict, model: Model, parent: Node) -> bool:
     """Every MIN/MAX of an aggregate over a growing aggregate's groups reads a column
     that only moves its way (a MAX of counts: Nexmark q5's busiest auction per window),
     and its groups are the parent's groups' own (a parent row never changes group): a
@@ -59,8 +59,7 @@ def _outward(definition: dict, parent: Node) -> bool:
     leaves and is never read again from the parent (nodes.aggregate.outward). Not a
     numeric sum's largest scale: a growing aggregate's value can lose decimals (a MIN
     moving to 1.5 from 2.125, an average; found by a helper)."""
-    if not (parent.kind_of.groups and parent.definition.get("grows")) \
-            or Model.of(definition).keeps_scale:
+    if not (parent.kind_of.groups and parent.definition.get("grows")) or model.keeps_scale:
         return False
     keys = {qualified("t1", g) for g, _ in parent.definition["groups"]}
     if not all(_columns(e) <= keys for _, e in definition["groups"]):

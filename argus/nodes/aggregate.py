@@ -14,6 +14,7 @@ from ..names import std_alias
 from ..templates import render
 from ..trees import DIALECT, qualified
 from . import extremes
+from .extremes import group_by, windowed
 from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, always, any_rows,
                    as_texts, cols, create_delta, expr_hash, named,
                    passed_on, row_hash, same_row, tid_column, tid_scan, unqualified, var,
@@ -118,7 +119,7 @@ class AggregateCompiler:
                      sql.Identifier(b.column)) for s, b in model.books]
         return render("aggregate/select", n_hash=row_hash(model.group_names, "n"),
                       book_backfill=sql.SQL("").join(books),
-                      parent=extremes.windowed(model, parent.hist, windows), **self._slots(model))
+                      parent=windowed(model, parent.hist, windows), **self._slots(model))
 
     @staticmethod
     def _computed_once(model: Model, source: sql.Composable
@@ -274,7 +275,7 @@ class AggregateCompiler:
                     dn=sql.Identifier(f"dn{m.index}"), c=sql.Identifier(f"c{m.index}"))
                     for m, _ in family.members),
                 x_groups=cols(gnames, "x"), x_hash=row_hash(gnames, "x"),
-                x_group_by=extremes.group_by(model, "x"))
+                x_group_by=group_by(model, "x"))
         if book.combine == "count":  # merged with its extreme's book
             return sql.SQL(""), None
         extreme = sql.SQL("least" if book.combine == "min" else "greatest")

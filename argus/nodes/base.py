@@ -380,12 +380,12 @@ def bag_flush(node: Node, names=None) -> list[Step]:
         return [Step(render("node/flush_insert_only", hist=node.hist, delta=node.delta,
                             columns=cols(names)), when, dynamic=False)]
     known = node.types if names == node.columns else ()
-    differ, types = _identity(names, known), dict(zip(names, known))
     slots = {"hist": node.hist, "delta": node.delta, "sign": SIGN_ID, "columns": cols(names),
              "h_columns": cols(names, "h"), "n_columns": cols(names, "n"),
              "identity": identity(names, known),
-             "same_identity": sql.SQL("").join(sql.SQL(" AND {} IS NOT DISTINCT FROM {}").format(
-                 _as_text(types, "h", c), _as_text(types, "n", c)) for c in differ)}
+             "same_identity": sql.SQL("").join(
+                 sql.SQL(" AND {} IS NOT DISTINCT FROM {}").format(h, n)
+                 for h, n in zip(as_texts(names, known, "h"), as_texts(names, known, "n")))}
     return [Step(render("node/flush_signed", **slots), when)]
 
 

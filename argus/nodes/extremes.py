@@ -134,8 +134,8 @@ def differs(node: Node, spec: Spec, book: Book) -> bool:
     """Whether a MIN/MAX's equal values can differ (2.0 and 2.000: the extreme is the
     one that remains; found by a helper), or its type is not known yet. The largest
     scale a numeric sum keeps (its "d" book) is an integer: a row leaving it re-reads
-    the group only when it was the last at that scale (TPC-H Q9's sum re-read 6,000
-    rows a cycle for 50 changed groups)."""
+    the group only when it was the last at that scale (else every deletion re-read its
+    group: TPC-H Q9's sum, docs/performance.md)."""
     if book.suffix != "m":
         return False
     kind = dict(zip(node.columns, node.types)).get(spec.name)
