@@ -20,7 +20,7 @@ from argus.errors import MigrationError
 from argus.adapt.decide import tried
 from argus.answers import kept_tables
 from argus.adapt.records import MAX_WAITS, log_migration, recheck
-from argus.mqo.replan import HELD_RECHECK, Prediction, decide
+from argus.mqo.replan import HELD_RECHECK, Prediction, decide, total
 
 from .oracle import bag
 
@@ -385,6 +385,24 @@ def test_decide_never_flaps_and_needs_a_payback():
     assert not decide(Prediction(100.0, 10.0, 1e6, [("a", "b")]), 0.3, 100)[0]
     assert decide(Prediction(100.0, 10.0, 1e3, [("a", "b")]), 0.3, 100)[0]
     assert not decide(Prediction(100.0, 100.0, 0.0, []), 0.3, 100)[0]
+
+
+def test_queries_planned_together_are_weighed_by_those_whose_trees_change():
+    """A query that keeps its trees at the same cost (its answer is the join another
+    one leaves) is out of the together decision's sums: migration_min_gain is relative,
+    and its upkeep is paid whatever the other decides (drift_shared --flip rates
+    --only pairs,rows: 58% saved for the query that moves was 28% of both)."""
+    pairs = Prediction(65_000.0, 65_000.0, 0.0, [])
+    rows_kept = Prediction(63_000.0, 63_000.0, 0.0, [])
+    rows_best = Prediction(63_000.0, 27_000.0, 17_000.0, [("(a ⋈ b) ⋈ c", "a ⋈ (b ⋈ c)")])
+    both = total([pairs, rows_kept], [pairs, rows_best])
+    assert (both.current, both.best, both.build) == (63_000.0, 27_000.0, 17_000.0)
+    assert decide(both, 0.3, 100)[0]
+    # a query whose cost moves stays in the sums, though its trees do not
+    paying = Prediction(65_000.0, 80_000.0, 0.0, [])
+    assert total([pairs, rows_kept], [paying, rows_best]).current == 128_000.0
+    # nothing changes: the layout they have
+    assert not decide(total([pairs, rows_kept], [pairs, rows_kept]), 0.3, 100)[0]
 
 
 def test_a_writers_cycles_do_not_migrate(three, login):

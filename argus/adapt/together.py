@@ -66,7 +66,7 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
     texts = {first.name: analyzed} | {m.name: read_again(conn, m.sql, m.canonical, m.schemas)
                                       for m in members[1:]}
     kept, best, members = _priced(conn, members, texts, hidden, growth)
-    both = total(list(kept.values()), list(best.values()))
+    both = total([kept[m.name] for m in members], [best[m.name] for m in members])
     go, reason, wait = decide(both, min_gain, horizon)
     waiting, then = recheck(conn, first.name, wait and apply, last_run)
     reason += then
