@@ -180,19 +180,23 @@ def report(drift: Drift, queries: int, runs: list[Series]) -> str:
     if moved:
         lines += ["", "Migrations. Predicted: the optimizer's row operations per cycle of "
                   "the layout it had and of the new one. Measured: the time per cycle of the "
-                  "query's nodes in the static network and in the adaptive one, over the "
-                  "(up to) 10 cycles after the migration, on the same rows.", "",
-                  "| after cycle | query | trees | predicted | measured ms | build ms |",
-                  "|---:|---|---|---:|---:|---:|"]
+                  "query's nodes in the adaptive network over the (up to) 5 cycles before the "
+                  "migration and the 10 after it — what the prediction compares — and in the "
+                  "static network over the same 10 cycles, on the same rows.", "",
+                  "| after cycle | query | trees | predicted | measured ms: before → after "
+                  "| static, after | build ms |", "|---:|---|---|---:|---:|---:|---:|"]
         for cycle, d in moved:
             p = d.prediction
             trees = "; ".join(f"{a} → {b}" for a, b in p.trees)
+            before = range(max(cycle - 4, 0), cycle + 1)
             after = range(cycle + 1, min(cycle + 11, len(adaptive.query_ms)))
-            seen = "—" if not after else " → ".join(
-                f"{statistics.mean(s.query_ms[c].get(d.query, 0.0) for c in after):,.1f}"
-                for s in (static, adaptive))
+
+            def ms(s: Series, cycles: range) -> str:
+                return "—" if not cycles else \
+                    f"{statistics.mean(s.query_ms[c].get(d.query, 0.0) for c in cycles):,.1f}"
             lines.append(f"| {cycle} | {d.query} | {trees} | {p.current or 0:,.0f} → "
-                         f"{p.best:,.0f} | {seen} | {d.build_ms or 0:,.0f} |")
+                         f"{p.best:,.0f} | {ms(adaptive, before)} → {ms(adaptive, after)} | "
+                         f"{ms(static, after)} | {d.build_ms or 0:,.0f} |")
     return "\n".join(lines) + "\n"
 
 
