@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import psycopg
 
 from ..frontend.analyze import Analyzed
-from ..mqo.replan import Prediction, Replan, decide, predict, total
+from ..mqo.replan import Prediction, Replan, changes, decide, predict, total
 from ..mqo.sharing import Sharing
 from ..nodes import JOINS
 from .move import build, move, read_again
@@ -65,7 +65,7 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
     hidden = only_used_by(conn, [m.query_id for m in members])
     texts = {first.name: analyzed} | {m.name: read_again(conn, m.sql, m.canonical, m.schemas)
                                       for m in members[1:]}
-    kept, best, members = _priced(conn, members, texts, hidden, growth)
+    kept, best, members = _priced(conn, _answers_first(members), texts, hidden, growth)
     both = total([kept[m.name] for m in members], [best[m.name] for m in members])
     go, reason, wait = decide(both, min_gain, horizon)
     waiting, then = recheck(conn, first.name, wait and apply, last_run)
@@ -73,7 +73,9 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
 
     def why(m: _Member) -> str:
         others = ", ".join(o.name for o in members if o != m)
-        return f"together with {others}, which share its joins: {reason}"
+        stays = "" if changes(kept[m.name], best[m.name]) else \
+            "its trees stay, at the same cost, and are not in the sums; "
+        return f"together with {others}, which share its joins: {stays}{reason}"
 
     log = {"after_run": last_run, "strategy": strategy, "forced": False, "triggered": trigger,
            **waiting}
@@ -99,6 +101,18 @@ def planned_together(conn: psycopg.Connection, members: list[_Member], analyzed:
         fresh |= {n for (n,) in conn.execute("SELECT node_id FROM argus_catalog.query_nodes "
                                              "WHERE query_id = %s", (m.query_id,))} - m.uses
     return decision
+
+
+def _answers_first(members: list[_Member]) -> list[_Member]:
+    """The members in the order they are priced: those whose answer another member's
+    tree reads first (then as they came). The layout they have is priced node by node,
+    each paid by its first user, and a join is priced by the block that plans it: as a
+    query's answer its upkeep is that query's alone, as an inner join of another
+    query's tree it is priced within that block, differently, and the decision hung on
+    which query was planned first: on the queries' names (docs/adapt.md)."""
+    def read_by_others(m: _Member) -> bool:
+        return any(m.old_top in o.uses for o in members if o is not m)
+    return sorted(members, key=lambda m: not read_by_others(m))
 
 
 def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, Analyzed],

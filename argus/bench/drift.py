@@ -190,14 +190,17 @@ def report(drift: Drift, queries: int, runs: list[Series]) -> str:
             trees = "; ".join(f"{a} → {b}" for a, b in p.trees)
             before = range(max(cycle - 4, 0), cycle + 1)
             after = range(cycle + 1, min(cycle + 11, len(adaptive.query_ms)))
-
-            def ms(s: Series, cycles: range) -> str:
-                return "—" if not cycles else \
-                    f"{statistics.mean(s.query_ms[c].get(d.query, 0.0) for c in cycles):,.1f}"
             lines.append(f"| {cycle} | {d.query} | {trees} | {p.current or 0:,.0f} → "
-                         f"{p.best:,.0f} | {ms(adaptive, before)} → {ms(adaptive, after)} | "
-                         f"{ms(static, after)} | {d.build_ms or 0:,.0f} |")
+                         f"{p.best:,.0f} | {_query_ms(adaptive, d.query, before)} → "
+                         f"{_query_ms(adaptive, d.query, after)} | "
+                         f"{_query_ms(static, d.query, after)} | {d.build_ms or 0:,.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def _query_ms(s: Series, query: str, cycles: range) -> str:
+    """The mean ms a cycle of the query's nodes over these cycles."""
+    return "—" if not cycles else \
+        f"{statistics.mean(s.query_ms[c].get(query, 0.0) for c in cycles):,.1f}"
 
 
 def _after_migrations(drift: Drift, s: Series) -> str:

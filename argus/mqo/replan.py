@@ -140,14 +140,18 @@ def predict(choices: list[Choice]) -> Prediction:
         [(c.text(c.current), c.text(c.target)) for c in changing], held)
 
 
+def changes(kept: Prediction, best: Prediction) -> bool:
+    """Whether one query planned with others would change its trees or what it costs."""
+    return bool(best.trees or best.build) or kept.current is None or kept.current != best.best
+
+
 def total(kept: list[Prediction], best: list[Prediction]) -> Prediction:
     """Queries planned together: the layout they have (`kept`, each node paid by its
     first user) against the best (each new node paid by its first builder), `kept[i]`
     and `best[i]` one query's. A query whose trees and cost stay is left out of both:
     migration_min_gain weighs the saving against what is paid, and the upkeep of a
     node the others leave to it would only dilute their gain (docs/adapt.md)."""
-    changing = [(k, b) for k, b in zip(kept, best, strict=True)
-                if b.trees or k.current is None or k.current != b.best or b.build]
+    changing = [(k, b) for k, b in zip(kept, best, strict=True) if changes(k, b)]
     if changing:
         kept, best = [k for k, _ in changing], [b for _, b in changing]
     held = None
