@@ -1193,6 +1193,31 @@ def test_a_group_planned_again_is_decided_once_in_a_period(three, monkeypatch, b
 
 
 
+def test_a_join_one_sharer_keeps_is_paid_once_in_the_best_layout_too(oracle):
+    """Queries planned together: `pairs` is a ⋈ b, which `rows` reads. In the best
+    layout, as in the one they have, the join is paid by the first whose tree keeps it
+    (found by a helper: `rows` kept its tree and was priced twice its cost, a ⋈ b
+    counted again, which leaned its decisions towards leaving)."""
+    from argus.bench import drift_shared
+    db = oracle.db
+    for name, columns in (("a", {"k": "int", "x": "int"}), ("b", {"k": "int", "y": "int"}),
+                          ("c", {"y": "int", "z": "int"})):
+        oracle.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
+    db.configure(rerun_fallback=False)
+    rng = random.Random(7)
+    for name in ("pairs", "rows"):
+        oracle.register(name, drift_shared.QUERIES[name])
+    for minute in range(1, 4):
+        for stream, rows in drift_shared.batch(rng, minute, False, 0.2, "rates").items():
+            oracle.insert(stream, rows)
+        oracle.run()
+    with db.conn.transaction(force_rollback=True):
+        decision = tried(db.conn, "rows", apply=False)
+    assert "together with pairs" in decision.why, decision.why
+    p = decision.prediction
+    assert not p.trees and p.current == pytest.approx(p.best), (p, decision.why)
+
+
 def test_a_group_priced_again_fills_no_join_only_to_count_it(oracle, monkeypatch):
     """Pricing queries that share joins builds their networks and rolls them back
     (argus.adapt.together._priced); a join it leaves unfilled is counted by its join

@@ -119,8 +119,8 @@ def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, A
             hidden: frozenset[int], growth: float | None
             ) -> tuple[dict[str, Prediction], dict[str, Prediction], list[_Member]]:
     """Each member's prediction for the layout they have (each node paid by its first
-    user) and for the best one (each new node paid by its first builder), both built
-    and rolled back; and the order to move them in: a member that gave columns to a node
+    user) and for the best one (each node paid by the first whose best tree has it,
+    built or kept), both built and rolled back; and the order to move them in: a member that gave columns to a node
     an earlier one built goes first, so that the node is filled once, with them (a
     node given columns is filled again: 0.4 s of a 3 s move on drift_shared)."""
     kept, best = {}, {}
@@ -134,19 +134,21 @@ def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, A
             kept[m.name], paid = predict(replan.choices), paid | (m.uses & hidden)
     with conn.transaction(force_rollback=True):
         fresh: set[int] = set()
+        keeping: set[int] = set()  # (nodes an earlier member's best tree keeps)
         waiting = {}
         widening = []  # (members that gave earlier ones' nodes columns)
         for m in members:
-            replan = Replan(hidden, m.uses, "best", growth, frozenset(fresh))
+            replan = Replan(hidden - keeping, m.uses, "best", growth, frozenset(fresh))
             builder, top, _ = build(conn, m.name, texts[m.name], m.sharing, replan,
                                      "incremental", predicting=waiting)
             best[m.name] = predict(replan.choices)
             if builder.enriched & fresh:
                 widening.append(m)
-            built = {n for n, _ in builder.ancestors(top.id)} - m.uses
+            tree = {n for n, _ in builder.ancestors(top.id)}
             conn.execute("INSERT INTO argus_catalog.query_nodes SELECT %s, unnest(%s::bigint[])",
-                         (m.query_id, sorted(built)))  # (in use: the next one finds them)
-            fresh |= built
+                         (m.query_id, sorted(tree - m.uses)))  # (in use: the next one finds them)
+            fresh |= tree - m.uses
+            keeping |= tree & hidden  # (paid by it: shared with the next, as moving treats them)
     return kept, best, widening + [m for m in members if m not in widening]
 
 
