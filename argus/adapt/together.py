@@ -120,9 +120,9 @@ def _priced(conn: psycopg.Connection, members: list[_Member], texts: dict[str, A
             ) -> tuple[dict[str, Prediction], dict[str, Prediction], list[_Member]]:
     """Each member's prediction for the layout they have (each node paid by its first
     user) and for the best one (each node paid by the first whose best tree has it,
-    built or kept), both built and rolled back; and the order to move them in: a member that gave columns to a node
-    an earlier one built goes first, so that the node is filled once, with them (a
-    node given columns is filled again: 0.4 s of a 3 s move on drift_shared)."""
+    built or kept), both built and rolled back; and the order to move them in: a
+    member that gave columns to a node an earlier one built goes first, so that the
+    node is filled once, with them (a node given columns is filled again)."""
     kept, best = {}, {}
     with conn.transaction(force_rollback=True):
         paid: set[int] = set()

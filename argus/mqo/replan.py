@@ -147,8 +147,8 @@ def changes(kept: Prediction, best: Prediction) -> bool:
 
 def total(kept: list[Prediction], best: list[Prediction]) -> Prediction:
     """Queries planned together: the layout they have (`kept`, each node paid by its
-    first user) against the best (each new node paid by its first builder), `kept[i]`
-    and `best[i]` one query's. A query whose trees and cost stay is left out of both:
+    first user) against the best (each node paid by the first whose tree has it),
+    `kept[i]` and `best[i]` one query's. A query whose trees and cost stay is left out of both:
     migration_min_gain weighs the saving against what is paid, and the upkeep of a
     node the others leave to it would only dilute their gain (docs/adapt.md)."""
     changing = [(k, b) for k, b in zip(kept, best, strict=True) if changes(k, b)]
