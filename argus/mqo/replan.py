@@ -199,6 +199,9 @@ def _gains(p: Prediction, min_gain: float, horizon: int) -> tuple[bool, str]:
     if p.current is None:
         return False, "its layout cannot be costed (shared or more than " \
                       f"{order.EXHAUSTIVE} instances in a block)"
+    if p.saving <= 0:  # (the order's estimates can put the best a little above it)
+        return False, (f"the best other layout would cost {-p.saving:,.0f} more than its "
+                       f"{p.current:,.0f} row operations per cycle")
     if p.saving <= min_gain * p.current:
         return False, (f"saves {p.saving:,.0f} of {p.current:,.0f} row operations per cycle, "
                        f"not more than migration_min_gain ({min_gain:g})")
