@@ -1194,28 +1194,40 @@ def test_a_group_planned_again_is_decided_once_in_a_period(three, monkeypatch, b
 
 
 def test_a_join_one_sharer_keeps_is_paid_once_in_the_best_layout_too(oracle):
-    """Queries planned together: `pairs` is a ⋈ b, which `rows` reads. In the best
+    """Queries planned together: `zpairs` is a ⋈ b, which `rows` reads. In the best
     layout, as in the one they have, the join is paid by the first whose tree keeps it
     (found by a helper: `rows` kept its tree and was priced twice its cost, a ⋈ b
-    counted again, which leaned its decisions towards leaving)."""
-    from argus.bench import drift_shared
+    counted again, which leaned its decisions towards leaving); and the prediction does
+    not depend on which of them is planned first (it did: on their names)."""
     db = oracle.db
+    drift_shared_network(oracle, {"zpairs": "pairs", "rows": "rows"}, 3, 0.2, "rates")
+    with db.conn.transaction(force_rollback=True):
+        decision = tried(db.conn, "rows", apply=False)
+    assert "together with zpairs" in decision.why, decision.why
+    p = decision.prediction
+    assert not p.trees and p.current == pytest.approx(p.best), (p, decision.why)
+    # and whichever of them the check takes first (by name: zpairs after rows), the same
+    with db.conn.transaction(force_rollback=True):
+        other = tried(db.conn, "zpairs", apply=False).prediction
+    assert (other.current, other.best) == pytest.approx((p.current, p.best))
+
+
+def drift_shared_network(oracle, queries: dict[str, str], minutes: int, scale: float,
+                         flip: str = "filters") -> None:
+    """drift_shared's streams, `queries` (name -> drift_shared's query) registered in
+    order, and `minutes` batches before its flip, each followed by a cycle."""
+    from argus.bench import drift_shared
     for name, columns in (("a", {"k": "int", "x": "int"}), ("b", {"k": "int", "y": "int"}),
                           ("c", {"y": "int", "z": "int"})):
         oracle.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
-    db.configure(rerun_fallback=False)
+    oracle.db.configure(rerun_fallback=False)
+    for name, query in queries.items():
+        oracle.register(name, drift_shared.QUERIES[query])
     rng = random.Random(7)
-    for name in ("pairs", "rows"):
-        oracle.register(name, drift_shared.QUERIES[name])
-    for minute in range(1, 4):
-        for stream, rows in drift_shared.batch(rng, minute, False, 0.2, "rates").items():
+    for minute in range(1, minutes + 1):
+        for stream, rows in drift_shared.batch(rng, minute, False, scale, flip).items():
             oracle.insert(stream, rows)
         oracle.run()
-    with db.conn.transaction(force_rollback=True):
-        decision = tried(db.conn, "rows", apply=False)
-    assert "together with pairs" in decision.why, decision.why
-    p = decision.prediction
-    assert not p.trees and p.current == pytest.approx(p.best), (p, decision.why)
 
 
 def test_a_group_priced_again_fills_no_join_only_to_count_it(oracle, monkeypatch):
@@ -1225,21 +1237,10 @@ def test_a_group_priced_again_fills_no_join_only_to_count_it(oracle, monkeypatch
     tenth of its rows: a 400,000-row join filled at every check, which grew with the
     windows until the checks stopped). It predicts what a prediction that filled every
     node it counted predicts."""
-    from argus.bench import drift_shared
     from argus.network.apply import Apply
     from argus.network.reads import Reads
     db = oracle.db
-    for name, columns in (("a", {"k": "int", "x": "int"}), ("b", {"k": "int", "y": "int"}),
-                          ("c", {"y": "int", "z": "int"})):
-        oracle.create_stream(name, {**columns, "t": "timestamptz"}, time_column="t")
-    db.configure(rerun_fallback=False)
-    rng = random.Random(7)
-    for name in drift_shared.DEFAULT:  # (rows and per_z, sharing the 3-way join)
-        oracle.register(name, drift_shared.QUERIES[name])
-    for minute in range(1, 5):
-        for stream, rows in drift_shared.batch(rng, minute, False, 0.1).items():
-            oracle.insert(stream, rows)
-        oracle.run()
+    drift_shared_network(oracle, {"rows": "rows", "per_z": "per_z"}, 4, 0.1)
     fills = []
     fill = Apply._fill
 
