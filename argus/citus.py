@@ -128,11 +128,11 @@ def _check_registered(conn: psycopg.Connection, stream: str, how: str) -> None:
                SELECT node_id FROM argus_catalog.streams WHERE name = %(stream)s
                UNION SELECT e.child_id FROM argus_catalog.edges e
                        JOIN below b ON e.parent_id = b.node_id)
-           SELECT q.name, (n.definition->>'virtual')::boolean
+           SELECT q.name, (n.layout->>'virtual')::boolean
              FROM below JOIN argus_catalog.nodes n USING (node_id)
              JOIN argus_catalog.query_nodes qn USING (node_id)
              JOIN argus_catalog.queries q USING (query_id)
-            WHERE n.kind = ANY(%(joins)s) AND ((n.definition->>'virtual')::boolean
+            WHERE n.kind = ANY(%(joins)s) AND ((n.layout->>'virtual')::boolean
                   OR n.definition->>'join_type' <> 'inner')
             ORDER BY 1 LIMIT 1""", {"stream": stream, "joins": JOINS}).fetchone()
     if found:

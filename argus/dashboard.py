@@ -117,7 +117,7 @@ def _node(conn: psycopg.Connection, node_id: int) -> dict | None:
              JOIN argus_catalog.queries q USING (query_id)
             WHERE qn.node_id = %s ORDER BY 1""", (node_id,))]
     return dict(id=node_id, kind=found.kind, describe=describe(found), users=users,
-                columns=list(found.columns), definition=found.definition,
+                columns=list(found.columns), definition=found.definition, layout=found.layout,
                 code=[textwrap.dedent(block) for block in code if block],
                 cycles=[{"run": r, "ms": ms, "flush_ms": f, "inserted": i,
                          "retracted": d} for r, ms, f, i, d in timings])

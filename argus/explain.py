@@ -45,7 +45,7 @@ def maintenance(node, stats: tuple | None) -> list[str]:
     if virtual(node):
         lines = ["maintenance: none, its history is a view: "
                  + node.kind_of.as_view]
-        if node.definition.get("deferred"):
+        if node.layout.get("deferred"):
             lines.append("changes: computed when read, from its parents' deltas and "
                          "histories (deferred: no node consumes them, so cycles do not "
                          "compute them, nor count them)")
@@ -240,7 +240,7 @@ def _state(conn: psycopg.Connection, facts: _Facts, node) -> list[str]:
                    f"key{'' if complete == 1 else 's'} "
                    f"({', '.join(k for k, _ in keys(node))}) complete; the others are "
                    f"read from its parents when node "
-                   f"{node.definition['lazy'].get('consumer')} first probes them")
+                   f"{node.layout['lazy'].get('consumer')} first probes them")
     if node.id in facts.indexed:
         sources, predset = facts.indexed[node.id]
         stas = ", ".join(f"i{k} = node {s}" for k, s in enumerate(sources, 1))
@@ -248,7 +248,7 @@ def _state(conn: psycopg.Connection, facts: _Facts, node) -> list[str]:
     out += maintenance(node, facts.last_run.get(node.id))
     if node.id in facts.estimates:
         e = facts.estimates[node.id]
-        rate = None if node.definition.get("deferred") else predicted(conn, node.id, e)
+        rate = None if node.layout.get("deferred") else predicted(conn, node.id, e)
         out.append(f"estimated {e['rows']:,.0f} rows, {e['rate']:,.1f} new per cycle; "
                    f"measured {e['hist_rows']:,} rows" + (
                        "" if rate is None else f", {rate[1]:,.1f} new per cycle (estimated "

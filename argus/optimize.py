@@ -64,7 +64,7 @@ def _proposals(conn: psycopg.Connection, only: set[int] | None) -> list[Proposal
     for node in net.nodes.values():
         if only is not None and node.id not in only:
             continue
-        if node.kind_of.joins and virtual(node) and node.definition.get("deferred") is False \
+        if node.kind_of.joins and virtual(node) and node.layout.get("deferred") is False \
                 and node.id not in consumed:
             out.append(Proposal(node.id, node.kind, "changes → deferred",
                                 "no node consumes its delta any more (only a query's "
@@ -80,7 +80,7 @@ def _proposals(conn: psycopg.Connection, only: set[int] | None) -> list[Proposal
                 continue
             why = (f"{rows[node.id]:,} rows, {rows[node.id] / max(inputs, 1):,.1f}× its "
                    f"inputs' (more than virtual_join_growth, {growth:g})")
-        elif builder.view_of_stream(parents[0], node.definition, node.exprs):
+        elif builder.view_of_stream(parents[0], node.definition, node.layout, node.exprs):
             why = ("passes more than virtual_selectivity of its stream's rows, by "
                    "PostgreSQL's estimate")
         else:
@@ -127,7 +127,7 @@ def accuracy(conn: psycopg.Connection) -> list[Accuracy]:
     kinds: dict[str, list[tuple[float, float | None]]] = {}
     for node_id, kind, estimate, rows, deferred in conn.execute(
             """SELECT n.node_id, n.kind, n.estimate, s.hist_rows,
-                      coalesce((n.definition->>'deferred')::boolean, false)
+                      coalesce((n.layout->>'deferred')::boolean, false)
                  FROM argus_catalog.nodes n JOIN argus_catalog.node_stats s USING (node_id)
                 WHERE n.estimate IS NOT NULL ORDER BY n.node_id""").fetchall():
         rate = None if deferred else predicted(conn, node_id, estimate)  # (not run)

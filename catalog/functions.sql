@@ -332,7 +332,7 @@ BEGIN
                          FROM argus_catalog.queries q
                          JOIN argus_catalog.nodes n ON n.node_id = q.output_node
                          JOIN argus_catalog.edges e ON e.child_id = n.node_id
-                        WHERE q.status = 'ok' AND (n.definition->>'deferred')::boolean
+                        WHERE q.status = 'ok' AND (n.layout->>'deferred')::boolean
                         GROUP BY e.parent_id) AS d),
            coalesce(jsonb_object_agg(output_node, names) FILTER (WHERE clock_output), '{}')
       INTO v_outputs, v_clock_outputs
@@ -384,7 +384,7 @@ BEGIN
                                        'argus_net.%I; END IF;', node_id,
                                        'n' || node_id || '_delta'), E'\n' ORDER BY node_id)
                      FILTER (WHERE NOT (kind = ANY(argus.kinds('selects'))
-                                    AND definition ? 'virtual')), ''),
+                                    AND layout ? 'virtual')), ''),
             'outputs', quote_literal(v_outputs),
             'clock_outputs', quote_literal(v_clock_outputs)))
           INTO v_body FROM n;

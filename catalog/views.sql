@@ -46,6 +46,7 @@ SELECT n.node_id,
        (SELECT array_agg(e.parent_id ORDER BY e.position)
           FROM argus_catalog.edges e WHERE e.child_id = n.node_id) AS parents,
        n.definition,
+       n.layout,
        (SELECT array_agg(q.name ORDER BY q.name)
           FROM argus_catalog.query_nodes qn JOIN argus_catalog.queries q USING (query_id)
          WHERE qn.node_id = n.node_id) AS used_by,
@@ -137,7 +138,7 @@ SELECT m.migration_id, m.query, m.at, m.after_run, m.strategy, m.migrated, m.for
        m.old_trees, m.new_trees, m.predicted_old, m.predicted_new, m.build_rows, m.build_ms,
        m.old_ms, m.lazy_nodes,
        (SELECT count(*) FROM argus_catalog.nodes n
-         WHERE n.node_id = ANY(m.lazy_nodes) AND n.definition ? 'lazy') AS still_lazy,
+         WHERE n.node_id = ANY(m.lazy_nodes) AND n.layout ? 'lazy') AS still_lazy,
        (SELECT sum(n.ms + coalesce(n.flush_ms, 0)) / nullif(count(DISTINCT r.run_id), 0)
           FROM (SELECT run_id FROM argus_catalog.runs
                  WHERE run_id > m.after_run AND status = 'ok'

@@ -513,7 +513,7 @@ def lazy_joins(db) -> dict[int, tuple[int, int, int]]:
     """node -> (rows it holds, rows its whole history would hold, keys complete)."""
     out = {}
     for (node_id,) in db.conn.execute(
-            "SELECT node_id FROM argus_catalog.nodes WHERE definition ? 'lazy'").fetchall():
+            "SELECT node_id FROM argus_catalog.nodes WHERE layout ? 'lazy'").fetchall():
         out[node_id] = db.conn.execute(
             f"SELECT (SELECT count(*) FROM argus_net.n{node_id}), "
             f"(SELECT count(*) FROM argus_net.n{node_id}_full), "

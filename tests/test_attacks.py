@@ -379,7 +379,7 @@ def test_an_expanding_selection_kept_as_a_view_is_bounded(network, attacker):
         registrar.register_query("per_id", "SELECT id, count(*) AS n FROM (SELECT id, "
                                            "generate_series(1, id) AS g FROM s) x GROUP BY id")
     (layout,) = network.conn.execute(
-        "SELECT definition->>'virtual' FROM argus_catalog.nodes WHERE kind = 'select'"
+        "SELECT layout->>'virtual' FROM argus_catalog.nodes WHERE kind = 'select'"
         " AND definition ? 'expands'").fetchone()
     assert layout == "true"
     network.insert("s", [(3, "small")])

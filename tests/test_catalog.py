@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 
 import argus
 from argus.frontend import analyze
-from argus import catalog, dashboard, names, network, schedule, streams
+from argus import catalog, dashboard, names, network, nodes, schedule, streams
 
 
 def test_migrate_is_idempotent_and_versioned(fresh_dsn):
@@ -66,6 +66,8 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
                 argus_catalog.request_turns;  -- (45, 46, 48)
             ALTER TABLE argus_catalog.tracked DROP COLUMN filenode, DROP COLUMN rewritten_at,
                 DROP COLUMN stopped, DROP COLUMN attnums;  -- (47)
+            UPDATE argus_catalog.nodes SET definition = definition || layout;  -- (49)
+            ALTER TABLE argus_catalog.nodes DROP COLUMN layout CASCADE;
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn
@@ -141,6 +143,34 @@ def test_node_code_compiled_by_an_older_argus_is_recompiled(transfers, fresh_dsn
     for batch in (rows[:6], rows[6:]):
         transfers.insert("transfers", batch)
         transfers.run()  # the oracle checks the recompiled maintenance
+
+
+def test_version_49_keeps_a_nodes_layout_apart_from_its_definition(transfers, fresh_dsn):
+    """Up to version 48 how a node keeps its rows (a view or a table, its indexes, what
+    its parent's growth lets an aggregate skip) was in its definition, which its
+    signature read less a list of those keys: version 49 moves them to
+    argus_catalog.nodes.layout, and the network maintains its queries as before."""
+    db = transfers.db
+    rows = [(i, "2024-01-01", f"a{i % 3}", f"a{i % 4}", 10 * i) for i in range(40)]
+    transfers.insert("transfers", rows[:20])
+    transfers.run()
+    transfers.register("lows", "SELECT sender, min(amount) AS lo, count(*) AS n "
+                               "FROM transfers GROUP BY sender")
+    transfers.register("pairs", "SELECT a.tran_id, b.tran_id AS next FROM transfers a "
+                                "JOIN transfers b ON b.sender = a.receiver")
+    layouts = dict(db.conn.execute("SELECT node_id, layout FROM argus_catalog.nodes"))
+    assert {"grows", "virtual", "deferred"} <= {k for layout in layouts.values() for k in layout}
+    db.conn.execute("UPDATE argus_catalog.nodes SET definition = definition || layout")
+    db.conn.execute("ALTER TABLE argus_catalog.nodes DROP COLUMN layout CASCADE")
+    db.conn.execute("DELETE FROM argus_catalog.schema_version WHERE version >= 49")
+    with argus.connect(fresh_dsn) as again:
+        assert dict(again.conn.execute("SELECT node_id, layout FROM argus_catalog.nodes")
+                    ) == layouts
+        assert again.conn.execute("SELECT count(*) FROM argus_catalog.nodes "
+                                  "WHERE definition ?| %s", (sorted(nodes.LAYOUT),)
+                                  ).fetchone() == (0,)
+    transfers.insert("transfers", rows[20:])
+    transfers.run()  # the oracle checks both queries
 
 
 def test_catalog_views_exist_for_psql_users(db):

@@ -218,7 +218,7 @@ def test_what_citus_could_not_run_is_kept_or_refused_before_it_fails(citus_oracl
     db.distribute("transfers", "sender")
     db.configure(virtual_join_growth=1e-9)  # (distribute turned it off)
     oracle.register("chain", QUERIES["chain"])
-    assert not db.conn.execute("SELECT count(*) FILTER (WHERE (definition->>'virtual')::bool) "
+    assert not db.conn.execute("SELECT count(*) FILTER (WHERE (layout->>'virtual')::bool) "
                                "FROM argus_catalog.nodes").fetchone()[0]
     oracle.register("unmatched", "SELECT b.receiver, count(*) AS n FROM transfers a "
                                  "LEFT JOIN transfers b ON b.sender = a.sender "

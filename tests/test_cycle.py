@@ -530,7 +530,7 @@ def test_a_join_kept_as_a_view_checks_its_rows_with_a_kept_plan(oracle):
     oracle.run()  # the streams have rows: the cost layout keeps the join as a view
     oracle.register("band", "SELECT x.id, y.id AS yid FROM a x JOIN c y ON y.k = x.k "
                             "AND y.t BETWEEN x.t AND x.t + interval '30 minutes'")
-    assert db.conn.execute("SELECT bool_or((definition->>'deferred')::boolean) "
+    assert db.conn.execute("SELECT bool_or((layout->>'deferred')::boolean) "
                            "FROM argus_catalog.nodes WHERE kind = 'join'").fetchone()[0]
     for i in range(4):
         oracle.insert("a", [(10 + i, 1, at + dt.timedelta(minutes=i))])

@@ -60,12 +60,12 @@ def _sql(text: str) -> str:
 
 
 def _joins(oracle, query: str) -> list[dict]:
-    """The definitions of the join nodes the query reads."""
+    """The layouts of the inner join nodes the query reads."""
     return [d for (d,) in oracle.conn.execute(
         """WITH RECURSIVE up(node) AS (
                SELECT output_node FROM argus_catalog.queries WHERE name = %s
                UNION SELECT e.parent_id FROM up JOIN argus_catalog.edges e ON e.child_id = up.node)
-           SELECT n.definition FROM up JOIN argus_catalog.nodes n ON n.node_id = up.node
+           SELECT n.layout FROM up JOIN argus_catalog.nodes n ON n.node_id = up.node
             WHERE n.kind = 'join' AND n.definition->>'join_type' = 'inner'""", (query,)).fetchall()]
 
 
@@ -169,9 +169,9 @@ def test_a_registrar_joins_windows_of_streams_it_may_read_only(network, login, w
     network.insert("w", [(1, now - dt.timedelta(minutes=12)), (1, now - dt.timedelta(minutes=5)),
                          (1, now), (2, now)])
     network.run()
-    (definition,) = [d for (d,) in network.conn.execute(
-        "SELECT definition FROM argus_catalog.nodes WHERE kind = 'join'").fetchall()]
-    assert definition["expiry"]
+    (layout,) = [d for (d,) in network.conn.execute(
+        "SELECT layout FROM argus_catalog.nodes WHERE kind = 'join'").fetchall()]
+    assert layout["expiry"]
     assert sorted(network.results("pairs")) == [(1, now)]  # the 12-minute-old row is out
 
 

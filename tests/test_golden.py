@@ -64,7 +64,7 @@ def _text(composable) -> str:
 
 def _node(record: dict) -> Node:
     fields = {f.name for f in dataclasses.fields(Node)}
-    values = {k: tuple(v) if isinstance(v, list) and k != "definition" else v
+    values = {k: tuple(v) if isinstance(v, list) and k not in ("definition", "layout") else v
               for k, v in record.items() if k in fields}
     return Node(**values)
 

@@ -193,7 +193,7 @@ def test_a_regroup_of_a_growing_aggregate_takes_its_extremes_without_rereading(t
                                  "FROM transfers GROUP BY sender")
     conn = transfers.db.conn
     parents = dict(conn.execute(
-        "SELECT p.kind, n.definition FROM argus_catalog.nodes n JOIN argus_catalog.edges e "
+        "SELECT p.kind, n.layout FROM argus_catalog.nodes n JOIN argus_catalog.edges e "
         "ON e.child_id = n.node_id JOIN argus_catalog.nodes p ON p.node_id = e.parent_id "
         "WHERE n.kind = 'aggregate'"))
     assert set(parents) == {"stream", "aggregate"}  # the coarse one regroups the fine one

@@ -44,7 +44,7 @@ def measure(dsn_arg, make, layout: str, batch: int, batches: int) -> dict:
     times = cycles(db, workload, batch, batches)
     state = network_bytes(db.conn) / 2**20
     (views,) = db.conn.execute(  # (not the changes views of deferred joins)
-        "SELECT count(*) FROM argus_catalog.nodes WHERE definition ? 'virtual'").fetchone()
+        "SELECT count(*) FROM argus_catalog.nodes WHERE layout ? 'virtual'").fetchone()
     (nodes,) = db.conn.execute(
         "SELECT count(*) FROM argus_catalog.nodes "
         "WHERE kind <> ALL(argus.kinds('loaded'))").fetchone()

@@ -77,7 +77,7 @@ def run(config: str, args, sizes: list[int]) -> list[dict]:
                 db.run()
                 cycles.append(time.perf_counter() - t0)
             nodes, state = db.conn.execute(
-                "SELECT count(*), coalesce(sum(hist_rows) FILTER (WHERE NOT definition ? "
+                "SELECT count(*), coalesce(sum(hist_rows) FILTER (WHERE NOT layout ? "
                 "'virtual'), 0)::bigint FROM argus_catalog.nodes JOIN argus_catalog.node_stats "
                 "USING (node_id) WHERE kind <> ALL(argus.kinds('loaded'))"
             ).fetchone()  # views keep no rows

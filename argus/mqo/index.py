@@ -108,7 +108,7 @@ SELECT t.node_id, t.sources, n.hist_rows
    AND t.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())  -- stale: isolated
    AND (t.node_id = ANY(%(visible)s)  -- (its own query planned again sees it)
         OR t.node_id NOT IN (SELECT node_id FROM argus_catalog.nodes   -- partial: being
-                              WHERE definition ? 'lazy'))            -- completed (JISC)
+                              WHERE layout ? 'lazy'))  -- completed (JISC)
    AND NOT EXISTS (
        SELECT 1 FROM argus_catalog.predset_orpreds po
         WHERE po.predset_id = t.predset_id

@@ -265,7 +265,7 @@ class BlockBuilder:
                 and (s not in mine or s in used or nodes(shared, replan.fresh.__contains__))}
         self.answer = exact[0] if exact and replan.mode != "keep" else None
         estimates = dataclasses.replace(estimates, growth=replan.growth, existing={
-            s: bool(self.builder.load(own[0][0].node.node_id).definition.get("virtual"))
+            s: bool(self.builder.load(own[0][0].node.node_id).layout.get("virtual"))
             for s, found in covers.items()
             if (own := nodes(found, replan.hidden.__contains__))})
         tree, alternatives = order.best(estimates, self.block.connected, free)

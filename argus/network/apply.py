@@ -48,7 +48,8 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod),
 @dataclass(frozen=True)
 class NewNode:
     """A node to make, as decided before anything is written: what it computes (kind,
-    parents, columns, definition: found by its signature) and how it is filled —
+    parents, columns, definition: found by its signature), how it keeps its rows
+    (layout: nodes.base.LAYOUT) and how it is filled —
     "parents" (its backfill, stopped at `limit` rows past which an inner join is a view
     instead), "lazily" (a JISC migration's join: network.jisc), "view" (a view at
     once), or "copy" (a migration's answer, from node `copy[0]`'s columns
@@ -59,6 +60,7 @@ class NewNode:
     names: tuple[str, ...]
     exprs: tuple[str, ...]
     definition: dict
+    layout: dict
     insert_only: bool
     signature: str
     fill: str = "parents"
@@ -81,7 +83,7 @@ class Apply:
                     sequence_id=max(p.sequence_id for p in parents) + SEQUENCE_GAP,
                     parents=tuple(p.id for p in parents), columns=new.names, exprs=new.exprs,
                     hist_ref=(NETWORK_SCHEMA, f"n{node_id}"), definition=new.definition,
-                    insert_only=new.insert_only)
+                    layout=new.layout, insert_only=new.insert_only)
         records.insert_node(self.conn, node, new.signature)
         execute_all(self.conn, COMPILERS[new.kind].create(
             node, list(map(lazy_nodes.readable, parents))))  # (whole histories)

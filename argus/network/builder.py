@@ -67,7 +67,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
                  query: str = "") -> None:
         super().__init__(conn)
         self.sharing = sharing or Sharing()
-        self.query = query  # salts the signatures of nodes that must not be shared
+        self.query = query  # the scope of the nodes that must not be shared (_scope)
         self.created: list[Node] = []
         self.names: dict[Plan, dict[str, str]] = {}  # plan column -> node column
         self._memo: dict[Plan, Node] = {}
@@ -144,9 +144,8 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         columns = tuple(Col(c.name, self.renamed(c.expr, t1=plan.input)) for c in plan.columns)
         predicate = plan.predicate and self.renamed(plan.predicate, t1=plan.input)
         self.names[plan] = {c.name: c.name for c in columns}
-        return self.ensure("select", [parent], columns,
-                           {"predicate": predicate, "expands": True, **self._bound()},
-                           parent.insert_only)
+        return self.ensure("select", [parent], columns, {"predicate": predicate, "expands": True},
+                           parent.insert_only, layout=self._bound())
 
     def _temporal(self, plan: Select) -> Node:
         """A filter that reads the clock (frontend.temporal): its rows leave as it moves."""
@@ -243,10 +242,10 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         columns = tuple(Col(c, f"argus_recursive_{i}") for i, c in enumerate(plan.columns))
         definition = {"base": self.columns_of(plan.input), "step": plan.step,
                       "values": list(plan.values), "streams": list(plan.streams),
-                      "keys": sorted({c for s, c in plan.keys if s is None}),
-                      **self._bound()}
+                      "keys": sorted({c for s, c in plan.keys if s is None})}
         self.names[plan] = {c: c for c in plan.columns}
-        node = self.ensure("recursive", [base, *streams], columns, definition, True)
+        node = self.ensure("recursive", [base, *streams], columns, definition, True,
+                           layout=self._bound())
         by_name = {p.hist_ref[1]: p for p in streams}  # each round probes the streams
         self._record_indexes(node, [(by_name[s], [c]) for s, c in plan.keys if s is not None])
         return node
@@ -350,7 +349,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             self.check_horizon(parent, None)
         text = rerun.query_text(canonical, [p.hist_ref[1] for p in parents])
         columns = tuple(Col(f"c{i}", f"c{i}") for i in range(1, width + 1))
-        return self.ensure("rerun", parents, columns, {"sql": text, **self._bound()}, False)
+        return self.ensure("rerun", parents, columns, {"sql": text}, False, layout=self._bound())
 
     def _bound(self) -> dict:
         return {} if self.row_bound is None else {"bound": self.row_bound}
@@ -369,7 +368,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         node = self.ensure("join", [left, right], tuple(columns),
                             {"join_type": "inner", "condition": condition},
                             left.insert_only and right.insert_only, entry,
-                            salted=not self.sharing.join_sharing, copy=copy, table=table)
+                            private=not self.sharing.join_sharing, copy=copy, table=table)
         self._index_join_keys(node, left, right)
         return node
 
@@ -385,20 +384,21 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
 
     def ensure(self, kind: str, parents: list[Node], columns, definition: dict,
                 insert_only: bool, entry: IndexEntry | None = None,
-                salted: bool = False, copy: tuple[int, dict[str, str]] | None = None,
-                table: bool = False) -> Node:
+                private: bool = False, copy: tuple[int, dict[str, str]] | None = None,
+                table: bool = False, layout: dict | None = None) -> Node:
         """The node computing `columns` of `parents` as `definition` says: an equal one
-        (by signature), else a new one, decided (NewNode) and then made (`table`: a
-        join a re-plan priced as a table is no view by its growth)."""
+        (by signature), else a new one, decided (NewNode: kept as `layout` and as
+        decided) and then made (`table`: a join a re-plan priced as a table is no view
+        by its growth)."""
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
-        of = KINDS[kind]
+        of, layout = KINDS[kind], dict(layout or {})
         if of.selects and not definition.get("temporal") and (
                 self._over_groups(parents[0]) or self._over_top_k(parents[0], definition, exprs)):
-            definition = {**definition, "virtual": True}
+            layout["virtual"] = True
         if of.groups:
-            definition = growing(definition, parents[0])
-        signature_text = signature(kind, parents, names, exprs, definition, self._salt(salted))
+            layout |= growing(definition, parents[0])
+        signature_text = signature(kind, parents, names, exprs, definition, self._scope(private))
         found = self.conn.execute(
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
             "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
@@ -407,7 +407,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             found = self._lazy(signature_text)
         if found and found[1]:  # the same node, isolated since a failure: stale, not shared
             signature_text = signature(kind, parents, names, exprs, definition,
-                                       f"{self._salt(salted)} beside isolated node {found[0]}")
+                                       f"{self._scope(private)} beside isolated node {found[0]}")
             found = None
         if found:
             node = self.load(found[0])
@@ -415,8 +415,8 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
                 self._record(node, parents, entry)
             return node
         new = self._decide(NewNode(kind, tuple(self._readied(kind, parents, definition)),
-                                   names, exprs, definition, insert_only, signature_text,
-                                   copy=copy), salted, table)
+                                   names, exprs, definition, layout, insert_only,
+                                   signature_text, copy=copy), private, table)
         return self.create(new, entry)
 
     def _lazy(self, signature_text: str) -> tuple[int, bool] | None:
@@ -427,7 +427,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         node's duplicate signature). (node, isolated since a failure), as ensure's."""
         found = self.conn.execute(
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
-            "FROM argus_catalog.nodes WHERE definition->'lazy'->>'signature' = %s",
+            "FROM argus_catalog.nodes WHERE layout->'lazy'->>'signature' = %s",
             (signature_text,)).fetchone()
         if found and not found[1] and found[0] not in self.own_nodes() | self.pending_lazy:
             jisc.finish(self.conn, [found[0]])
@@ -453,12 +453,13 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             parents = [self.load(p.id) for p in parents]
         return parents
 
-    def _decide(self, new: NewNode, salted: bool, table: bool = False) -> NewNode:
+    def _decide(self, new: NewNode, private: bool, table: bool = False) -> NewNode:
         """How a new node keeps its rows and is filled (nothing written yet): built
         lazily (a JISC migration's inner join), a view at once or past a limit (a
         join large next to its inputs), a view of a stream (a selection passing most of
         it), a copy of a migrated node's rows, or filled from its parents."""
         of, definition, parents = KINDS[new.kind], new.definition, list(new.parents)
+        layout = new.layout
         copy = None if new.copy is not None and new.copy[0] in self.taken else new.copy
         lazily = (self.lazy and of.joins and new.insert_only and copy is None
                   and definition.get("join_type") == "inner")
@@ -472,23 +473,24 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
         signature_text = new.signature
         if lazily:  # (found by no signature: another query must not read it)
             limit = None
-            definition = {**definition, "lazy": {"signature": signature_text}}
+            layout = {**layout, "lazy": {"signature": signature_text}}
             signature_text = signature(new.kind, parents, new.names, new.exprs, definition,
-                                       self._salt(salted))
-        if of.selects and self.view_of_stream(parents[0], definition, new.exprs):
-            definition = {**definition, "virtual": True}
+                                       f"{self._scope(private)} built lazily")
+        if of.selects and self.view_of_stream(parents[0], definition, layout, new.exprs):
+            layout = {**layout, "virtual": True}
         if (of.joins and definition.get("join_type") == "inner" and not new.insert_only
                 and (found := expiry.of_inputs(parents, self.load))):
-            definition = {**definition, "expiry": list(found)}  # (nodes/expiry)
+            layout = {**layout, "expiry": list(found)}  # (nodes/expiry)
         fill = "lazily" if lazily else "view" if view_now else "copy" if (
             copy is not None and new.insert_only) else "parents"
-        return dataclasses.replace(new, definition=definition, signature=signature_text,
+        return dataclasses.replace(new, layout=layout, signature=signature_text,
                                    fill=fill, limit=limit, copy=copy)
 
-    def _salt(self, salted: bool = False) -> str | None:
-        """What makes a node's signature unique to this query: nodes that must not be
-        shared (sharing "none", or joins when join sharing is off)."""
-        return self.query if salted or self.sharing.strategy == "none" else None
+    def _scope(self, private: bool = False) -> str | None:
+        """The scope of a node's signature (nodes.base.signature): this query's, for
+        nodes that must not be shared (sharing "none", or joins when join sharing is
+        off); None, everyone's."""
+        return self.query if private or self.sharing.strategy == "none" else None
 
     def _record(self, node: Node, parents: list[Node], entry: IndexEntry) -> None:
         index.record_block(self.conn, node.id, entry.sources, entry.predset, entry.dpredset,

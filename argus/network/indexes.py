@@ -203,7 +203,7 @@ class IndexRequests:
                                             left, right))
 
     def _record_indexes(self, node: Node, keys: Keys) -> None:
-        if node not in self.created or node.definition.get("indexes") is not None:
+        if node not in self.created or node.layout.get("indexes") is not None:
             return
         self.forget()
         records.note_indexes(self.conn, node.id, for_keys(self.conn, self.load, keys))

@@ -4,7 +4,7 @@ when something needs their whole history (argus.nodes.lazy has their cycle code)
 A builder in lazy mode creates each new insert-only inner join empty, with a `full`
 view of its parents' join; `settle` then keeps it lazy if its one consumer is an inner
 equi-join that probes it by columns of the same types as its other input's, and
-finishes the rest. Lazy joins are hidden from sharing (a salted signature, no index
+finishes the rest. Lazy joins are hidden from sharing (a signature of its own scope, no index
 candidates), so no other query reads their partial histories; anything else that would
 read one whole (a second consumer, an enrichment, `argus retry`) finishes it first. Its
 own query planned again costs it as its own node, found by its signature.
@@ -80,14 +80,13 @@ def settle(builder) -> list[int]:
         if not pairs:
             finish(conn, [node_id])
             continue
-        definition = {**node.definition,
-                      "lazy": {**node.definition["lazy"], "consumer": consumer.id,
-                               "keys": pairs}}
+        layout = {**node.layout,
+                  "lazy": {**node.layout["lazy"], "consumer": consumer.id, "keys": pairs}}
         origin = builder.origin(node, [k for k, _ in pairs])
         if origin is not None:  # what a completion looks its keys up in
-            definition["indexes"] = [*(definition.get("indexes") or []),
-                                     [origin[0].hist_ref[0], builder.index_of(*origin)]]
-        records.set_definition(conn, node_id, definition)
+            layout["indexes"] = [*(layout.get("indexes") or []),
+                                 [origin[0].hist_ref[0], builder.index_of(*origin)]]
+        records.set_layout(conn, node_id, layout)
         builder.forget()
         node = builder.load(node_id)
         execute_all(conn, lazy.create_done(node))
@@ -104,7 +103,7 @@ def of_query(conn: psycopg.Connection, query_id: int) -> list[int]:
     return [r[0] for r in conn.execute(
         """SELECT q.node_id FROM argus_catalog.query_nodes q
              JOIN argus_catalog.nodes n USING (node_id)
-            WHERE q.query_id = %s AND n.definition ? 'lazy'""", (query_id,))]
+            WHERE q.query_id = %s AND n.layout ? 'lazy'""", (query_id,))]
 
 
 def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
@@ -121,7 +120,7 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
         todo += [r[0] for r in conn.execute(
             """SELECT e.child_id FROM argus_catalog.edges e
                  JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-                WHERE e.parent_id = %s AND n.definition ? 'lazy'""", (node_id,))]
+                WHERE e.parent_id = %s AND n.layout ? 'lazy'""", (node_id,))]
     nodes = [n for n in map(lambda i: load_node(conn, i), seen) if lazy.is_lazy(n)]
     if not nodes:
         return []
@@ -130,12 +129,11 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
     for node in sorted(nodes, key=lambda n: (n.join_level, n.sequence_id), reverse=True):
         conn.execute(sql.SQL("DROP VIEW {}").format(lazy.full(node)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(lazy.done(node)))
-        definition = {k: v for k, v in node.definition.items() if k != "lazy"}
-        original = node.definition["lazy"]["signature"]
+        layout = {k: v for k, v in node.layout.items() if k != "lazy"}
+        original = node.layout["lazy"]["signature"]
         taken = conn.execute("SELECT 1 FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
                              (original,)).fetchone()
-        records.set_definition(conn, node.id, definition,
-                               None if taken is not None else original)
+        records.set_layout(conn, node.id, layout, None if taken is not None else original)
         conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         records.count_rows(conn, node)
     ids = [n.id for n in nodes]

@@ -89,7 +89,7 @@ class Layouts:
             never_fails(e, types=parent.typed())
             for e in filter(None, [definition.get("predicate"), *exprs]))
 
-    def view_of_stream(self, parent: Node, definition: dict, exprs) -> bool:
+    def view_of_stream(self, parent: Node, definition: dict, layout: dict, exprs) -> bool:
         """ARGUS's conditional materialization: a selection over a stream (through
         selections that keep no table) that passes most of the stream's rows is not
         worth a copy of them; its consumers read the stream's history through a view,
@@ -104,27 +104,27 @@ class Layouts:
         there (_expands_cleanly)."""
         predicate, expanding = definition.get("predicate"), definition.get("expands")
         types = parent.typed()
-        if definition.get("temporal") or definition.get("virtual") or not all(
+        if definition.get("temporal") or layout.get("virtual") or not all(
                 never_fails(without_expansions(e) if expanding else e, types=types)
                 for e in filter(None, [predicate, *exprs])):
             return False
-        layout, threshold, _, _ = self._layout()
+        chosen, threshold, _, _ = self._layout()
         base = self._stored(parent)
-        if layout != "cost" or threshold is None or not (
+        if chosen != "cost" or threshold is None or not (
                 base.loaded or base.kind_of.joins and virtual(base)):
             return False
         return self.share_of(parent, predicate, base) > threshold and (
-            not expanding or self._expands_cleanly(parent, definition, exprs))
+            not expanding or self._expands_cleanly(parent, predicate, layout.get("bound"),
+                                                   exprs))
 
-    def _expands_cleanly(self, parent: Node, definition: dict, exprs) -> bool:
+    def _expands_cleanly(self, parent: Node, predicate: str | None, bound: int | None,
+                         exprs) -> bool:
         """The set-returning calls evaluated over every row the parent holds, without
         an error (HOP's to_timestamp fails at the first timestamp PostgreSQL has) and
         within their bound: else a table, whose backfill says which."""
-        bound = definition.get("bound")
         self.ready(parent)
         try:
-            rows = evaluate_held(self.conn, exprs, parent.hist, definition.get("predicate"),
-                                 bound)
+            rows = evaluate_held(self.conn, exprs, parent.hist, predicate, bound)
         except psycopg.DataError:
             return False
         return bound is None or rows <= bound
@@ -189,10 +189,10 @@ class Layouts:
         return self._redefined(node, parents, virtual=True)
 
     def _redefined(self, node: Node, parents: list[Node], **changes: bool) -> Node:
-        """A join whose definition changes how it keeps its rows (virtual, deferred):
-        recorded, and its views made again to match."""
-        node = dataclasses.replace(node, definition={**node.definition, **changes})
-        records.set_definition(self.conn, node.id, node.definition)
+        """A join whose layout changes (virtual, deferred): recorded, and its views made
+        again to match."""
+        node = dataclasses.replace(node, layout={**node.layout, **changes})
+        records.set_layout(self.conn, node.id, node.layout)
         self.forget()
         execute_all(self.conn, COMPILERS["join"].views(node, parents))
         return node
@@ -202,7 +202,7 @@ class Layouts:
         computed by the cycles, its changes are when read (join/changes.sql). A join
         whose answer is many times its inputs gains as many changes per new row: a
         cycle computing them for no reader cost the loose chains most of theirs."""
-        if not (node.kind_of.joins and virtual(node)) or "deferred" in node.definition:
+        if not (node.kind_of.joins and virtual(node)) or "deferred" in node.layout:
             return node
         if self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
                              (node.id,)).fetchone():

@@ -45,7 +45,7 @@ FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its 
 
 _LOAD = """
 SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
-       n.definition, n.insert_only, n.sharded_by,
+       n.definition, n.layout, n.insert_only, n.sharded_by,
        coalesce((SELECT array_agg(e.parent_id ORDER BY e.position)
                    FROM argus_catalog.edges e WHERE e.child_id = n.node_id), '{}'),
        coalesce((SELECT array_agg(c.name ORDER BY c.position)
@@ -58,12 +58,12 @@ SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_nam
 """
 
 def _node(row: tuple) -> Node:
-    (node_id, kind, level, seq, hist_schema, hist_name, definition, insert_only, sharded_by,
-     parents, columns, exprs, types) = row
+    (node_id, kind, level, seq, hist_schema, hist_name, definition, layout, insert_only,
+     sharded_by, parents, columns, exprs, types) = row
     return Node(id=node_id, kind=kind, join_level=level, sequence_id=seq,
                 parents=tuple(parents), columns=tuple(columns), exprs=tuple(exprs),
                 hist_ref=(hist_schema, hist_name), definition=definition,
-                insert_only=insert_only, types=tuple(types), sharded_by=sharded_by)
+                layout=layout, insert_only=insert_only, types=tuple(types), sharded_by=sharded_by)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ WITH e AS (SELECT child_id, array_agg(parent_id ORDER BY position) AS parents
                   array_agg(type ORDER BY position) AS types
              FROM argus_catalog.node_columns GROUP BY node_id)
 SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
-       n.definition, n.insert_only, n.sharded_by, coalesce(e.parents, '{}'),
+       n.definition, n.layout, n.insert_only, n.sharded_by, coalesce(e.parents, '{}'),
        coalesce(c.names, '{}'), coalesce(c.exprs, '{}'), coalesce(c.types, '{}')
   FROM argus_catalog.nodes n
   LEFT JOIN e ON e.child_id = n.node_id

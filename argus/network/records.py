@@ -22,11 +22,12 @@ def insert_node(conn: psycopg.Connection, node: Node, signature: str) -> None:
     """A new node (its id drawn already), its edges to its parents, its columns."""
     conn.execute(
         """INSERT INTO argus_catalog.nodes
-               (node_id, kind, join_level, sequence_id, signature, definition,
+               (node_id, kind, join_level, sequence_id, signature, definition, layout,
                 hist_schema, hist_name, insert_only)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
         (node.id, node.kind, node.join_level, node.sequence_id, signature,
-         json.dumps(node.definition), *node.hist_ref, node.insert_only))
+         json.dumps(node.definition), json.dumps(node.layout), *node.hist_ref,
+         node.insert_only))
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.edges VALUES (%s, %s, %s)",
                         [(node.id, i, p) for i, p in enumerate(node.parents, 1)])
@@ -104,31 +105,37 @@ def note_indexes(conn: psycopg.Connection, node_id: int, indexes: list[list[str]
     """The indexes the node asked for, [schema, name] each (network.indexes):
     drop_unused keeps an index while a node names it."""
     conn.execute(
-        "UPDATE argus_catalog.nodes SET definition = definition || %s WHERE node_id = %s",
+        "UPDATE argus_catalog.nodes SET layout = layout || %s WHERE node_id = %s",
         (json.dumps({"indexes": indexes}), node_id))
 
 
 def rename_index(conn: psycopg.Connection, old: list[str], new: list[str]) -> None:
     """Every node naming index `old` ([schema, name]) names `new` instead."""
     conn.execute(
-        """UPDATE argus_catalog.nodes SET definition = jsonb_set(definition,
+        """UPDATE argus_catalog.nodes SET layout = jsonb_set(layout,
                   '{indexes}', (SELECT jsonb_agg(CASE WHEN i = %(old)s::jsonb
                                                       THEN %(new)s::jsonb ELSE i END)
-                                  FROM jsonb_array_elements(definition->'indexes') i))
-            WHERE definition->'indexes' @> jsonb_build_array(%(old)s::jsonb)""",
+                                  FROM jsonb_array_elements(layout->'indexes') i))
+            WHERE layout->'indexes' @> jsonb_build_array(%(old)s::jsonb)""",
         {"old": json.dumps(old), "new": json.dumps(new)})
 
 
-def set_definition(conn: psycopg.Connection, node_id: int, definition: dict,
-                   signature: str | None = None) -> None:
-    """How the node computes and keeps its rows, changed in place (and with it, when
-    given, the signature it is found by)."""
-    if signature is None:
-        conn.execute("UPDATE argus_catalog.nodes SET definition = %s WHERE node_id = %s",
-                     (json.dumps(definition), node_id))
-    else:
-        conn.execute("UPDATE argus_catalog.nodes SET definition = %s, signature = %s "
-                     "WHERE node_id = %s", (json.dumps(definition), signature, node_id))
+def set_definition(conn: psycopg.Connection, node_id: int, definition: dict, layout: dict,
+                   signature: str) -> None:
+    """What the node computes, how it keeps its rows and the signature it is found by,
+    changed in place."""
+    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, layout = %s, signature = %s "
+                 "WHERE node_id = %s",
+                 (json.dumps(definition), json.dumps(layout), signature, node_id))
+
+
+def set_layout(conn: psycopg.Connection, node_id: int, layout: dict,
+               signature: str | None = None) -> None:
+    """How the node keeps its rows, changed in place (and, when given, the signature it
+    is found by: a lazy join's, once it is whole)."""
+    conn.execute("UPDATE argus_catalog.nodes SET layout = %s, "
+                 "signature = coalesce(%s, signature) WHERE node_id = %s",
+                 (json.dumps(layout), signature, node_id))
 
 
 def set_signature(conn: psycopg.Connection, node_id: int, signature: str) -> None:

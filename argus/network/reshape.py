@@ -1,7 +1,7 @@
 """Nodes changed in place as later queries need more of them: a shared selection or
 join gains columns (projection enrichment), an aggregate gains aggregates or is computed
 from a finer aggregate instead of its input (horizontal expansion, rerouting). Their
-consumers read columns by name and are unaffected; a changed node keeps its own salt
+consumers read columns by name and are unaffected; a changed node keeps its own scope
 and stays apart from a twin (its signature, _resigned).
 """
 
@@ -31,20 +31,18 @@ from .stored import execute_all
 
 
 def growing(definition: dict, parent: Node) -> dict:
-    """An aggregate's definition marked "grows" when its input only grows
+    """An aggregate's layout marks: "grows" when its input only grows
     (nodes.aggregate.grows): an insert-only parent, or — computed from its books (a regroup,
     every aggregate "from" the parent's) — an aggregate over such an input; else
-    "counted" when it keeps MIN/MAX books (argus.aggregates.Book)."""
+    "outward" or "counted" when it keeps MIN/MAX books (argus.aggregates.Book)."""
     regroup = all(entry.regrouped for entry in entries(definition))
-    grows = parent.insert_only or (parent.kind_of.groups and regroup
-                                   and bool(parent.definition.get("grows")))
-    out = {k: v for k, v in definition.items() if k not in ("grows", "counted", "outward")}
-    if grows:
-        out["grows"] = True
-    elif (model := Model.of(out)).has_extremes:
+    if parent.insert_only or (parent.kind_of.groups and regroup
+                              and bool(parent.layout.get("grows"))):
+        return {"grows": True}
+    if (model := Model.of(definition)).has_extremes:
         # its MIN/MAX books only move outward, or keep how many rows are at the extreme
-        out["outward" if _outward(out, model, parent) else "counted"] = True
-    return out
+        return {"outward" if _outward(definition, model, parent) else "counted": True}
+    return {}
 
 
 _RISING = {"max": ("count", "max"), "min": ("min",)}  # (what a growing aggregate's
@@ -59,7 +57,7 @@ def _outward(definition: dict, model: Model, parent: Node) -> bool:
     leaves and is never read again from the parent (nodes.aggregate.outward). Not a
     numeric sum's largest scale: a growing aggregate's value can lose decimals (a MIN
     moving to 1.5 from 2.125, an average; found by a helper)."""
-    if not (parent.kind_of.groups and parent.definition.get("grows")) or model.keeps_scale:
+    if not (parent.kind_of.groups and parent.layout.get("grows")) or model.keeps_scale:
         return False
     keys = {qualified("t1", g) for g, _ in parent.definition["groups"]}
     if not all(_columns(e) <= keys for _, e in definition["groups"]):
@@ -147,21 +145,21 @@ class Reshape:
 
     def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
         """The signature of a node changed in place (enriched, restructured). Its own
-        salt stays: a node of a query registered without sharing stays that query's. And
+        scope stays: a node of a query registered without sharing stays that query's. And
         it stays apart from an equal node made before: a twin computing the same rows.
         (Once an aggregate of a query without sharing, moved onto a finer one, took the
         signature of the shared twin it now equalled, and the registration failed.)"""
         (stored,) = self.conn.execute("SELECT signature FROM argus_catalog.nodes "
                                       "WHERE node_id = %s", (node.id,)).fetchone()
         parts = json.loads(stored)
-        salt = parts[4] if len(parts) > 4 else None
-        text = signature(node.kind, parents, node.columns, node.exprs, definition, salt)
+        scope = parts[4] if len(parts) > 4 else None
+        text = signature(node.kind, parents, node.columns, node.exprs, definition, scope)
         twin = self.conn.execute("SELECT node_id FROM argus_catalog.nodes WHERE "
                                  "md5(signature) = md5(%s) AND node_id <> %s",
                                  (text, node.id)).fetchone()
         if twin:
             text = signature(node.kind, parents, node.columns, node.exprs, definition,
-                             f"{salt} beside its twin {twin[0]}")
+                             f"{scope} beside its twin {twin[0]}")
         return text
 
     def restructure(self, node: Node, definition: dict, columns: list[Col],
@@ -171,9 +169,11 @@ class Reshape:
         columns and lose the obsolete ones, and it is refilled from its parent. Its
         visible columns keep their names and values, so its consumers are unaffected."""
         parent = new_parent or self.load(node.parents[0])
-        definition = growing(definition, parent)
+        layout = {k: v for k, v in node.layout.items() if k not in ("grows", "counted",
+                                                                      "outward")}
+        layout |= growing(definition, parent)
         compiler = COMPILERS["aggregate"]
-        old, new = node.spec, Model.of(definition)
+        old, new = node.spec, Model.of({**definition, **layout})
         probe = sql.Identifier("argus_restructure_probe")
         self.conn.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS {} WITH NO DATA")
                           .format(probe, compiler.from_scratch(new, parent)))
@@ -193,10 +193,10 @@ class Reshape:
         self.forget()
         records.replace_columns(self.conn, node.id, [(c.name, c.expr) for c in columns])
         node = dataclasses.replace(node, parents=(parent.id,), definition=definition,
-                                   columns=tuple(c.name for c in columns),
+                                   layout=layout, columns=tuple(c.name for c in columns),
                                    exprs=tuple(c.expr for c in columns))
         node = dataclasses.replace(node, types=self._record_types(node))
-        records.set_definition(self.conn, node.id, definition,
+        records.set_definition(self.conn, node.id, definition, layout,
                                self._resigned(node, [parent], definition))
         if new_parent is not None:
             old_parent = self.load(self.conn.execute(

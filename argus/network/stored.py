@@ -69,8 +69,8 @@ def assemble(conn: psycopg.Connection, check: Iterable[int] = ()) -> None:
         """SELECT output_node FROM argus_catalog.queries
            UNION SELECT e.parent_id FROM argus_catalog.edges e
                    JOIN argus_catalog.nodes n ON n.node_id = e.child_id
-                  WHERE n.kind = ANY(%s) AND (n.definition->>'virtual')::boolean
-                     OR (n.definition->>'deferred')::boolean""", (SELECTS,))}
+                  WHERE n.kind = ANY(%s) AND (n.layout->>'virtual')::boolean
+                     OR (n.layout->>'deferred')::boolean""", (SELECTS,))}
     program_frame = frame(streams, frozenset(name for name, node, _ in streams
                                              if node.id not in copied),
                           frozenset(idle_streams(conn)))
@@ -199,9 +199,9 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
     """Drop every non-stream node that no query needs, children before parents, and the
     join-key indexes of argus's no remaining node asked for."""
     rows = conn.execute(
-        """SELECT n.node_id, n.hist_schema, n.hist_name, n.definition->'indexes',
-                  n.definition ? 'virtual', n.kind = ANY(%s), n.definition ? 'deferred',
-                  n.definition ? 'lazy'
+        """SELECT n.node_id, n.hist_schema, n.hist_name, n.layout->'indexes',
+                  n.layout ? 'virtual', n.kind = ANY(%s), n.layout ? 'deferred',
+                  n.layout ? 'lazy'
              FROM argus_catalog.nodes n
             WHERE n.kind <> ALL(%s)
               AND NOT EXISTS (SELECT 1 FROM argus_catalog.query_nodes q
@@ -231,7 +231,7 @@ def drop_unused(conn: psycopg.Connection) -> list[int]:
         if not name.startswith("argus_"):  # (a tracked table's primary key, shared)
             continue
         still_used = conn.execute(
-            "SELECT 1 FROM argus_catalog.nodes WHERE definition->'indexes' @> %s::jsonb",
+            "SELECT 1 FROM argus_catalog.nodes WHERE layout->'indexes' @> %s::jsonb",
             (json.dumps([[schema, name]]),)).fetchone()
         if not still_used:
             conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(schema, name)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import (aggregate, distinct, join, recursive, rerun, select, setop,  # each registers
                stream, window)  # its kind
-from .base import (CODE_VERSION, KINDS, SIGN_ID, T1, T2, Compiler, Kind, Node, Step,
+from .base import (CODE_VERSION, KINDS, LAYOUT, SIGN_ID, T1, T2, Compiler, Kind, Node, Step,
                    delta_view, signature, virtual)
 
 assert set(KINDS) == {m.KIND.name for m in (aggregate, distinct, join, recursive, rerun,
@@ -23,5 +23,6 @@ COMPILERS: dict[str, Compiler] = {name: kind.compiler for name, kind in KINDS.it
 LOADED, SELECTS, JOINS = ([name for name, kind in KINDS.items() if getattr(kind, trait)]
                           for trait in ("loaded", "selects", "joins"))
 
-__all__ = ["CODE_VERSION", "COMPILERS", "JOINS", "KINDS", "LOADED", "SELECTS", "SIGN_ID", "T1",
-           "T2", "Compiler", "Kind", "Node", "Step", "delta_view", "signature", "virtual"]
+__all__ = ["CODE_VERSION", "COMPILERS", "JOINS", "KINDS", "LAYOUT", "LOADED", "SELECTS",
+           "SIGN_ID", "T1", "T2", "Compiler", "Kind", "Node", "Step", "delta_view", "signature",
+           "virtual"]

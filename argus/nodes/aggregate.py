@@ -57,19 +57,19 @@ def _old_rows(node: Node, model: Model) -> sql.Composed:
 
 
 def grows(node: Node, parent: Node) -> bool:
-    """The aggregate's input only grows: its parent is insert-only, or (definition
+    """The aggregate's input only grows: its parent is insert-only, or (layout
     "grows", set by the network) it regroups the books of an aggregate over such an
     input, whose groups never vanish, whose counts only rise and whose MIN/MAX books
     only move outward, although each change of a group reaches its children as a
     retraction and an insertion."""
-    return parent.insert_only or bool(node.definition.get("grows"))
+    return parent.insert_only or bool(node.layout.get("grows"))
 
 
 def outward(node: Node, parent: Node) -> bool:
-    """Its MIN/MAX books only move outward: its input grows, or (definition "outward",
+    """Its MIN/MAX books only move outward: its input grows, or (layout "outward",
     set by the network) each reads a growing aggregate's counts or extremes that move
     its way. An extreme then never leaves: no group is read again from the parent."""
-    return grows(node, parent) or bool(node.definition.get("outward"))
+    return grows(node, parent) or bool(node.layout.get("outward"))
 
 
 def parent_index_name(node_id: int) -> str:

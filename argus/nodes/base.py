@@ -35,6 +35,16 @@ NETWORK = "argus_net"
 # code older than this when it connects (argus.network.stored.recompile_stale).
 CODE_VERSION = 72
 
+# How a node keeps its rows, apart from what it computes (Node.layout, not
+# Node.definition, and never in its signature): its history a view of its parents'
+# ("virtual"), computed only when a consumer needs it ("deferred") or built lazily by a
+# JISC migration ("lazy"); the indexes its probes use; the rows past which it fails
+# ("bound"); that its rows expire by themselves ("expiry": nodes/expiry); and what
+# its parent's growth lets an aggregate skip ("grows", "counted", "outward":
+# network.reshape.growing).
+LAYOUT = frozenset({"virtual", "deferred", "lazy", "indexes", "bound", "expiry", "grows",
+                    "counted", "outward"})
+
 
 @dataclass(frozen=True)
 class Node:
@@ -46,7 +56,8 @@ class Node:
     columns: tuple[str, ...]  # visible columns, what children and views read
     exprs: tuple[str, ...]  # how each column is computed, over the parents' t1, t2, …
     hist_ref: tuple[str, str]  # (schema, table) of the history
-    definition: dict = field(default_factory=dict, compare=False)
+    definition: dict = field(default_factory=dict, compare=False)  # what it computes
+    layout: dict = field(default_factory=dict, compare=False)  # how it keeps it: LAYOUT
     insert_only: bool = True
     types: tuple[str, ...] = ()  # PostgreSQL types of `columns`, once the table exists
     claimed_in_inbox: bool = field(default=False, compare=False)  # see `in_inbox`
@@ -58,8 +69,10 @@ class Node:
 
     @functools.cached_property
     def spec(self):
-        """The kind's typed definition (SelectSpec, JoinSpec, Model, …), read once."""
-        return KINDS[self.kind].spec(self.definition)
+        """The kind's typed definition (SelectSpec, JoinSpec, Model, …), read once; with
+        its layout, which a kind reads where what it stores depends on it (an
+        aggregate's MIN/MAX "counted": aggregates.Model)."""
+        return KINDS[self.kind].spec({**self.definition, **self.layout})
 
     @property
     def kind_of(self) -> Kind:
@@ -306,7 +319,7 @@ def virtual(node: Node) -> bool:
     """The node keeps no table of its rows: its history is a view over its parents'
     (conditional materialization, network.builder): a selection's (select/create_view),
     or an inner join's (join/create_view)."""
-    return bool(node.definition.get("virtual"))
+    return bool(node.layout.get("virtual"))
 
 
 def delta_view(node: Node) -> bool:
@@ -412,22 +425,24 @@ def identity(names, types) -> sql.Composable:
 
 
 def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Composable]:
-    """A recursion's rows read up to the node's bound (definition['bound'], set where
+    """A recursion's rows read up to the node's bound (layout['bound'], set where
     registration could not estimate the state: max_query_state over the row's width):
     (WITH items to append, each after a comma; the relation to read). The LIMIT stops
     the recursion one row past the bound, and the statement fails there, isolating the
     queries that read the node. Without a bound, `rows` as it is."""
-    bound = node.definition.get("bound")
+    bound = node.layout.get("bound")
     if bound is None:
         return sql.SQL(""), rows
     return (render("node/bounded", rows=rows, limit=sql.Literal(bound + 1),
                    bound=sql.Literal(bound)), sql.SQL("argus_bounded"))
 
 
-def signature(kind: str, parents, names, exprs, definition: dict, salt) -> str:
-    """A node's canonical definition: an equal signature means the same node."""
-    definition = {k: v for k, v in definition.items()  # less what is layout, not identity
-                  if k not in ("indexes", "virtual", "grows", "counted", "outward", "deferred",
-                               "bound", "expiry")}
+def signature(kind: str, parents, names, exprs, definition: dict, scope: str | None = None
+              ) -> str:
+    """A node's canonical definition: an equal signature means the same node. It hashes
+    what the node computes, never how it keeps it (LAYOUT: the same rows, kept as a view
+    or a table, indexed or not, are one node); `scope`: why a node is not to be shared,
+    where it is not (the one query it is for, or the isolated node it stands beside)."""
+    assert not LAYOUT & definition.keys(), f"layout in a definition: {definition}"
     parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
-    return json.dumps(parts + ([salt] if salt is not None else []), sort_keys=True)
+    return json.dumps(parts + ([scope] if scope is not None else []), sort_keys=True)

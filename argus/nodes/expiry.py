@@ -12,7 +12,7 @@ leaving their windows, each pair of which expires here too), and finds its own e
 rows by the index — where a join of retractions paid a probe per retracted row and its
 flush a hash lookup per expired pair (issue 52's windowed three-way join: 49,000 expired
 pairs a cycle, 188 ms deleted by hash against 18 ms by range). Recorded in the join's
-definition when it is made ("expiry": [op, bound, type]); a join made before keeps the
+layout when it is made ("expiry": [op, bound, type]); a join made before keeps the
 Rete rule on retractions.
 """
 
@@ -33,7 +33,7 @@ COLUMN = "argus_expiry"
 
 
 def expiring(node: Node) -> bool:
-    return bool(node.definition.get("expiry"))
+    return bool(node.layout.get("expiry"))
 
 
 def of_inputs(parents: list[Node], parent_of: Callable[[int], Node]
@@ -89,7 +89,7 @@ def _source(node: Node, parent_of: Callable[[int], Node]) -> tuple[str, str, str
     expiring join; a window over an insert-only input whose lower bounds (on columns of
     one type) are one bound."""
     if node.kind == "join":
-        return tuple(node.definition["expiry"]) if expiring(node) else None
+        return tuple(node.layout["expiry"]) if expiring(node) else None
     if node.kind != "select" or not window(node, parent_of(node.parents[0])):
         return None
     bounds = {(b.op, b.expr) for b in node.spec.bounds}
@@ -137,14 +137,14 @@ def values(parent: Node, alias: str) -> list[str]:
 def _own_bound(parent: Node) -> tuple[str, str]:
     """(op, bound) a join's input expires by (a window's bounds are one: _source)."""
     if parent.kind == "join":
-        op, expr, _ = parent.definition["expiry"]
+        op, expr, _ = parent.layout["expiry"]
         return op, expr
     first = parent.spec.bounds[0]
     return first.op, first.expr
 
 
 def bound(node: Node) -> Bound:
-    op, expr, _ = node.definition["expiry"]
+    op, expr, _ = node.layout["expiry"]
     return Bound(COLUMN, op, expr)
 
 
@@ -152,7 +152,7 @@ def pair(node: Node, parents: list[Node]) -> tuple[str, str]:
     """A pair's expiry (the least of its components'), and SQL true for pairs still
     inside the bound at the cycle's clock (each component's own test, which an index
     of either side can serve)."""
-    _, expr, _ = node.definition["expiry"]
+    _, expr, _ = node.layout["expiry"]
     moved, live = [], []
     for parent, alias in zip(parents, ("t1", "t2")):
         op, own = _own_bound(parent)

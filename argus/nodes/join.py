@@ -31,11 +31,10 @@ class JoinSpec:
 
     join_type: str  # inner, left, semi or anti
     condition: str  # over t1 (left) and t2 (right)
-    indexes: tuple[tuple[str, str], ...] = ()  # the indexes its probes use
 
     @classmethod
     def of(cls, d: dict) -> JoinSpec:
-        return cls(d["join_type"], d["condition"], tuple(tuple(i) for i in d.get("indexes") or []))
+        return cls(d["join_type"], d["condition"])
 
 
 def join_condition(node: Node, parents: list[Node]) -> str:
@@ -81,7 +80,7 @@ class JoinCompiler:
         if expiry.expiring(node):
             return [statement, *add_hash(node, indexed=False),
                     render("join/create_expiring", hist=node.hist,
-                           type=sql.SQL(node.definition["expiry"][2])),
+                           type=sql.SQL(node.layout["expiry"][2])),
                     render("join/expiry_index", hist=node.hist), create_delta(node)]
         return [statement, *add_hash(node), create_delta(node)]
 
@@ -108,7 +107,7 @@ class JoinCompiler:
                 views.append(render("join/changes", s_columns=cols(node.columns, "s"),
                                     texts=sql.SQL(", ").join(sql.SQL("({})::text").format(
                                         sql.SQL(e)) for e in node.exprs), **slots))
-        elif "deferred" in node.definition:
+        elif "deferred" in node.layout:
             views.append(render("join/changes_passed", view=changes(node), sign=SIGN_ID,
                                 columns=node.column_list, delta=node.delta_table))
         return views
@@ -307,8 +306,8 @@ def _key_pairs(condition: str) -> tuple[list[tuple[exp.Expression, exp.Expressio
 def deferred(node: Node) -> bool:
     """A virtual join whose delta no consumer reads each cycle (only its query's changes
     view): no cycle computes it, its changes are computed when read (join/changes.sql).
-    The definition keeps "deferred": false once a consumer needed them each cycle."""
-    return bool(node.definition.get("deferred"))
+    The layout keeps "deferred": false once a consumer needed them each cycle."""
+    return bool(node.layout.get("deferred"))
 
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Neg)
@@ -343,7 +342,7 @@ def guards(node: Node, parents: list[Node], rows: str) -> list[tuple[Node, sql.C
 def changes(node: Node) -> sql.Identifier:
     """What a query whose output is this join reads as its changes: its delta, or the
     view of it (join/changes.sql) if it was ever deferred."""
-    return node.aux("changes") if "deferred" in node.definition else node.delta_table
+    return node.aux("changes") if "deferred" in node.layout else node.delta_table
 
 
 def describe(node: Node) -> list[str]:
@@ -351,8 +350,8 @@ def describe(node: Node) -> list[str]:
     return [f"{spec.join_type} join on {spec.condition}"] + (
         [f"its rows expire by themselves: {expiry.bound(node).failed('row')}"]
         if expiry.expiring(node) else []) + (
-        [f"indexed join keys: {', '.join('.'.join(i) for i in spec.indexes)}"]
-        if spec.indexes else [])
+        [f"indexed join keys: {', '.join('.'.join(i) for i in node.layout['indexes'])}"]
+        if node.layout.get("indexes") else [])
 
 
 def probe(node: Node, parents: list[Node]) -> list[Probe]:

@@ -21,13 +21,13 @@ from .base import NETWORK, Node, Step, all_rows, cols, var
 
 
 def is_lazy(node: Node) -> bool:
-    return "lazy" in node.definition
+    return "lazy" in node.layout
 
 
 def keys(node: Node) -> list[tuple[str, str]]:
     """(its column, the consumer's other input's column) per equality the consumer
     probes it by; [] while its consumer is not settled."""
-    return [tuple(k) for k in node.definition.get("lazy", {}).get("keys", [])]
+    return [tuple(k) for k in node.layout.get("lazy", {}).get("keys", [])]
 
 
 def full(node: Node) -> sql.Identifier:
@@ -64,7 +64,7 @@ def completions(node: Node, parents: list[Node]) -> list[Step]:
         return []
     steps = []
     for lazy, other in (parents, parents[::-1]):
-        if not is_lazy(lazy) or lazy.definition["lazy"].get("consumer") != node.id:
+        if not is_lazy(lazy) or lazy.layout["lazy"].get("consumer") != node.id:
             continue
         mine = [k for k, _ in keys(lazy)]
         probe = [o for _, o in keys(lazy)]

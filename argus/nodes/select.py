@@ -27,15 +27,12 @@ class SelectSpec:
     monotone: bool = False  # temporal, and every conjunct reading the clock a lower bound
     bounds: tuple[Bound, ...] = ()  # those lower bounds: what purging and indexes use
     clock_conjuncts: tuple[str, ...] = ()  # the predicate's conjuncts that read the clock
-    virtual: bool = False  # history and delta are views of the parent's (network.builder)
-    indexes: tuple[tuple[str, str], ...] = ()  # the parent's indexes its bounds probe
 
     @classmethod
     def of(cls, d: dict) -> SelectSpec:
         return cls(d.get("predicate"), bool(d.get("temporal")), bool(d.get("monotone")),
                    tuple(Bound(*b) for b in d.get("bounds", [])),
-                   tuple(d.get("clock_conjuncts", [])), bool(d.get("virtual")),
-                   tuple(tuple(i) for i in d.get("indexes") or []))
+                   tuple(d.get("clock_conjuncts", [])))
 
 
 class SelectCompiler:
@@ -117,7 +114,7 @@ class SelectCompiler:
         parent = parents[0]
         if passes_every_row(node, parent):
             return render("select/count_parent", parent=sql.Literal(parent.id))
-        bound = node.definition.get("bound")
+        bound = node.layout.get("bound")
         if bound is None:
             return render("select/count_view", delta=node.delta, sign=SIGN_ID)
         return render("select/count_view_bounded", parent=parent.delta, t1=T1, sign=SIGN_ID,
@@ -162,7 +159,7 @@ class SelectCompiler:
         """The template, or its bounded form where the node expands rows (a
         set-returning function of the data: `generate_series(1, x)` may give any number)
         and was built with a bound (nodes.base.bounded)."""
-        if node.definition.get("bound") is None:
+        if node.layout.get("bound") is None:
             return template, {}
         with_bound, read = bounded(node, sql.SQL("argus_rows"))
         return f"{template}_bounded", {"bounded": with_bound, "read": read}
