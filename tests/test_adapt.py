@@ -448,7 +448,7 @@ def test_a_writers_cycles_do_not_migrate(three, login):
 
 
 def test_a_query_registered_not_to_share_stays_unshared(three, fresh_dsn):
-    """sharing="none": a re-plan builds and finds its own nodes by the same salted
+    """sharing="none": a re-plan builds and finds its own nodes by the same scoped
     signatures, and takes no other query's join, though one computes the same."""
     rows = Rows(19)
     load(three, rows, 80)

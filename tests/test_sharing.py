@@ -206,11 +206,11 @@ def test_a_regroup_of_a_growing_aggregate_takes_its_extremes_without_rereading(t
         transfers.run()  # the oracle checks both answers
 
 
-def test_aggregates_moved_onto_a_finer_one_keep_their_query_s_salt(transfers, fresh_dsn):
+def test_aggregates_moved_onto_a_finer_one_keep_their_query_s_scope(transfers, fresh_dsn):
     """A query registered without sharing has its own aggregate, beside an equal shared
     one. A finer aggregate registered later takes both over (computed from it): they
     stay two nodes. (Found by the differential fuzzer, seed 1008: the moved aggregate
-    lost its query's salt, took its twin's signature, and the registration failed.)"""
+    lost its query's scope, took its twin's signature, and the registration failed.)"""
     transfers.insert("transfers", transfer_rows(random.Random(7), 0, 300))
     transfers.run()
     coarse = "SELECT sender, max(amount) AS hi, count(*) AS n FROM transfers GROUP BY sender"

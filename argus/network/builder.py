@@ -416,7 +416,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             return node
         new = self._decide(NewNode(kind, tuple(self._readied(kind, parents, definition)),
                                    names, exprs, definition, layout, insert_only,
-                                   signature_text, copy=copy), private, table)
+                                   signature_text, copy=copy), table)
         return self.create(new, entry)
 
     def _lazy(self, signature_text: str) -> tuple[int, bool] | None:
@@ -453,7 +453,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             parents = [self.load(p.id) for p in parents]
         return parents
 
-    def _decide(self, new: NewNode, private: bool, table: bool = False) -> NewNode:
+    def _decide(self, new: NewNode, table: bool = False) -> NewNode:
         """How a new node keeps its rows and is filled (nothing written yet): built
         lazily (a JISC migration's inner join), a view at once or past a limit (a
         join large next to its inputs), a view of a stream (a selection passing most of
@@ -475,7 +475,7 @@ class Builder(Reads, Apply, Layouts, Reshape, SetOps, IndexRequests):
             limit = None
             layout = {**layout, "lazy": {"signature": signature_text}}
             signature_text = signature(new.kind, parents, new.names, new.exprs, definition,
-                                       f"{self._scope(private)} built lazily")
+                                       f"built lazily as {signature_text}")
         if of.selects and self.view_of_stream(parents[0], definition, layout, new.exprs):
             layout = {**layout, "virtual": True}
         if (of.joins and definition.get("join_type") == "inner" and not new.insert_only
