@@ -103,3 +103,14 @@ def test_only_a_kinds_own_module_names_it():
     found = [f"{p.relative_to(root)}:{i}: {line.strip()}" for p in checked
              for i, line in enumerate(p.read_text().splitlines(), 1) if test.search(line)]
     assert found == []
+
+
+def test_the_computation_index_in_memory_needs_no_server():
+    """The index a network planned without a server searches (issue 55) imports no
+    database driver."""
+    tree = ast.parse((PACKAGE / "mqo" / "memory_index.py").read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names} | {n.module.split(".")[0] for n in ast.walk(tree)
+                                     if isinstance(n, ast.ImportFrom) and n.module
+                                     and not n.level}
+    assert not imported & {"psycopg", "psycopg_pool", "sqlalchemy"}

@@ -18,10 +18,7 @@ from psycopg import sql
 
 from ..frontend.canon import Literal, PredSet, clause_text, predset_text
 from .blocks import Indexed
-
-
-def sources_key(sources: Iterable[int]) -> str:
-    return ",".join(str(s) for s in sorted(sources))
+from .memory_index import Entry, sources_key
 
 
 def predset_id(conn: psycopg.Connection, predset: PredSet) -> int:
@@ -115,6 +112,7 @@ SELECT t.node_id, t.sources, n.hist_rows
           AND NOT EXISTS (SELECT 1 FROM argus_catalog.orpred_literals ol
                             JOIN argus_catalog.literals l USING (literal_id)
                            WHERE ol.orpred_id = po.orpred_id AND l.shape = ANY(%(shapes)s)))
+ ORDER BY t.node_id
 """
 
 _LITERALS = """
@@ -131,9 +129,25 @@ def candidates(conn: psycopg.Connection, sources: Iterable[int],
                shapes: Iterable[str], visible: Iterable[int] = ()) -> list[Indexed]:
     """Indexed nodes joining exactly these sources whose PredSets the query could imply;
     no lazily built join (argus.network.jisc) but those `visible`."""
-    rows = conn.execute(_CANDIDATES, {"key": sources_key(sources),
-                                      "shapes": sorted(set(shapes)),
-                                      "visible": sorted(visible)}).fetchall()
+    return _indexed(conn, conn.execute(_CANDIDATES, {"key": sources_key(sources),
+                                                     "shapes": sorted(set(shapes)),
+                                                     "visible": sorted(visible)}).fetchall())
+
+
+def entries(conn: psycopg.Connection) -> list[Entry]:
+    """The whole index, as a MemoryIndex holds it."""
+    rows = conn.execute(
+        """SELECT t.node_id, t.sources, n.hist_rows, n.node_id IN (
+                  SELECT node_id FROM argus.excluded_nodes()), d.layout ? 'lazy'
+             FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
+             JOIN argus_catalog.nodes d USING (node_id) ORDER BY t.node_id""").fetchall()
+    flags = {r[0]: r[3:] for r in rows}
+    return [Entry(i, lazy=flags[i.node_id][1], excluded=flags[i.node_id][0])
+            for i in _indexed(conn, [r[:3] for r in rows])]
+
+
+def _indexed(conn: psycopg.Connection, rows: list[tuple]) -> list[Indexed]:
+    """Indexed nodes of (node, sources, rows) rows, their PredSets and atoms read."""
     if not rows:
         return []
     ids = [r[0] for r in rows]
