@@ -70,9 +70,11 @@ def test_no_module_imports_from_a_higher_layer():
 
 def test_the_network_answers_everything_the_optimizer_asks():
     """The optimizer's contracts (sharing.Network, regroup.Groups) are implemented by
-    the network in PostgreSQL, and by the in-memory groups of the offline tests."""
+    the network in PostgreSQL, and in memory (network.memory; the in-memory groups of
+    the offline tests)."""
     from argus import network
     from argus.mqo import regroup, sharing
+    from argus.network.memory import MemoryNetwork
 
     from .test_regroup_offline import MemoryGroups
 
@@ -80,6 +82,7 @@ def test_the_network_answers_everything_the_optimizer_asks():
         return {n for n in vars(cls) if not n.startswith("_")}
 
     assert methods(sharing.Network) <= set(dir(network.Builder))
+    assert methods(sharing.Network) <= set(dir(MemoryNetwork))
     assert methods(regroup.Groups) <= set(dir(network.CatalogGroups))
     assert methods(regroup.Groups) <= set(dir(MemoryGroups))
 
@@ -105,12 +108,13 @@ def test_only_a_kinds_own_module_names_it():
     assert found == []
 
 
-def test_the_computation_index_in_memory_needs_no_server():
-    """The index a network planned without a server searches (issue 55) imports no
-    database driver."""
-    tree = ast.parse((PACKAGE / "mqo" / "memory_index.py").read_text())
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-                for a in n.names} | {n.module.split(".")[0] for n in ast.walk(tree)
-                                     if isinstance(n, ast.ImportFrom) and n.module
-                                     and not n.level}
-    assert not imported & {"psycopg", "psycopg_pool", "sqlalchemy"}
+def test_the_network_in_memory_needs_no_server():
+    """The network a block is planned over without a server, and the index it searches
+    (issue 55), import no database driver."""
+    for path in (PACKAGE / "mqo" / "memory_index.py", PACKAGE / "network" / "memory.py"):
+        tree = ast.parse(path.read_text())
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                    for a in n.names} | {n.module.split(".")[0] for n in ast.walk(tree)
+                                         if isinstance(n, ast.ImportFrom) and n.module
+                                         and not n.level}
+        assert not imported & {"psycopg", "psycopg_pool", "sqlalchemy"}, path

@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from ..frontend.canon import (FLOATS, Clause, PredSet, Resolve, TypeOf, atom_instances,
                               canonicalize, clause_implies, column_atom, eliminate,
-                              exact_atoms, implies, map_clause)
+                              exact_atoms, implies, map_atom, map_clause)
 from ..frontend.lateral import expands
 from ..frontend.relations import short
 from ..plan import Join, Plan, Select
@@ -343,3 +343,32 @@ def column_name(atom: str, width: int) -> str:
 def source_atoms(columns) -> dict[str, str]:
     """atom -> column of a source node (STA 1)."""
     return {column_atom(1, c): c for c in columns}
+
+
+def enrichment(atoms: set[str], width: int | None) -> list[tuple[str, int, str]]:
+    """Where each atom (over a node's STAs) a node gains comes from: (atom, the parent
+    holding it, 1 or 2, the atom over that parent's STAs). `width`: a join's left
+    parent's sources (None: a selection, whose one parent holds them all)."""
+    plan = []
+    for atom in sorted(atoms):
+        k = int(atom.split(".", 1)[0].strip('"')[1:])
+        side = 1 if width is None or k <= width else 2
+        plan.append((atom, side, atom if side == 1 else map_atom(atom, {k: k - width})))
+    return plan
+
+
+def enriched_columns(node, parents, plan, atoms_of_node, width: int
+                     ) -> list[tuple[str, str, str, str]]:
+    """The columns a node gains for `plan` (enrichment's), once its parents hold them:
+    (name, expression over t1/t2, type, atom). `atoms_of_node`: a node's atom -> column;
+    `width`: the node's sources."""
+    taken, added = set(node.columns), []
+    for atom, side, parent_atom in plan:
+        parent = parents[side - 1]
+        column = atoms_of_node(parent)[parent_atom]
+        name = fresh_name(column_name(atom, width), taken)
+        pg_type = dict(zip(parent.columns, parent.types))[column]
+        added.append((name, exp.column(column, table=f"t{side}", quoted=True).sql(DIALECT),
+                      pg_type, atom))
+    return added
+

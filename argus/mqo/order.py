@@ -28,6 +28,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .blocks import equality
+
 PROBE, SCAN, WRITE, FLUSH = 1.0, 0.02, 1.0, 1.0  # row operations: see the docstring
 EXHAUSTIVE = 8  # instances up to which every tree is considered
 
@@ -276,3 +278,44 @@ def of_shape(est: Estimates, subsets: frozenset[frozenset[int]],
     allowed = {*subsets, *covers, instances}
     tree, _ = best(est, lambda s: s in allowed, covers)
     return tree if all(s in allowed for s, _ in shape(tree)) else None
+
+
+def block_estimates(block, rows_of: Callable[[int, int, list], float],
+                    inflow_of: Callable[[int, float], float],
+                    joined: Callable[[frozenset[int], list], float]) -> Estimates:
+    """What ordering a block's joins by cost needs: each instance's rows after its local
+    conditions (`rows_of(source, instance, conds)`) and their share of its source's new
+    rows per cycle (`inflow_of(source, its rows)`); each linking condition's
+    selectivity, those over the same instances estimated together (`joined(instances,
+    conds)`: their rows joined, each under its local conditions)."""
+    rows, rates, inflow, totals = {}, {}, {}, {}
+    for i in sorted(block.instances):
+        source = block.sources[i - 1]
+        if source not in totals:  # (a self-join's instances share their source's)
+            totals[source] = max(rows_of(source, i, []), 1.0)
+            inflow[source] = inflow_of(source, totals[source])
+        rows[i] = max(rows_of(source, i, block.within(frozenset({i}))), 1.0)
+        rates[i] = inflow[source] * rows[i] / totals[source]
+    groups: dict[frozenset[int], list] = {}
+    for cond in block.conds:
+        if len(cond.instances) > 1:
+            groups.setdefault(cond.instances, []).append(cond)
+    links = {linked: min(_linked(linked, conds, joined) / math.prod(rows[i] for i in linked),
+                         1.0)
+             for linked, conds in groups.items()}
+    keyed = frozenset(c.instances for c in block.conds if equality(c.sql))
+    return Estimates(rows, rates, links, keyed, inflow)
+
+
+def _linked(linked: frozenset[int], conds: list, joined) -> float:
+    """Rows of the linked instances joined; where several equalities link them, those
+    of the most selective one with the other conditions: join keys go together
+    (lineitem's part and supplier are partsupp's key), which PostgreSQL's product of
+    selectivities does not know. It estimated 2,375 rows for TPC-H's 6M of lineitem ⋈
+    partsupp; the most selective key alone, 24M."""
+    keys = [c for c in conds if equality(c.sql)]
+    if len(keys) < 2:
+        return joined(linked, conds)
+    others = [c for c in conds if c not in keys]
+    return min(joined(linked, [key, *others]) for key in keys)
+

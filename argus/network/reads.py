@@ -5,7 +5,6 @@ questions (sharing.Network); argus.network.Builder, which makes the nodes, is on
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,7 +15,8 @@ from psycopg import sql
 
 from ..frontend.canon import column_atom
 from ..mqo import index
-from ..mqo.blocks import Block, Indexed, equality, render
+from ..mqo.blocks import Block, Indexed, render
+from ..mqo import order
 from ..mqo.order import Estimates, Tree
 from ..mqo.blocks import source_atoms
 from .. import pg_plan, templates
@@ -379,42 +379,15 @@ class Reads:
         return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
 
     def block_estimates(self, block: Block) -> Estimates:
-        """What ordering a block's joins by cost needs (argus.mqo.order): each
-        instance's rows after its local conditions (PostgreSQL's estimates) and their
-        share of its source's new rows per cycle (as the cycles observed them; before
-        any, FALLBACK_SHARE of its rows); each linking condition's selectivity, those
-        over the same instances estimated together."""
-        rows, rates, inflow, totals = {}, {}, {}, {}
-        for i in sorted(block.instances):
-            source = block.sources[i - 1]
-            if source not in totals:  # (a self-join's instances share their source's)
-                totals[source] = max(self.estimate(source, i, []), 1.0)
-                observed = observed_rate(self.conn, source)
-                inflow[source] = FALLBACK_SHARE * totals[source] if observed is None \
-                    else observed
-            rows[i] = max(self.estimate(source, i, block.within(frozenset({i}))), 1.0)
-            rates[i] = inflow[source] * rows[i] / totals[source]
-        groups: dict[frozenset[int], list] = {}
-        for cond in block.conds:
-            if len(cond.instances) > 1:
-                groups.setdefault(cond.instances, []).append(cond)
-        links = {linked: min(self._linked(block, linked, conds)
-                             / math.prod(rows[i] for i in linked), 1.0)
-                 for linked, conds in groups.items()}
-        keyed = frozenset(c.instances for c in block.conds if equality(c.sql))
-        return Estimates(rows, rates, links, keyed, inflow)
+        """What ordering a block's joins by cost needs (order.block_estimates), from
+        PostgreSQL's estimates and the rates the cycles observed (before any,
+        FALLBACK_SHARE of a source's rows)."""
+        def inflow(source: int, total: float) -> float:
+            observed = observed_rate(self.conn, source)
+            return FALLBACK_SHARE * total if observed is None else observed
 
-    def _linked(self, block: Block, linked: frozenset[int], conds) -> float:
-        """Rows of the linked instances joined, as `_joined`; where several equalities
-        link them, those of the most selective one with the other conditions: join
-        keys go together (lineitem's part and supplier are partsupp's key), which
-        PostgreSQL's product of selectivities does not know. It estimated 2,375 rows
-        for TPC-H's 6M of lineitem ⋈ partsupp; the most selective key alone, 24M."""
-        keys = [c for c in conds if equality(c.sql)]
-        if len(keys) < 2:
-            return self._joined(block, linked, conds)
-        others = [c for c in conds if c not in keys]
-        return min(self._joined(block, linked, [key, *others]) for key in keys)
+        return order.block_estimates(block, self.estimate, inflow,
+                                     lambda linked, conds: self._joined(block, linked, conds))
 
     def _joined(self, block: Block, linked: frozenset[int], conds) -> float:
         """PostgreSQL's estimate of the rows of `linked` instances joined by `conds`,

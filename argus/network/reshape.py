@@ -16,8 +16,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import Model, entries
-from ..frontend.canon import map_atom
-from ..mqo.blocks import column_name, fresh_name
+from ..mqo.blocks import enriched_columns, enrichment
 from ..names import NETWORK_SCHEMA
 from ..nodes import COMPILERS, Node, delta_view, signature, virtual
 from ..nodes import lazy as lazy_nodes
@@ -88,30 +87,13 @@ class Reshape:
         if not atoms:  # (two instances of one query read it, and the other's added them)
             return node
         parents = [self.load(p) for p in node.parents]
-        width = len(self.sources_of(parents[0])) if node.kind_of.joins else None
-        wanted: dict[int, set[str]] = {}
-        plan = []
-        for atom in sorted(atoms):
-            k = int(atom.split(".", 1)[0].strip('"')[1:])
-            side = 1 if node.kind_of.selects or k <= width else 2
-            parent_atom = atom if side == 1 or node.kind_of.selects else \
-                map_atom(atom, {k: k - width})
-            wanted.setdefault(side, set()).add(parent_atom)
-            plan.append((atom, side, parent_atom))
-        for side, parent_atoms in wanted.items():
-            parent = parents[side - 1]
-            missing = parent_atoms - set(self.atoms(parent))
+        plan = enrichment(atoms, len(self.sources_of(parents[0])) if node.kind_of.joins
+                          else None)
+        for side in {side for _, side, _ in plan}:
+            missing = {a for _, s, a in plan if s == side} - set(self.atoms(parents[side - 1]))
             if missing:
-                parents[side - 1] = self.enrich(parent, missing)
-        taken = set(node.columns)
-        added = []
-        for atom, side, parent_atom in plan:
-            parent = parents[side - 1]
-            column = self.atoms(parent)[parent_atom]
-            name = fresh_name(column_name(atom, len(self.sources_of(node))), taken)
-            pg_type = dict(zip(parent.columns, parent.types))[column]
-            added.append((name, sql.Identifier(f"t{side}", column).as_string(self.conn),
-                          pg_type, atom))
+                parents[side - 1] = self.enrich(parents[side - 1], missing)
+        added = enriched_columns(node, parents, plan, self.atoms, len(self.sources_of(node)))
         tables = [t for t, view in ((node.hist, virtual(node)), (node.delta, delta_view(node)))
                   if not view]
         for table in tables:
