@@ -60,7 +60,7 @@ class Network:
         node_id = next(self.ids)
         node = Node(node_id, kind, 0, node_id, tuple(p.id for p in parents),
                     tuple(c.name for c in columns), tuple(c.expr for c in columns),
-                    ("argus_net", f"n{node_id}"), definition, insert_only,
+                    ("argus_net", f"n{node_id}"), definition, insert_only=insert_only,
                     types=tuple("bigint" for _ in columns))  # (as probe_types says)
         self.nodes[node_id] = node
         return node

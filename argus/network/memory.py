@@ -2,95 +2,24 @@
 (mqo.sharing.Network), answered from dicts and a model of the rows instead of the
 catalog and PostgreSQL's estimates, so that selection-join blocks are planned without a
 server (issue 55; tests/test_sharing_offline.py plans tests/fixtures/sharing.txt so).
-Its nodes are described as the Builder describes them, and never written.
-
-The model: each source holds the rows it is given. Where a source has a sample of its
-rows, a condition passes the share of the sample (of pairs of samples, for a condition
-linking two instances) it holds on; else, or where a literal cannot be read in Python,
-PostgreSQL's default share (an equality 0.005, a range 1/3, anything else 1/2), an OR
-of literals the union of theirs, a conjunction the product."""
+Its nodes are described as the Builder describes them, and never written. Each source
+holds the rows it is given, of which a condition passes the share network.row_model
+says."""
 
 from __future__ import annotations
 
-import datetime as dt
-import itertools
+import dataclasses
 import math
-import operator
-from fractions import Fraction
 
 from ..mqo import order
-from ..mqo.blocks import (Block, Indexed, enriched_columns, enrichment, source_atoms)
+from ..mqo.blocks import Block, Indexed, enriched_columns, enrichment, source_atoms
 from ..mqo.memory_index import Entry, MemoryIndex
 from ..mqo.order import Estimates
 from ..mqo.sharing import IndexEntry, Sharing
 from ..nodes import Node, signature
 from ..plan import Col
-
-SHARES = {"=": 0.005, "<": 1 / 3, "<=": 1 / 3, ">": 1 / 3, ">=": 1 / 3}  # (PostgreSQL's)
-OTHER_SHARE = 0.5
-SEQUENCE_GAP = 1000  # (network.apply's)
-
-
-SAMPLED = 100  # rows of a sample read for one or two instances (pairs: their square)
-_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
-        ">": operator.gt, ">=": operator.ge}
-
-
-def share(clauses) -> float:
-    """The share of rows a PredSet (a conjunction of ORs of literals) passes, by
-    PostgreSQL's defaults."""
-    return math.prod(1 - math.prod(1 - SHARES.get(lit.op, OTHER_SHARE) for lit in clause)
-                     for clause in clauses)
-
-
-def _number(value):
-    return value.toordinal() if isinstance(value, dt.date) else Fraction(value)
-
-
-def holds(literal, rows: dict[int, dict]) -> bool | None:
-    """The literal on rows of its instances (instance -> column -> value); None where
-    it cannot be read here (an opaque expression, a type Python does not order)."""
-    def value(atom: str):
-        instance, column = (part.strip('"') for part in atom.split(".", 1))
-        return rows[int(instance[1:])][column]
-
-    if literal.op in ("is null", "is not null"):
-        return (value(literal.terms[0][0]) is None) == (literal.op == "is null")
-    if literal.op not in _OPS or literal.const is None:
-        return None
-    values = [value(atom) for atom, _ in literal.terms]
-    if None in values:
-        return False
-    kind, text = literal.const
-    if (kind, text) == ("num", "0") and [c for _, c in literal.terms] == [1, -1] \
-            and any(isinstance(v, str) for v in values):  # (a comparison of two texts)
-        return _OPS[literal.op](values[0], values[1])
-    try:
-        if kind == "num":
-            total = sum(c * _number(v) for (_, c), v in zip(literal.terms, values))
-            return _OPS[literal.op](total, Fraction(text))
-        if len(values) == 1 and literal.terms[0][1] == 1:
-            const = dt.date.fromisoformat(text) if isinstance(values[0], dt.date) else text
-            return _OPS[literal.op](values[0], const)
-    except (TypeError, ValueError):
-        pass
-    return None
-
-
-def sampled(clauses, samples: dict[int, list[dict]]) -> float | None:
-    """The share of the samples' rows (instance -> rows; of their pairs, over two
-    instances) the clauses hold on; None: a literal cannot be read here."""
-    instances = sorted(samples)
-    each = max(5, round(SAMPLED ** (2 / max(len(instances), 2))))  # (~SAMPLED² in all)
-    passed = total = 0
-    for combination in itertools.product(*(samples[i][:each] for i in instances)):
-        rows = dict(zip(instances, combination))
-        results = [[holds(lit, rows) for lit in clause] for clause in clauses]
-        if any(r is None for clause in results for r in clause):
-            return None
-        total += 1
-        passed += all(any(clause) for clause in results)
-    return passed / total if total else None
+from .apply import SEQUENCE_GAP
+from .row_model import sampled, share
 
 
 class MemoryNetwork:
@@ -218,10 +147,9 @@ class MemoryNetwork:
             if missing:
                 parents[side - 1] = self.enrich(parents[side - 1], missing)
         added = enriched_columns(node, parents, plan, self.atoms, len(self.sources_of(node)))
-        node = Node(node.id, node.kind, node.join_level, node.sequence_id, node.parents,
-                    node.columns + tuple(a[0] for a in added),
-                    node.exprs + tuple(a[1] for a in added), node.hist_ref, node.definition,
-                    node.layout, node.insert_only, node.types + tuple(a[2] for a in added))
+        node = dataclasses.replace(node, columns=node.columns + tuple(a[0] for a in added),
+                                   exprs=node.exprs + tuple(a[1] for a in added),
+                                   types=node.types + tuple(a[2] for a in added))
         sources, atoms_now = self.blocks[node.id]
         self.blocks[node.id] = (sources, {**atoms_now, **{a[3]: a[0] for a in added}})
         entry = self.index.entries[node.id]
@@ -244,9 +172,9 @@ class MemoryNetwork:
                     max(p.join_level for p in parents) + (len(parents) > 1),
                     max(p.sequence_id for p in parents) + SEQUENCE_GAP,
                     tuple(p.id for p in parents), names, exprs,
-                    ("argus_net", f"n{len(self.nodes) + 1}"), definition, {},
-                    all(p.insert_only for p in parents),
-                    tuple(typed.get(e, "unknown") for e in exprs))
+                    ("argus_net", f"n{len(self.nodes) + 1}"), definition,
+                    insert_only=all(p.insert_only for p in parents),
+                    types=tuple(typed.get(e, "unknown") for e in exprs))
         self.nodes[node.id], self.signatures[text] = node, node.id
         self.created_by[node.id] = self.query
         atoms = {atom: name for name, atom in entry.atoms.items()}

@@ -1,0 +1,76 @@
+"""The share of a source's rows a condition passes, as a network planned without a
+server models it (network.memory): the share of a sample of the rows (of pairs of
+samples, for a condition linking two instances) it holds on; else, or where a literal
+cannot be read in Python, PostgreSQL's default share (an equality 0.005, a range 1/3,
+anything else 1/2), an OR of literals the union of theirs, a conjunction the product."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+import operator
+from fractions import Fraction
+
+SHARES = {"=": 0.005, "<": 1 / 3, "<=": 1 / 3, ">": 1 / 3, ">=": 1 / 3}  # (PostgreSQL's)
+OTHER_SHARE = 0.5
+SAMPLED = 100  # rows of a sample read for one or two instances (pairs: their square)
+_OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
+        ">": operator.gt, ">=": operator.ge}
+
+
+def share(clauses) -> float:
+    """The share of rows a PredSet (a conjunction of ORs of literals) passes, by
+    PostgreSQL's defaults."""
+    return math.prod(1 - math.prod(1 - SHARES.get(lit.op, OTHER_SHARE) for lit in clause)
+                     for clause in clauses)
+
+
+def _number(value):
+    return value.toordinal() if isinstance(value, dt.date) else Fraction(value)
+
+
+def holds(literal, rows: dict[int, dict]) -> bool | None:
+    """The literal on rows of its instances (instance -> column -> value); None where
+    it cannot be read here (an opaque expression, a type Python does not order)."""
+    def value(atom: str):
+        instance, column = (part.strip('"') for part in atom.split(".", 1))
+        return rows[int(instance[1:])][column]
+
+    if literal.op in ("is null", "is not null"):
+        return (value(literal.terms[0][0]) is None) == (literal.op == "is null")
+    if literal.op not in _OPS or literal.const is None:
+        return None
+    values = [value(atom) for atom, _ in literal.terms]
+    if None in values:
+        return False
+    kind, text = literal.const
+    if (kind, text) == ("num", "0") and [c for _, c in literal.terms] == [1, -1] \
+            and any(isinstance(v, str) for v in values):  # (a comparison of two texts)
+        return _OPS[literal.op](values[0], values[1])
+    try:
+        if kind == "num":
+            total = sum(c * _number(v) for (_, c), v in zip(literal.terms, values))
+            return _OPS[literal.op](total, Fraction(text))
+        if len(values) == 1 and literal.terms[0][1] == 1:
+            const = dt.date.fromisoformat(text) if isinstance(values[0], dt.date) else text
+            return _OPS[literal.op](values[0], const)
+    except (TypeError, ValueError):
+        pass
+    return None
+
+
+def sampled(clauses, samples: dict[int, list[dict]]) -> float | None:
+    """The share of the samples' rows (instance -> rows; of their pairs, over two
+    instances) the clauses hold on; None: a literal cannot be read here."""
+    instances = sorted(samples)
+    each = max(5, round(SAMPLED ** (2 / max(len(instances), 2))))  # (~SAMPLED² in all)
+    passed = total = 0
+    for combination in itertools.product(*(samples[i][:each] for i in instances)):
+        rows = dict(zip(instances, combination))
+        results = [[holds(lit, rows) for lit in clause] for clause in clauses]
+        if any(r is None for clause in results for r in clause):
+            return None
+        total += 1
+        passed += all(any(clause) for clause in results)
+    return passed / total if total else None
