@@ -357,6 +357,16 @@ def enrichment(atoms: set[str], width: int | None) -> list[tuple[str, int, str]]
     return plan
 
 
+def enriched_parents(plan, parents: list, atoms_of_node, enrich) -> list:
+    """The parents, each enriched first with the atoms of `plan` it lacks."""
+    parents = list(parents)
+    for side in sorted({side for _, side, _ in plan}):
+        missing = {a for _, s, a in plan if s == side} - set(atoms_of_node(parents[side - 1]))
+        if missing:
+            parents[side - 1] = enrich(parents[side - 1], missing)
+    return parents
+
+
 def enriched_columns(node, parents, plan, atoms_of_node, width: int
                      ) -> list[tuple[str, str, str, str]]:
     """The columns a node gains for `plan` (enrichment's), once its parents hold them:

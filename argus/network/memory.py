@@ -12,7 +12,8 @@ import dataclasses
 import math
 
 from ..mqo import order
-from ..mqo.blocks import Block, Indexed, enriched_columns, enrichment, source_atoms
+from ..mqo.blocks import (Block, Indexed, enriched_columns, enriched_parents, enrichment,
+                          source_atoms)
 from ..mqo.memory_index import Entry, MemoryIndex
 from ..mqo.order import Estimates
 from ..mqo.sharing import IndexEntry, Sharing
@@ -142,10 +143,7 @@ class MemoryNetwork:
         parents = [self.nodes[p] for p in node.parents]
         plan = enrichment(atoms, len(self.sources_of(parents[0])) if len(parents) > 1
                           else None)
-        for side in {side for _, side, _ in plan}:
-            missing = {a for _, s, a in plan if s == side} - set(self.atoms(parents[side - 1]))
-            if missing:
-                parents[side - 1] = self.enrich(parents[side - 1], missing)
+        parents = enriched_parents(plan, parents, self.atoms, self.enrich)
         added = enriched_columns(node, parents, plan, self.atoms, len(self.sources_of(node)))
         node = dataclasses.replace(node, columns=node.columns + tuple(a[0] for a in added),
                                    exprs=node.exprs + tuple(a[1] for a in added),

@@ -16,7 +16,7 @@ from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import Model, entries
-from ..mqo.blocks import enriched_columns, enrichment
+from ..mqo.blocks import enriched_columns, enriched_parents, enrichment
 from ..names import NETWORK_SCHEMA
 from ..nodes import COMPILERS, Node, delta_view, signature, virtual
 from ..nodes import lazy as lazy_nodes
@@ -89,10 +89,7 @@ class Reshape:
         parents = [self.load(p) for p in node.parents]
         plan = enrichment(atoms, len(self.sources_of(parents[0])) if node.kind_of.joins
                           else None)
-        for side in {side for _, side, _ in plan}:
-            missing = {a for _, s, a in plan if s == side} - set(self.atoms(parents[side - 1]))
-            if missing:
-                parents[side - 1] = self.enrich(parents[side - 1], missing)
+        parents = enriched_parents(plan, parents, self.atoms, self.enrich)
         added = enriched_columns(node, parents, plan, self.atoms, len(self.sources_of(node)))
         tables = [t for t, view in ((node.hist, virtual(node)), (node.delta, delta_view(node)))
                   if not view]
