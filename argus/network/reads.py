@@ -17,7 +17,7 @@ from ..frontend.canon import column_atom
 from ..mqo import index
 from ..mqo.blocks import Block, Indexed, render
 from ..mqo import order
-from ..mqo.order import Estimates, Tree
+from ..mqo.order import Estimates
 from ..mqo.blocks import source_atoms
 from .. import pg_plan, templates
 from ..names import NETWORK_SCHEMA
@@ -364,19 +364,6 @@ class Reads:
         if fill is not None and not isinstance(fill, Estimated):
             self.unfilled[node.id] = Estimated(fill)
             records.count_estimated(self.conn, node.id, rows)
-
-    def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
-        """A block's chosen tree and the best alternatives, as `argus explain` shows them:
-        instances by their sources' names."""
-        def described(t: Tree) -> dict:
-            return {"tree": t.text(lambda i: self._instance_name(block, i)),
-                    "cpu": round(t.cpu, 1), "state": round(t.state)}
-
-        return {**described(tree), "alternatives": [described(t) for t in alternatives]}
-
-    def _instance_name(self, block, i: int) -> str:
-        source = self.load(block.sources[i - 1])
-        return f"{source.definition.get('stream') or f'n{source.id}'}#{i}"
 
     def block_estimates(self, block: Block) -> Estimates:
         """What ordering a block's joins by cost needs (order.block_estimates), from

@@ -6,13 +6,16 @@ argus_catalog.setop_topology); EXCEPT keeps its order.
 
 from __future__ import annotations
 
+import psycopg
+
 from ..errors import QueryError
 from ..nodes import Node
 from ..plan import Col, Plan, SetOp
 
 
 class SetOps:
-    """The builder's set operations (network.builder.Builder mixes it in)."""
+    """Set operations mapped to nodes (network.mapping.Mapping mixes it in): the network
+    answers `unions_within(keys)` and `record_union(node, op, operands)`."""
 
     def _set_operation(self, plan: SetOp) -> Node:
         node, columns = self._setop(plan)
@@ -54,27 +57,35 @@ class SetOps:
                 {"op": plan.op, "left": left_columns, "right": columns}, insert_only)
             chain.append(key)
             if plan.op != "except" and None not in chain:
-                self.conn.execute(
-                    "INSERT INTO argus_catalog.setop_topology VALUES (%s, %s, %s) "
-                    "ON CONFLICT DO NOTHING", (merged.id, plan.op, sorted(chain)))
+                self.record_union(merged.id, plan.op, sorted(chain))
             current = (merged, list(merged.columns))
         return current
 
     def _union_cover(self, keys: list[str]) -> tuple[Node, list[str]] | None:
-        """The largest existing UNION ALL whose operands are some of `keys`."""
-        def unions() -> list[tuple[int, list[str]]]:
-            return self.conn.execute(
-                """SELECT s.node_id, s.operands FROM argus_catalog.setop_topology s
-                     JOIN argus_catalog.node_stats n USING (node_id)
-                    WHERE s.op = 'union_all' AND s.operands <@ %s::text[]
-                      AND s.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
-                    ORDER BY cardinality(s.operands) DESC, n.hist_rows DESC, s.node_id""",
-                (keys,)).fetchall()
-
-        for node_id, operands in self.counted(unions, lambda found: [n for n, _ in found]):
+        """The largest existing UNION ALL whose operands are some of `keys` (the
+        network's `unions_within`: (node, operands), the most operands first, then the
+        most rows)."""
+        for node_id, operands in self.unions_within(keys):
             if _without([(k, None) for k in keys], operands) is not None:
                 return self.load(node_id), operands
         return None
+
+
+def unions_within(conn: psycopg.Connection, keys: list[str]) -> list[tuple[int, list[str]]]:
+    """The UNION ALL nodes (argus_catalog.setop_topology) whose operands are among
+    `keys`, the most operands first, then the most rows; no isolated node."""
+    return conn.execute(
+        """SELECT s.node_id, s.operands FROM argus_catalog.setop_topology s
+             JOIN argus_catalog.node_stats n USING (node_id)
+            WHERE s.op = 'union_all' AND s.operands <@ %s::text[]
+              AND s.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
+            ORDER BY cardinality(s.operands) DESC, n.hist_rows DESC, s.node_id""",
+        (keys,)).fetchall()
+
+
+def record_union(conn: psycopg.Connection, node_id: int, op: str, operands: list[str]) -> None:
+    conn.execute("INSERT INTO argus_catalog.setop_topology VALUES (%s, %s, %s) "
+                 "ON CONFLICT DO NOTHING", (node_id, op, operands))
 
 
 def _union_operands(plan: Plan) -> list[Plan]:
