@@ -76,7 +76,7 @@ def test_the_network_answers_everything_the_optimizer_asks():
     from argus.mqo import regroup, sharing
     from argus.network.memory import MemoryNetwork
 
-    from .test_regroup_offline import MemoryGroups
+    from argus.network.memory import MemoryGroups
 
     def methods(cls) -> set[str]:
         return {n for n in vars(cls) if not n.startswith("_")}

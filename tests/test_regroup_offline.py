@@ -1,6 +1,6 @@
 """The aggregate regrouping decisions of the multi-query optimizer (argus.mqo.regroup),
-without a server: the catalog it reads is a dict (regroup.Groups), the network a fake
-that records the nodes the optimizer asks for."""
+without a server: the catalog it reads is a dict (network.memory.MemoryGroups), the
+network a fake that records the nodes the optimizer asks for."""
 
 from __future__ import annotations
 
@@ -10,40 +10,7 @@ from argus.nodes import Node
 from argus.plan import Agg, Col
 from argus.mqo.regroup import Want, aggregate
 from argus.mqo.sharing import Sharing
-
-
-class MemoryGroups:
-    """regroup.Groups in memory."""
-
-    def __init__(self) -> None:
-        # node -> (input, group expressions, rerolled)
-        self.topology: dict[int, tuple[int, list[str], bool]] = {}
-        self.sizes: dict[int, int] = {}
-
-    def exprs(self, node_id):
-        return list(self.topology[node_id][1])
-
-    def rerolled(self, node_id):
-        return self.topology[node_id][2]
-
-    def rows(self, node_id):
-        return self.sizes.get(node_id, 0)
-
-    def covering(self, input_id, exprs):
-        found = [n for n, (i, mine, _) in self.topology.items()
-                 if i == input_id and set(exprs) <= set(mine)]
-        return sorted(found, key=lambda n: (self.rows(n), n))
-
-    def coarser(self, input_id, than, width):
-        return [n for n, (i, mine, rerolled) in self.topology.items()
-                if i == input_id and not rerolled and n != than and len(mine) < width]
-
-    def record(self, node_id, input_id, exprs, rerolled):
-        self.topology.setdefault(node_id, (input_id, list(exprs), rerolled))
-
-    def reroll(self, node_id):
-        input_id, exprs, _ = self.topology[node_id]
-        self.topology[node_id] = (input_id, exprs, True)
+from argus.network.memory import MemoryGroups
 
 
 class Network:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 import psycopg
-from psycopg import sql
 
 from ..errors import UnknownStreamError
 from ..frontend.constants import Constants
@@ -71,21 +70,11 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
     def own_nodes(self) -> frozenset[int]:
         return frozenset() if self.replan is None else self.replan.hidden
 
-    def _finite(self, node: Node) -> frozenset[str]:
-        """The node's columns that hold a stream's time column as it is (its inbox
-        refuses infinite times; a table's rows come from the application): sharing
-        may take one band window of them to imply a wider one."""
-        if node.loaded:
-            return self._once(("finite", node.id), lambda: frozenset(
-                r[0] for r in self.conn.execute(
-                    "SELECT time_column FROM argus_catalog.streams WHERE node_id = %s "
-                    "AND time_column IS NOT NULL", (node.id,))
-                if node.insert_only))  # (a table: stream.is_table)
-        if not node.kind_of.selects or len(node.parents) != 1:
-            return frozenset()
-        passed = {sql.Identifier("t1", c).as_string(None): c
-                  for c in self._finite(self.load(node.parents[0]))}
-        return frozenset(c for c, e in zip(node.columns, node.exprs) if e in passed)
+    def time_columns(self, source: Node) -> frozenset[str]:
+        return self._once(("finite", source.id), lambda: frozenset(
+            r[0] for r in self.conn.execute(
+                "SELECT time_column FROM argus_catalog.streams WHERE node_id = %s "
+                "AND time_column IS NOT NULL", (source.id,))))
 
     def ancestors(self, node_id: int) -> list[tuple[int, str]]:
         """The node and every node it is computed from, in evaluation order: (id, kind)."""

@@ -268,6 +268,19 @@ class Mapping(SetOps):
         return node.id, self.names[plan], dict(zip(node.columns, node.types)), \
             self._finite(node)
 
+    def _finite(self, node: Node) -> frozenset[str]:
+        """The node's columns that hold a stream's time column as it is (its inbox
+        refuses infinite times; a table's rows come from the application): sharing
+        may take one band window of them to imply a wider one. (The network's
+        `time_columns`: a source's.)"""
+        if node.loaded:  # (a table's rows come from the application: stream.is_table)
+            return self.time_columns(node) if node.insert_only else frozenset()
+        if not node.kind_of.selects or len(node.parents) != 1:
+            return frozenset()
+        passed = {sql.Identifier("t1", c).as_string(None): c
+                  for c in self._finite(self.load(node.parents[0]))}
+        return frozenset(c for c, e in zip(node.columns, node.exprs) if e in passed)
+
     def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
         """A block's chosen tree and the best alternatives, as `argus explain` shows them:
         instances by their sources' names."""

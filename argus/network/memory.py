@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+
+import sqlglot
+from sqlglot import exp
 
 from ..mqo import order
 from ..mqo.blocks import (Block, Indexed, enriched_columns, enriched_parents, enrichment,
@@ -17,36 +21,94 @@ from ..mqo.blocks import (Block, Indexed, enriched_columns, enriched_parents, en
 from ..mqo.memory_index import Entry, MemoryIndex
 from ..mqo.order import Estimates
 from ..mqo.sharing import IndexEntry, Sharing
-from ..nodes import Node, signature
+from ..nodes import KINDS, Node, signature
 from ..plan import Col
 from .apply import SEQUENCE_GAP
+from .mapping import Mapping
+from .reshape import growing
 from .row_model import sampled, share
+from ..trees import DIALECT
 
 
-class MemoryNetwork:
-    """Nodes by id, the computation index, and each source's rows."""
+class MemoryGroups:
+    """regroup.Groups in memory: each aggregate's input, group expressions and whether
+    it is regrouped; `sizes`: its groups (an input's: its rows), set as it is recorded
+    by `size_of(input, expressions)` where given."""
+
+    def __init__(self, size_of=None) -> None:
+        self.topology: dict[int, tuple[int, list[str], bool]] = {}
+        self.sizes: dict[int, int] = {}
+        self.size_of = size_of
+
+    def exprs(self, node_id):
+        return list(self.topology[node_id][1])
+
+    def rerolled(self, node_id):
+        return self.topology[node_id][2]
+
+    def rows(self, node_id):
+        return self.sizes.get(node_id, 0)
+
+    def covering(self, input_id, exprs):
+        found = [n for n, (i, mine, _) in self.topology.items()
+                 if i == input_id and set(exprs) <= set(mine)]
+        return sorted(found, key=lambda n: (self.rows(n), n))
+
+    def coarser(self, input_id, than, width):
+        return [n for n, (i, mine, rerolled) in self.topology.items()
+                if i == input_id and not rerolled and n != than and len(mine) < width]
+
+    def record(self, node_id, input_id, exprs, rerolled):
+        self.topology.setdefault(node_id, (input_id, list(exprs), rerolled))
+        if self.size_of is not None and node_id not in self.sizes:
+            self.sizes[node_id] = self.size_of(input_id, exprs)
+
+    def reroll(self, node_id):
+        input_id, exprs, _ = self.topology[node_id]
+        self.topology[node_id] = (input_id, exprs, True)
+
+
+class MemoryNetwork(Mapping):
+    """Nodes by id, the computation index, the aggregates' groups, each source's rows;
+    plans mapped to nodes as network.mapping maps them."""
 
     replan = None  # (a registered query planned again needs the cycles' measurements)
+    constants = None  # (constants are not asked of PostgreSQL)
 
     def __init__(self, sharing: Sharing, layout: str = "cost",
                  samples: dict[str, list[dict]] | None = None) -> None:
         self.sharing, self.layout, self.query = sharing, layout, ""
         self.nodes: dict[int, Node] = {}
-        self.rows: dict[int, float] = {}  # source -> its rows
+        self.rows: dict[int, float] = {}  # stream -> its rows
         self.index = MemoryIndex()
         self.blocks: dict[int, tuple[tuple[int, ...], dict[str, str]]] = {}  # sources, atoms
         self.signatures: dict[str, int] = {}
         self.created_by: dict[int, str] = {}  # node -> the query it was made for
         self.samples = samples or {}  # stream -> rows (column -> value)
         self._shares: dict[tuple, float] = {}
+        self.streams: dict[str, int] = {}  # name -> node
+        self.times: dict[int, frozenset[str]] = {}  # source -> its time column
+        self.groups = MemoryGroups(self._groups_of)
+        self.names: dict = {}  # (network.mapping's)
+        self._memo: dict = {}
+        self.join_orders: list[dict] = []
+        self.unions: dict[int, tuple[str, list[str]]] = {}  # node -> (op, operands)
 
     # -- the network -------------------------------------------------------------------
 
-    def add_stream(self, name: str, columns: dict[str, str], rows: int) -> Node:
+    def add_stream(self, name: str, columns: dict[str, str], rows: int,
+                   time_column: str | None = None) -> Node:
         node = Node(len(self.nodes) + 1, "stream", 0, 0, (), tuple(columns), tuple(columns),
                     ("argus_streams", name), {"stream": name}, types=tuple(columns.values()))
         self.nodes[node.id], self.rows[node.id] = node, float(rows)
+        self.streams[name], self.groups.sizes[node.id] = node.id, rows
+        self.times[node.id] = frozenset([time_column] if time_column else [])
         return node
+
+    def plan(self, query: str, plan) -> Node:
+        """A query's plan (its input: network.mapping's) mapped to nodes for `query`."""
+        self.query, self.names, self._memo = query, {}, {}
+        return self.node_for(plan)
 
     def load(self, node_id: int) -> Node:
         return self.nodes[node_id]
@@ -74,8 +136,19 @@ class MemoryNetwork:
             self._shares[key] = share(clauses) if found is None else found
         return self._shares[key]
 
+    def _rows(self, node_id: int) -> float:
+        """A node's rows: a source's as given, an indexed block's or an aggregate's as
+        modelled when it was made, any other node's its first parent's."""
+        if node_id in self.rows:
+            return self.rows[node_id]
+        if node_id in self.index.entries:
+            return self.index.entries[node_id].indexed.rows
+        if node_id in self.groups.sizes:
+            return self.groups.sizes[node_id]
+        return self._rows(self.nodes[node_id].parents[0])
+
     def estimate(self, source_id: int, instance: int, conds) -> float:
-        return self.rows[source_id] * self._share(
+        return self._rows(source_id) * self._share(
             {instance: source_id}, (c for cond in conds for c in cond.predset))
 
     def estimates(self, block: Block) -> Estimates | None:
@@ -111,7 +184,7 @@ class MemoryNetwork:
 
     def source_index(self, node: Node) -> Indexed:
         return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns),
-                       int(self.rows[node.id]))
+                       int(self._rows(node.id)))
 
     def sources_of(self, node: Node) -> list[int]:
         return list(self.blocks[node.id][0]) if node.id in self.blocks else [node.id]
@@ -123,17 +196,62 @@ class MemoryNetwork:
     def column(self, node: Node, atom: str) -> str:
         return self.atoms(node)[atom]
 
+    # -- what the mapping asks ------------------------------------------------------------
+
+    def check_horizon(self, parent: Node, bounds) -> None:
+        pass  # (nothing is purged in memory)
+
+    def _stream_node(self, stream: str) -> Node:
+        return self.nodes[self.streams[stream]]
+
+    def time_columns(self, source: Node) -> frozenset[str]:
+        return self.times.get(source.id, frozenset())
+
+    def probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
+        """A column's type without its modifier (as pg_typeof says it), else unknown."""
+        typed = {f'"t1"."{c}"': re.sub(r"\(.*\)", "", t)
+                 for c, t in zip(parent.columns, parent.types)}
+        return [typed.get(e, "unknown") for e in exprs]
+
+    def _bound(self) -> dict:
+        return {}
+
+    def _index_parent(self, *_) -> None:
+        pass  # (indexes are the catalog's network's)
+
+    _index_join_keys = _record_indexes = _top_index = _index_parent
+
+    def unions_within(self, keys: list[str]) -> list[tuple[int, list[str]]]:
+        found = [(n, operands) for n, (op, operands) in self.unions.items()
+                 if op == "union_all" and set(operands) <= set(keys)]
+        return sorted(found, key=lambda f: (-len(f[1]), -self.groups.rows(f[0]), f[0]))
+
+    def record_union(self, node_id: int, op: str, operands: list[str]) -> None:
+        self.unions.setdefault(node_id, (op, operands))
+
+    def _groups_of(self, input_id: int, exprs: list[str]) -> int:
+        """An aggregate's groups: the distinct values of its group columns in the
+        sample of its input's stream, else a tenth of its input's rows."""
+        node = self.nodes[input_id]
+        columns = [re.fullmatch(r'"t1"\."([^"]+)"', e) for e in exprs]
+        sample = self.samples.get(node.hist_ref[1]) if node.loaded else None
+        if sample and all(columns):
+            return len({tuple(row[c.group(1)] for c in columns) for row in sample})
+        return max(int(self.groups.rows(input_id) / 10), 1)
+
     # -- what it makes -------------------------------------------------------------------
 
     def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
                     entry: IndexEntry) -> Node:
-        return self._ensure("select", [parent], columns, {"predicate": predicate}, entry)
+        return self.ensure("select", [parent], columns, {"predicate": predicate},
+                           parent.insert_only, entry)
 
     def make_join(self, left: Node, right: Node, condition: str, columns: list[Col],
                   entry: IndexEntry, copy=None, table: bool = False) -> Node:
-        return self._ensure("join", [left, right], columns,
-                            {"join_type": "inner", "condition": condition}, entry,
-                            private=not self.sharing.join_sharing)
+        return self.ensure("join", [left, right], columns,
+                           {"join_type": "inner", "condition": condition},
+                           left.insert_only and right.insert_only, entry,
+                           private=not self.sharing.join_sharing)
 
     def enrich(self, node: Node, atoms: set[str]) -> Node:
         """Projection enrichment, as network.reshape.enrich plans it."""
@@ -156,29 +274,66 @@ class MemoryNetwork:
         self.nodes[node.id] = node
         return node
 
-    def _ensure(self, kind: str, parents: list[Node], columns: list[Col], definition: dict,
-                entry: IndexEntry, private: bool = False) -> Node:
-        """An equal node (by signature), else a new one, recorded in the index."""
+    def ensure(self, kind: str, parents: list[Node], columns, definition: dict,
+               insert_only: bool, entry: IndexEntry | None = None, private: bool = False,
+               copy=None, table: bool = False, layout: dict | None = None) -> Node:
+        """An equal node (by signature), else a new one (an indexed block's recorded in
+        the index), as network.builder.Builder.ensure finds and describes it."""
         names, exprs = tuple(c.name for c in columns), tuple(c.expr for c in columns)
         scope = self.query if private or self.sharing.strategy == "none" else None
         text = signature(kind, parents, names, exprs, definition, scope)
         if text in self.signatures:
             return self.nodes[self.signatures[text]]
+        layout = dict(layout or {})
+        if KINDS[kind].groups:
+            layout |= growing(definition, parents[0])
+        node_id = len(self.nodes) + 1
+        node = Node(node_id, kind, max(p.join_level for p in parents) + (len(parents) > 1),
+                    max(p.sequence_id for p in parents) + SEQUENCE_GAP,
+                    tuple(p.id for p in parents), names, exprs, ("argus_net", f"n{node_id}"),
+                    definition, layout=layout, insert_only=insert_only,
+                    types=tuple(self._type_of(e, parents) for e in exprs))
+        self.nodes[node_id], self.signatures[text] = node, node_id
+        self.created_by[node_id] = self.query
+        if entry is not None:
+            atoms = {atom: name for name, atom in entry.atoms.items()}
+            self.blocks[node_id] = (entry.sources, atoms)
+            rows = math.prod(self._rows(s) for s in entry.sources) * self._share(
+                dict(enumerate(entry.sources, 1)), entry.predset)
+            self.index.record(Entry(Indexed(node_id, entry.sources, entry.predset, atoms,
+                                            int(rows))))
+        return node
+
+    def restructure(self, node: Node, definition: dict, columns: list[Col],
+                    new_parent: Node | None = None) -> Node:
+        """An aggregate changed in place, as network.reshape.restructure changes it."""
+        parent = new_parent or self.nodes[node.parents[0]]
+        layout = {k: v for k, v in node.layout.items()
+                  if k not in ("grows", "counted", "outward")} | growing(definition, parent)
+        if new_parent is not None:  # (after its new parent: network.records.reparent)
+            node = dataclasses.replace(node, join_level=parent.join_level,
+                                       sequence_id=parent.sequence_id + SEQUENCE_GAP)
+        node = dataclasses.replace(node, parents=(parent.id,), definition=definition,
+                                   layout=layout, columns=tuple(c.name for c in columns),
+                                   exprs=tuple(c.expr for c in columns),
+                                   types=tuple(self._type_of(c.expr, [parent])
+                                               for c in columns))
+        self.nodes[node.id] = node
+        return node
+
+    def _type_of(self, expr: str, parents: list[Node]) -> str:
+        """A column's type: a parent's column's, an aggregate's of it as PostgreSQL
+        types it (count: bigint; min, max: its argument's; sum: bigint of integers,
+        numeric else; avg: numeric), else unknown."""
         typed = {f'"t{k}"."{c}"': t for k, p in enumerate(parents, 1)
                  for c, t in zip(p.columns, p.types)}
-        node = Node(len(self.nodes) + 1, kind,
-                    max(p.join_level for p in parents) + (len(parents) > 1),
-                    max(p.sequence_id for p in parents) + SEQUENCE_GAP,
-                    tuple(p.id for p in parents), names, exprs,
-                    ("argus_net", f"n{len(self.nodes) + 1}"), definition,
-                    insert_only=all(p.insert_only for p in parents),
-                    types=tuple(typed.get(e, "unknown") for e in exprs))
-        self.nodes[node.id], self.signatures[text] = node, node.id
-        self.created_by[node.id] = self.query
-        atoms = {atom: name for name, atom in entry.atoms.items()}
-        self.blocks[node.id] = (entry.sources, atoms)
-        rows = math.prod(self.rows[s] for s in entry.sources) * self._share(
-            dict(enumerate(entry.sources, 1)), entry.predset)
-        self.index.record(Entry(Indexed(node.id, entry.sources, entry.predset, atoms,
-                                        int(rows))))
-        return node
+        if expr in typed:
+            return typed[expr]
+        tree = sqlglot.parse_one(expr, read=DIALECT)
+        if isinstance(tree, exp.Count):
+            return "bigint"
+        arg = typed.get(tree.this.sql(DIALECT), "unknown") if isinstance(
+            tree, (exp.Min, exp.Max, exp.Sum, exp.Avg)) else "unknown"
+        if isinstance(tree, exp.Sum):
+            return "bigint" if arg in ("smallint", "integer", "bigint") else "numeric"
+        return "numeric" if isinstance(tree, exp.Avg) else arg

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 SHARES = {"=": 0.005, "<": 1 / 3, "<=": 1 / 3, ">": 1 / 3, ">=": 1 / 3}  # (PostgreSQL's)
 OTHER_SHARE = 0.5
-SAMPLED = 100  # rows of a sample read for one or two instances (pairs: their square)
+SAMPLED = 60  # rows of a sample read for one or two instances (pairs: their square)
 _OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
 
