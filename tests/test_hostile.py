@@ -457,6 +457,28 @@ def test_an_isolated_node_is_never_shared(oracle):
     assert sorted(oracle.db.results("counts")) == [(1, 2), (2, 1)]
 
 
+def test_a_node_made_beside_an_isolated_one_and_isolated_too_is_not_taken_again(oracle):
+    """An equal query after a failure gets a node beside the isolated one; that one
+    isolated too, a third equal query gets a node beside both (a helper: it took the
+    second's signature, and registering failed on a duplicate)."""
+    oracle.create_table("acct", {"id": "int", "g": "int", "bal": "int"}, "id")
+    oracle.insert("acct", [(1, 1, 10), (2, 2, 20)])
+    oracle.run()
+    query = "SELECT g, sum(100 / (bal - 7)) AS q FROM acct GROUP BY g"
+    nodes = set()
+    for name, id in (("first", 1), ("second", 2), ("third", None)):
+        oracle.register(name, query)
+        nodes.add(oracle.db.query(name).output_node)
+        if id is not None:
+            oracle.update("acct", [(id, id, 7)])
+            assert name in oracle.run().failed
+            oracle.update("acct", [(id, id, 8)])
+            oracle.run()
+    assert len(nodes) == 3
+    oracle.update("acct", [(1, 1, 9)])
+    oracle.run()  # the third is exact (the oracle), the first two stay isolated
+
+
 def test_numeric_aggregates_take_the_scale_of_the_rows_they_hold(oracle):
     """PostgreSQL's numeric sum has the largest scale of its rows, and an average or a
     variance is rounded at it: when the rows of larger scale leave a window, the answer

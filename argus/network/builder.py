@@ -141,17 +141,15 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
             layout["virtual"] = True
         if of.groups:
             layout |= growing(definition, parents[0])
-        signature_text = signature(kind, parents, names, exprs, definition, self._scope(private))
-        found = self.conn.execute(
-            "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
-            "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
-            (signature_text,)).fetchone()
-        if not found:
-            found = self._lazy(signature_text)
-        if found and found[1]:  # the same node, isolated since a failure: stale, not shared
-            signature_text = signature(kind, parents, names, exprs, definition,
-                                       f"{self._scope(private)} beside isolated node {found[0]}")
-            found = None
+        scope = self._scope(private)
+        signature_text = signature(kind, parents, names, exprs, definition, scope)
+        found = self._signed(signature_text) or self._lazy(signature_text)
+        # the same node, isolated since a failure, is stale: not shared; nor is one made
+        # beside it and isolated since (a third equal query once took its signature)
+        while found and found[1]:
+            scope = f"{scope} beside isolated node {found[0]}"
+            signature_text = signature(kind, parents, names, exprs, definition, scope)
+            found = self._signed(signature_text)
         if found:
             node = self.load(found[0])
             if entry is not None and self._block(node.id) is None:
@@ -161,6 +159,13 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
                                    names, exprs, definition, layout, insert_only,
                                    signature_text, copy=copy), table)
         return self.create(new, entry)
+
+    def _signed(self, signature_text: str) -> tuple[int, bool] | None:
+        """The node of this signature: (node, isolated since a failure)."""
+        return self.conn.execute(
+            "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
+            "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
+            (signature_text,)).fetchone()
 
     def _lazy(self, signature_text: str) -> tuple[int, bool] | None:
         """The join built lazily as this signature's (found by no signature): this

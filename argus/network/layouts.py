@@ -204,8 +204,12 @@ class Layouts:
         cycle computing them for no reader cost the loose chains most of theirs."""
         if not (node.kind_of.joins and virtual(node)) or "deferred" in node.layout:
             return node
-        if self.conn.execute("SELECT 1 FROM argus_catalog.edges WHERE parent_id = %s",
-                             (node.id,)).fetchone():
+        # a consumer reads its delta, or a query already registered does, through its
+        # changes view (made deferred by a second query, the first's changes lost rows)
+        if self.conn.execute(
+                "SELECT 1 FROM argus_catalog.edges WHERE parent_id = %(n)s "
+                "UNION ALL SELECT 1 FROM argus_catalog.queries WHERE output_node = %(n)s",
+                {"n": node.id}).fetchone():
             return node
         parents = [self.load(p) for p in node.parents]
         if one_sided(node, parents) is None:
