@@ -7,15 +7,22 @@ Their rows are a model's (the server's rows as a sample), not PostgreSQL's estim
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import argus
 
 from argus.frontend.analyze import StreamSchema, analyze
 from argus.mqo.sharing import Sharing
 from argus.network.memory import MemoryNetwork
 
+from .conftest import _create_database, _drop_database
 from .fixtures import cases
+from .test_property_sharing import C, QUERIES
 from .test_sharing import RESERVED, transfer_rows
 
 COLUMNS = {"tran_id": "bigint", "tran_date": "date", "sender": "text", "receiver": "text",
@@ -47,3 +54,43 @@ def planned(case: dict) -> dict[str, str]:
 def test_sharing_planned_without_a_server(case):
     expected = {k.split()[1]: v for k, v in case.items() if k.startswith("nodes ")}
     assert planned(case) == expected
+
+
+FAMILY_COLUMNS = {"id": "integer", "k": "integer", "v": "integer", "w": "integer", "t": "text"}
+FAMILY_SCHEMAS = {"tr": StreamSchema("tr", tuple(FAMILY_COLUMNS.items()), None)}
+FAMILY_ROWS = st.lists(st.tuples(st.integers(0, 1000), st.one_of(st.none(), C), C, C,
+                                 st.sampled_from([None, "a", "b"])), min_size=50, max_size=200)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(family=st.lists(QUERIES, min_size=2, max_size=6),
+       strategy=st.sampled_from(["selection", "match-plan", "none"]), rows=FAMILY_ROWS)
+def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, template_db,
+                                                                family, strategy, rows):
+    """Families of overlapping queries (test_property_sharing's: thresholds, alias
+    orders, bands, groupings, set operations) registered on a server and planned in
+    memory over the same rows give the same nodes."""
+    family = dict(zip((f"q{i}" for i in itertools.count()), family))
+    online, creators = {}, {}
+    dsn = _create_database(admin_dsn, "argus_offline_family", template=template_db)
+    try:
+        with argus.connect(dsn, sharing=strategy) as db:
+            db.create_stream("tr", FAMILY_COLUMNS)
+            db.insert("tr", rows)
+            db.run()
+            for name, text in family.items():
+                made = db.register_query(name, text).nodes
+                creators |= {n.id: name for n in made if n.created}
+            for info in db.queries():
+                online[info.name] = " ".join(f"{n.kind}@{creators[n.id]}" for n in info.nodes
+                                             if n.kind != "stream")
+    finally:
+        _drop_database(admin_dsn, "argus_offline_family")
+    net = MemoryNetwork(Sharing.of(strategy), samples={"tr": [dict(zip(FAMILY_COLUMNS, r))
+                                                              for r in rows]})
+    stream = net.add_stream("tr", FAMILY_COLUMNS, rows=len(rows))
+    tops = {name: net.plan(name, analyze(text, FAMILY_SCHEMAS).plan.input)
+            for name, text in family.items()}
+    assert {name: " ".join(f"{kind}@{net.created_by[n]}" for n, kind in net.ancestors(t.id)
+                           if n != stream.id) for name, t in tops.items()} == online, family
