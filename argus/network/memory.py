@@ -35,10 +35,11 @@ class MemoryGroups:
     it is regrouped; `sizes`: its groups (an input's: its rows), set as it is recorded
     by `size_of(input, expressions)` where given."""
 
-    def __init__(self, size_of=None) -> None:
+    def __init__(self, size_of=None, fresh: set[int] | None = None) -> None:
         self.topology: dict[int, tuple[int, list[str], bool]] = {}
         self.sizes: dict[int, int] = {}
         self.size_of = size_of
+        self.fresh = set() if fresh is None else fresh  # (never offered: MemoryNetwork's)
 
     def exprs(self, node_id):
         return list(self.topology[node_id][1])
@@ -51,12 +52,13 @@ class MemoryGroups:
 
     def covering(self, input_id, exprs):
         found = [n for n, (i, mine, _) in self.topology.items()
-                 if i == input_id and set(exprs) <= set(mine)]
+                 if i == input_id and set(exprs) <= set(mine) and n not in self.fresh]
         return sorted(found, key=lambda n: (self.rows(n), n))
 
     def coarser(self, input_id, than, width):
         return [n for n, (i, mine, rerolled) in self.topology.items()
-                if i == input_id and not rerolled and n != than and len(mine) < width]
+                if i == input_id and not rerolled and n != than and len(mine) < width
+                and n not in self.fresh]
 
     def record(self, node_id, input_id, exprs, rerolled):
         self.topology.setdefault(node_id, (input_id, list(exprs), rerolled))
@@ -88,7 +90,10 @@ class MemoryNetwork(Mapping):
         self._shares: dict[tuple, float] = {}
         self.streams: dict[str, int] = {}  # name -> node
         self.times: dict[int, frozenset[str]] = {}  # source -> its time column
-        self.groups = MemoryGroups(self._groups_of)
+        # the nodes made for the query being planned: none is offered to it again, as
+        # the catalog's argus.excluded_nodes offers none a registration made
+        self.fresh: set[int] = set()
+        self.groups = MemoryGroups(self._groups_of, self.fresh)
         self.names: dict = {}  # (network.mapping's)
         self._memo: dict = {}
         self.join_orders: list[dict] = []
@@ -108,6 +113,7 @@ class MemoryNetwork(Mapping):
     def plan(self, query: str, plan) -> Node:
         """A query's plan (its input: network.mapping's) mapped to nodes for `query`."""
         self.query, self.names, self._memo = query, {}, {}
+        self.fresh.clear()
         return self.node_for(plan)
 
     def load(self, node_id: int) -> Node:
@@ -180,7 +186,8 @@ class MemoryNetwork(Mapping):
         pass
 
     def candidates(self, sources, shapes) -> list[Indexed]:
-        return self.index.candidates(sources, shapes)
+        return [c for c in self.index.candidates(sources, shapes)
+                if c.node_id not in self.fresh]
 
     def source_index(self, node: Node) -> Indexed:
         return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns),
@@ -223,7 +230,7 @@ class MemoryNetwork(Mapping):
 
     def unions_within(self, keys: list[str]) -> list[tuple[int, list[str]]]:
         found = [(n, operands) for n, (op, operands) in self.unions.items()
-                 if op == "union_all" and set(operands) <= set(keys)]
+                 if op == "union_all" and set(operands) <= set(keys) and n not in self.fresh]
         return sorted(found, key=lambda f: (-len(f[1]), -self.groups.rows(f[0]), f[0]))
 
     def record_union(self, node_id: int, op: str, operands: list[str]) -> None:
@@ -282,6 +289,9 @@ class MemoryNetwork(Mapping):
         names, exprs = tuple(c.name for c in columns), tuple(c.expr for c in columns)
         scope = self.query if private or self.sharing.strategy == "none" else None
         text = signature(kind, parents, names, exprs, definition, scope)
+        while self.signatures.get(text) in self.fresh:  # (as isolated: the catalog's)
+            scope = f"{scope} beside isolated node {self.signatures[text]}"
+            text = signature(kind, parents, names, exprs, definition, scope)
         if text in self.signatures:
             return self.nodes[self.signatures[text]]
         layout = dict(layout or {})
@@ -295,6 +305,7 @@ class MemoryNetwork(Mapping):
                     types=tuple(self._type_of(e, parents) for e in exprs))
         self.nodes[node_id], self.signatures[text] = node, node_id
         self.created_by[node_id] = self.query
+        self.fresh.add(node_id)
         if entry is not None:
             atoms = {atom: name for name, atom in entry.atoms.items()}
             self.blocks[node_id] = (entry.sources, atoms)

@@ -14,7 +14,10 @@ from fractions import Fraction
 
 SHARES = {"=": 0.005, "<": 1 / 3, "<=": 1 / 3, ">": 1 / 3, ">=": 1 / 3}  # (PostgreSQL's)
 OTHER_SHARE = 0.5
-SAMPLED = 60  # rows of a sample read for one or two instances (pairs: their square)
+# the rows (pairs, triples) of the samples read at most: all of two samples of 200 rows;
+# 20 of each of three or more
+COMBINATIONS = {1: 40_000, 2: 40_000}
+MANY = 8_000
 _OPS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
 
@@ -64,7 +67,7 @@ def sampled(clauses, samples: dict[int, list[dict]]) -> float | None:
     """The share of the samples' rows (instance -> rows; of their pairs, over two
     instances) the clauses hold on; None: a literal cannot be read here."""
     instances = sorted(samples)
-    each = max(5, round(SAMPLED ** (2 / max(len(instances), 2))))  # (~SAMPLED² in all)
+    each = max(5, int(COMBINATIONS.get(len(instances), MANY) ** (1 / len(instances))))
     passed = total = 0
     for combination in itertools.product(*(samples[i][:each] for i in instances)):
         rows = dict(zip(instances, combination))
