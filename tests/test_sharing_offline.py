@@ -23,7 +23,7 @@ from argus.network.memory import MemoryNetwork
 from .conftest import _create_database, _drop_database
 from .fixtures import cases
 from .test_property_sharing import C, QUERIES
-from .test_sharing import RESERVED, transfer_rows
+from .test_sharing import RESERVED, shapes, transfer_rows
 
 COLUMNS = {"tran_id": "bigint", "tran_date": "date", "sender": "text", "receiver": "text",
            "amount": "numeric(14,2)"}
@@ -43,11 +43,18 @@ def planned(case: dict) -> dict[str, str]:
     net = MemoryNetwork(Sharing.of(case.get("sharing")), case.get("layout", "cost"),
                         samples={"transfers": SAMPLE})
     stream = net.add_stream("transfers", COLUMNS, rows=len(SAMPLE), time_column="tran_date")
-    tops = {name: net.plan(name, analyze(text, SCHEMAS).plan.input)
-            for name, text in queries(case).items()}
+    return offline_shapes(net, stream, queries(case), SCHEMAS)
+
+
+def offline_shapes(net: MemoryNetwork, stream, family: dict[str, str], schemas
+                   ) -> dict[str, str]:
+    """Each query planned in turn, then its nodes besides the stream, as
+    tests/test_sharing.shapes gives them (once all are planned: a node may move)."""
+    tops = {name: net.plan(name, analyze(text, schemas).plan.input)
+            for name, text in family.items()}
     return {name: " ".join(f"{kind}@{net.created_by[n]}"
                            for n, kind in net.ancestors(top.id) if n != stream.id)
-            for name, top in tops.items()}  # (once all are planned: a node may move)
+            for name, top in tops.items()}
 
 
 @pytest.mark.parametrize("case", cases("sharing.txt"), ids=lambda c: c["title"])
@@ -72,7 +79,7 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
     orders, bands, groupings, set operations) registered on a server and planned in
     memory over the same rows give the same nodes."""
     family = dict(zip((f"q{i}" for i in itertools.count()), family))
-    online, creators = {}, {}
+    creators = {}
     dsn = _create_database(admin_dsn, "argus_offline_family", template=template_db)
     try:
         with argus.connect(dsn, sharing=strategy) as db:
@@ -82,15 +89,10 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
             for name, text in family.items():
                 made = db.register_query(name, text).nodes
                 creators |= {n.id: name for n in made if n.created}
-            for info in db.queries():
-                online[info.name] = " ".join(f"{n.kind}@{creators[n.id]}" for n in info.nodes
-                                             if n.kind != "stream")
+            online = shapes(db, creators)
     finally:
         _drop_database(admin_dsn, "argus_offline_family")
     net = MemoryNetwork(Sharing.of(strategy), samples={"tr": [dict(zip(FAMILY_COLUMNS, r))
                                                               for r in rows]})
     stream = net.add_stream("tr", FAMILY_COLUMNS, rows=len(rows))
-    tops = {name: net.plan(name, analyze(text, FAMILY_SCHEMAS).plan.input)
-            for name, text in family.items()}
-    assert {name: " ".join(f"{kind}@{net.created_by[n]}" for n, kind in net.ancestors(t.id)
-                           if n != stream.id) for name, t in tops.items()} == online, family
+    assert offline_shapes(net, stream, family, FAMILY_SCHEMAS) == online, family

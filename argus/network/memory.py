@@ -81,7 +81,6 @@ class MemoryNetwork(Mapping):
                  samples: dict[str, list[dict]] | None = None) -> None:
         self.sharing, self.layout, self.query = sharing, layout, ""
         self.nodes: dict[int, Node] = {}
-        self.rows: dict[int, float] = {}  # stream -> its rows
         self.index = MemoryIndex()
         self.blocks: dict[int, tuple[tuple[int, ...], dict[str, str]]] = {}  # sources, atoms
         self.signatures: dict[str, int] = {}
@@ -105,8 +104,8 @@ class MemoryNetwork(Mapping):
                    time_column: str | None = None) -> Node:
         node = Node(len(self.nodes) + 1, "stream", 0, 0, (), tuple(columns), tuple(columns),
                     ("argus_streams", name), {"stream": name}, types=tuple(columns.values()))
-        self.nodes[node.id], self.rows[node.id] = node, float(rows)
-        self.streams[name], self.groups.sizes[node.id] = node.id, rows
+        self.nodes[node.id], self.streams[name] = node, node.id
+        self.groups.sizes[node.id] = rows  # (a source's rows: regrouping reads them too)
         self.times[node.id] = frozenset([time_column] if time_column else [])
         return node
 
@@ -143,10 +142,8 @@ class MemoryNetwork(Mapping):
         return self._shares[key]
 
     def _rows(self, node_id: int) -> float:
-        """A node's rows: a source's as given, an indexed block's or an aggregate's as
-        modelled when it was made, any other node's its first parent's."""
-        if node_id in self.rows:
-            return self.rows[node_id]
+        """A node's rows: an indexed block's or an aggregate's as modelled when it was
+        made, a source's as given, any other node's its first parent's."""
         if node_id in self.index.entries:
             return self.index.entries[node_id].indexed.rows
         if node_id in self.groups.sizes:
@@ -162,7 +159,7 @@ class MemoryNetwork(Mapping):
             return None
 
         def joined(linked: frozenset[int], conds) -> float:
-            linking = [c for cond in conds if len(cond.instances) > 1 for c in cond.predset]
+            linking = [c for cond in conds for c in cond.predset]  # (order._linked's)
             return math.prod(self.estimate(block.sources[i - 1], i,
                                            block.within(frozenset({i}))) for i in linked) \
                 * self._share({i: block.sources[i - 1] for i in linked}, linking)
@@ -216,9 +213,8 @@ class MemoryNetwork(Mapping):
 
     def probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
         """A column's type without its modifier (as pg_typeof says it), else unknown."""
-        typed = {f'"t1"."{c}"': re.sub(r"\(.*\)", "", t)
-                 for c, t in zip(parent.columns, parent.types)}
-        return [typed.get(e, "unknown") for e in exprs]
+        typed = _column_types([parent])
+        return [re.sub(r"\(.*\)", "", typed.get(e, "unknown")) for e in exprs]
 
     def _bound(self) -> dict:
         return {}
@@ -336,8 +332,7 @@ class MemoryNetwork(Mapping):
         """A column's type: a parent's column's, an aggregate's of it as PostgreSQL
         types it (count: bigint; min, max: its argument's; sum: bigint of integers,
         numeric else; avg: numeric), else unknown."""
-        typed = {f'"t{k}"."{c}"': t for k, p in enumerate(parents, 1)
-                 for c, t in zip(p.columns, p.types)}
+        typed = _column_types(parents)
         if expr in typed:
             return typed[expr]
         tree = sqlglot.parse_one(expr, read=DIALECT)
@@ -348,3 +343,9 @@ class MemoryNetwork(Mapping):
         if isinstance(tree, exp.Sum):
             return "bigint" if arg in ("smallint", "integer", "bigint") else "numeric"
         return "numeric" if isinstance(tree, exp.Avg) else arg
+
+
+def _column_types(parents: list[Node]) -> dict[str, str]:
+    """Each parent column, as an expression over t1, t2 … names it -> its type."""
+    return {exp.column(c, table=f"t{k}", quoted=True).sql(DIALECT): t
+            for k, p in enumerate(parents, 1) for c, t in zip(p.columns, p.types)}
