@@ -96,3 +96,19 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
                                                               for r in rows]})
     stream = net.add_stream("tr", FAMILY_COLUMNS, rows=len(rows))
     assert offline_shapes(net, stream, family, FAMILY_SCHEMAS) == online, family
+
+
+def test_the_row_model_reads_what_python_cannot_order_as_unknown():
+    """A sample's NULL fails a comparison, as in SQL; NaN, ±Infinity and a text
+    compared as a number are not read here (None: the model's default share), and a
+    sample of them is not read at all."""
+    from fractions import Fraction
+
+    from argus.frontend.canon import Literal
+    from argus.network.row_model import holds, sampled
+
+    above = Literal((('"i1"."w"', Fraction(1)),), ">", ("num", "3"))
+    assert [holds(above, {1: {"w": v}}) for v in (5, 2, None)] == [True, False, False]
+    for value in (float("nan"), float("inf"), -float("inf"), "x"):
+        assert holds(above, {1: {"w": value}}) is None
+    assert sampled([frozenset({above})], {1: [{"w": 5}, {"w": float("inf")}]}) is None

@@ -58,7 +58,7 @@ def holds(literal, rows: dict[int, dict]) -> bool | None:
         if len(values) == 1 and literal.terms[0][1] == 1:
             const = dt.date.fromisoformat(text) if isinstance(values[0], dt.date) else text
             return _OPS[literal.op](values[0], const)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (NaN, ±Infinity: not ordered here)
         pass
     return None
 
