@@ -3,13 +3,13 @@
 catalog and PostgreSQL's estimates, so that selection-join blocks are planned without a
 server (issue 55; tests/test_sharing_offline.py plans tests/fixtures/sharing.txt so).
 Its nodes are described as the Builder describes them, and never written. Each source
-holds the rows it is given, of which a condition passes the share network.row_model
-says."""
+holds the rows it is given, of which a condition passes the share its model says
+(network.row_model.SampleModel, or a test's server: then the two plan over the same
+numbers)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 
 import sqlglot
@@ -26,7 +26,7 @@ from ..plan import Col
 from .apply import SEQUENCE_GAP
 from .mapping import Mapping
 from .reshape import growing
-from .row_model import sampled, share
+from .row_model import SampleModel
 from ..trees import DIALECT
 
 
@@ -78,7 +78,7 @@ class MemoryNetwork(Mapping):
     constants = None  # (constants are not asked of PostgreSQL)
 
     def __init__(self, sharing: Sharing, layout: str = "cost",
-                 samples: dict[str, list[dict]] | None = None) -> None:
+                 samples: dict[str, list[dict]] | None = None, model=None) -> None:
         self.sharing, self.layout, self.query = sharing, layout, ""
         self.nodes: dict[int, Node] = {}
         self.index = MemoryIndex()
@@ -86,7 +86,9 @@ class MemoryNetwork(Mapping):
         self.signatures: dict[str, int] = {}
         self.created_by: dict[int, str] = {}  # node -> the query it was made for
         self.samples = samples or {}  # stream -> rows (column -> value)
-        self._shares: dict[tuple, float] = {}
+        # what the rows are taken to be: a sample's (row_model.SampleModel), or any
+        # object with its four methods (a test's: the server's own estimates and counts)
+        self.model = model or SampleModel(self.samples)
         self.streams: dict[str, int] = {}  # name -> node
         self.times: dict[int, frozenset[str]] = {}  # source -> its time column
         # the nodes made for the query being planned: none is offered to it again, as
@@ -130,42 +132,24 @@ class MemoryNetwork(Mapping):
 
     # -- what the optimizer reads --------------------------------------------------------
 
-    def _share(self, sources: dict[int, int], clauses) -> float:
-        """The share of the rows of instances (instance -> source) the clauses pass."""
-        clauses = frozenset(clauses)
-        key = (frozenset(sources.items()), clauses)
-        if key not in self._shares:
-            samples = {i: self.samples.get(self.nodes[s].hist_ref[1])
-                       for i, s in sources.items()}
-            found = sampled(clauses, samples) if clauses and all(samples.values()) else None
-            self._shares[key] = share(clauses) if found is None else found
-        return self._shares[key]
-
-    def _rows(self, node_id: int) -> float:
+    def source_rows(self, node_id: int) -> float:
         """A node's rows: an indexed block's or an aggregate's as modelled when it was
         made, a source's as given, any other node's its first parent's."""
         if node_id in self.index.entries:
             return self.index.entries[node_id].indexed.rows
         if node_id in self.groups.sizes:
             return self.groups.sizes[node_id]
-        return self._rows(self.nodes[node_id].parents[0])
+        return self.source_rows(self.nodes[node_id].parents[0])
 
     def estimate(self, source_id: int, instance: int, conds) -> float:
-        return self._rows(source_id) * self._share(
-            {instance: source_id}, (c for cond in conds for c in cond.predset))
+        return self.model.estimate(self, source_id, instance, conds)
 
     def estimates(self, block: Block) -> Estimates | None:
         if self.layout != "cost":
             return None
-
-        def joined(linked: frozenset[int], conds) -> float:
-            linking = [c for cond in conds for c in cond.predset]  # (order._linked's)
-            return math.prod(self.estimate(block.sources[i - 1], i,
-                                           block.within(frozenset({i}))) for i in linked) \
-                * self._share({i: block.sources[i - 1] for i in linked}, linking)
-
-        return order.block_estimates(block, self.estimate, lambda _, rows: 0.01 * rows,
-                                     joined)
+        return order.block_estimates(
+            block, self.estimate, lambda source, rows: self.model.inflow(self, source, rows),
+            lambda linked, conds: self.model.joined(self, block, linked, conds))
 
     def observed(self, node_id: int) -> float | None:
         return None  # (no cycle has run)
@@ -188,7 +172,7 @@ class MemoryNetwork(Mapping):
 
     def source_index(self, node: Node) -> Indexed:
         return Indexed(node.id, (node.id,), frozenset(), source_atoms(node.columns),
-                       int(self._rows(node.id)))
+                       int(self.source_rows(node.id)))
 
     def sources_of(self, node: Node) -> list[int]:
         return list(self.blocks[node.id][0]) if node.id in self.blocks else [node.id]
@@ -305,8 +289,7 @@ class MemoryNetwork(Mapping):
         if entry is not None:
             atoms = {atom: name for name, atom in entry.atoms.items()}
             self.blocks[node_id] = (entry.sources, atoms)
-            rows = math.prod(self._rows(s) for s in entry.sources) * self._share(
-                dict(enumerate(entry.sources, 1)), entry.predset)
+            rows = self.model.counted(self, entry.sources, entry.predset)
             self.index.record(Entry(Indexed(node_id, entry.sources, entry.predset, atoms,
                                             int(rows))))
         return node

@@ -77,3 +77,45 @@ def sampled(clauses, samples: dict[int, list[dict]]) -> float | None:
         total += 1
         passed += all(any(clause) for clause in results)
     return passed / total if total else None
+
+
+class SampleModel:
+    """A network's rows as modelled without a server (network.memory asks these four):
+    a source's rows given, the share of them a condition passes a sample's (else
+    PostgreSQL's default), linked instances independent of each other's local
+    conditions, and a hundredth of a source's rows new per cycle."""
+
+    def __init__(self, samples: dict[str, list[dict]]) -> None:
+        self.samples = samples  # stream -> rows (column -> value)
+        self._shares: dict[tuple, float] = {}
+
+    def estimate(self, net, source_id: int, instance: int, conds) -> float:
+        """The source's rows its instance's conditions pass."""
+        return net.source_rows(source_id) * self._share(
+            net, {instance: source_id}, (c for cond in conds for c in cond.predset))
+
+    def joined(self, net, block, linked: frozenset[int], conds) -> float:
+        """The linked instances' rows joined by `conds`, each under its local ones."""
+        linking = [c for cond in conds for c in cond.predset]  # (order._linked's)
+        return math.prod(self.estimate(net, block.sources[i - 1], i,
+                                       block.within(frozenset({i}))) for i in linked) \
+            * self._share(net, {i: block.sources[i - 1] for i in linked}, linking)
+
+    def inflow(self, net, source_id: int, rows: float) -> float:
+        return 0.01 * rows
+
+    def counted(self, net, sources: tuple[int, ...], predset) -> float:
+        """A new node's rows: its block's sources' joined under its PredSet."""
+        return math.prod(net.source_rows(s) for s in sources) * self._share(
+            net, dict(enumerate(sources, 1)), predset)
+
+    def _share(self, net, sources: dict[int, int], clauses) -> float:
+        """The share of the rows of instances (instance -> source) the clauses pass."""
+        clauses = frozenset(clauses)
+        key = (frozenset(sources.items()), clauses)
+        if key not in self._shares:
+            samples = {i: self.samples.get(net.nodes[s].hist_ref[1])
+                       for i, s in sources.items()}
+            found = sampled(clauses, samples) if clauses and all(samples.values()) else None
+            self._shares[key] = share(clauses) if found is None else found
+        return self._shares[key]
