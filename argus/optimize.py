@@ -15,7 +15,7 @@ import psycopg
 
 from .network import Builder, load, network_bytes
 from .network.reads import observed_rates
-from .network.layouts import may_be_view
+from .network.layout_policy import may_be_view
 from .nodes import virtual
 from .settings import pinned_session
 

@@ -112,10 +112,20 @@ def test_the_network_in_memory_needs_no_server():
     """The network a block is planned over without a server, and the index it searches
     (issue 55), import no database driver."""
     for path in (PACKAGE / "mqo" / "memory_index.py", PACKAGE / "network" / "memory.py",
-                 PACKAGE / "network" / "row_model.py"):
+                 PACKAGE / "network" / "row_model.py", PACKAGE / "network" / "layout_policy.py"):
         tree = ast.parse(path.read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                     for a in n.names} | {n.module.split(".")[0] for n in ast.walk(tree)
                                          if isinstance(n, ast.ImportFrom) and n.module
                                          and not n.level}
         assert not imported & {"psycopg", "psycopg_pool", "sqlalchemy"}, path
+
+
+def test_the_network_in_memory_keeps_rows_as_the_settings_default():
+    """Its conditional materialization's thresholds are the settings' defaults (its own
+    constants: the settings module needs the driver)."""
+    from argus.network import memory
+    from argus.settings import SETTINGS
+
+    assert (memory.VIRTUAL_SELECTIVITY, memory.VIRTUAL_JOIN_GROWTH) == (
+        SETTINGS["virtual_selectivity"].default, SETTINGS["virtual_join_growth"].default)

@@ -26,6 +26,7 @@ from argus.mqo.blocks import render
 from argus.mqo.sharing import Sharing
 from argus.network.memory import MemoryNetwork
 from argus.network.reads import FALLBACK_SHARE, Reads, observed_rate
+from argus.network.stored import load_node
 from argus.trees import DIALECT
 
 from .conftest import _create_database, _drop_database
@@ -116,6 +117,10 @@ class ServerModel:
         rate = observed_rate(self.conn, self._server(net, source_id))
         return FALLBACK_SHARE * rows if rate is None else rate
 
+    def share_of(self, net, parent, predicate, base, rows) -> float:
+        return self.reads.share_of(self.reads.load(self._server(net, parent.id)), predicate,
+                                   self.reads.load(self._server(net, base.id)))
+
     def counted(self, net, sources: tuple[int, ...], predset) -> float:
         nodes = [self.reads.load(self._server(net, s)) for s in sources]
         where = {column_atom(i, c): (f"t{i}", c)
@@ -136,7 +141,8 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
                                                                 family, strategy, rows):
     """Families of overlapping queries (test_property_sharing's: thresholds, alias
     orders, bands, groupings, set operations) registered on a server and planned in
-    memory over the server's numbers give the same nodes."""
+    memory over the server's numbers give the same nodes, each described alike: what
+    it computes, its columns' types and how it keeps its rows."""
     family = dict(zip((f"q{i}" for i in itertools.count()), family))
     creators = {}
     dsn = _create_database(admin_dsn, "argus_offline_family", template=template_db)
@@ -154,9 +160,20 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
                 "tr": [dict(zip(FAMILY_COLUMNS, r)) for r in rows]})
             stream = net.add_stream("tr", FAMILY_COLUMNS, rows=len(rows))
             offline = offline_shapes(net, stream, family, FAMILY_SCHEMAS)
+            assert offline == online, family
+            kept = {n: described(load_node(conn, n)) for n in net.nodes}
     finally:
         _drop_database(admin_dsn, "argus_offline_family")
-    assert offline == online, family
+    assert {n: described(node) for n, node in net.nodes.items()} == kept, family
+
+
+def described(node) -> tuple:
+    """What a node computes and how it keeps its rows, as planning decides them: not
+    its indexes (the catalog's network's), nor whether a query's output join is deferred
+    (decided once the query is built: Layouts.defer)."""
+    layout = {k: v for k, v in node.layout.items() if k not in ("indexes", "deferred")}
+    return (node.kind, node.parents, node.columns, node.exprs, node.definition, layout,
+            node.types, node.insert_only)
 
 
 def test_the_row_model_reads_what_python_cannot_order_as_unknown():

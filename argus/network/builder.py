@@ -136,8 +136,7 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
         names = tuple(c.name for c in columns)
         exprs = tuple(c.expr for c in columns)
         of, layout = KINDS[kind], dict(layout or {})
-        if of.selects and not definition.get("temporal") and (
-                self._over_groups(parents[0]) or self._over_top_k(parents[0], definition, exprs)):
+        if of.selects and self.views_kept_rows(parents, definition, exprs):
             layout["virtual"] = True
         if of.groups:
             layout |= growing(definition, parents[0])

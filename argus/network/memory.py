@@ -14,6 +14,7 @@ import re
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
 
 from ..mqo import order
 from ..mqo.blocks import (Block, Indexed, enriched_columns, enriched_parents, enrichment,
@@ -24,6 +25,7 @@ from ..mqo.sharing import IndexEntry, Sharing
 from ..nodes import KINDS, Node, signature
 from ..plan import Col
 from .apply import SEQUENCE_GAP
+from .layout_policy import LayoutPolicy, may_be_view
 from .mapping import Mapping
 from .reshape import growing
 from .row_model import SampleModel
@@ -70,7 +72,12 @@ class MemoryGroups:
         self.topology[node_id] = (input_id, exprs, True)
 
 
-class MemoryNetwork(Mapping):
+# settings.virtual_selectivity's and virtual_join_growth's defaults (not imported: the
+# settings module needs the driver; tests/test_layers checks they are equal)
+VIRTUAL_SELECTIVITY, VIRTUAL_JOIN_GROWTH = 0.3, 4
+
+
+class MemoryNetwork(Mapping, LayoutPolicy):
     """Nodes by id, the computation index, the aggregates' groups, each source's rows;
     plans mapped to nodes as network.mapping maps them."""
 
@@ -78,8 +85,12 @@ class MemoryNetwork(Mapping):
     constants = None  # (constants are not asked of PostgreSQL)
 
     def __init__(self, sharing: Sharing, layout: str = "cost",
-                 samples: dict[str, list[dict]] | None = None, model=None) -> None:
+                 samples: dict[str, list[dict]] | None = None, model=None,
+                 virtual_selectivity: float | None = VIRTUAL_SELECTIVITY,
+                 virtual_join_growth: float | None = VIRTUAL_JOIN_GROWTH) -> None:
         self.sharing, self.layout, self.query = sharing, layout, ""
+        self.virtual_selectivity = virtual_selectivity
+        self.virtual_join_growth = virtual_join_growth
         self.nodes: dict[int, Node] = {}
         self.index = MemoryIndex()
         self.blocks: dict[int, tuple[tuple[int, ...], dict[str, str]]] = {}  # sources, atoms
@@ -87,7 +98,7 @@ class MemoryNetwork(Mapping):
         self.created_by: dict[int, str] = {}  # node -> the query it was made for
         self.samples = samples or {}  # stream -> rows (column -> value)
         # what the rows are taken to be: a sample's (row_model.SampleModel), or any
-        # object with its four methods (a test's: the server's own estimates and counts)
+        # object with its five methods (a test's: the server's own estimates and counts)
         self.model = model or SampleModel(self.samples)
         self.streams: dict[str, int] = {}  # name -> node
         self.times: dict[int, frozenset[str]] = {}  # source -> its time column
@@ -196,9 +207,8 @@ class MemoryNetwork(Mapping):
         return self.times.get(source.id, frozenset())
 
     def probe_types(self, parent: Node, exprs: list[str]) -> list[str]:
-        """A column's type without its modifier (as pg_typeof says it), else unknown."""
-        typed = _column_types([parent])
-        return [re.sub(r"\(.*\)", "", typed.get(e, "unknown")) for e in exprs]
+        """Each expression's type without its modifier (as pg_typeof says it)."""
+        return [re.sub(r"\(.*\)", "", self._type_of(e, [parent])) for e in exprs]
 
     def _bound(self) -> dict:
         return {}
@@ -267,6 +277,9 @@ class MemoryNetwork(Mapping):
         """An equal node (by signature), else a new one (an indexed block's recorded in
         the index), as network.builder.Builder.ensure finds and describes it."""
         names, exprs = tuple(c.name for c in columns), tuple(c.expr for c in columns)
+        of, layout = KINDS[kind], dict(layout or {})
+        if of.selects and self.views_kept_rows(parents, definition, exprs):
+            layout["virtual"] = True
         scope = self.query if private or self.sharing.strategy == "none" else None
         text = signature(kind, parents, names, exprs, definition, scope)
         while self.signatures.get(text) in self.fresh:  # (as isolated: the catalog's)
@@ -274,9 +287,12 @@ class MemoryNetwork(Mapping):
             text = signature(kind, parents, names, exprs, definition, scope)
         if text in self.signatures:
             return self.nodes[self.signatures[text]]
-        layout = dict(layout or {})
-        if KINDS[kind].groups:
+        if of.groups:
             layout |= growing(definition, parents[0])
+        rows = None if entry is None else self.model.counted(self, entry.sources, entry.predset)
+        if of.selects and self.view_of_stream(parents[0], definition, layout, exprs, rows) \
+                or of.joins and insert_only and self._grown(parents, definition, exprs, rows):
+            layout["virtual"] = True
         node_id = len(self.nodes) + 1
         node = Node(node_id, kind, max(p.join_level for p in parents) + (len(parents) > 1),
                     max(p.sequence_id for p in parents) + SEQUENCE_GAP,
@@ -289,10 +305,31 @@ class MemoryNetwork(Mapping):
         if entry is not None:
             atoms = {atom: name for name, atom in entry.atoms.items()}
             self.blocks[node_id] = (entry.sources, atoms)
-            rows = self.model.counted(self, entry.sources, entry.predset)
             self.index.record(Entry(Indexed(node_id, entry.sources, entry.predset, atoms,
                                             int(rows))))
         return node
+
+    # -- how it keeps them (layout_policy's hooks) -----------------------------------------
+
+    def _layout(self) -> tuple[str, float | None, None, None]:
+        return self.layout, self.virtual_selectivity, None, None
+
+    def share_of(self, parent: Node, predicate: str | None, base: Node,
+                 rows: float | None = None) -> float:
+        return self.model.share_of(self, parent, predicate, base, rows)
+
+    def _grown(self, parents: list[Node], definition: dict, exprs, rows: float | None
+               ) -> bool:
+        """A join holding more than settings.virtual_join_growth times its inputs' rows
+        is a view (the catalog's network finds it so by filling it up to that limit:
+        Layouts._view_of_join)."""
+        return rows is not None and self.layout == "cost" \
+            and self.virtual_join_growth is not None \
+            and may_be_view(definition, exprs, parents) \
+            and rows > self.virtual_join_growth * sum(self.source_rows(p.id) for p in parents)
+
+    def _expands_cleanly(self, *_) -> bool:
+        return True  # (a sample's set-returning calls are not evaluated here)
 
     def restructure(self, node: Node, definition: dict, columns: list[Col],
                     new_parent: Node | None = None) -> Node:
@@ -312,23 +349,73 @@ class MemoryNetwork(Mapping):
         return node
 
     def _type_of(self, expr: str, parents: list[Node]) -> str:
-        """A column's type: a parent's column's, an aggregate's of it as PostgreSQL
-        types it (count: bigint; min, max: its argument's; sum: bigint of integers,
-        numeric else; avg: numeric), else unknown."""
-        typed = _column_types(parents)
+        """A column's type as PostgreSQL types it: a parent's column's (a set
+        operation's, by position: "t1.2 | t2.2"); an aggregate's of its argument
+        (count: bigint; min, max: the argument's; sum: bigint of integers, a float of
+        floats, else numeric; avg and the moments: numeric, or double precision of
+        floats; bool_and, bool_or: boolean); else as sqlglot types it (an argument over
+        an aggregate's own input: a regrouped aggregate's), or unknown."""
+        typed = self._typed(parents)
         if expr in typed:
             return typed[expr]
+        if re.fullmatch(r"t\d+\.\d+( \| t\d+\.\d+)*", expr):  # (a set operation's)
+            found = {parents[int(t) - 1].types[int(i) - 1]
+                     for t, i in re.findall(r"t(\d+)\.(\d+)", expr)}
+            return found.pop() if len(found) == 1 else "unknown"
         tree = sqlglot.parse_one(expr, read=DIALECT)
         if isinstance(tree, exp.Count):
             return "bigint"
-        arg = typed.get(tree.this.sql(DIALECT), "unknown") if isinstance(
-            tree, (exp.Min, exp.Max, exp.Sum, exp.Avg)) else "unknown"
-        if isinstance(tree, exp.Sum):
-            return "bigint" if arg in ("smallint", "integer", "bigint") else "numeric"
-        return "numeric" if isinstance(tree, exp.Avg) else arg
+        if isinstance(tree, (exp.LogicalAnd, exp.LogicalOr)):
+            return "boolean"
+        if not isinstance(tree, (exp.Min, exp.Max, *_SUMS, *_MEANS)):
+            return _annotated(tree, typed)
+        arg = typed.get(tree.this.sql(DIALECT)) or _annotated(tree.this, typed)
+        if isinstance(tree, (exp.Min, exp.Max)) or arg == "unknown":
+            return arg
+        if arg in ("real", "double precision"):
+            return arg if isinstance(tree, _SUMS) else "double precision"
+        return "bigint" if isinstance(tree, _SUMS) and arg in ("smallint", "integer") \
+            else "numeric"
+
+    def _typed(self, parents: list[Node]) -> dict[str, str]:
+        """The parents' columns' types, and under an aggregate its input's (a coarser
+        aggregate over it names its arguments over that input)."""
+        typed = {}
+        for k, parent in enumerate(parents, 1):
+            under = parent
+            while under.kind_of.groups:
+                under = self.nodes[under.parents[0]]
+                typed = _column_types([under], k) | typed
+            typed |= _column_types([parent], k)
+        return typed
 
 
-def _column_types(parents: list[Node]) -> dict[str, str]:
+def _annotated(tree: exp.Expr, typed: dict[str, str]) -> str:
+    """sqlglot's type of an expression over typed columns, as PostgreSQL names it."""
+    schema: dict[str, dict[str, str]] = {}
+    for column, pg_type in typed.items():
+        table, name = (part.strip('"') for part in column.split(".", 1))
+        schema.setdefault(table, {})[name] = pg_type
+    select = exp.select(tree.copy())
+    for k, table in enumerate(schema):
+        select = select.join(table) if k else select.from_(table)
+    try:
+        found = annotate_types(select, schema=schema, dialect=DIALECT).expressions[0].type
+    except Exception:  # (sqlglot types what it knows)
+        return "unknown"
+    name = found.sql(DIALECT).lower() if found else "unknown"
+    return {"int": "integer", "decimal": "numeric", "unknown": "unknown"}.get(
+        name, name if name in _NAMED else "unknown")
+
+
+_NAMED = frozenset({"smallint", "bigint", "real", "double precision", "text", "boolean",
+                    "date", "numeric", "integer"})
+_SUMS = (exp.Sum,)
+_MEANS = (exp.Avg, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance,
+          exp.VariancePop)
+
+
+def _column_types(parents: list[Node], first: int = 1) -> dict[str, str]:
     """Each parent column, as an expression over t1, t2 … names it -> its type."""
     return {exp.column(c, table=f"t{k}", quoted=True).sql(DIALECT): t
-            for k, p in enumerate(parents, 1) for c, t in zip(p.columns, p.types)}
+            for k, p in enumerate(parents, first) for c, t in zip(p.columns, p.types)}

@@ -80,7 +80,7 @@ def sampled(clauses, samples: dict[int, list[dict]]) -> float | None:
 
 
 class SampleModel:
-    """A network's rows as modelled without a server (network.memory asks these four):
+    """A network's rows as modelled without a server (network.memory asks these five):
     a source's rows given, the share of them a condition passes a sample's (else
     PostgreSQL's default), linked instances independent of each other's local
     conditions, and a hundredth of a source's rows new per cycle."""
@@ -108,6 +108,12 @@ class SampleModel:
         """A new node's rows: its block's sources' joined under its PredSet."""
         return math.prod(net.source_rows(s) for s in sources) * self._share(
             net, dict(enumerate(sources, 1)), predset)
+
+    def share_of(self, net, parent, predicate: str | None, base, rows: float | None
+                 ) -> float:
+        """The share of `base`'s rows a new selection over `parent` passes: its rows
+        (as counted) of base's; all, where they are not known."""
+        return 1.0 if rows is None else rows / max(net.source_rows(base.id), 1.0)
 
     def _share(self, net, sources: dict[int, int], clauses) -> float:
         """The share of the rows of instances (instance -> source) the clauses pass."""
