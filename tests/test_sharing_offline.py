@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 import argus
+from argus import admission
 
 from argus.frontend.analyze import StreamSchema, analyze
 from argus.frontend.canon import column_atom
@@ -73,7 +74,6 @@ def test_sharing_planned_without_a_server(case):
 
 
 FAMILY_COLUMNS = {"id": "integer", "k": "integer", "v": "integer", "w": "integer", "t": "text"}
-FAMILY_SCHEMAS = {"tr": StreamSchema("tr", tuple(FAMILY_COLUMNS.items()), None)}
 FAMILY_ROWS = st.lists(st.tuples(st.integers(0, 1000), st.one_of(st.none(), C), C, C,
                                  st.sampled_from([None, "a", "b"])), min_size=50, max_size=200)
 
@@ -143,12 +143,52 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
     orders, bands, groupings, set operations) registered on a server and planned in
     memory over the server's numbers give the same nodes, each described alike: what
     it computes, its columns' types and how it keeps its rows."""
+    planned_alike(admin_dsn, template_db, family, strategy, rows, FAMILY_COLUMNS)
+
+
+TIMED_COLUMNS = {**FAMILY_COLUMNS, "at": "timestamp with time zone"}
+_AT = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+TIMED_ROWS = [(i, r.choice([None, 1, 2]), r.randint(0, 5), r.randint(-2, 3),
+               r.choice([None, "a", "b"]), _AT + dt.timedelta(hours=i))
+              for r in [random.Random(3)] for i in range(150)]
+
+
+@pytest.mark.parametrize("family", [
+    ["SELECT a.id, b.v FROM tr a LEFT JOIN tr b ON b.k = a.v AND b.w > 0",
+     "SELECT a.id, b.v FROM tr a LEFT JOIN tr b ON b.k = a.v AND b.w > 1",
+     "SELECT a.id FROM tr a FULL JOIN tr b ON a.k = b.v"],
+    ["SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY w DESC, id) AS r FROM tr",
+     "SELECT * FROM (SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY w DESC, id) "
+     "AS r FROM tr) s WHERE r <= 3",
+     "SELECT id, sum(w) OVER (PARTITION BY k ORDER BY id) AS s FROM tr WHERE v > 0"],
+    ["SELECT id FROM tr WHERE at > argus_now() - interval '1 day'",
+     "SELECT k, count(*) FROM tr WHERE at > argus_now() - interval '1 day' GROUP BY k",
+     "SELECT id FROM tr WHERE at > argus_now() - interval '2 days' AND v > 0"],
+    ["WITH RECURSIVE r(a, b) AS (SELECT k, v FROM tr UNION SELECT r.a, t.v FROM r "
+     "JOIN tr t ON t.k = r.b) SELECT * FROM r", "SELECT k, v FROM tr WHERE w > 0"],
+    ["SELECT DISTINCT k FROM tr", "SELECT id FROM tr a WHERE EXISTS "
+     "(SELECT 1 FROM tr b WHERE b.k = a.v)", "SELECT id FROM tr a WHERE a.v NOT IN "
+     "(SELECT k FROM tr WHERE k IS NOT NULL)", "SELECT k, w FROM tr ORDER BY w DESC, k LIMIT 5"],
+], ids=["outer joins", "windows", "the clock", "recursion", "distinct, semi, anti, top-k"])
+def test_families_of_other_shapes_planned_alike(admin_dsn, template_db, family):
+    """Outer joins, windows and Top-K, the clock's selections, recursion, semi and anti
+    joins: planned in memory as on a server (a stream with a time column)."""
+    planned_alike(admin_dsn, template_db, family, "selection", TIMED_ROWS, TIMED_COLUMNS,
+                  time_column="at")
+
+
+def planned_alike(admin_dsn: str, template_db: str, family: list[str], strategy: str,
+                  rows: list[tuple], columns: dict[str, str], time_column: str | None = None
+                  ) -> None:
+    """The family registered on a server, then planned in memory over the server's
+    numbers: the same nodes, each described alike."""
     family = dict(zip((f"q{i}" for i in itertools.count()), family))
+    schemas = {"tr": StreamSchema("tr", tuple(columns.items()), time_column)}
     creators = {}
     dsn = _create_database(admin_dsn, "argus_offline_family", template=template_db)
     try:
         with argus.connect(dsn, sharing=strategy) as db:
-            db.create_stream("tr", FAMILY_COLUMNS)
+            db.create_stream("tr", columns, time_column=time_column)
             db.insert("tr", rows)
             db.run()
             for name, text in family.items():
@@ -157,9 +197,10 @@ def test_random_families_planned_alike_with_and_without_a_server(admin_dsn, temp
             online = shapes(db, creators)
         with psycopg.connect(dsn, autocommit=True) as conn:
             net = MemoryNetwork(Sharing.of(strategy), model=ServerModel(conn), samples={
-                "tr": [dict(zip(FAMILY_COLUMNS, r)) for r in rows]})
-            stream = net.add_stream("tr", FAMILY_COLUMNS, rows=len(rows))
-            offline = offline_shapes(net, stream, family, FAMILY_SCHEMAS)
+                "tr": [dict(zip(columns, r)) for r in rows]})
+            net.row_bound = admission.row_bound(conn)
+            stream = net.add_stream("tr", columns, rows=len(rows), time_column=time_column)
+            offline = offline_shapes(net, stream, family, schemas)
             assert offline == online, family
             kept = {n: described(load_node(conn, n)) for n in net.nodes}
     finally:

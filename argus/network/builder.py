@@ -94,9 +94,6 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
         columns = tuple(Col(f"c{i}", f"c{i}") for i in range(1, width + 1))
         return self.ensure("rerun", parents, columns, {"sql": text}, False, layout=self._bound())
 
-    def _bound(self) -> dict:
-        return {} if self.row_bound is None else {"bound": self.row_bound}
-
     def make_select(self, parent: Node, predicate: str | None, columns: list[Col],
                     entry: IndexEntry) -> Node:
         self.check_horizon(parent, None)

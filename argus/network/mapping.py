@@ -46,6 +46,11 @@ class Mapping(SetOps):
     `constants` (how PostgreSQL reads constants; None: not asked), `join_orders`,
     `replan`, `sharing`, and answers the methods these call."""
 
+    row_bound: int | None = None  # rows a node may hold (admission.row_bound; None: any)
+
+    def _bound(self) -> dict:
+        return {} if self.row_bound is None else {"bound": self.row_bound}
+
     def node_for(self, plan: Plan) -> Node:
         if plan in self._memo:
             return self._memo[plan]

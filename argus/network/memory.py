@@ -210,9 +210,6 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         """Each expression's type without its modifier (as pg_typeof says it)."""
         return [re.sub(r"\(.*\)", "", self._type_of(e, [parent])) for e in exprs]
 
-    def _bound(self) -> dict:
-        return {}
-
     def _index_parent(self, *_) -> None:
         pass  # (indexes are the catalog's network's)
 
@@ -350,7 +347,8 @@ class MemoryNetwork(Mapping, LayoutPolicy):
 
     def _type_of(self, expr: str, parents: list[Node]) -> str:
         """A column's type as PostgreSQL types it: a parent's column's (a set
-        operation's, by position: "t1.2 | t2.2"); an aggregate's of its argument
+        operation's, by position: "t1.2 | t2.2"; a recursive relation's, its anchor's);
+        an aggregate's of its argument
         (count: bigint; min, max: the argument's; sum: bigint of integers, a float of
         floats, else numeric; avg and the moments: numeric, or double precision of
         floats; bool_and, bool_or: boolean); else as sqlglot types it (an argument over
@@ -358,6 +356,8 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         typed = self._typed(parents)
         if expr in typed:
             return typed[expr]
+        if recursive := re.fullmatch(r"argus_recursive_(\d+)", expr):  # (its anchor's)
+            return parents[0].types[int(recursive.group(1))]
         if re.fullmatch(r"t\d+\.\d+( \| t\d+\.\d+)*", expr):  # (a set operation's)
             found = {parents[int(t) - 1].types[int(i) - 1]
                      for t, i in re.findall(r"t(\d+)\.(\d+)", expr)}
