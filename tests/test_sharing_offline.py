@@ -2,7 +2,9 @@
 their queries read by the frontend and mapped to nodes (network.mapping, the
 multi-query optimizer's blocks and regrouping) over a network in memory
 (network.memory), give the nodes the same cases give on a server (tests/test_sharing.py).
-Their rows are a model's (the server's rows as a sample), not PostgreSQL's estimates."""
+Their rows are a model's (the server's rows as a sample), not PostgreSQL's estimates;
+families of other queries are planned in memory over the server's own numbers, so that
+what is compared is how the two plan and describe nodes, not two estimators."""
 
 from __future__ import annotations
 
@@ -92,9 +94,7 @@ class ServerModel:
 
     def _server(self, net: MemoryNetwork, node_id: int) -> int:
         """The server's node of a node in memory: a stream's by name, any other's the
-        one of its number (planned alike so far, both numbered their nodes alike; not by
-        signature: a regrouped aggregate's records its parent's types, which only the
-        server knows)."""
+        one of its number (planned alike so far, both numbered their nodes alike)."""
         node = net.nodes[node_id]
         if node.kind == "stream":
             return self.streams[node.hist_ref[1]]

@@ -348,11 +348,11 @@ class MemoryNetwork(Mapping, LayoutPolicy):
     def _type_of(self, expr: str, parents: list[Node]) -> str:
         """A column's type as PostgreSQL types it: a parent's column's (a set
         operation's, by position: "t1.2 | t2.2"; a recursive relation's, its anchor's);
-        an aggregate's of its argument
-        (count: bigint; min, max: the argument's; sum: bigint of integers, a float of
-        floats, else numeric; avg and the moments: numeric, or double precision of
-        floats; bool_and, bool_or: boolean); else as sqlglot types it (an argument over
-        an aggregate's own input: a regrouped aggregate's), or unknown."""
+        an aggregate's of its argument (count: bigint; min, max: the argument's; sum:
+        bigint of integers, a float of floats, else numeric; avg and the moments:
+        numeric, or double precision of floats; bool_and, bool_or: boolean); else as
+        sqlglot types it (an argument over an aggregate's own input: a regrouped
+        aggregate's), or unknown."""
         typed = self._typed(parents)
         if expr in typed:
             return typed[expr]
@@ -367,14 +367,14 @@ class MemoryNetwork(Mapping, LayoutPolicy):
             return "bigint"
         if isinstance(tree, (exp.LogicalAnd, exp.LogicalOr)):
             return "boolean"
-        if not isinstance(tree, (exp.Min, exp.Max, *_SUMS, *_MEANS)):
+        if not isinstance(tree, (exp.Min, exp.Max, exp.Sum, *_MEANS)):
             return _annotated(tree, typed)
         arg = typed.get(tree.this.sql(DIALECT)) or _annotated(tree.this, typed)
         if isinstance(tree, (exp.Min, exp.Max)) or arg == "unknown":
             return arg
         if arg in ("real", "double precision"):
-            return arg if isinstance(tree, _SUMS) else "double precision"
-        return "bigint" if isinstance(tree, _SUMS) and arg in ("smallint", "integer") \
+            return arg if isinstance(tree, exp.Sum) else "double precision"
+        return "bigint" if isinstance(tree, exp.Sum) and arg in ("smallint", "integer") \
             else "numeric"
 
     def _typed(self, parents: list[Node]) -> dict[str, str]:
@@ -404,13 +404,12 @@ def _annotated(tree: exp.Expr, typed: dict[str, str]) -> str:
     except Exception:  # (sqlglot types what it knows)
         return "unknown"
     name = found.sql(DIALECT).lower() if found else "unknown"
-    return {"int": "integer", "decimal": "numeric", "unknown": "unknown"}.get(
-        name, name if name in _NAMED else "unknown")
+    name = {"int": "integer", "decimal": "numeric"}.get(name, name)
+    return name if name in _NAMED else "unknown"
 
 
 _NAMED = frozenset({"smallint", "bigint", "real", "double precision", "text", "boolean",
                     "date", "numeric", "integer"})
-_SUMS = (exp.Sum,)
 _MEANS = (exp.Avg, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance,
           exp.VariancePop)
 
