@@ -24,11 +24,11 @@ import argus
 from argus import admission
 
 from argus.frontend.analyze import StreamSchema, analyze
-from argus.frontend.canon import column_atom
+from argus.frontend.canon import column_atom, predset_text
 from argus.mqo.blocks import render
 from argus.mqo.sharing import Sharing
 from argus.network.memory import MemoryNetwork
-from argus.network.reads import FALLBACK_SHARE, Reads, observed_rate
+from argus.network.reads import Reads
 from argus.network.stored import load_node
 from argus.trees import DIALECT
 
@@ -91,6 +91,7 @@ class ServerModel:
         self.conn, self.reads = conn, Reads(conn)
         self.streams = dict(conn.execute("SELECT definition->>'stream', node_id "
                                          "FROM argus_catalog.nodes WHERE kind = 'stream'"))
+        self.checked: set[int] = set()  # nodes found the server's
 
     def _server(self, net: MemoryNetwork, node_id: int) -> int:
         """The server's node of a node in memory: a stream's by name, any other's the
@@ -98,12 +99,15 @@ class ServerModel:
         node = net.nodes[node_id]
         if node.kind == "stream":
             return self.streams[node.hist_ref[1]]
+        if node_id in self.checked:
+            return node_id
         parents = [self._server(net, p) for p in node.parents]
         assert self.conn.execute(
             "SELECT kind = %s AND %s::bigint[] = ARRAY(SELECT parent_id FROM argus_catalog.edges "
             "WHERE child_id = node_id ORDER BY position) FROM argus_catalog.nodes "
             "WHERE node_id = %s", (node.kind, parents, node_id)).fetchone() == (True,), \
             f"node {node_id} ({node.kind}) is not the server's"
+        self.checked.add(node_id)
         return node_id
 
     def estimate(self, net, source_id: int, instance: int, conds) -> float:
@@ -114,8 +118,7 @@ class ServerModel:
         return self.reads._joined(dataclasses.replace(block, sources=sources), linked, conds)
 
     def inflow(self, net, source_id: int, rows: float) -> float:
-        rate = observed_rate(self.conn, self._server(net, source_id))
-        return FALLBACK_SHARE * rows if rate is None else rate
+        return self.reads.inflow(self._server(net, source_id), rows)
 
     def share_of(self, net, parent, predicate, base, rows) -> float:
         return self.reads.share_of(self.reads.load(self._server(net, parent.id)), predicate,
@@ -125,12 +128,12 @@ class ServerModel:
         nodes = [self.reads.load(self._server(net, s)) for s in sources]
         where = {column_atom(i, c): (f"t{i}", c)
                  for i, node in enumerate(nodes, 1) for c in node.columns}
-        clauses = [" OR ".join(f"({render(sqlglot.parse_one(lit.text, read=DIALECT), where)})"
-                               for lit in clause) for clause in predset]
+        condition = render(sqlglot.parse_one(predset_text(predset) or "TRUE", read=DIALECT),
+                           where)
         return self.conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
             sql.SQL(", ").join(sql.SQL("{} AS {}").format(n.hist, sql.Identifier(f"t{i}"))
                                for i, n in enumerate(nodes, 1)),
-            sql.SQL(" AND ".join(f"({c})" for c in clauses) or "TRUE"))).fetchone()[0]
+            sql.SQL(condition))).fetchone()[0]
 
 
 @settings(max_examples=8, deadline=None, derandomize=True,

@@ -32,6 +32,7 @@ from .blocks import equality
 
 PROBE, SCAN, WRITE, FLUSH = 1.0, 0.02, 1.0, 1.0  # row operations: see the docstring
 EXHAUSTIVE = 8  # instances up to which every tree is considered
+FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ..frontend.canon import column_atom
 from ..mqo import index
 from ..mqo.blocks import Block, Indexed, render
 from ..mqo import order
-from ..mqo.order import Estimates
+from ..mqo.order import FALLBACK_SHARE, Estimates
 from ..mqo.blocks import source_atoms
 from .. import pg_plan, templates
 from ..names import NETWORK_SCHEMA
@@ -41,7 +41,6 @@ class Estimated:
 
 RATE_CYCLES = 20  # the cycles a node's observed rate is averaged over
 REPLAN_CYCLES = 5  # … when a query is planned again: the data may have drifted
-FALLBACK_SHARE = 0.01  # before any cycle: every source gains this share of its rows
 
 _LOAD = """
 SELECT n.node_id, n.kind, n.join_level, n.sequence_id, n.hist_schema, n.hist_name,
@@ -369,12 +368,14 @@ class Reads:
         """What ordering a block's joins by cost needs (order.block_estimates), from
         PostgreSQL's estimates and the rates the cycles observed (before any,
         FALLBACK_SHARE of a source's rows)."""
-        def inflow(source: int, total: float) -> float:
-            observed = observed_rate(self.conn, source)
-            return FALLBACK_SHARE * total if observed is None else observed
-
-        return order.block_estimates(block, self.estimate, inflow,
+        return order.block_estimates(block, self.estimate, self.inflow,
                                      lambda linked, conds: self._joined(block, linked, conds))
+
+    def inflow(self, source: int, total: float) -> float:
+        """A source's new rows per cycle, as the cycles observed them (before any,
+        FALLBACK_SHARE of its `total` rows)."""
+        observed = observed_rate(self.conn, source)
+        return FALLBACK_SHARE * total if observed is None else observed
 
     def _joined(self, block: Block, linked: frozenset[int], conds) -> float:
         """PostgreSQL's estimate of the rows of `linked` instances joined by `conds`,

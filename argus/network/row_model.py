@@ -12,6 +12,8 @@ import math
 import operator
 from fractions import Fraction
 
+from ..mqo.order import FALLBACK_SHARE
+
 SHARES = {"=": 0.005, "<": 1 / 3, "<=": 1 / 3, ">": 1 / 3, ">=": 1 / 3}  # (PostgreSQL's)
 OTHER_SHARE = 0.5
 # the rows (pairs, triples) of the samples read at most: all of two samples of 200 rows;
@@ -102,7 +104,7 @@ class SampleModel:
             * self._share(net, {i: block.sources[i - 1] for i in linked}, linking)
 
     def inflow(self, net, source_id: int, rows: float) -> float:
-        return 0.01 * rows
+        return FALLBACK_SHARE * rows
 
     def counted(self, net, sources: tuple[int, ...], predset) -> float:
         """A new node's rows: its block's sources' joined under its PredSet."""
