@@ -172,7 +172,10 @@ TIMED_ROWS = [(i, r.choice([None, 1, 2]), r.randint(0, 5), r.randint(-2, 3),
     ["SELECT DISTINCT k FROM tr", "SELECT id FROM tr a WHERE EXISTS "
      "(SELECT 1 FROM tr b WHERE b.k = a.v)", "SELECT id FROM tr a WHERE a.v NOT IN "
      "(SELECT k FROM tr WHERE k IS NOT NULL)", "SELECT k, w FROM tr ORDER BY w DESC, k LIMIT 5"],
-], ids=["outer joins", "windows", "the clock", "recursion", "distinct, semi, anti, top-k"])
+    ["SELECT t FROM tr UNION SELECT CAST(id AS text) FROM tr",
+     "SELECT id FROM tr WHERE abs(w) > 1", "SELECT id, v FROM tr WHERE abs(w) > 1 AND v > 0"],
+], ids=["outer joins", "windows", "the clock", "recursion", "distinct, semi, anti, top-k",
+        "a union of texts, conditions over expressions"])
 def test_families_of_other_shapes_planned_alike(admin_dsn, template_db, family):
     """Outer joins, windows and Top-K, the clock's selections, recursion, semi and anti
     joins: planned in memory as on a server (a stream with a time column)."""
@@ -221,9 +224,10 @@ def described(node) -> tuple:
 
 
 def test_the_row_model_reads_what_python_cannot_order_as_unknown():
-    """A sample's NULL fails a comparison, as in SQL; NaN, ±Infinity and a text
-    compared as a number are not read here (None: the model's default share), and a
-    sample of them is not read at all."""
+    """A sample's NULL fails a comparison, as in SQL; NaN, ±Infinity, a text compared
+    as a number and a condition over an expression are not read here (None: the model's
+    default share), and a sample of them is not read at all. A column's name may hold
+    a quote."""
     from fractions import Fraction
 
     from argus.frontend.canon import Literal
@@ -234,3 +238,7 @@ def test_the_row_model_reads_what_python_cannot_order_as_unknown():
     for value in (float("nan"), float("inf"), -float("inf"), "x"):
         assert holds(above, {1: {"w": value}}) is None
     assert sampled([frozenset({above})], {1: [{"w": 5}, {"w": float("inf")}]}) is None
+    opaque = Literal((('abs("i1"."w")', Fraction(1)),), ">", ("num", "1"))  # (not read)
+    assert holds(opaque, {1: {"w": 5}}) is None
+    quoted = Literal((('"i1"."a""b"', Fraction(1)),), ">", ("num", "3"))  # (a "" in a name)
+    assert holds(quoted, {1: {'a"b': 5}}) is True

@@ -295,7 +295,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
                     max(p.sequence_id for p in parents) + SEQUENCE_GAP,
                     tuple(p.id for p in parents), names, exprs, ("argus_net", f"n{node_id}"),
                     definition, layout=layout, insert_only=insert_only,
-                    types=tuple(self._type_of(e, parents) for e in exprs))
+                    types=tuple(self._type_of(e, parents, definition) for e in exprs))
         self.nodes[node_id], self.signatures[text] = node, node_id
         self.created_by[node_id] = self.query
         self.fresh.add(node_id)
@@ -345,9 +345,11 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         self.nodes[node.id] = node
         return node
 
-    def _type_of(self, expr: str, parents: list[Node]) -> str:
+    def _type_of(self, expr: str, parents: list[Node], definition: dict | None = None
+                 ) -> str:
         """A column's type as PostgreSQL types it: a parent's column's (a set
-        operation's, by position: "t1.2 | t2.2"; a recursive relation's, its anchor's);
+        operation's "t1.2 | t2.2", its sides' second columns, by the definition's names,
+        where they agree; a recursive relation's, its anchor's);
         an aggregate's of its argument (count: bigint; min, max: the argument's; sum:
         bigint of integers, a float of floats, else numeric; avg and the moments:
         numeric, or double precision of floats; bool_and, bool_or: boolean); else as
@@ -358,9 +360,10 @@ class MemoryNetwork(Mapping, LayoutPolicy):
             return typed[expr]
         if recursive := re.fullmatch(r"argus_recursive_(\d+)", expr):  # (its anchor's)
             return parents[0].types[int(recursive.group(1))]
-        if re.fullmatch(r"t\d+\.\d+( \| t\d+\.\d+)*", expr):  # (a set operation's)
-            found = {parents[int(t) - 1].types[int(i) - 1]
-                     for t, i in re.findall(r"t(\d+)\.(\d+)", expr)}
+        if definition and (position := re.fullmatch(r"t1\.(\d+) \| t2\.\1", expr)):
+            i = int(position.group(1)) - 1
+            found = {dict(zip(p.columns, p.types))[definition[side][i]]
+                     for p, side in zip(parents, ("left", "right"))}
             return found.pop() if len(found) == 1 else "unknown"
         tree = sqlglot.parse_one(expr, read=DIALECT)
         if isinstance(tree, exp.Count):

@@ -12,6 +12,7 @@ import math
 import operator
 from fractions import Fraction
 
+from ..frontend.canon import atom_column
 from ..mqo.order import FALLBACK_SHARE
 
 SHARES = {"=": 0.005, "<": 1 / 3, "<=": 1 / 3, ">": 1 / 3, ">=": 1 / 3}  # (PostgreSQL's)
@@ -38,15 +39,14 @@ def _number(value):
 def holds(literal, rows: dict[int, dict]) -> bool | None:
     """The literal on rows of its instances (instance -> column -> value); None where
     it cannot be read here (an opaque expression, a type Python does not order)."""
-    def value(atom: str):
-        instance, column = (part.strip('"') for part in atom.split(".", 1))
-        return rows[int(instance[1:])][column]
-
+    columns = [atom_column(atom) for atom, _ in literal.terms]
+    if None in columns:  # (an expression's atom: abs(w), n / 0 …)
+        return None
+    values = [rows[instance][column] for instance, column in columns]
     if literal.op in ("is null", "is not null"):
-        return (value(literal.terms[0][0]) is None) == (literal.op == "is null")
+        return (values[0] is None) == (literal.op == "is null")
     if literal.op not in _OPS or literal.const is None:
         return None
-    values = [value(atom) for atom, _ in literal.terms]
     if None in values:
         return False
     kind, text = literal.const

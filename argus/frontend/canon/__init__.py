@@ -28,13 +28,13 @@ from .cnf import canonicalize
 from .implication import (Exact, clause_implies, eliminate, exact_atoms, implies,
                           predset_implies, relation)
 from .literals import (COMPARISONS, FLIP, INSTANCE, MAX_CLAUSES, NEGATE, Clause, Literal,
-                       PredSet, Resolve, TypeOf, atom_instances, clause_text, column_atom,
-                       map_atom, map_clause, predset_text)
+                       PredSet, Resolve, TypeOf, atom_column, atom_instances, clause_text,
+                       column_atom, map_atom, map_clause, predset_text)
 from .sargable import sargable
 from .values import FLOATS, TEXT_EQUAL, Const, float_text
 
 __all__ = ["COMPARISONS", "Clause", "Const", "Exact", "FLIP", "FLOATS", "INSTANCE",
            "Literal", "MAX_CLAUSES", "NEGATE", "PredSet", "Resolve", "TEXT_EQUAL", "TypeOf",
-           "atom_instances", "canonicalize", "clause_implies", "clause_text", "column_atom",
-           "eliminate", "exact_atoms", "float_text", "implies", "map_atom", "map_clause",
-           "predset_implies", "predset_text", "relation", "sargable"]
+           "atom_column", "atom_instances", "canonicalize", "clause_implies", "clause_text",
+           "column_atom", "eliminate", "exact_atoms", "float_text", "implies", "map_atom",
+           "map_clause", "predset_implies", "predset_text", "relation", "sargable"]

@@ -107,6 +107,13 @@ def column_atom(instance: int, column: str) -> str:
     return '"i%d"."%s"' % (instance, column.replace('"', '""'))
 
 
+def atom_column(atom: str) -> tuple[int, str] | None:
+    """(instance, column) of a column atom (column_atom's inverse); None: an opaque
+    expression's atom."""
+    match = _COLUMN_ATOM.match(atom)
+    return None if match is None else (int(match.group(1)), match.group(2).replace('""', '"'))
+
+
 def atom_instances(atom: str) -> set[int]:
     return {int(n) for n in INSTANCE.findall(atom)}
 
