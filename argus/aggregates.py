@@ -16,7 +16,7 @@ from functools import cached_property
 import sqlglot
 from sqlglot import exp
 
-from .trees import DIALECT, qualified
+from .trees import DIALECT, qualified, tree_of
 
 # (suffix, change per input row, combine). "add": old + delta; "min"/"max": the extreme
 # of old and the inserted rows (re-read when rows were retracted); "distinct": from the
@@ -76,7 +76,7 @@ def fixed_scale(arg: str, scales: dict[str, int]) -> int | None:
         return None
 
     try:
-        return scale(sqlglot.parse_one(arg, read=DIALECT))
+        return scale(tree_of(arg))
     except sqlglot.errors.ParseError:
         return None
 
@@ -271,7 +271,7 @@ class Family:
 
 def _filtered(arg: str) -> tuple[str, str | None]:
     """`CASE WHEN c THEN x END` as (x, c); any other argument as (it, None)."""
-    tree = sqlglot.parse_one(arg, read=DIALECT)
+    tree = tree_of(arg)
     ifs = tree.args.get("ifs") if isinstance(tree, exp.Case) else None
     if ifs and len(ifs) == 1 and tree.args.get("default") is None and not tree.this:
         return ifs[0].args["true"].sql(DIALECT), ifs[0].this.sql(DIALECT)

@@ -5,7 +5,6 @@ expressions."""
 from __future__ import annotations
 
 import psycopg
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
@@ -18,7 +17,7 @@ from .network.reads import evaluate_held
 from .nodes import SIGN_ID, T1, Node
 from .templates import render
 from .failures import never_fails
-from .trees import DIALECT
+from .trees import tree_of
 
 
 def output_check_sql(output: list[str], top, bound: int | None = None) -> str | None:
@@ -74,7 +73,7 @@ def changes_view_sql(conn: psycopg.Connection, name: str, output: list[str], top
     Where a row can be retracted, the changes are made net (query/changes_net), rows
     told apart by a hash first: of the row where every output type hashes (`hashable`,
     asked of the results view, made first), else of its text."""
-    trees = [sqlglot.parse_one(e, read=DIALECT) for e in output]
+    trees = [tree_of(e) for e in output]
     clocked = any(reads_clock(e) for e in output)
     netted = kept is not None or clocked or not top.insert_only
     whole = netted and kept is None and not clocked and _whole_rows(trees, top)

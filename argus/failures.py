@@ -9,10 +9,9 @@ from __future__ import annotations
 import decimal
 from collections.abc import Mapping
 
-import sqlglot
 from sqlglot import exp
 
-from .trees import DIALECT, unparen
+from .trees import unparen, tree_of
 
 
 # What PostgreSQL evaluates on any row without an error: columns, constants, comparisons
@@ -46,7 +45,7 @@ def never_fails(text: str, overflow: bool = False, types: Types | None = None) -
     +, - or * (a date 20 days after the last date PostgreSQL has). Knowing its columns'
     `types`, also functions that fail on no value of their types (_typed_safe)."""
     allowed = _NEVER_FAILS + (_OVERFLOWS if overflow else ())
-    for node in sqlglot.parse_one(text, read=DIALECT).walk():
+    for node in tree_of(text).walk():
         constant = isinstance(node, exp.Cast) and isinstance(unparen(node.this), exp.Literal)
         if not (constant or isinstance(node, allowed) or _plain_pattern(node)
                 or types is not None and _typed_safe(node, types)):

@@ -12,7 +12,6 @@ import logging
 from dataclasses import dataclass
 
 import psycopg
-import sqlglot
 from psycopg import sql
 
 from .frontend import functions
@@ -29,7 +28,7 @@ from .network import Builder, assemble, drop_unused, execute_all, jisc
 from .mqo.sharing import Sharing
 from .streams import stream_schemas
 from .frontend.temporal import calls_user_clock, clock_once, reads_clock
-from .trees import DIALECT
+from .trees import tree_of
 
 log = logging.getLogger(__name__)  # (argus's command line prints its messages)
 
@@ -212,7 +211,7 @@ def build_top(builder: Builder, name: str, analyzed: Analyzed, evaluate: str
     clock once: on Citus, on the coordinator), its plan mapped onto nodes, or one node
     that re-runs it (argus.nodes.rerun)."""
     if evaluate == "rerun":
-        if calls_user_clock(sqlglot.parse_one(analyzed.canonical, read=DIALECT)):
+        if calls_user_clock(tree_of(analyzed.canonical)):
             raise QueryError(f"query {name!r} reads the stream clock (argus_now()): it is "
                              "maintained incrementally, not by re-running it")
         top = builder.make_rerun(analyzed.canonical, analyzed.streams, len(analyzed.names))

@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import psycopg
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -25,7 +24,7 @@ from .names import (LOCK_CYCLES, STREAMS_SCHEMA, TIME_TYPES, check_name, stream_
                     stream_inbox)
 from .network import assemble, execute_all, load_node, records, store_blocks
 from .templates import render
-from .trees import DIALECT
+from .trees import DIALECT, tree_of
 
 _NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
 
@@ -50,7 +49,7 @@ def parse_column_type(column: str, spec: object) -> ColumnType:
     not_null = bool(_NOT_NULL.search(spec))
     text = _NOT_NULL.sub("", spec).strip()
     try:
-        parsed = sqlglot.parse_one(text, into=exp.DataType, dialect=DIALECT)
+        parsed = tree_of(text, into=exp.DataType)
     except SqlglotError:
         raise InvalidNameError(f"column {column!r}: unknown or unsupported type {spec!r}") from None
     return ColumnType(parsed.sql(dialect=DIALECT), not_null)

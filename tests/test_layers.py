@@ -129,3 +129,27 @@ def test_the_network_in_memory_keeps_rows_as_the_settings_default():
 
     assert (memory.VIRTUAL_SELECTIVITY, memory.VIRTUAL_JOIN_GROWTH) == (
         SETTINGS["virtual_selectivity"].default, SETTINGS["virtual_join_growth"].default)
+
+
+def test_sql_text_is_parsed_in_one_place():
+    """Expressions kept as text are parsed by argus.trees.tree_of (one dialect, each
+    text once a process); only the frontend parses the registrant's statements whole,
+    and the benches their workloads' own dialects."""
+    found = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
+             if p.name != "trees.py" and p.parent.name != "bench"
+             for line in p.read_text().splitlines()
+             if re.search(r"sqlglot\.parse_one\(|sqlglot\.parse\(", line)]
+    assert found == ["argus/frontend/analyze.py"]
+
+
+def test_a_parsed_text_is_the_callers_own():
+    """tree_of's trees are copies: a caller's change (the mapping and the compilers
+    transform in place) is not seen by the next reader of the same text."""
+    from sqlglot import exp
+
+    from argus.trees import tree_of
+
+    first = tree_of("a + 1")
+    first.find(exp.Column).replace(exp.column("b"))
+    assert tree_of("a + 1").sql() == "a + 1" and first.sql() == "b + 1"
+    assert isinstance(tree_of("numeric(10, 2)", into=exp.DataType), exp.DataType)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import time
 
 import psycopg
-import sqlglot
 from psycopg import sql
 
 from ..frontend.temporal import calls_user_clock
 from ..mqo.replan import evaluation
 from ..admission import over_histories
-from ..trees import DIALECT
+from ..trees import tree_of
 from . import records
 from .records import only_used_by, recent_ms
 
@@ -42,7 +41,7 @@ def switch_to(conn: psycopg.Connection, name: str, query_id: int, current: str,
     if current == "incremental":
         (canonical,) = conn.execute("SELECT canonical FROM argus_catalog.queries "
                                     "WHERE query_id = %s", (query_id,)).fetchone()
-        if calls_user_clock(sqlglot.parse_one(canonical, read=DIALECT)):
+        if calls_user_clock(tree_of(canonical)):
             return None  # (it cannot be re-run: build_top; its joins are planned again)
         # a re-run slower than the break-even is cut short there: a check never takes
         # longer than the query's own nodes take in one cycle

@@ -38,7 +38,7 @@ from .limit import limit_as_top_k
 from .grouping import CALLED_AGGREGATES
 from .planner import Planner
 from .relations import figure_name
-from ..trees import DIALECT, folded
+from ..trees import DIALECT, folded, tree_of
 
 
 
@@ -427,7 +427,7 @@ def as_registered(schemas: Mapping[str, str] | None, canonical: str
     also called bare there resolved to pg_catalog; one called qualified in two schemas
     cannot be told apart there)."""
     if schemas is None:
-        tree = sqlglot.parse_one(canonical, read=DIALECT)
+        tree = tree_of(canonical)
         calls = list(tree.find_all(exp.Anonymous))
         bare = {fold(c.name) for c in calls if not isinstance(c.parent, exp.Dot)}
         schemas = {fold(c.name): c.parent.this.name for c in calls

@@ -12,11 +12,10 @@ order cannot be seen in the answer, only in the time it takes.
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
 
 from ..failures import Types, never_fails
-from ..trees import DIALECT, unparen
+from ..trees import DIALECT, unparen, tree_of
 
 # what a row costs, roughly, in PostgreSQL's time for one comparison
 _PATTERNS = (exp.RegexpLike, exp.RegexpILike, exp.RegexpExtract, exp.RegexpReplace,
@@ -29,7 +28,7 @@ def cheap_first(text: str | None, types: Types) -> str | None:
     as it is where an arm may fail or nothing moves."""
     if text is None or not never_fails(text, types=types):
         return text
-    tree = sqlglot.parse_one(text, read=DIALECT)
+    tree = tree_of(text)
     ordered = _ordered(tree.copy())
     return text if ordered == tree else ordered.sql(DIALECT)
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import sqlglot
 from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
-from ..trees import DIALECT, conjuncts, folded
+from ..trees import DIALECT, conjuncts, folded, tree_of
 
 # calls PostgreSQL answers with a set of rows: its IMMUTABLE set-returning functions
 # (a query may call no others, frontend.functions), and sqlglot's names for two of them
@@ -41,7 +40,7 @@ def expands(sql_text: str) -> bool:
 def without_expansions(sql_text: str) -> str:
     """The expression with each set-returning call (arguments and all) a NULL: what of
     it is computed besides them."""
-    tree = sqlglot.parse_one(sql_text, read=DIALECT)
+    tree = tree_of(sql_text)
     if SET_RETURNING.match(tree.sql(DIALECT)):
         return "NULL"
     for call in [f for f in tree.find_all(exp.Func) if SET_RETURNING.match(f.sql(DIALECT))]:

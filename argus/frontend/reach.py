@@ -29,13 +29,12 @@ read, nothing else.
 from __future__ import annotations
 
 import psycopg
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..errors import PermissionDeniedError, QueryError, UnsupportedQueryError
 from ..names import NETWORK_SCHEMA, SCHEMAS, STREAMS_SCHEMA
-from ..trees import DIALECT
+from ..trees import DIALECT, tree_of
 from .constants import STRINGS
 
 FIRST_NORMAL_OID = 16384  # PostgreSQL's FirstNormalObjectId: below it, initdb's objects
@@ -157,7 +156,7 @@ def _without_literals(query: str) -> str:
     """The query with each string literal a NULL (both of type `unknown` to PostgreSQL:
     the same functions, operators and casts resolve), and each interval literal a NULL
     interval."""
-    tree = sqlglot.parse_one(query, read=DIALECT)
+    tree = tree_of(query)
     for cast in tree.find_all(exp.Cast):
         target = cast.to.sql(DIALECT).lower()
         if target.startswith("reg") and not (isinstance(cast.this, exp.Literal)

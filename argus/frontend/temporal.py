@@ -16,10 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
-from ..trees import DIALECT, conjuncts, unparen
+from ..trees import DIALECT, conjuncts, unparen, tree_of
 
 USER_FUNCTION = "argus_now"
 NOW = "argus.clock_now()"
@@ -35,7 +34,7 @@ def is_clock(node: exp.Expr, name: str = "clock_now") -> bool:
 
 
 def clock_call(name: str = "clock_now") -> exp.Expr:
-    return sqlglot.parse_one(f"argus.{name}()", read=DIALECT)
+    return tree_of(f"argus.{name}()")
 
 
 def rewrite_user_calls(tree: exp.Expr) -> exp.Expr:
@@ -57,7 +56,7 @@ def calls_user_clock(tree: exp.Expr) -> bool:
 
 def at_previous_clock(sql_text: str) -> str:
     """The same predicate evaluated at the clock before this cycle."""
-    tree = sqlglot.parse_one(sql_text, read=DIALECT)
+    tree = tree_of(sql_text)
     return tree.transform(
         lambda n: clock_call("clock_previous") if is_clock(n) else n).sql(DIALECT)
 
@@ -68,7 +67,7 @@ def clock_once(sql_text: str) -> str:
     runs for every row (about a microsecond each)."""
     if not reads_clock(sql_text) and PREVIOUS not in sql_text:
         return sql_text
-    tree = sqlglot.parse_one(sql_text, read=DIALECT)
+    tree = tree_of(sql_text)
 
     def once(node: exp.Expr) -> exp.Expr:
         if is_clock(node) or is_clock(node, "clock_previous"):
@@ -93,7 +92,7 @@ def clock_variables(sql_text: str) -> str:
                 return exp.column(replaced)
         return node
 
-    return sqlglot.parse_one(sql_text, read=DIALECT).transform(variable).sql(DIALECT)
+    return tree_of(sql_text).transform(variable).sql(DIALECT)
 
 
 @dataclass(frozen=True)
@@ -156,7 +155,7 @@ def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
     """(temporal, lower bounds found, every temporal conjunct is a lower bound)."""
     if not reads_clock(predicate):
         return False, [], True
-    tree = sqlglot.parse_one(predicate, read=DIALECT)
+    tree = tree_of(predicate)
     bounds, monotone = [], True
     for conjunct in conjuncts(tree):
         if not any(is_clock(n) for n in conjunct.walk()):
@@ -171,7 +170,7 @@ def classify(predicate: str | None) -> tuple[bool, list[Bound], bool]:
 
 def clock_conjuncts(predicate: str) -> list[str]:
     """The conjuncts of a predicate that read the clock."""
-    tree = sqlglot.parse_one(predicate, read=DIALECT)
+    tree = tree_of(predicate)
     return [c.sql(DIALECT) for c in conjuncts(tree) if any(is_clock(n) for n in c.walk())]
 
 

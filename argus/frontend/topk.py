@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import sqlglot
 from sqlglot import exp
 
 from ..plan import Output, Plan, Scan, Select, Window
-from ..trees import DIALECT, conjuncts
+from ..trees import conjuncts, tree_of
 
 RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
@@ -41,7 +40,7 @@ def _bounded(select: Select) -> Plan | None:
         below = below.input
     if not isinstance(below, Window) or below.keep is not None:
         return None
-    for term in conjuncts(sqlglot.parse_one(select.predicate, read=DIALECT)):
+    for term in conjuncts(tree_of(select.predicate)):
         column, k = _bound(term)
         if column is None:
             continue
@@ -53,7 +52,7 @@ def _bounded(select: Select) -> Plan | None:
                 break
         window = {c.name: c.expr for c in below.columns}.get(column)
         if window is None or not isinstance(
-                sqlglot.parse_one(window, read=DIALECT).this, RANKINGS):
+                tree_of(window).this, RANKINGS):
             continue
         kept: Plan = dataclasses.replace(below, keep=(column, k))
         for projection in reversed(chain):
@@ -77,5 +76,5 @@ def _bound(term: exp.Expr) -> tuple[str | None, int]:
 
 def _plain(expr: str) -> str | None:
     """The column a projection passes through unchanged (`"t1"."c"`), or None."""
-    tree = sqlglot.parse_one(expr, read=DIALECT)
+    tree = tree_of(expr)
     return tree.name if isinstance(tree, exp.Column) and tree.table == "t1" else None

@@ -17,7 +17,6 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
 from ..frontend.canon import (FLOATS, Clause, PredSet, Resolve, TypeOf, atom_instances,
@@ -27,7 +26,7 @@ from ..frontend.lateral import expands
 from ..frontend.relations import short
 from ..plan import Join, Plan, Select
 from ..frontend.temporal import reads_clock
-from ..trees import DIALECT, conjuncts
+from ..trees import DIALECT, conjuncts, tree_of
 
 
 
@@ -154,7 +153,7 @@ def implied_bounds(conds: list[Cond], type_of: TypeOf, rounds: int = 3) -> list[
                         found.append(lit)
         derived += found
         frontier = found
-    return [Cond(frozenset({frozenset({lit})}), sqlglot.parse_one(lit.text, read=DIALECT),
+    return [Cond(frozenset({frozenset({lit})}), tree_of(lit.text),
                  lit.instances) for lit in derived]
 
 
@@ -177,7 +176,7 @@ def substitute(sql_text: str, inputs: Mapping[str, Mapping[str, exp.Expr]]) -> e
             return _operand(inputs[node.table][node.name].copy(), node.parent)
         return node
 
-    return sqlglot.parse_one(sql_text, read=DIALECT).transform(visit, copy=False)
+    return tree_of(sql_text).transform(visit, copy=False)
 
 
 def _operand(value: exp.Expr, parent: exp.Expr | None) -> exp.Expr:
@@ -334,7 +333,7 @@ def fresh_name(name: str, taken: set[str]) -> str:
 def column_name(atom: str, width: int) -> str:
     """A node column's name from its atom: the source column in a one-source node,
     t<STA>_<column> in a join."""
-    column = sqlglot.parse_one(atom, read=DIALECT)
+    column = tree_of(atom)
     if width == 1:
         return short(column.name)
     return short(f"t{column.table[1:]}_{column.name}")

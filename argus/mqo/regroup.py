@@ -21,13 +21,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import books_needed, entries
 from ..failures import never_fails
-from ..trees import DIALECT
+from ..trees import tree_of
 from ..plan import Agg, Col
 
 if TYPE_CHECKING:  # the optimizer reads nodes; it does not depend on how they compile
@@ -200,7 +199,7 @@ def _bounded(func: str, arg: str, types: dict) -> bool:
     numerics of a precision (`numeric(14,2)`: a sum gains 19 digits at most)."""
     if func in ("count", "min", "max", "bool_and", "bool_or", "every"):
         return True
-    column = sqlglot.parse_one(arg, read=DIALECT)
+    column = tree_of(arg)
     kind = types.get((column.table, column.name), "") if isinstance(column, exp.Column) else ""
     return func in ("sum", "avg") and (kind in ("smallint", "integer", "bigint")
                                        or kind.startswith("numeric("))

@@ -14,7 +14,6 @@ import itertools
 from collections.abc import Callable
 
 import psycopg
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
@@ -23,7 +22,7 @@ from ..names import TIME_TYPES
 from ..nodes import Node, virtual
 from ..nodes.join import join_condition
 from ..nodes.lazy import is_lazy
-from ..trees import DIALECT, conjuncts
+from ..trees import DIALECT, conjuncts, tree_of
 from . import records
 
 Load = Callable[[int], Node]
@@ -101,7 +100,7 @@ def having_index(conn: psycopg.Connection, parent: Node, table: Node, columns: l
             and not parent.definition.get("temporal") and table.kind_of.groups
             and parent.parents == (table.id,)):
         return None
-    tree = sqlglot.parse_one(predicate, read=DIALECT)
+    tree = tree_of(predicate)
     for column in tree.find_all(exp.Column):
         column.set("table", None)
     name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns)}_n{parent.id}_idx")
@@ -155,7 +154,7 @@ def join_keys(condition: str, left: Node, right: Node) -> Keys:
     row's probe reads only its partners, (sender, tran_date) for a chain within a day
     window; with no equality key, one range key. An index costs at every insert into
     the parent, hence one per side."""
-    tree = sqlglot.parse_one(condition, read=DIALECT)
+    tree = tree_of(condition)
     side = {"t1": left, "t2": right}
     keys: dict[str, tuple[list[str], list[str], list[str]]] = {t: ([], [], []) for t in side}
 

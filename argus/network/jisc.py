@@ -14,14 +14,13 @@ from __future__ import annotations
 
 
 import psycopg
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..nodes import T1, T2, Node, lazy
 from ..nodes.join import join_condition
 from ..templates import render
-from ..trees import DIALECT, conjuncts
+from ..trees import conjuncts, tree_of
 from .reads import load_node
 from . import records
 from .stored import execute_all, store_blocks
@@ -48,7 +47,7 @@ def probe_keys(consumer: Node, node: Node, parents: list[Node]) -> list[list[str
     mine_types = dict(zip(node.columns, node.types))
     other_types = dict(zip(other.columns, other.types))
     pairs = []
-    for term in conjuncts(sqlglot.parse_one(consumer.spec.condition, read=DIALECT)):
+    for term in conjuncts(tree_of(consumer.spec.condition)):
         if not (isinstance(term, exp.EQ) and isinstance(term.left, exp.Column)
                 and isinstance(term.right, exp.Column)):
             continue

@@ -10,7 +10,6 @@ import dataclasses
 import itertools
 import re
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
@@ -27,7 +26,7 @@ from ..nodes import Node
 from ..nodes.window import reads_parent_partitions, suffix as window_suffix, top_order
 from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Select, SetOp,
                     Window)
-from ..trees import DIALECT
+from ..trees import DIALECT, tree_of
 from .setops import SetOps
 
 # a type whose every value has one scale: numeric(p,s) as format_type spells it, integers
@@ -225,9 +224,9 @@ class Mapping(SetOps):
             c for c in columns[definition["keys"]:] if c.expr not in key_of)
         if definition.get("keep"):  # the parent columns its windows read, kept too, so
             # that new rows can be ranked with the kept ones (nodes.window: the merge)
-            passed = {sqlglot.parse_one(c.expr, read=DIALECT) for c in columns}
+            passed = {tree_of(c.expr) for c in columns}
             read = sorted({c.name for col in columns
-                           for c in sqlglot.parse_one(col.expr, read=DIALECT).find_all(exp.Column)
+                           for c in tree_of(col.expr).find_all(exp.Column)
                            if c.table == "t1" and exp.column(c.name, table="t1", quoted=True)
                            not in passed})
             columns += tuple(Col(f"argus_r{i}", exp.column(name, table="t1", quoted=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import re
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 
@@ -29,7 +28,7 @@ from .layout_policy import LayoutPolicy, may_be_view
 from .mapping import Mapping
 from .reshape import growing
 from .row_model import SampleModel
-from ..trees import DIALECT
+from ..trees import DIALECT, tree_of
 
 
 class MemoryGroups:
@@ -365,7 +364,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
             found = {dict(zip(p.columns, p.types))[definition[side][i]]
                      for p, side in zip(parents, ("left", "right"))}
             return found.pop() if len(found) == 1 else "unknown"
-        tree = sqlglot.parse_one(expr, read=DIALECT)
+        tree = tree_of(expr)
         if isinstance(tree, exp.Count):
             return "bigint"
         if isinstance(tree, (exp.LogicalAnd, exp.LogicalOr)):

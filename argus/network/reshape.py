@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import json
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
@@ -23,7 +22,7 @@ from ..nodes import lazy as lazy_nodes
 from ..nodes.aggregate import parent_index_name
 from ..nodes.lazy import is_lazy
 from ..plan import Col
-from ..trees import DIALECT, qualified
+from ..trees import qualified, tree_of
 from . import jisc, records
 from .apply import SEQUENCE_GAP
 from .stored import execute_all
@@ -67,7 +66,7 @@ def _outward(definition: dict, model: Model, parent: Node) -> bool:
 
 
 def _columns(text: str) -> set[str]:
-    return {qualified("t1", c.name) for c in sqlglot.parse_one(text, read=DIALECT)
+    return {qualified("t1", c.name) for c in tree_of(text)
             .find_all(exp.Column)}
 
 

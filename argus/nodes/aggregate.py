@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import Book, Family, Model, Spec, entries
 from ..names import std_alias
 from ..templates import render
-from ..trees import DIALECT, qualified
+from ..trees import qualified, tree_of
 from . import extremes
 from .extremes import group_by, windowed
 from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, always, any_rows,
@@ -429,7 +428,7 @@ def _applied_in_evaluation(node: Node) -> bool:
 
 
 def _column(expr: str) -> bool:
-    return isinstance(sqlglot.parse_one(expr, read=DIALECT), exp.Column)
+    return isinstance(tree_of(expr), exp.Column)
 
 
 KIND = register_kind(Kind(

@@ -17,13 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..names import SIGN, node_delta, std_alias, stream_inbox
 from ..templates import render
-from ..trees import DIALECT
+from ..trees import DIALECT, tree_of
 
 
 T1 = sql.Identifier(std_alias(1))
@@ -169,7 +168,7 @@ def unqualified(expr: str) -> str:
     """An expression over t1 as an index expression: without the table qualifier (a
     collation's schema is no table's: `q COLLATE public.ci` keeps it; found by a helper)."""
 
-    tree = sqlglot.parse_one(expr, read=DIALECT)
+    tree = tree_of(expr)
     for column in tree.find_all(exp.Column):
         if not (isinstance(column.parent, exp.Collate) and column.arg_key == "expression"):
             column.set("table", None)
@@ -233,7 +232,7 @@ def passed_on(node: Node, column: str) -> tuple[int, str] | None:
     it is; None if it is computed."""
     if column not in node.columns:
         return None
-    expr = sqlglot.parse_one(node.exprs[node.columns.index(column)], read=DIALECT)
+    expr = tree_of(node.exprs[node.columns.index(column)])
     if not isinstance(expr, exp.Column) or not expr.table.startswith("t"):
         return None
     parent = int(expr.table[1:]) - 1

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..frontend.temporal import Bound, clock_once, is_clock
 from ..templates import render
-from ..trees import DIALECT, unparen
+from ..trees import DIALECT, unparen, tree_of
 from .base import SIGN_ID, T1, Node, Step, cols, var, virtual
 
 COLUMN = "argus_expiry"
@@ -60,7 +59,7 @@ CLOCK = "argus.clock_now()"
 def _length(expr: str) -> str | None:
     """The window's length of a bound `argus.clock_now() - INTERVAL '…'`, as SQL ("" for
     the clock itself), or None if the bound is not of that form."""
-    tree = unparen(sqlglot.parse_one(expr, read=DIALECT))
+    tree = unparen(tree_of(expr))
     if is_clock(tree):
         return ""
     if (isinstance(tree, exp.Sub) and is_clock(unparen(tree.this))

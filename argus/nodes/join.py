@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..frontend.canon import sargable
 from ..templates import render
-from ..trees import DIALECT, conjuncts
+from ..trees import DIALECT, conjuncts, tree_of
 from . import expiry, lazy
 from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, T2, add_hash, all_rows,
                    bag_flush, cols, create_delta, identical_when_equal, named, row_hash,
@@ -50,7 +49,7 @@ def join_condition(node: Node, parents: list[Node]) -> str:
 def _right_column(expr: str) -> bool:
     """Is the join's column the right input's (t2)? (A join's columns pass its inputs'
     columns through.)"""
-    tree = sqlglot.parse_one(expr, read=DIALECT)
+    tree = tree_of(expr)
     return isinstance(tree, exp.Column) and tree.table == "t2"
 
 
@@ -270,7 +269,7 @@ def _equalities(condition: str) -> list[tuple[exp.Column, exp.Expression]]:
     of the other side's columns only, as (column, expression): each side's columns so
     equated are indexed (network.indexes.join_keys)."""
     found = []
-    for conjunct in conjuncts(sqlglot.parse_one(condition, read=DIALECT)):
+    for conjunct in conjuncts(tree_of(condition)):
         if isinstance(conjunct, exp.EQ):
             for mine, other in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
                 if isinstance(mine, exp.Column) and mine.table in ("t1", "t2") and {
@@ -300,7 +299,7 @@ def _key_pairs(condition: str) -> tuple[list[tuple[exp.Expression, exp.Expressio
     (which an index of the right history serves: network.builder makes one), and how
     many other conjuncts it has."""
     keys = [pair for pair in _equalities(condition) if pair[0].table == "t1"]
-    return keys, len(conjuncts(sqlglot.parse_one(condition, read=DIALECT))) - len(keys)
+    return keys, len(conjuncts(tree_of(condition))) - len(keys)
 
 
 def deferred(node: Node) -> bool:
@@ -319,7 +318,7 @@ def one_sided(node: Node, parents: list[Node]) -> dict[str, list[str]] | None:
     only pairs could show it fails, so the join is not deferred."""
     found: dict[str, list[str]] = {}
     for text in [join_condition(node, parents), *node.exprs]:
-        for tree in sqlglot.parse_one(text, read=DIALECT).find_all(*_ARITHMETIC):
+        for tree in tree_of(text).find_all(*_ARITHMETIC):
             if isinstance(tree.parent, _ARITHMETIC):
                 continue  # within a larger one
             sides = {c.table for c in tree.find_all(exp.Column)}

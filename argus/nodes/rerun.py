@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..errors import QueryError
 from ..frontend.temporal import rewrite_user_calls
 from ..templates import render
-from ..trees import DIALECT
+from ..trees import DIALECT, tree_of
 from .base import (Kind, Node, SIGN_ID, Step, add_hash, bag_flush, bounded, cols, create_delta,
                    register_kind, row_hash)
 
@@ -29,7 +28,7 @@ def query_text(canonical: str, streams: list[str]) -> str:
     order) as a placeholder a compiler fills with the rows to read: sqlglot's SQL with
     its braces escaped for psycopg's `sql.SQL.format`. The streams are marked by a name
     the query's text does not hold (a literal may say anything, '{s0}' included)."""
-    tree = rewrite_user_calls(sqlglot.parse_one(canonical, read=DIALECT))
+    tree = rewrite_user_calls(tree_of(canonical))
     marker, k = _SOURCE, 0
     while marker in canonical:
         k += 1

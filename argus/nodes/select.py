@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..mqo.blocks import substitute
 from ..frontend.temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
-from ..trees import DIALECT, qualified
+from ..trees import DIALECT, qualified, tree_of
 from . import expiry
 from .base import (Kind, Probe, register_kind, Node, SIGN_ID, Step, T1, add_hash, all_rows,
                    bag_flush, bounded, cols, create_delta, expr_hash, passed_on, row_hash,
@@ -52,7 +51,7 @@ class SelectCompiler:
         the columns it re-reads as the clock moves)."""
         passed = {e: n for n, e in zip(node.columns, node.exprs)}
         mapping = {}
-        for column in sqlglot.parse_one(text, read=DIALECT).find_all(exp.Column):
+        for column in tree_of(text).find_all(exp.Column):
             if column.table == "t1":
                 mine = passed.get(sql.Identifier("t1", column.name).as_string(None))
                 if mine is None:
@@ -189,7 +188,7 @@ def passes_every_row(node: Node, parent: Node) -> bool:
     keep = parent.kind_of.top_k(parent)
     if not keep or node.spec.predicate is None:
         return False
-    tree = sqlglot.parse_one(node.spec.predicate, read=DIALECT)
+    tree = tree_of(node.spec.predicate)
     tree = tree.this if isinstance(tree, exp.Paren) else tree
     if not isinstance(tree, exp.LTE | exp.LT) \
             or tree.this != exp.column(keep[0], table="t1", quoted=True) \

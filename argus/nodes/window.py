@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
 from ..frontend.topk import RANKINGS
 from ..templates import render
-from ..trees import DIALECT
+from ..trees import DIALECT, tree_of
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, as_texts, cols,
                    create_delta, identity, named, passed_on, register_kind, row_hash,
                    tid_column, var, virtual)
@@ -67,7 +66,7 @@ def suffix(node: Node) -> Suffix | None:
     order, lookback, carries, exprs = None, 0, [], []
     types = node.types or (None,) * len(node.columns)  # (none before its table exists)
     for column, text, pg_type in zip(node.columns, node.exprs, types):
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        tree = tree_of(text)
         for window in tree.find_all(exp.Window):
             ordered = window.args.get("order")
             terms = ordered.expressions if ordered else []
@@ -190,7 +189,7 @@ def _kept_as_parent_rows(node: Node, parent: Node) -> sql.Composable | None:
     before a kept row is kept). None otherwise."""
     if node.spec.keep is None or node.spec.grouped or not parent.insert_only:
         return None
-    trees = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs]
+    trees = [tree_of(e) for e in node.exprs]
     windows = [t for t in trees if t.find(exp.Window)]
     if len(windows) != 1 or not isinstance(windows[0], exp.Window) \
             or not isinstance(windows[0].this, RANKINGS):
@@ -222,12 +221,12 @@ def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
     partition would be read whole, once per partition). None otherwise."""
     if node.spec.keep is None or node.spec.grouped or parent.insert_only:
         return None
-    trees = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs]
+    trees = [tree_of(e) for e in node.exprs]
     windows = [w for t in trees for w in t.find_all(exp.Window)]
     if len(windows) != 1 or not isinstance(windows[0].this, exp.RowNumber | exp.Rank) \
             or trees[node.columns.index(node.spec.keep[0])] is not windows[0]:
         return None
-    keys = [sqlglot.parse_one(e, read=DIALECT) for e in node.exprs[:node.spec.keys]]
+    keys = [tree_of(e) for e in node.exprs[:node.spec.keys]]
     order = windows[0].args.get("order")
     terms = order.expressions if order else []
     if list(windows[0].args.get("partition_by") or []) != keys or not terms:

@@ -6,10 +6,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from fractions import Fraction
 
-import sqlglot
 from sqlglot import exp
 
-from ...trees import DIALECT, conjuncts, unparen
+from ...trees import conjuncts, unparen, tree_of
 from .linear import _exact_domain, _linear, _movable, _subtract
 from .literals import (COMPARISONS, FLIP, MAX_CLAUSES, NEGATE, Clause, Literal, PredSet, Resolve,
                        TypeOf, _atom_text, _normalize)
@@ -95,8 +94,7 @@ def _literal(e: exp.Expr, ctx: _Ctx, negated: bool) -> Literal:
 
 def _negate(lit: Literal) -> Literal:
     if lit.op == "true":
-        return _opaque(exp.Not(this=exp.Paren(this=sqlglot.parse_one(lit.terms[0][0],
-                                                                    read=DIALECT))))
+        return _opaque(exp.Not(this=exp.Paren(this=tree_of(lit.terms[0][0]))))
     return Literal(lit.terms, NEGATE[lit.op], lit.const)
 
 

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 
-from ...trees import DIALECT, unparen
+from ...trees import DIALECT, unparen, tree_of
 from .values import _const_text, _linear_text, _parse_const, _scale, _store
 
 
@@ -134,7 +133,7 @@ def _map_opaque(atom: str, mapping: tuple[tuple[int, int], ...]) -> str:
             return exp.column(node.name, table=table[node.table], quoted=True)
         return node
 
-    return sqlglot.parse_one(atom, read=DIALECT).transform(rename, copy=False).sql(
+    return tree_of(atom).transform(rename, copy=False).sql(
         DIALECT, copy=False)
 
 

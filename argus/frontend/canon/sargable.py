@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-import sqlglot
 from sqlglot import exp
 
-from ...trees import DIALECT, conjuncts, unparen
+from ...trees import DIALECT, conjuncts, unparen, tree_of
 from .cnf import _comparison, _Ctx
 from .literals import FLIP, Literal, TypeOf
 from .values import _const_text, _is_decimal, _scale, _store
@@ -26,7 +25,7 @@ def sargable(condition: str, type_of: TypeOf) -> str:
     `t1.d >= t2.d - 30 AND t2.d <= t1.d + 30`, `t2.d BETWEEN t1.d AND t1.d + 30`
     gains `t1.d BETWEEN t2.d - 30 AND t2.d`. Only where the arithmetic is exact (as for
     canonical literals), so that the condition keeps the same rows."""
-    tree = sqlglot.parse_one(condition, read=DIALECT)
+    tree = tree_of(condition)
     out, rewritten = [], False
     for conjunct in conjuncts(tree):
         if isinstance(conjunct, exp.Between) and not conjunct.args.get("symmetric"):
