@@ -107,7 +107,7 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         forget(conn)
         raise
     result.failed = {**isolated, **result.failed}
-    if result.nodes_run or any(result.rows_in.values()):
+    if (result.nodes_run or result.total_in) and tidy.due(result.run_id, result.total_in):
         tidy.vacuum_grown(conn)
     if period_ended or triggered:  # (settings.reoptimize_every; Zhu's trigger)
         from . import adapt

@@ -6,10 +6,13 @@ plan again). Until VACUUM notes their pages as free, the next cycle's rows go to
 pages, and every scan of a delta reads each page written since its last VACUUM: with
 autovacuum off or behind, TPC-H's lineitem delta held 512 pages for ~1,200 rows a cycle,
 read 40 times a cycle. So a cycle pays for its delta only, an owner's session vacuums,
-after each cycle it commits, the ones that hold more dead rows than DEAD_ROWS and than
+after a cycle it commits, the ones that hold more dead rows than DEAD_ROWS and than
 four times their live ones. It frees their pages for the next rows without shrinking
 the files: shrinking takes an exclusive lock, which waits for the loaders writing to an
-inbox."""
+inbox. Looking for them (the statistics flushed, then read for every table) costs as
+much as the rest of a small cycle's bookkeeping, so it looks after a cycle that claimed
+an eighth of DEAD_ROWS or more, and after every eighth (a delta of more than 5,000 rows
+the next cycle truncates itself: argus.run_cycle)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 DEAD_ROWS = 1_000
+LOOK_EVERY = 8  # cycles, at most, between two looks
 
 # (pg_stat's counts, flushed by the statement before; a table another session vacuums
 # is skipped)
@@ -33,6 +37,13 @@ SELECT s.schemaname, s.relname
 """
 
 log = logging.getLogger(__name__)
+
+
+def due(run_id: int, rows_in: int) -> bool:
+    """Whether the committed cycle `run_id`, which claimed `rows_in` rows, looks for
+    grown tables: between two looks, at most LOOK_EVERY - 1 cycles of fewer than an
+    eighth of DEAD_ROWS each."""
+    return rows_in * LOOK_EVERY >= DEAD_ROWS or run_id % LOOK_EVERY == 0
 
 
 def vacuum_grown(conn: psycopg.Connection) -> list[str]:
