@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import json
 
 import psycopg
 import pytest
@@ -10,6 +11,7 @@ from psycopg.types.json import Jsonb
 
 import argus
 from argus.frontend import analyze
+from argus.mqo.sharing import Sharing
 from argus import catalog, dashboard, names, network, nodes, schedule, streams
 
 
@@ -68,6 +70,8 @@ def test_version_38_moves_argus_own_state_out_of_the_settings(fresh_dsn):
                 DROP COLUMN stopped, DROP COLUMN attnums;  -- (47)
             UPDATE argus_catalog.nodes SET definition = definition || layout;  -- (49)
             ALTER TABLE argus_catalog.nodes DROP COLUMN layout CASCADE;
+            ALTER TABLE argus_catalog.nodes DROP COLUMN private_to, DROP COLUMN findable;
+            CREATE UNIQUE INDEX nodes_signature ON argus_catalog.nodes (md5(signature));  -- (50)
             DELETE FROM argus_catalog.schema_version WHERE version > 37""")
     with argus.connect(fresh_dsn) as again:
         conn = again.conn
@@ -162,6 +166,7 @@ def test_version_49_keeps_a_nodes_layout_apart_from_its_definition(transfers, fr
     assert {"grows", "virtual", "deferred"} <= {k for layout in layouts.values() for k in layout}
     db.conn.execute("UPDATE argus_catalog.nodes SET definition = definition || layout")
     db.conn.execute("ALTER TABLE argus_catalog.nodes DROP COLUMN layout CASCADE")
+    _before_version_50(db.conn)
     db.conn.execute("DELETE FROM argus_catalog.schema_version WHERE version >= 49")
     with argus.connect(fresh_dsn) as again:
         assert dict(again.conn.execute("SELECT node_id, layout FROM argus_catalog.nodes")
@@ -171,6 +176,59 @@ def test_version_49_keeps_a_nodes_layout_apart_from_its_definition(transfers, fr
                                   ).fetchone() == (0,)
     transfers.insert("transfers", rows[20:])
     transfers.run()  # the oracle checks both queries
+
+
+def _before_version_50(conn) -> None:
+    """The catalog as versions up to 49 kept who finds a node: in its signature, a fifth
+    element (the one query a private node is for; the node an equal one was made beside,
+    which kept the plain signature)."""
+    rows = conn.execute("SELECT node_id, signature, private_to, findable "
+                        "FROM argus_catalog.nodes WHERE kind <> 'stream'").fetchall()
+    conn.execute("ALTER TABLE argus_catalog.nodes DROP COLUMN private_to, DROP COLUMN findable")
+    hidden = {(text, private_to): node_id for node_id, text, private_to, found in rows
+              if not found}
+    for node_id, text, private_to, found in rows:
+        salt = private_to
+        if found and (text, private_to) in hidden:
+            salt = f"{private_to} beside isolated node {hidden[text, private_to]}"
+        if salt is not None:
+            conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
+                         (text[:-1] + ", " + json.dumps(salt) + "]", node_id))
+    conn.execute("CREATE UNIQUE INDEX nodes_signature ON argus_catalog.nodes (md5(signature))")
+
+
+def test_version_50_says_who_finds_a_node_apart_from_its_signature(oracle, fresh_dsn):
+    """Up to version 49 a node not to be shared (a query's without sharing; one made
+    beside an equal node isolated, or earlier in the same registration) was told apart
+    by a salt in its signature: version 50 takes it off into nodes.private_to and
+    nodes.findable, and the network maintains its queries and shares its nodes as
+    before."""
+    db = oracle.db
+    oracle.create_stream("s", {"k": "int", "x": "int"})
+    shared, db.sharing = db.sharing, Sharing.of("none")
+    oracle.register("own", "SELECT k, sum(x) AS total FROM s GROUP BY k")
+    db.sharing = shared
+    pair = ("SELECT a.k, b.k AS k2, a.x, b.x AS x2 FROM s a JOIN s b ON a.k = b.k "
+            "WHERE a.x > 1 AND b.x > 1")  # (a self-join: two equal selections)
+    oracle.register("pair", pair)
+    oracle.insert("s", [(i % 5, i) for i in range(20)])
+    oracle.run()
+    finders = db.conn.execute("SELECT node_id, signature, private_to, findable "
+                              "FROM argus_catalog.nodes ORDER BY node_id").fetchall()
+    assert {p for _, _, p, _ in finders} == {None, "own"}
+    assert not all(f for *_, f in finders), finders  # (the first of the equal selections)
+    _before_version_50(db.conn)
+    db.conn.execute("DELETE FROM argus_catalog.schema_version WHERE version >= 50")
+    db.conn.commit()
+    with argus.connect(fresh_dsn) as again:
+        assert again.conn.execute("SELECT node_id, signature, private_to, findable "
+                                  "FROM argus_catalog.nodes ORDER BY node_id"
+                                  ).fetchall() == finders
+    oracle.register("same", pair)  # shares pair's nodes: no new node
+    assert db.conn.execute("SELECT max(node_id) FROM argus_catalog.nodes").fetchone()[0] \
+        == max(n for n, *_ in finders)
+    oracle.insert("s", [(i % 7, i) for i in range(30)])
+    oracle.run()  # the oracle checks all three
 
 
 def test_catalog_views_exist_for_psql_users(db):

@@ -49,7 +49,8 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod),
 class NewNode:
     """A node to make, as decided before anything is written: what it computes (kind,
     parents, columns, definition: found by its signature), how it keeps its rows
-    (layout: nodes.base.LAYOUT) and how it is filled —
+    (layout: nodes.base.LAYOUT), who finds it (`private_to`: the one query it is for, or
+    anyone's; `findable`: false for a join built lazily) and how it is filled —
     "parents" (its backfill, stopped at `limit` rows past which an inner join is a view
     instead), "lazily" (a JISC migration's join: network.jisc), "view" (a view at
     once), or "copy" (a migration's answer, from node `copy[0]`'s columns
@@ -63,6 +64,8 @@ class NewNode:
     layout: dict
     insert_only: bool
     signature: str
+    private_to: str | None = None
+    findable: bool = True
     fill: str = "parents"
     limit: int | None = None
     copy: tuple[int, dict[str, str]] | None = None
@@ -84,7 +87,7 @@ class Apply:
                     parents=tuple(p.id for p in parents), columns=new.names, exprs=new.exprs,
                     hist_ref=(NETWORK_SCHEMA, f"n{node_id}"), definition=new.definition,
                     layout=new.layout, insert_only=new.insert_only)
-        records.insert_node(self.conn, node, new.signature)
+        records.insert_node(self.conn, node, new.signature, new.private_to, new.findable)
         execute_all(self.conn, COMPILERS[new.kind].create(
             node, list(map(lazy_nodes.readable, parents))))  # (whole histories)
         if not self.predicting:  # (unlogged while still empty: settings.durability)

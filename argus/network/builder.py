@@ -20,7 +20,7 @@ from ..nodes import expiry, rerun
 from ..nodes.lazy import is_lazy
 from ..nodes.join import deferred
 from ..plan import Col, Plan
-from . import horizons, jisc
+from . import horizons, jisc, records
 from .apply import Apply, NewNode
 from .layouts import Layouts
 from .mapping import Mapping
@@ -50,7 +50,7 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
                  query: str = "") -> None:
         super().__init__(conn)
         self.sharing = sharing or Sharing()
-        self.query = query  # the scope of the nodes that must not be shared (_scope)
+        self.query = query  # the query of the nodes that must not be shared
         self.created: list[Node] = []
         self.names: dict[Plan, dict[str, str]] = {}  # plan column -> node column
         self._memo: dict[Plan, Node] = {}
@@ -137,15 +137,15 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
             layout["virtual"] = True
         if of.groups:
             layout |= growing(definition, parents[0])
-        scope = self._scope(private)
-        signature_text = signature(kind, parents, names, exprs, definition, scope)
-        found = self._signed(signature_text) or self._lazy(signature_text)
-        # the same node, isolated since a failure, is stale: not shared; nor is one made
-        # beside it and isolated since (a third equal query once took its signature)
-        while found and found[1]:
-            scope = f"{scope} beside isolated node {found[0]}"
-            signature_text = signature(kind, parents, names, exprs, definition, scope)
-            found = self._signed(signature_text)
+        private_to = self._private_to(private)
+        signature_text = signature(kind, parents, names, exprs, definition)
+        found = self._signed(signature_text, private_to) or self._lazy(signature_text,
+                                                                       private_to)
+        # the same node, isolated since a failure or made earlier by this registration,
+        # is not offered: a node made beside it is found instead from now on
+        if found and found[1]:
+            records.hide(self.conn, found[0])
+            found = None
         if found:
             node = self.load(found[0])
             if entry is not None and self._block(node.id) is None:
@@ -153,26 +153,28 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
             return node
         new = self._decide(NewNode(kind, tuple(self._readied(kind, parents, definition)),
                                    names, exprs, definition, layout, insert_only,
-                                   signature_text, copy=copy), table)
+                                   signature_text, private_to, copy=copy), table)
         return self.create(new, entry)
 
-    def _signed(self, signature_text: str) -> tuple[int, bool] | None:
-        """The node of this signature: (node, isolated since a failure)."""
+    def _signed(self, signature_text: str, private_to: str | None) -> tuple[int, bool] | None:
+        """The node found by this signature: (node, isolated since a failure)."""
         return self.conn.execute(
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
-            "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
-            (signature_text,)).fetchone()
+            "FROM argus_catalog.nodes WHERE md5(signature) = md5(%s) AND findable "
+            "AND coalesce(private_to, '') = coalesce(%s, '')",
+            (signature_text, private_to)).fetchone()
 
-    def _lazy(self, signature_text: str) -> tuple[int, bool] | None:
-        """The join built lazily as this signature's (found by no signature): this
+    def _lazy(self, signature_text: str, private_to: str | None) -> tuple[int, bool] | None:
+        """The join built lazily as this signature's (findable by it once whole): this
         query's own, planned again, or this build's (a set operation's two branches over
         one join) as it is; any other query's made whole first, as for a second reader
         (found by a helper: a second query's migration built it again, and failed on the
         node's duplicate signature). (node, isolated since a failure), as ensure's."""
         found = self.conn.execute(
             "SELECT node_id, node_id IN (SELECT node_id FROM argus.excluded_nodes()) "
-            "FROM argus_catalog.nodes WHERE layout->'lazy'->>'signature' = %s",
-            (signature_text,)).fetchone()
+            "FROM argus_catalog.nodes WHERE layout ? 'lazy' AND md5(signature) = md5(%s) "
+            "AND coalesce(private_to, '') = coalesce(%s, '') ORDER BY node_id DESC",
+            (signature_text, private_to)).fetchone()
         if found and not found[1] and found[0] not in self.own_nodes() | self.pending_lazy:
             jisc.finish(self.conn, [found[0]])
             self.forget()
@@ -214,12 +216,9 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
         view_now = lazily and limit is not None and self._estimated_rows(
             parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
         lazily = lazily and not view_now
-        signature_text = new.signature
         if lazily:  # (found by no signature: another query must not read it)
             limit = None
-            layout = {**layout, "lazy": {"signature": signature_text}}
-            signature_text = signature(new.kind, parents, new.names, new.exprs, definition,
-                                       f"built lazily as {signature_text}")
+            layout = {**layout, "lazy": {}}
         if of.selects and self.view_of_stream(parents[0], definition, layout, new.exprs):
             layout = {**layout, "virtual": True}
         if (of.joins and definition.get("join_type") == "inner" and not new.insert_only
@@ -227,13 +226,12 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
             layout = {**layout, "expiry": list(found)}  # (nodes/expiry)
         fill = "lazily" if lazily else "view" if view_now else "copy" if (
             copy is not None and new.insert_only) else "parents"
-        return dataclasses.replace(new, layout=layout, signature=signature_text,
-                                   fill=fill, limit=limit, copy=copy)
+        return dataclasses.replace(new, layout=layout, findable=not lazily, fill=fill,
+                                   limit=limit, copy=copy)
 
-    def _scope(self, private: bool = False) -> str | None:
-        """The scope of a node's signature (nodes.base.signature): this query's, for
-        nodes that must not be shared (sharing "none", or joins when join sharing is
-        off); None, everyone's."""
+    def _private_to(self, private: bool = False) -> str | None:
+        """The one query a node is for, that no other may find (sharing "none", or joins
+        when join sharing is off); None: anyone's."""
         return self.query if private or self.sharing.strategy == "none" else None
 
     def unions_within(self, keys: list[str]) -> list[tuple[int, list[str]]]:

@@ -4,8 +4,8 @@ when something needs their whole history (argus.nodes.lazy has their cycle code)
 A builder in lazy mode creates each new insert-only inner join empty, with a `full`
 view of its parents' join; `settle` then keeps it lazy if its one consumer is an inner
 equi-join that probes it by columns of the same types as its other input's, and
-finishes the rest. Lazy joins are hidden from sharing (a signature of its own scope, no index
-candidates), so no other query reads their partial histories; anything else that would
+finishes the rest. Lazy joins are hidden from sharing (not findable by their signature, no
+index candidates), so no other query reads their partial histories; anything else that would
 read one whole (a second consumer, an enrichment, `argus retry`) finishes it first. Its
 own query planned again costs it as its own node, found by its signature.
 """
@@ -129,10 +129,12 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
         conn.execute(sql.SQL("DROP VIEW {}").format(lazy.full(node)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(lazy.done(node)))
         layout = {k: v for k, v in node.layout.items() if k != "lazy"}
-        original = node.layout["lazy"]["signature"]
-        taken = conn.execute("SELECT 1 FROM argus_catalog.nodes WHERE md5(signature) = md5(%s)",
-                             (original,)).fetchone()
-        records.set_layout(conn, node.id, layout, None if taken is not None else original)
+        taken = conn.execute(  # (by an equal node made meanwhile: this one stays hidden)
+            """SELECT 1 FROM argus_catalog.nodes n JOIN argus_catalog.nodes o
+                   ON md5(o.signature) = md5(n.signature) AND o.findable
+                  AND coalesce(o.private_to, '') = coalesce(n.private_to, '')
+                WHERE n.node_id = %s""", (node.id,)).fetchone()
+        records.set_layout(conn, node.id, layout, findable=taken is None)
         conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         records.count_rows(conn, node)
     ids = [n.id for n in nodes]

@@ -93,7 +93,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         self.nodes: dict[int, Node] = {}
         self.index = MemoryIndex()
         self.blocks: dict[int, tuple[tuple[int, ...], dict[str, str]]] = {}  # sources, atoms
-        self.signatures: dict[str, int] = {}
+        self.signatures: dict[tuple[str, str | None], int] = {}  # (signature, private_to)
         self.created_by: dict[int, str] = {}  # node -> the query it was made for
         self.samples = samples or {}  # stream -> rows (column -> value)
         # what the rows are taken to be: a sample's (row_model.SampleModel), or any
@@ -276,13 +276,12 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         of, layout = KINDS[kind], dict(layout or {})
         if of.selects and self.views_kept_rows(parents, definition, exprs):
             layout["virtual"] = True
-        scope = self.query if private or self.sharing.strategy == "none" else None
-        text = signature(kind, parents, names, exprs, definition, scope)
-        while self.signatures.get(text) in self.fresh:  # (as isolated: the catalog's)
-            scope = f"{scope} beside isolated node {self.signatures[text]}"
-            text = signature(kind, parents, names, exprs, definition, scope)
-        if text in self.signatures:
-            return self.nodes[self.signatures[text]]
+        private_to = self.query if private or self.sharing.strategy == "none" else None
+        found = (signature(kind, parents, names, exprs, definition), private_to)
+        # (one made for this query is not offered, as the catalog's isolated nodes: an
+        # equal one is made beside it, and found from now on)
+        if found in self.signatures and self.signatures[found] not in self.fresh:
+            return self.nodes[self.signatures[found]]
         if of.groups:
             layout |= growing(definition, parents[0])
         rows = None if entry is None else self.model.counted(self, entry.sources, entry.predset)
@@ -295,7 +294,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
                     tuple(p.id for p in parents), names, exprs, ("argus_net", f"n{node_id}"),
                     definition, layout=layout, insert_only=insert_only,
                     types=tuple(self._type_of(e, parents, definition) for e in exprs))
-        self.nodes[node_id], self.signatures[text] = node, node_id
+        self.nodes[node_id], self.signatures[found] = node, node_id
         self.created_by[node_id] = self.query
         self.fresh.add(node_id)
         if entry is not None:

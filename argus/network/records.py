@@ -18,15 +18,16 @@ from psycopg import sql
 from ..nodes import Node
 
 
-def insert_node(conn: psycopg.Connection, node: Node, signature: str) -> None:
+def insert_node(conn: psycopg.Connection, node: Node, signature: str,
+                private_to: str | None = None, findable: bool = True) -> None:
     """A new node (its id drawn already), its edges to its parents, its columns."""
     conn.execute(
         """INSERT INTO argus_catalog.nodes
-               (node_id, kind, join_level, sequence_id, signature, definition, layout,
-                hist_schema, hist_name, insert_only)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-        (node.id, node.kind, node.join_level, node.sequence_id, signature,
-         json.dumps(node.definition), json.dumps(node.layout), *node.hist_ref,
+               (node_id, kind, join_level, sequence_id, signature, private_to, findable,
+                definition, layout, hist_schema, hist_name, insert_only)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+        (node.id, node.kind, node.join_level, node.sequence_id, signature, private_to,
+         findable, json.dumps(node.definition), json.dumps(node.layout), *node.hist_ref,
          node.insert_only))
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO argus_catalog.edges VALUES (%s, %s, %s)",
@@ -121,26 +122,34 @@ def rename_index(conn: psycopg.Connection, old: list[str], new: list[str]) -> No
 
 
 def set_definition(conn: psycopg.Connection, node_id: int, definition: dict, layout: dict,
-                   signature: str) -> None:
-    """What the node computes, how it keeps its rows and the signature it is found by,
-    changed in place."""
-    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, layout = %s, signature = %s "
-                 "WHERE node_id = %s",
-                 (json.dumps(definition), json.dumps(layout), signature, node_id))
+                   signature: str, findable: bool) -> None:
+    """What the node computes, how it keeps its rows and the signature it is found by
+    (if `findable`), changed in place."""
+    conn.execute("UPDATE argus_catalog.nodes SET definition = %s, layout = %s, signature = %s, "
+                 "findable = %s WHERE node_id = %s",
+                 (json.dumps(definition), json.dumps(layout), signature, findable, node_id))
 
 
 def set_layout(conn: psycopg.Connection, node_id: int, layout: dict,
-               signature: str | None = None) -> None:
-    """How the node keeps its rows, changed in place (and, when given, the signature it
-    is found by: a lazy join's, once it is whole)."""
+               findable: bool | None = None) -> None:
+    """How the node keeps its rows, changed in place (and, when given, whether it is
+    found by its signature: a lazy join's, once it is whole)."""
     conn.execute("UPDATE argus_catalog.nodes SET layout = %s, "
-                 "signature = coalesce(%s, signature) WHERE node_id = %s",
-                 (json.dumps(layout), signature, node_id))
+                 "findable = coalesce(%s, findable) WHERE node_id = %s",
+                 (json.dumps(layout), findable, node_id))
 
 
-def set_signature(conn: psycopg.Connection, node_id: int, signature: str) -> None:
-    conn.execute("UPDATE argus_catalog.nodes SET signature = %s WHERE node_id = %s",
-                 (signature, node_id))
+def set_signature(conn: psycopg.Connection, node_id: int, signature: str,
+                  findable: bool) -> None:
+    conn.execute("UPDATE argus_catalog.nodes SET signature = %s, findable = %s "
+                 "WHERE node_id = %s", (signature, findable, node_id))
+
+
+def hide(conn: psycopg.Connection, node_id: int) -> None:
+    """Node `node_id` is found by its signature no more: an equal node stands in for it
+    (made beside it, isolated since a failure or made earlier by the same registration)."""
+    conn.execute("UPDATE argus_catalog.nodes SET findable = false WHERE node_id = %s",
+                 (node_id,))
 
 
 def set_sharded_by(conn: psycopg.Connection, node_id: int, key: str | None) -> None:

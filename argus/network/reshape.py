@@ -1,15 +1,14 @@
 """Nodes changed in place as later queries need more of them: a shared selection or
 join gains columns (projection enrichment), an aggregate gains aggregates or is computed
 from a finer aggregate instead of its input (horizontal expansion, rerouting). Their
-consumers read columns by name and are unaffected; a changed node keeps its own scope
-and stays apart from a twin (its signature, _resigned).
+consumers read columns by name and are unaffected; a changed node keeps who may find it,
+and a twin it now equals stays the one found (_resigned).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 
 from psycopg import sql
 from sqlglot import exp
@@ -101,7 +100,7 @@ class Reshape:
         self.forget()
         node = self.load(node.id)
         records.set_signature(self.conn, node.id,
-                              self._resigned(node, parents, node.definition))
+                              *self._resigned(node, parents, node.definition))
         if virtual(node):  # the views gain the columns at their end
             execute_all(self.conn, COMPILERS[node.kind].views(node, parents))
         else:
@@ -121,24 +120,24 @@ class Reshape:
             node, list(map(lazy_nodes.readable, parents))))
         self.conn.execute(sql.SQL("ANALYZE {}").format(node.hist))  # as a new node's
 
-    def _resigned(self, node: Node, parents: list[Node], definition: dict) -> str:
-        """The signature of a node changed in place (enriched, restructured). Its own
-        scope stays: a node of a query registered without sharing stays that query's. And
-        it stays apart from an equal node made before: a twin computing the same rows.
-        (Once an aggregate of a query without sharing, moved onto a finer one, took the
-        signature of the shared twin it now equalled, and the registration failed.)"""
-        (stored,) = self.conn.execute("SELECT signature FROM argus_catalog.nodes "
-                                      "WHERE node_id = %s", (node.id,)).fetchone()
-        parts = json.loads(stored)
-        scope = parts[4] if len(parts) > 4 else None
-        text = signature(node.kind, parents, node.columns, node.exprs, definition, scope)
-        twin = self.conn.execute("SELECT node_id FROM argus_catalog.nodes WHERE "
-                                 "md5(signature) = md5(%s) AND node_id <> %s",
-                                 (text, node.id)).fetchone()
-        if twin:
-            text = signature(node.kind, parents, node.columns, node.exprs, definition,
-                             f"{scope} beside its twin {twin[0]}")
-        return text
+    def _resigned(self, node: Node, parents: list[Node], definition: dict
+                  ) -> tuple[str, bool]:
+        """The signature of a node changed in place (enriched, restructured), and whether
+        it is found by it. Who may find it stays: a node of a query registered without
+        sharing stays that query's. And an equal node made before (a twin computing the
+        same rows) stays the one found. (Once an aggregate of a query without sharing,
+        moved onto a finer one, took the signature of the shared twin it now equalled,
+        and the registration failed.)"""
+        text = signature(node.kind, parents, node.columns, node.exprs, definition)
+        (findable,) = self.conn.execute(
+            """SELECT n.findable AND NOT EXISTS (
+                          SELECT FROM argus_catalog.nodes o
+                           WHERE md5(o.signature) = md5(%s) AND o.findable
+                             AND o.node_id <> n.node_id
+                             AND coalesce(o.private_to, '') = coalesce(n.private_to, ''))
+                 FROM argus_catalog.nodes n WHERE n.node_id = %s""",
+            (text, node.id)).fetchone()
+        return text, findable
 
     def restructure(self, node: Node, definition: dict, columns: list[Col],
                     new_parent: Node | None = None) -> Node:
@@ -175,7 +174,7 @@ class Reshape:
                                    exprs=tuple(c.expr for c in columns))
         node = dataclasses.replace(node, types=self._record_types(node))
         records.set_definition(self.conn, node.id, definition, layout,
-                               self._resigned(node, [parent], definition))
+                               *self._resigned(node, [parent], definition))
         if new_parent is not None:
             old_parent = self.load(self.conn.execute(
                 "SELECT parent_id FROM argus_catalog.edges WHERE child_id = %s",

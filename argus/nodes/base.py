@@ -436,12 +436,11 @@ def bounded(node: Node, rows: sql.Composable) -> tuple[sql.Composable, sql.Compo
                    bound=sql.Literal(bound)), sql.SQL("argus_bounded"))
 
 
-def signature(kind: str, parents, names, exprs, definition: dict, scope: str | None = None
-              ) -> str:
+def signature(kind: str, parents, names, exprs, definition: dict) -> str:
     """A node's canonical definition: an equal signature means the same node. It hashes
     what the node computes, never how it keeps it (LAYOUT: the same rows, kept as a view
-    or a table, indexed or not, are one node); `scope`: why a node is not to be shared,
-    where it is not (the one query it is for, or the isolated node it stands beside)."""
+    or a table, indexed or not, are one node), nor who may find it (the catalog's
+    nodes.private_to and nodes.findable: network.builder.Builder.ensure)."""
     assert not LAYOUT & definition.keys(), f"layout in a definition: {definition}"
-    parts = [kind, [p.id for p in parents], list(zip(names, exprs)), definition]
-    return json.dumps(parts + ([scope] if scope is not None else []), sort_keys=True)
+    return json.dumps([kind, [p.id for p in parents], list(zip(names, exprs)), definition],
+                      sort_keys=True)
