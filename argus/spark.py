@@ -353,21 +353,7 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
         files = list(ids)  # the files left, as one load of its own
         load_id = "sha256:" + hashlib.sha256(" ".join(ids.values()).encode()).hexdigest()
     try:
-        spark = session(master)
-        if fmt == "csv":
-            df = _read_csv(spark, file, files, schema.column_names, header)
-        else:
-            if fmt == "parquet":
-                _check_parquet_files(spark, file, files, schema)
-            try:
-                df = _reader(spark, file, files).format(fmt).load([str(f) for f in files])
-            except Exception as exc:  # (JSON objects naming a key twice: a traceback)
-                if type(exc).__name__ != "AnalysisException":
-                    raise
-                raise LoadError(f"cannot load {file}, nothing was loaded: "
-                                f"{_spark_error(exc)}") from None
-            if fmt == "json":
-                _check_json(df, file)
+        df = _read(session(master), fmt, file, files, schema, header)
         return load(df, stream, dsn, load_id, batch_size, source=str(file),
                     progress=progress, files=ids)
     except LoadError:
@@ -378,6 +364,24 @@ def load_file(path: str, stream: str, dsn: str | None = None, fmt: str | None = 
                             f"{str(exc).splitlines()[0][:200]}); nothing was committed: run "
                             "the load again") from None
         raise
+
+
+def _read(spark, fmt: str, file: Path, files: list[Path], schema, header: bool):
+    """The files as one DataFrame, checked as far as Spark's reading can tell."""
+    if fmt == "csv":
+        return _read_csv(spark, file, files, schema.column_names, header)
+    if fmt == "parquet":
+        _check_parquet_files(spark, file, files, schema)
+    try:
+        df = _reader(spark, file, files).format(fmt).load([str(f) for f in files])
+    except Exception as exc:  # (JSON objects naming a key twice: a traceback)
+        if type(exc).__name__ != "AnalysisException":
+            raise
+        raise LoadError(f"cannot load {file}, nothing was loaded: "
+                        f"{_spark_error(exc)}") from None
+    if fmt == "json":
+        _check_json(df, file)
+    return df
 
 
 def _check_json(df, file: Path) -> None:

@@ -71,10 +71,20 @@ def markdown(results: Results, title: str) -> str:
             f"({_x(m.matview, m.argus)}) | {ivm} | {_ms(m.floor)} | {m.nodes:,} | "
             f"{m.state_bytes / 2**20:,.1f} / {m.base_bytes / 2**20:,.1f} MiB | "
             f"{m.register_ms:,.1f} | {m.wal / 2**20:,.2f} / {m.floor_wal / 2**20:,.2f} MiB |")
-    checked = [m for m in results.measures if m.equal is not None]
-    out.append("")
-    out += [f"Answers of all {m.queries:,} {m.workload} queries equal to the re-run ones "
-            f"after the last batch: {'yes' if m.equal else 'NO'}." for m in checked]
+    out += _checked([m for m in results.measures if m.equal is not None])
+    if any(m.breakdown for m in results.measures):
+        out += _breakdown(results.measures)
+    if results.per_query:
+        out += _per_query(results.per_query)
+    if results.registrations:
+        out += _registrations(results.registrations)
+    return "\n".join(out) + "\n"
+
+
+def _checked(checked) -> list[str]:
+    """Whether each workload's answers equal the re-run's, and what its audit flagged."""
+    out = [""] + [f"Answers of all {m.queries:,} {m.workload} queries equal to the re-run "
+                  f"ones after the last batch: {'yes' if m.equal else 'NO'}." for m in checked]
     for m in checked:
         if m.audit is None:
             out.append(f"No node audit of the {m.workload} network (it needs a superuser).")
@@ -85,22 +95,21 @@ def markdown(results: Results, title: str) -> str:
                    + ", ".join(f"{len(found)} with {size:,} new rows"
                                for size, found in m.audit.items()) + ".")
         out += [f"- {size:,} rows: {line}" for size, found in m.audit.items() for line in found]
-    if any(m.breakdown for m in results.measures):
-        out += _breakdown(results.measures)
-    if results.per_query:
-        out += _per_query(results.per_query)
-    if results.registrations:
-        out += ["", "## Registration", "", "| workload | query number | ms |", "|---|---:|---:|"]
-        by: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for w, n, ms in results.registrations:
-            by[w].append((n, ms))
-        for w, rows in by.items():
-            for mark in sorted({n for n, _ in rows if n in (1, 10, 100, 250, 500, 1000)}
-                               | {rows[-1][0]}):
-                window = [ms for n, ms in rows if mark - 10 < n <= mark]
-                out.append(f"| {w} | {mark:,} | {sum(window) / len(window):,.1f} |")
-        out.append("\n(mean of the registrations up to ten before each number)")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _registrations(registrations) -> list[str]:
+    out = ["", "## Registration", "", "| workload | query number | ms |", "|---|---:|---:|"]
+    by: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for w, n, ms in registrations:
+        by[w].append((n, ms))
+    for w, rows in by.items():
+        for mark in sorted({n for n, _ in rows if n in (1, 10, 100, 250, 500, 1000)}
+                           | {rows[-1][0]}):
+            window = [ms for n, ms in rows if mark - 10 < n <= mark]
+            out.append(f"| {w} | {mark:,} | {sum(window) / len(window):,.1f} |")
+    out.append("\n(mean of the registrations up to ten before each number)")
+    return out
 
 
 def _per_query(per_query) -> list[str]:

@@ -273,28 +273,9 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
             db.run()  # warm-up: this session compiles the new network program once
             for size in sizes:
                 log(f"{workload.name}: {count} queries, batches of {size:,}")
-                t: dict[str, list[float]] = {"argus": [], "rerun": [], "matview": [],
-                                             "floor": [], "pg_ivm": [], "wal": [],
-                                             "floor_wal": []}
                 runs: list[int] = []
-                batches = [workload.batch(size) for _ in range(repeat)]
-                settle()
-                for batch in batches:
-                    mark = wal.mark()
-                    t["argus"].append(_argus(db, batch, runs))
-                    t["wal"].append(wal.since(mark))
-                for batch in batches:  # every method pays for its own ingest
-                    settle()
-                    mark = wal.mark()
-                    t["floor"].append(floor.ingest(batch))
-                    t["floor_wal"].append(wal.since(mark))
-                    settle()
-                    t["rerun"].append(t["floor"][-1] + rerun.run())
-                    settle()
-                    t["matview"].append(t["floor"][-1] + matview.run())
-                if ivm is not None:
-                    settle()
-                    t["pg_ivm"] = [ivm.ingest(batch) for batch in batches]
+                t = _timed(db, [workload.batch(size) for _ in range(repeat)], runs, wal,
+                           floor, rerun, matview, settle, ivm)
                 nodes = conn.execute("SELECT count(*) FROM argus_catalog.nodes "
                                      "WHERE kind <> ALL(%s)", (LOADED,)).fetchone()[0]
                 results.measures.append(Measure(
@@ -313,6 +294,34 @@ def scaling(workload: Workload, dsn: str | None, counts: Sequence[int],
         if ivm is not None and ivm.refused:
             results.notices.append(f"pg_ivm refused {len(ivm.refused)} of {done} "
                                    f"{workload.name} queries")
+
+
+def _timed(db: Argus, batches: list[dict[str, list[tuple]]], runs: list[int], wal: Wal,
+           floor: Floor, rerun: Rerun, matview: MatViews, settle: Settle,
+           ivm: PgIvm | None) -> dict[str, list[float]]:
+    """Seconds per batch of each method (and WAL bytes of argus's and the floor's): argus
+    takes the batches back to back, then every other method each batch in turn, each
+    paying for its own ingest."""
+    t: dict[str, list[float]] = {"argus": [], "rerun": [], "matview": [], "floor": [],
+                                 "pg_ivm": [], "wal": [], "floor_wal": []}
+    settle()
+    for batch in batches:
+        mark = wal.mark()
+        t["argus"].append(_argus(db, batch, runs))
+        t["wal"].append(wal.since(mark))
+    for batch in batches:
+        settle()
+        mark = wal.mark()
+        t["floor"].append(floor.ingest(batch))
+        t["floor_wal"].append(wal.since(mark))
+        settle()
+        t["rerun"].append(t["floor"][-1] + rerun.run())
+        settle()
+        t["matview"].append(t["floor"][-1] + matview.run())
+    if ivm is not None:
+        settle()
+        t["pg_ivm"] = [ivm.ingest(batch) for batch in batches]
+    return t
 
 
 def _audit(conn: psycopg.Connection) -> dict[int, list[str]] | None:
