@@ -63,6 +63,35 @@ def agree(conn, table: str) -> None:
         print(f"{name}: argus's answer equals {other}'s: {'yes' if same else 'NO'}")
 
 
+def _timed(db, batch: list[tuple], t: dict[str, list[float]]) -> None:
+    """One batch of updates: argus's writer and cycle, then a plain table's UPDATE, the
+    re-run and the materialized views refreshed."""
+    conn = db.conn
+    started = time.perf_counter()
+    db.update("accounts", batch)
+    t["update"].append(ms(started))
+    started = time.perf_counter()
+    db.run()
+    t["cycle"].append(ms(started))
+    with conn.transaction():
+        started = time.perf_counter()
+        with conn.cursor() as cur:
+            cur.execute("CREATE TEMP TABLE batch (id bigint, customer int, "
+                        "balance numeric(12,2)) ON COMMIT DROP")
+            with cur.copy("COPY batch FROM STDIN") as copy:
+                for row in batch:
+                    copy.write_row(row)
+            cur.execute("UPDATE plain.accounts a SET customer = b.customer, "
+                        "balance = b.balance FROM batch b WHERE a.id = b.id")
+        t["plain"].append(ms(started))
+    t["rerun"].append(rerun(conn))
+    started = time.perf_counter()
+    with conn.transaction():
+        for name in QUERIES:
+            conn.execute(f"REFRESH MATERIALIZED VIEW plain.mv_{name}")
+    t["refresh"].append(ms(started))
+
+
 def main() -> None:
     args = arguments(__doc__, accounts=100_000, customers=1_000)
     rng = random.Random(11)
@@ -97,31 +126,8 @@ def main() -> None:
         for size in SIZES:
             t = {k: [] for k in ("update", "plain", "cycle", "rerun", "refresh")}
             for _ in range(3):
-                batch = [(i, rng.randrange(args.customers), rng.randrange(10_000))
-                         for i in rng.sample(range(args.accounts), size)]
-                started = time.perf_counter()
-                db.update("accounts", batch)
-                t["update"].append(ms(started))
-                started = time.perf_counter()
-                db.run()
-                t["cycle"].append(ms(started))
-                with conn.transaction():
-                    started = time.perf_counter()
-                    with conn.cursor() as cur:
-                        cur.execute("CREATE TEMP TABLE batch (id bigint, customer int, "
-                                    "balance numeric(12,2)) ON COMMIT DROP")
-                        with cur.copy("COPY batch FROM STDIN") as copy:
-                            for row in batch:
-                                copy.write_row(row)
-                        cur.execute("UPDATE plain.accounts a SET customer = b.customer, "
-                                    "balance = b.balance FROM batch b WHERE a.id = b.id")
-                    t["plain"].append(ms(started))
-                t["rerun"].append(rerun(conn))
-                started = time.perf_counter()
-                with conn.transaction():
-                    for name in QUERIES:
-                        conn.execute(f"REFRESH MATERIALIZED VIEW plain.mv_{name}")
-                t["refresh"].append(ms(started))
+                _timed(db, [(i, rng.randrange(args.customers), rng.randrange(10_000))
+                            for i in rng.sample(range(args.accounts), size)], t)
             m = {k: statistics.median(v) for k, v in t.items()}
             argus_ms = m["update"] + m["cycle"]
             print(f"| {size:,} | {m['update']:.1f} | {m['plain']:.1f} | {m['cycle']:.1f} | "
