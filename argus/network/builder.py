@@ -216,7 +216,7 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
         view_now = lazily and limit is not None and self._estimated_rows(
             parents, definition) >= limit  # (a lazy join's view: nothing to fill, complete)
         lazily = lazily and not view_now
-        if lazily:  # (found by no signature: another query must not read it)
+        if lazily:  # (not findable: another query must not read it)
             limit = None
             layout = {**layout, "lazy": {}}
         if of.selects and self.view_of_stream(parents[0], definition, layout, new.exprs):

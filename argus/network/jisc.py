@@ -133,6 +133,7 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
             """SELECT 1 FROM argus_catalog.nodes n JOIN argus_catalog.nodes o
                    ON md5(o.signature) = md5(n.signature) AND o.findable
                   AND coalesce(o.private_to, '') = coalesce(n.private_to, '')
+                  AND o.node_id <> n.node_id
                 WHERE n.node_id = %s""", (node.id,)).fetchone()
         records.set_layout(conn, node.id, layout, findable=taken is None)
         conn.execute(sql.SQL("ANALYZE {}").format(node.hist))

@@ -65,8 +65,7 @@ def _outward(definition: dict, model: Model, parent: Node) -> bool:
 
 
 def _columns(text: str) -> set[str]:
-    return {qualified("t1", c.name) for c in tree_of(text)
-            .find_all(exp.Column)}
+    return {qualified("t1", c.name) for c in tree_of(text).find_all(exp.Column)}
 
 
 class Reshape:
