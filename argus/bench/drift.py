@@ -175,26 +175,31 @@ def report(drift: Drift, queries: int, runs: list[Series]) -> str:
         lines.append(f"| {adaptive.mode} | {len(adaptive.migrated)} | "
                      f"{sum(adaptive.pause):,.0f} | {max(adaptive.pause, default=0):,.0f} | "
                      f"{_after_migrations(drift, adaptive)} |")
-    adaptive = runs[1]
+    return "\n".join(lines + _migrations(static, runs[1])) + "\n"
+
+
+def _migrations(static: Series, adaptive: Series) -> list[str]:
+    """Each migration's predicted and measured gain."""
     moved = [(c, d) for c, d in adaptive.decisions if d.migrated]
-    if moved:
-        lines += ["", "Migrations. Predicted: the optimizer's row operations per cycle of "
-                  "the layout it had and of the new one. Measured: the time per cycle of the "
-                  "query's nodes in the adaptive network over the (up to) 5 cycles before the "
-                  "migration and the 10 after it — what the prediction compares — and in the "
-                  "static network over the same 10 cycles, on the same rows.", "",
-                  "| after cycle | query | trees | predicted | measured ms: before → after "
-                  "| static, after | build ms |", "|---:|---|---|---:|---:|---:|---:|"]
-        for cycle, d in moved:
-            p = d.prediction
-            trees = "; ".join(f"{a} → {b}" for a, b in p.trees)
-            before = range(max(cycle - 4, 0), cycle + 1)
-            after = range(cycle + 1, min(cycle + 11, len(adaptive.query_ms)))
-            lines.append(f"| {cycle} | {d.query} | {trees} | {p.current or 0:,.0f} → "
-                         f"{p.best:,.0f} | {_query_ms(adaptive, d.query, before)} → "
-                         f"{_query_ms(adaptive, d.query, after)} | "
-                         f"{_query_ms(static, d.query, after)} | {d.build_ms or 0:,.0f} |")
-    return "\n".join(lines) + "\n"
+    if not moved:
+        return []
+    lines = ["", "Migrations. Predicted: the optimizer's row operations per cycle of "
+             "the layout it had and of the new one. Measured: the time per cycle of the "
+             "query's nodes in the adaptive network over the (up to) 5 cycles before the "
+             "migration and the 10 after it — what the prediction compares — and in the "
+             "static network over the same 10 cycles, on the same rows.", "",
+             "| after cycle | query | trees | predicted | measured ms: before → after "
+             "| static, after | build ms |", "|---:|---|---|---:|---:|---:|---:|"]
+    for cycle, d in moved:
+        p = d.prediction
+        trees = "; ".join(f"{a} → {b}" for a, b in p.trees)
+        before = range(max(cycle - 4, 0), cycle + 1)
+        after = range(cycle + 1, min(cycle + 11, len(adaptive.query_ms)))
+        lines.append(f"| {cycle} | {d.query} | {trees} | {p.current or 0:,.0f} → "
+                     f"{p.best:,.0f} | {_query_ms(adaptive, d.query, before)} → "
+                     f"{_query_ms(adaptive, d.query, after)} | "
+                     f"{_query_ms(static, d.query, after)} | {d.build_ms or 0:,.0f} |")
+    return lines
 
 
 def _query_ms(s: Series, query: str, cycles: range) -> str:
