@@ -63,9 +63,6 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
         self.pending_lazy: set[int] = set()  # the lazy joins built, until jisc.settle
         self.enriched: set[int] = set()  # nodes given columns (network.reshape.enrich)
         self.taken: set[int] = set()  # old answers whose tables new nodes took over
-        # the rows a recursion, a set-returning function of the data or a re-run may give
-        # in a statement (nodes.base.bounded): max_query_state at the answer's width
-        self.row_bound: int | None = None
 
     def own_nodes(self) -> frozenset[int]:
         return frozenset() if self.replan is None else self.replan.hidden
@@ -228,11 +225,6 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
             copy is not None and new.insert_only) else "parents"
         return dataclasses.replace(new, layout=layout, findable=not lazily, fill=fill,
                                    limit=limit, copy=copy)
-
-    def _private_to(self, private: bool = False) -> str | None:
-        """The one query a node is for, that no other may find (sharing "none", or joins
-        when join sharing is off); None: anyone's."""
-        return self.query if private or self.sharing.strategy == "none" else None
 
     def unions_within(self, keys: list[str]) -> list[tuple[int, list[str]]]:
         return self.counted(lambda: setops.unions_within(self.conn, keys),

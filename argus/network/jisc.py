@@ -21,7 +21,7 @@ from ..nodes import T1, T2, Node, lazy
 from ..nodes.join import join_condition
 from ..templates import render
 from ..trees import conjuncts, tree_of
-from .reads import load_node
+from .reads import has_twin, load_node
 from . import records
 from .stored import execute_all, store_blocks
 
@@ -129,13 +129,8 @@ def finish(conn: psycopg.Connection, node_ids: list[int]) -> list[int]:
         conn.execute(sql.SQL("DROP VIEW {}").format(lazy.full(node)))
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(lazy.done(node)))
         layout = {k: v for k, v in node.layout.items() if k != "lazy"}
-        taken = conn.execute(  # (by an equal node made meanwhile: this one stays hidden)
-            """SELECT 1 FROM argus_catalog.nodes n JOIN argus_catalog.nodes o
-                   ON md5(o.signature) = md5(n.signature) AND o.findable
-                  AND coalesce(o.private_to, '') = coalesce(n.private_to, '')
-                  AND o.node_id <> n.node_id
-                WHERE n.node_id = %s""", (node.id,)).fetchone()
-        records.set_layout(conn, node.id, layout, findable=taken is None)
+        # (found by its signature now, unless an equal node was made meanwhile)
+        records.set_layout(conn, node.id, layout, findable=not has_twin(conn, node.id))
         conn.execute(sql.SQL("ANALYZE {}").format(node.hist))
         records.count_rows(conn, node)
     ids = [n.id for n in nodes]

@@ -45,7 +45,14 @@ class Mapping(SetOps):
     `constants` (how PostgreSQL reads constants; None: not asked), `join_orders`,
     `replan`, `sharing`, and answers the methods these call."""
 
-    row_bound: int | None = None  # rows a node may hold (admission.row_bound; None: any)
+    # the rows a recursion, a set-returning function of the data or a re-run may give in
+    # a statement (nodes.base.bounded): max_query_state at the answer's width; None: any
+    row_bound: int | None = None
+
+    def _private_to(self, private: bool = False) -> str | None:
+        """The one query a node is for, that no other may find (sharing "none", or joins
+        when join sharing is off); None: anyone's."""
+        return self.query if private or self.sharing.strategy == "none" else None
 
     def _bound(self) -> dict:
         return {} if self.row_bound is None else {"bound": self.row_bound}

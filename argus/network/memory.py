@@ -276,8 +276,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         of, layout = KINDS[kind], dict(layout or {})
         if of.selects and self.views_kept_rows(parents, definition, exprs):
             layout["virtual"] = True
-        private_to = self.query if private or self.sharing.strategy == "none" else None
-        found = (signature(kind, parents, names, exprs, definition), private_to)
+        found = (signature(kind, parents, names, exprs, definition), self._private_to(private))
         # (one made for this query is not offered, as the catalog's isolated nodes: an
         # equal one is made beside it, and found from now on)
         if found in self.signatures and self.signatures[found] not in self.fresh:

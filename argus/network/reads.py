@@ -102,6 +102,18 @@ def load_node(conn: psycopg.Connection, node_id: int) -> Node:
     return _node(row)
 
 
+def has_twin(conn: psycopg.Connection, node_id: int, signature: str | None = None) -> bool:
+    """Whether another node is found by `signature` (the node's own, if None) where
+    the node would be: findable, and private to the same query (or to none)."""
+    return conn.execute(
+        """SELECT EXISTS (
+               SELECT FROM argus_catalog.nodes n JOIN argus_catalog.nodes o
+                   ON md5(o.signature) = md5(coalesce(%s, n.signature)) AND o.findable
+                  AND o.node_id <> n.node_id
+                  AND coalesce(o.private_to, '') = coalesce(n.private_to, '')
+                WHERE n.node_id = %s)""", (signature, node_id)).fetchone()[0]
+
+
 def idle_streams(conn: psycopg.Connection) -> set[str]:
     """The streams no node reads (no child, no query's output), tables aside: their
     rows wait in their inboxes until these pass settings.unread_inbox_bytes. Not one

@@ -24,6 +24,7 @@ from ..plan import Col
 from ..trees import qualified, tree_of
 from . import jisc, records
 from .apply import SEQUENCE_GAP
+from .reads import has_twin
 from .stored import execute_all
 
 
@@ -128,15 +129,9 @@ class Reshape:
         moved onto a finer one, took the signature of the shared twin it now equalled,
         and the registration failed.)"""
         text = signature(node.kind, parents, node.columns, node.exprs, definition)
-        (findable,) = self.conn.execute(
-            """SELECT n.findable AND NOT EXISTS (
-                          SELECT FROM argus_catalog.nodes o
-                           WHERE md5(o.signature) = md5(%s) AND o.findable
-                             AND o.node_id <> n.node_id
-                             AND coalesce(o.private_to, '') = coalesce(n.private_to, ''))
-                 FROM argus_catalog.nodes n WHERE n.node_id = %s""",
-            (text, node.id)).fetchone()
-        return text, findable
+        (findable,) = self.conn.execute("SELECT findable FROM argus_catalog.nodes "
+                                        "WHERE node_id = %s", (node.id,)).fetchone()
+        return text, findable and not has_twin(self.conn, node.id, text)
 
     def restructure(self, node: Node, definition: dict, columns: list[Col],
                     new_parent: Node | None = None) -> Node:
