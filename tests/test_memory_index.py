@@ -2,7 +2,7 @@
 catalog's SQL search finds (argus.mqo.index.candidates), in the same order, on the
 networks of tests/fixtures/sharing.txt built on a server: every set of sources indexed,
 under every query shape the network's literals have, each alone and random sets of
-them."""
+them, for a new query and for each query its own nodes are private to."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ def test_memory_index_finds_what_the_catalog_finds(case, fresh_dsn):
                  *(rng.sample(shapes, rng.randint(1, len(shapes))) for _ in range(5) if shapes)]
         indexed = {e.indexed.sources for e in memory.entries.values()}
         assert indexed
+        queries = {"", *(e.private_to for e in memory.entries.values() if e.private_to)}
         for sources in indexed:
             for some in tried:
-                assert memory.candidates(sources, some) == index.candidates(
-                    conn, sources, some), (sources, some)
+                for query in queries:
+                    assert memory.candidates(sources, some, query=query) == index.candidates(
+                        conn, sources, some, query=query), (sources, some, query)

@@ -208,9 +208,10 @@ def test_a_regroup_of_a_growing_aggregate_takes_its_extremes_without_rereading(t
 
 def test_aggregates_moved_onto_a_finer_one_keep_their_query_s_scope(transfers, fresh_dsn):
     """A query registered without sharing has its own aggregate, beside an equal shared
-    one. A finer aggregate registered later takes both over (computed from it): they
-    stay two nodes. (Found by the differential fuzzer, seed 1008: the moved aggregate
-    lost its query's scope, took its twin's signature, and the registration failed.)"""
+    one. A finer aggregate registered later takes the shared one over (computed from
+    it), never the private one: a query without sharing reads no other query's node.
+    (Found by the differential fuzzer, seed 1008: the moved aggregate lost its query's
+    scope, took its twin's signature, and the registration failed.)"""
     transfers.insert("transfers", transfer_rows(random.Random(7), 0, 300))
     transfers.run()
     coarse = "SELECT sender, max(amount) AS hi, count(*) AS n FROM transfers GROUP BY sender"
@@ -226,11 +227,42 @@ def test_aggregates_moved_onto_a_finer_one_keep_their_query_s_scope(transfers, f
         "SELECT p.kind FROM argus_catalog.nodes n JOIN argus_catalog.edges e "
         "ON e.child_id = n.node_id JOIN argus_catalog.nodes p ON p.node_id = e.parent_id "
         "WHERE n.kind = 'aggregate' ORDER BY n.node_id").fetchall()
-    assert parents == [("aggregate",), ("aggregate",), ("stream",)]
+    assert parents == [("aggregate",), ("stream",), ("stream",)]
     for day in (1, 2):
         transfers.insert("transfers", transfer_rows(random.Random(day), 300 + 100 * day, 100,
                                                     day=day))
         transfers.run()
+
+
+@pytest.mark.parametrize("shared", [
+    "SELECT id, v FROM t WHERE id > 1000",
+    "SELECT g, count(*) AS n FROM t GROUP BY g"])
+def test_a_query_without_sharing_lends_no_node_to_another(oracle, fresh_dsn, shared):
+    """A query registered without sharing keeps its nodes to itself: a shared query
+    whose rows its selection holds (the computation index), or whose groups its
+    aggregate could be computed from, gets its own; so a row only the private query
+    fails on isolates it alone, and no private node is moved onto a shared one. (A helper's finding: the shared query was computed from
+    the private selection, and isolated with it.)"""
+    oracle.create_stream("t", {"id": "int", "g": "int", "v": "int"})
+    oracle.insert("t", [(i % 7, i % 3, 5) for i in range(2000)])
+    oracle.run()
+    own = oracle.db
+    with argus.connect(fresh_dsn, sharing="none") as alone:
+        oracle.db = alone
+        oracle.register("private", "SELECT id, g, v FROM t WHERE 100 / v > 3 OR id > 1000")
+        oracle.register("private_groups", "SELECT g, id, count(*) AS n FROM t GROUP BY g, id")
+    oracle.db = own
+    oracle.register("shared", shared)
+    mine = {n for (n,) in oracle.conn.execute(
+        "SELECT node_id FROM argus_catalog.nodes WHERE private_to IS NOT NULL")}
+    used = {n for (n,) in oracle.conn.execute(
+        "SELECT node_id FROM argus_catalog.query_nodes JOIN argus_catalog.queries "
+        "USING (query_id) WHERE name = 'shared'")}
+    assert mine and not mine & used
+    oracle.insert("t", [(7, 1, 0), (2000, 1, 5)])
+    assert set(oracle.run().failed) == {"private"}
+    oracle.insert("t", [(3000, 2, 5)])
+    oracle.run()  # the shared query is exact (the oracle)
 
 
 def test_implied_bounds_filter_every_instance_before_the_joins(transfers):

@@ -103,6 +103,8 @@ SELECT t.node_id, t.sources, n.hist_rows
   FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
  WHERE t.sources_key = %(key)s
    AND t.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())  -- stale: isolated
+   AND t.node_id NOT IN (SELECT node_id FROM argus_catalog.nodes  -- another query's own
+                          WHERE private_to <> %(query)s)
    AND (t.node_id = ANY(%(visible)s)  -- (its own query planned again sees it)
         OR t.node_id NOT IN (SELECT node_id FROM argus_catalog.nodes   -- partial: being
                               WHERE layout ? 'lazy'))  -- completed (JISC)
@@ -126,23 +128,28 @@ SELECT t.node_id, po.orpred_id, l.terms, l.op, l.const_kind, l.const
 
 
 def candidates(conn: psycopg.Connection, sources: Iterable[int],
-               shapes: Iterable[str], visible: Iterable[int] = ()) -> list[Indexed]:
+               shapes: Iterable[str], visible: Iterable[int] = (),
+               query: str = "") -> list[Indexed]:
     """Indexed nodes joining exactly these sources whose PredSets the query could imply;
-    no lazily built join (argus.network.jisc) but those `visible`."""
+    no lazily built join (argus.network.jisc) but those `visible`, and no node private
+    to a query other than `query`."""
     return _indexed(conn, conn.execute(_CANDIDATES, {"key": sources_key(sources),
                                                      "shapes": sorted(set(shapes)),
-                                                     "visible": sorted(visible)}).fetchall())
+                                                     "visible": sorted(visible),
+                                                     "query": query}).fetchall())
 
 
 def entries(conn: psycopg.Connection) -> list[Entry]:
     """The whole index, as a MemoryIndex holds it."""
     rows = conn.execute(
         """SELECT t.node_id, t.sources, n.hist_rows, n.node_id IN (
-                  SELECT node_id FROM argus.excluded_nodes()), d.layout ? 'lazy'
+                  SELECT node_id FROM argus.excluded_nodes()), d.layout ? 'lazy',
+                  d.private_to
              FROM argus_catalog.topology t JOIN argus_catalog.node_stats n USING (node_id)
              JOIN argus_catalog.nodes d USING (node_id) ORDER BY t.node_id""").fetchall()
     flags = {r[0]: r[3:] for r in rows}
-    return [Entry(i, lazy=flags[i.node_id][1], excluded=flags[i.node_id][0])
+    return [Entry(i, lazy=flags[i.node_id][1], excluded=flags[i.node_id][0],
+                  private_to=flags[i.node_id][2])
             for i in _indexed(conn, [r[:3] for r in rows])]
 
 

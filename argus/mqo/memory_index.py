@@ -29,6 +29,7 @@ class Entry:
     indexed: Indexed
     lazy: bool = False  # a join a JISC migration is completing (network.jisc)
     excluded: bool = False  # isolated since a failure: stale
+    private_to: str | None = None  # the one query that may read it (None: any)
 
 
 class MemoryIndex:
@@ -41,11 +42,13 @@ class MemoryIndex:
         self.entries[entry.indexed.node_id] = entry
 
     def candidates(self, sources: Iterable[int], shapes: Iterable[str],
-                   visible: Iterable[int] = ()) -> list[Indexed]:
+                   visible: Iterable[int] = (), query: str = "") -> list[Indexed]:
         """Indexed nodes joining exactly these sources whose PredSets the query could
-        imply, by id; no isolated node, and no lazily built join but those `visible`."""
+        imply, by id; no isolated node, no lazily built join but those `visible`, and no
+        node private to a query other than `query`."""
         key, shapes, visible = sources_key(sources), frozenset(shapes), frozenset(visible)
         return [e.indexed for _, e in sorted(self.entries.items())
                 if sources_key(e.indexed.sources) == key and not e.excluded
                 and (not e.lazy or e.indexed.node_id in visible)
+                and e.private_to in (None, query)
                 and could_imply(e.indexed.predset, shapes)]

@@ -56,7 +56,7 @@ class Builder(Mapping, Reads, Apply, Layouts, Reshape, IndexRequests):
         self._memo: dict[Plan, Node] = {}
         self.compiled: set[int] = set()  # nodes whose code this registration (re)compiled
         self.constants = Constants(conn)
-        self.groups = CatalogGroups(conn, self.counted)
+        self.groups = CatalogGroups(conn, self.counted, query)
         self.join_orders: list[dict] = []  # each block's tree by cost, and alternatives
         self.replan: Replan | None = None  # a registered query planned again (argus.adapt)
         self.lazy = False  # build new inner joins lazily (a JISC migration: network.jisc)

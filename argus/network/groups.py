@@ -7,14 +7,21 @@ from collections.abc import Callable
 import psycopg
 
 
+# isolated since a failure (stale), or private to a query other than the one planned
+_NOT_OFFERED = """SELECT node_id FROM argus.excluded_nodes() UNION ALL
+                  SELECT node_id FROM argus_catalog.nodes WHERE private_to <> %s"""
+
+
 class CatalogGroups:
     """regroup.Groups over the catalog: group_topology, group_exprs and node_stats.
-    Nodes only failed queries use (argus.excluded_nodes) are never offered."""
+    Nodes only failed queries use (argus.excluded_nodes), and nodes private to a query
+    other than `query`, are never offered."""
 
     def __init__(self, conn: psycopg.Connection,
-                 counted: Callable = lambda read, nodes: read()) -> None:
+                 counted: Callable = lambda read, nodes: read(), query: str = "") -> None:
         self.conn = conn
         self.counted = counted  # (network.reads.counted: a prediction's nodes filled first)
+        self.query = query
 
     def exprs(self, node_id: int) -> list[str]:
         return [c for (c,) in self.conn.execute(
@@ -35,23 +42,21 @@ class CatalogGroups:
 
     def _covering(self, input_id: int, exprs: list[str]) -> list[int]:
         return [r[0] for r in self.conn.execute(
-            """SELECT g.node_id FROM argus_catalog.group_topology g
-                 JOIN argus_catalog.node_stats n USING (node_id)
-                WHERE g.input_id = %s
-                  AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())
-                  AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
-                                   WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
-                                                      WHERE e.node_id = g.node_id
-                                                        AND e.canonical = w.canonical))
-                ORDER BY n.hist_rows, g.node_id""", (input_id, exprs))]
+            f"""SELECT g.node_id FROM argus_catalog.group_topology g
+                  JOIN argus_catalog.node_stats n USING (node_id)
+                 WHERE g.input_id = %s AND g.node_id NOT IN ({_NOT_OFFERED})
+                   AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[]) AS w(canonical)
+                                    WHERE NOT EXISTS (SELECT 1 FROM argus_catalog.group_exprs e
+                                                       WHERE e.node_id = g.node_id
+                                                         AND e.canonical = w.canonical))
+                 ORDER BY n.hist_rows, g.node_id""", (input_id, self.query, exprs))]
 
     def coarser(self, input_id: int, than: int, width: int) -> list[int]:
         return [r[0] for r in self.conn.execute(
-            """SELECT g.node_id FROM argus_catalog.group_topology g
-                WHERE g.input_id = %s AND NOT g.rerolled AND g.node_id <> %s
-                  AND g.width < %s
-                  AND g.node_id NOT IN (SELECT node_id FROM argus.excluded_nodes())""",
-            (input_id, than, width))]
+            f"""SELECT g.node_id FROM argus_catalog.group_topology g
+                 WHERE g.input_id = %s AND NOT g.rerolled AND g.node_id <> %s
+                   AND g.width < %s AND g.node_id NOT IN ({_NOT_OFFERED})""",
+            (input_id, than, width, self.query))]
 
     def record(self, node_id: int, input_id: int, exprs: list[str], rerolled: bool) -> None:
         if self.conn.execute(

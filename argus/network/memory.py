@@ -34,13 +34,13 @@ from ..trees import DIALECT, tree_of
 class MemoryGroups:
     """regroup.Groups in memory: each aggregate's input, group expressions and whether
     it is regrouped; `sizes`: its groups (an input's: its rows), set as it is recorded
-    by `size_of(input, expressions)` where given."""
+    by `size_of(input, expressions)` where given; no node `withheld` says is offered."""
 
-    def __init__(self, size_of=None, fresh: set[int] | None = None) -> None:
+    def __init__(self, size_of=None, withheld=lambda node_id: False) -> None:
         self.topology: dict[int, tuple[int, list[str], bool]] = {}
         self.sizes: dict[int, int] = {}
         self.size_of = size_of
-        self.fresh = set() if fresh is None else fresh  # (never offered: MemoryNetwork's)
+        self.withheld = withheld  # (MemoryNetwork's: made for the query, or another's)
 
     def exprs(self, node_id):
         return list(self.topology[node_id][1])
@@ -53,13 +53,13 @@ class MemoryGroups:
 
     def covering(self, input_id, exprs):
         found = [n for n, (i, mine, _) in self.topology.items()
-                 if i == input_id and set(exprs) <= set(mine) and n not in self.fresh]
+                 if i == input_id and set(exprs) <= set(mine) and not self.withheld(n)]
         return sorted(found, key=lambda n: (self.rows(n), n))
 
     def coarser(self, input_id, than, width):
         return [n for n, (i, mine, rerolled) in self.topology.items()
                 if i == input_id and not rerolled and n != than and len(mine) < width
-                and n not in self.fresh]
+                and not self.withheld(n)]
 
     def record(self, node_id, input_id, exprs, rerolled):
         self.topology.setdefault(node_id, (input_id, list(exprs), rerolled))
@@ -95,6 +95,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         self.blocks: dict[int, tuple[tuple[int, ...], dict[str, str]]] = {}  # sources, atoms
         self.signatures: dict[tuple[str, str | None], int] = {}  # (signature, private_to)
         self.created_by: dict[int, str] = {}  # node -> the query it was made for
+        self.private: dict[int, str] = {}  # node -> the one query that may read it
         self.samples = samples or {}  # stream -> rows (column -> value)
         # what the rows are taken to be: a sample's (row_model.SampleModel), or any
         # object with its five methods (a test's: the server's own estimates and counts)
@@ -104,11 +105,16 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         # the nodes made for the query being planned: none is offered to it again, as
         # the catalog's argus.excluded_nodes offers none a registration made
         self.fresh: set[int] = set()
-        self.groups = MemoryGroups(self._groups_of, self.fresh)
+        self.groups = MemoryGroups(self._groups_of, self._withheld)
         self.names: dict = {}  # (network.mapping's)
         self._memo: dict = {}
         self.join_orders: list[dict] = []
         self.unions: dict[int, tuple[str, list[str]]] = {}  # node -> (op, operands)
+
+    def _withheld(self, node_id: int) -> bool:
+        """Not offered to the query planned: made for it (as the catalog offers no node
+        a registration made), or private to another."""
+        return node_id in self.fresh or self.private.get(node_id, self.query) != self.query
 
     # -- the network -------------------------------------------------------------------
 
@@ -177,7 +183,7 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         pass
 
     def candidates(self, sources, shapes) -> list[Indexed]:
-        return [c for c in self.index.candidates(sources, shapes)
+        return [c for c in self.index.candidates(sources, shapes, query=self.query)
                 if c.node_id not in self.fresh]
 
     def source_index(self, node: Node) -> Indexed:
@@ -262,8 +268,9 @@ class MemoryNetwork(Mapping, LayoutPolicy):
         sources, atoms_now = self.blocks[node.id]
         self.blocks[node.id] = (sources, {**atoms_now, **{a[3]: a[0] for a in added}})
         entry = self.index.entries[node.id]
-        self.index.record(Entry(Indexed(node.id, sources, entry.indexed.predset,
-                                        self.blocks[node.id][1], entry.indexed.rows)))
+        self.index.record(dataclasses.replace(entry, indexed=Indexed(
+            node.id, sources, entry.indexed.predset, self.blocks[node.id][1],
+            entry.indexed.rows)))
         self.nodes[node.id] = node
         return node
 
@@ -295,12 +302,14 @@ class MemoryNetwork(Mapping, LayoutPolicy):
                     types=tuple(self._type_of(e, parents, definition) for e in exprs))
         self.nodes[node_id], self.signatures[found] = node, node_id
         self.created_by[node_id] = self.query
+        if found[1] is not None:
+            self.private[node_id] = found[1]
         self.fresh.add(node_id)
         if entry is not None:
             atoms = {atom: name for name, atom in entry.atoms.items()}
             self.blocks[node_id] = (entry.sources, atoms)
             self.index.record(Entry(Indexed(node_id, entry.sources, entry.predset, atoms,
-                                            int(rows))))
+                                            int(rows)), private_to=found[1]))
         return node
 
     # -- how it keeps them (layout_policy's hooks) -----------------------------------------

@@ -457,7 +457,8 @@ class Reads:
         key = (index.sources_key(sources), frozenset(shapes))
         if key not in self._candidates:
             self._candidates[key] = self.counted(
-                lambda: index.candidates(self.conn, sources, shapes, self.own_nodes()),
+                lambda: index.candidates(self.conn, sources, shapes, self.own_nodes(),
+                                         self.query),
                 lambda found: [c.node_id for c in found])
         return self._candidates[key]
 
