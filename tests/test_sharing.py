@@ -241,8 +241,9 @@ def test_a_query_without_sharing_lends_no_node_to_another(oracle, fresh_dsn, sha
     """A query registered without sharing keeps its nodes to itself: a shared query
     whose rows its selection holds (the computation index), or whose groups its
     aggregate could be computed from, gets its own; so a row only the private query
-    fails on isolates it alone, and no private node is moved onto a shared one. (A helper's finding: the shared query was computed from
-    the private selection, and isolated with it.)"""
+    fails on isolates it alone, and no private node is moved onto a shared one. (A
+    helper's finding: the shared query was computed from the private selection, and
+    isolated with it.)"""
     oracle.create_stream("t", {"id": "int", "g": "int", "v": "int"})
     oracle.insert("t", [(i % 7, i % 3, 5) for i in range(2000)])
     oracle.run()
