@@ -133,7 +133,9 @@ def test_changes_kept_across_migrations_between_two_cycles_are_made_net_once(thr
     three.run()
     retracted = [r for r in three.db.new_results("per_key") if r[-1] < 0]
     assert retracted  # (groups updated: a signed answer)
-    assert sum(migrate_checked(three, "per_key") for _ in range(3)) >= 2
+    assert sum(migrate_checked(three, "per_key") for _ in range(3)) >= 2, \
+        three.db.conn.execute("SELECT migrated, why FROM argus_catalog.migrations "
+                              "WHERE query = 'per_key' ORDER BY migration_id").fetchall()
     query_id = three.db.conn.execute(
         "SELECT query_id FROM argus_catalog.queries WHERE name = 'per_key'").fetchone()[0]
     (kept,) = kept_tables(three.db.conn, query_id)
