@@ -276,6 +276,21 @@ class Argus:
         return registry.register(self.conn, name, sql_text, self.sharing, force,
                                  evaluate=evaluate)
 
+    def preview_query(self, name: str, sql_text, force: bool = False,
+                      evaluate: str = "incremental") -> tuple[QueryInfo, str]:
+        """What register_query would do, with nothing kept: the query's info (its
+        nodes, `created` for each it would make) and its explain text (what each node
+        would compute, keep and cost), as if registered; then rolled back. For argus's
+        owner (a registrar's registration is a request a worker carries out)."""
+        if alchemy.is_clause(sql_text):
+            sql_text = alchemy.sql_of(sql_text)
+        if not self.owner:
+            raise PermissionDeniedError(
+                f"previewing query {name!r} needs argus's owner: a registrar's registration "
+                "is a request that argus's worker carries out (argus worker)")
+        return registry.preview(self.conn, name, sql_text, self.sharing, force,
+                                evaluate=evaluate)
+
     def unregister_query(self, name: str) -> None:
         if not self.owner:
             return requests.submit(self.conn, "unregister", name, {})

@@ -105,6 +105,20 @@ def register(conn: psycopg.Connection, name: str, sql_text: str,
         return _built(conn, name, sql_text, analyzed, sharing or Sharing(), evaluate, force)
 
 
+def preview(conn: psycopg.Connection, name: str, sql_text: str,
+            sharing: Sharing | None = None, force: bool = False,
+            evaluate: str = "incremental") -> tuple[QueryInfo, str]:
+    """What registering the query would do, and nothing kept: registered, explained
+    (argus.explain: the nodes it would make and those it would share, with their
+    estimates), then rolled back. It costs what registering costs (the new nodes are
+    filled from the histories) and waits for a running cycle as registering does."""
+    from .explain import explain
+
+    with conn.transaction(force_rollback=True):
+        info = register(conn, name, sql_text, sharing, force, evaluate=evaluate)
+        return info, explain(conn, name)
+
+
 def _built(conn: psycopg.Connection, name: str, sql_text: str, analyzed, sharing: Sharing,
            evaluate: str, force: bool) -> QueryInfo:
     """The registered query's nodes made, within the limits of the query's state and

@@ -27,6 +27,10 @@ def test_cli_walkthrough(fresh_dsn, tmp_path):
     query.write_text("SELECT tran_id, amount FROM transfers WHERE amount > 100")
     out = invoke(fresh_dsn, "register", "big", "-f", str(query))
     assert out.exit_code == 0 and "registered" in out.output
+    out = invoke(fresh_dsn, "register", "small", "--dry-run", "--sql",
+                 "SELECT tran_id FROM transfers WHERE amount < 5")
+    assert out.exit_code == 0 and "nothing was registered" in out.output
+    assert "query small" in out.output and "where" in out.output, out.output
     out = invoke(fresh_dsn, "register", "small", "--sql",
                  "SELECT tran_id FROM transfers WHERE amount < 5")
     assert out.exit_code == 0

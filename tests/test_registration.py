@@ -226,3 +226,30 @@ def test_a_name_registered_again_with_other_columns_reads_in_a_long_lived_sessio
         with pytest.raises(argus.QueryError, match="roll the transaction back"):  # aborted)
             db.new_results("q")
     assert [tuple(map(str, r)) for r in db.results("q")] == [("a", "5.00", "1")]
+
+
+def test_a_preview_shows_what_registering_would_make_and_keeps_nothing(transfers):
+    """preview_query registers, explains and rolls back: the nodes it would make and
+    share are named, and the database is as before, rows waiting in an inbox no query
+    read included (the registration's own cycle claims them, and is rolled back): the
+    query registered after it covers them."""
+    rows = [(i, "2024-01-05", f"a{i % 5}", f"a{i % 3}", i * 10) for i in range(1, 60)]
+    transfers.insert("transfers", rows)  # (waiting: no query reads the stream yet)
+    before = snapshot(transfers.conn)
+    query = "SELECT sender, count(*) AS n, max(amount) AS hi FROM transfers " \
+            "WHERE amount > 100 GROUP BY sender"
+    info, explained = transfers.db.preview_query("per_sender", query)
+    assert snapshot(transfers.conn) == before
+    assert [n.kind for n in info.nodes if n.created] == ["select", "aggregate"]
+    assert "query per_sender" in explained and "group by" in explained
+    transfers.register("big", "SELECT tran_id, sender FROM transfers WHERE amount > 100")
+    before = snapshot(transfers.conn)
+    info, _ = transfers.db.preview_query("per_sender", query)
+    assert snapshot(transfers.conn) == before
+    shared = [n.kind for n in info.nodes if not n.created and n.kind != "stream"]
+    assert shared == ["select"] and [n.kind for n in info.nodes if n.created] == ["aggregate"]
+    transfers.register("per_sender", query)  # (the oracle: it covers the rows that waited)
+    transfers.insert("transfers", [(100, "2024-01-06", "a1", "a2", 5000)])
+    transfers.run()
+    with pytest.raises(argus.UnknownColumnError, match="nosuch"):
+        transfers.db.preview_query("bad", "SELECT nosuch FROM transfers")

@@ -27,22 +27,38 @@ from .base import connect, console, dsn_option, handle_errors, main
 @click.option("--rerun", is_flag=True,
               help="Evaluate it by re-running it in each cycle that brings its streams rows, "
                    "not incrementally (cheap queries over small streams).")
+@click.option("--dry-run", is_flag=True,
+              help="Show the nodes it would make and share, and what each would keep and "
+                   "cost, and keep nothing (registered, explained, rolled back).")
 @dsn_option
 @handle_errors
 def register(name: str, sql_text: str | None, path: Path | None, sharing: str | None,
-             force: bool, rerun: bool, dsn: str | None) -> None:
+             force: bool, rerun: bool, dry_run: bool, dsn: str | None) -> None:
     """Register continuous query NAME."""
     if (sql_text is None) == (path is None):
         raise click.UsageError("give the query with exactly one of --sql or -f FILE")
     text = sql_text if sql_text is not None else path.read_text()
+    evaluate = "rerun" if rerun else "incremental"
     with connect(dsn, sharing) as db:
-        info = db.register_query(name, text, force=force,
-                                 evaluate="rerun" if rerun else "incremental")
-        created = [n.id for n in info.nodes if n.created]
-        shared = [n.id for n in info.nodes if not n.created and not KINDS[n.kind].loaded]
+        if dry_run:
+            info, explained = db.preview_query(name, text, force=force, evaluate=evaluate)
+            console.print(explained, markup=False, highlight=False)
+            console.print(f"dry run: query {info.name} would create nodes "
+                          f"{_created(info) or 'none'} and share {_shared(info) or 'none'}; "
+                          "nothing was registered")
+            return
+        info = db.register_query(name, text, force=force, evaluate=evaluate)
         console.print(f"query {info.name} registered: {len(db.results(info.name))} rows now; "
-                      f"nodes created {created or 'none'}, shared {shared or 'none'}; "
-                      f"answer in argus_results.{info.name}")
+                      f"nodes created {_created(info) or 'none'}, shared "
+                      f"{_shared(info) or 'none'}; answer in argus_results.{info.name}")
+
+
+def _created(info) -> list[int]:
+    return [n.id for n in info.nodes if n.created]
+
+
+def _shared(info) -> list[int]:
+    return [n.id for n in info.nodes if not n.created and not KINDS[n.kind].loaded]
 
 
 @main.command()
