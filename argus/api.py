@@ -11,9 +11,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg import sql
 
-from . import (alchemy, catalog, citus, cycle, network, quarantine, registry, requests, roles,
+from . import (alchemy, catalog, citus, cycle, lean, network, quarantine, registry, requests, roles,
                settings, slot, streams, subscriptions, tables, track)
 from . import loads as load_ops
+from .dsn import resolve_dsn
 from .frontend.analyze import StreamSchema
 from .cycle import CycleReport
 from .nodes import CODE_VERSION
@@ -22,21 +23,6 @@ from .names import CHANGES_SCHEMA, RESULTS_SCHEMA, changes_view, check_name, res
 from .network import placement
 from .registry import QueryInfo
 from .mqo.sharing import Sharing
-
-
-def resolve_dsn(dsn) -> str:
-    """An explicit DSN (or SQLAlchemy Engine or URL), else $ARGUS_DSN, else the embedded
-    server (started if needed)."""
-    if alchemy.is_url_or_engine(dsn) or (isinstance(dsn, str) and "://" in dsn and not
-                                         dsn.startswith(("postgresql://", "postgres://"))):
-        return alchemy.dsn_of(dsn)  # (an SQLAlchemy URL, or not PostgreSQL's: refused)
-    if dsn:
-        return dsn
-    if os.environ.get("ARGUS_DSN"):
-        return os.environ["ARGUS_DSN"]
-    from .embedded import default_server
-
-    return default_server().ensure_running()
 
 
 def connect(dsn=None, sharing: Sharing | str | None = None) -> Argus:
@@ -59,6 +45,7 @@ def _prepare(conn: psycopg.Connection) -> bool:
             track.refresh_captures(conn)
         roles.setup(conn)
         network.settle(conn)
+        lean.record(conn)  # (a cycle-only session of these files need check none of it)
         return True
     if (session.version != catalog.latest_version() or session.catalog_code != catalog.code()[0]
             or session.code_version < CODE_VERSION):

@@ -157,7 +157,8 @@ def migrate(conn: psycopg.Connection) -> int:
                 conn.execute("INSERT INTO argus_catalog.program_state DEFAULT VALUES")
             # the program is assembled anew by the new code (argus.assemble_program)
             conn.execute("UPDATE argus_catalog.program_state SET catalog_code = %s, "
-                         "program_stale = program_stale OR program_frame IS NOT NULL", (digest,))
+                         "program_stale = program_stale OR program_frame IS NOT NULL, "
+                         "source_fingerprint = NULL", (digest,))  # (argus.lean)
             conn.execute("UPDATE argus_catalog.nodes n "
                          "SET one_line = argus.code_on_one_line(n)")  # (argus.one_line may be new)
             conn.execute("SELECT argus.apply_privileges()")  # views were created anew

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from .errors import CycleError, CycleInProgressError
+from .errors import STATE_LOST, CycleError, CycleInProgressError
 from . import tidy
-from .network import durability
 
 
 @dataclass
@@ -86,8 +85,10 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         try:
             row = _cycle(conn, wait, limit)
         except CycleError as exc:  # a crash emptied the network's unlogged tables?
-            if durability.LOST not in str(exc):
+            if STATE_LOST not in str(exc):
                 raise
+            from .network import durability  # (the planner's modules: only after a crash)
+
             try:  # (or another session rebuilt it meanwhile; or nothing to rebuild)
                 durability.rebuild_if_lost(conn)
             except psycopg.Error:  # a role that may not rebuild: argus's owner will

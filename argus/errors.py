@@ -66,6 +66,10 @@ class CycleError(ArgusError):
     """A cycle that failed; it was rolled back and recorded in argus.runs."""
 
 
+# (in argus.intact()'s message: a cycle refused for it rebuilds and runs again)
+STATE_LOST = "state is being rebuilt after a crash"
+
+
 class CycleInProgressError(CycleError):
     """Another cycle holds the lock on this database."""
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .api import resolve_dsn
+from .dsn import resolve_dsn
 from .errors import LoadError, UnknownStreamError
 from .files import data_files, file_id
 from .loads import (LoadResult, already_loaded, claim_id, commit_staged, drop_staging, load_lock,

@@ -23,7 +23,7 @@ LAYERS = [
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
                     "registry", "admission", "answers", "requests", "cycle", "subscriptions",
                     "files", "quarantine", "explain", "status", "embedded", "schedule",
-                    "optimize", "adapt", "picture", "audit", "tidy"}),
+                    "optimize", "adapt", "picture", "audit", "tidy", "dsn", "lean"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
                  "dashboard"}),
 ]
@@ -129,6 +129,16 @@ def test_the_network_in_memory_keeps_rows_as_the_settings_default():
 
     assert (memory.VIRTUAL_SELECTIVITY, memory.VIRTUAL_JOIN_GROWTH) == (
         SETTINGS["virtual_selectivity"].default, SETTINGS["virtual_join_growth"].default)
+
+
+def test_the_command_line_s_own_constants_are_the_modules_it_does_not_import():
+    """`argus run` starts without the planner (tests/test_lean): the command line keeps
+    its own copies of the sharing strategies and Citus's shard bound."""
+    from argus import citus
+    from argus.cli import inputs, queries
+    from argus.mqo.sharing import STRATEGIES
+
+    assert (queries.STRATEGIES, inputs.MAX_SHARDS) == (STRATEGIES, citus.MAX_SHARDS)
 
 
 def test_sql_text_is_parsed_in_one_place():

@@ -41,7 +41,7 @@ def dsn_option(command):
         if database:
             from psycopg.conninfo import make_conninfo
 
-            from ..api import resolve_dsn
+            from ..dsn import resolve_dsn
 
             dsn = make_conninfo(resolve_dsn(dsn), dbname=database)
         return command(*args, dsn=dsn, **kwargs)

@@ -62,12 +62,15 @@ REQUEST_SECONDS = 10.0
 
 
 def _connected(dsn: str | None, log: Path | None):
-    """connect, with a failure (the server down, say) in the cycle log too: cron's
-    cycles fail where docs/pipeline.md says they log."""
+    """A session to run cycles in: argus.lean's where nothing needs checking (no planner
+    imported), else connect's; a failure (the server down, say) in the cycle log too:
+    cron's cycles fail where docs/pipeline.md says they log."""
+    from .. import lean
+    from ..dsn import resolve_dsn
     from ..schedule import log_cycle, tag
 
     try:
-        return connect(dsn)
+        return lean.session(resolve_dsn(dsn)) or connect(dsn)
     except ArgusError as exc:
         if log:
             log_cycle(log, tag(dsn) if dsn else "embedded", f"failed: {exc}")
@@ -125,7 +128,7 @@ def _run_every(dsn: str | None, seconds: int, cycles: int | None, wait: bool,
         while not stop.is_set() and (cycles is None or done < cycles):
             started = time.monotonic()
             try:
-                db = db or connect(dsn)
+                db = db or connect(dsn)  # (its later cycles carry out requests too)
                 _run_once(db, wait, log)
             except (ArgusError, psycopg.OperationalError) as exc:
                 err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
@@ -279,7 +282,7 @@ def schedule(every: str | None, cron_expr: str | None, pg_cron: bool, log: Path 
              listing: bool, dsn: str | None) -> None:
     """Run cycles on a schedule: a crontab entry (or a pg_cron job) per database."""
     from .. import schedule as sched
-    from ..api import resolve_dsn
+    from ..dsn import resolve_dsn
 
     if listing:
         table = Table("schedule", "database", "runs", title="scheduled cycles",
@@ -315,7 +318,7 @@ def schedule(every: str | None, cron_expr: str | None, pg_cron: bool, log: Path 
 def unschedule(pg_cron: bool, dsn: str | None) -> None:
     """Stop running this database's cycles on a schedule."""
     from .. import schedule as sched
-    from ..api import resolve_dsn
+    from ..dsn import resolve_dsn
 
     target = resolve_dsn(dsn)
     removed = sched.unschedule_pg_cron(target) if pg_cron else sched.unschedule_cron(target)

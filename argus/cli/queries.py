@@ -8,9 +8,11 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..mqo.sharing import STRATEGIES
-from ..nodes import KINDS
 from .base import connect, console, dsn_option, handle_errors, main
+
+# mqo.sharing.STRATEGIES, not imported: a command starts without the planner
+# (tests/test_layers checks they are equal)
+STRATEGIES = ("selection", "match-plan", "none")
 
 
 @main.command()
@@ -58,6 +60,8 @@ def _created(info) -> list[int]:
 
 
 def _shared(info) -> list[int]:
+    from ..nodes import KINDS
+
     return [n.id for n in info.nodes if not n.created and not KINDS[n.kind].loaded]
 
 

@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from .. import roles
-from ..errors import SettingError
+from ..errors import STATE_LOST, SettingError
 from ..names import LOCK_CYCLES
 from ..nodes import lazy
 from ..nodes.base import virtual
@@ -29,8 +29,7 @@ from .stored import execute_all
 
 log = logging.getLogger(__name__)  # (argus's command line prints its messages)
 
-# (in argus.intact()'s message: a cycle refused for it rebuilds and runs again)
-LOST = "state is being rebuilt after a crash"
+LOST = STATE_LOST  # (in argus.intact()'s message: a cycle refused for it rebuilds, runs again)
 
 
 # a crash emptied the network's unlogged tables (derived_intact's one row with them)
