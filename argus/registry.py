@@ -318,6 +318,27 @@ def _refuse_stopped(conn: psycopg.Connection, what: str, streams) -> None:
                          "then track its source again")
 
 
+def _changes_start_again(conn: psycopg.Connection, name: str, top_id: int) -> None:
+    """A retried query's changes from the next cycle on: the deltas its changes view
+    reads hold a cycle's it missed (a retraction of a row that failed it, say), and what
+    its answer gained or lost meanwhile is known of no log. Its changes view shows none
+    until the next cycle (as a new query's), and its log holds the changes after now: a
+    subscriber behind it starts again from its answer (ChangesLostError; a helper found
+    the rebuilt rows never logged, and the changes view failing on the missed row)."""
+    (query_id,) = conn.execute("SELECT query_id FROM argus_catalog.queries WHERE name = %s",
+                               (name,)).fetchone()
+    (now,) = conn.execute("SELECT argus.position()").fetchone()
+    output = [e for (e,) in conn.execute("SELECT expr FROM argus_catalog.query_columns "
+                                         "WHERE query_id = %s ORDER BY position", (query_id,))]
+    conn.execute(answers.changes_view_sql(conn, name, output, network.load_node(conn, top_id),
+                                          now))
+    answers.drop_kept(conn, query_id)
+    conn.execute("UPDATE argus_catalog.queries SET changes_after = %s WHERE query_id = %s",
+                 (now, query_id))
+    conn.execute("UPDATE argus_catalog.change_logs SET since = greatest(since, %s) "
+                 "WHERE query_id = %s", (now, query_id))
+
+
 def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
     """Put a failed query back into the cycles: rebuild the nodes only failed queries
     used (they missed the cycles since) from their parents' histories, in evaluation
@@ -355,6 +376,7 @@ def retry(conn: psycopg.Connection, name: str) -> QueryInfo:
         except psycopg.Error as exc:
             raise QueryError(f"query {name!r} still fails, and stays isolated: "
                              f"{exc.diag.message_primary or exc}") from None
+        _changes_start_again(conn, name, info.output_node)
         conn.execute("UPDATE argus_catalog.queries SET status = 'ok', error = NULL, "
                      "culprit = NULL, failed_run = NULL, failed_node = NULL, "
                      "failed_at = NULL WHERE name = %s", (name,))

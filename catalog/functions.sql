@@ -232,6 +232,66 @@ LANGUAGE sql STABLE AS $$
                         WHERE qn.node_id = n.node_id AND q.status = 'ok')
 $$;
 
+-- Whether a type's values hash (hash joins, hash indexes, hash_record_extended of a row
+-- holding them): it has a default hash opclass, directly, through its base or element
+-- type, or by binary coercion. (money and bit compare for equality but do not hash.)
+CREATE OR REPLACE FUNCTION argus.hashable(p_type oid) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
+                    WHERE am.amname = 'hash' AND oc.opcdefault
+                      AND oc.opcintype IN (t.oid, t.typbasetype,
+                          CASE WHEN t.typcategory = 'A' THEN 'anyarray'::regtype END,
+                          CASE WHEN t.typtype = 'e' THEN 'anyenum'::regtype END,
+                          CASE WHEN t.typtype = 'r' THEN 'anyrange'::regtype END))
+           OR EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
+                        JOIN pg_cast c ON c.castsource = t.oid AND c.casttarget = oc.opcintype
+                                      AND c.castmethod = 'b'
+                       WHERE am.amname = 'hash' AND oc.opcdefault)
+      FROM pg_type t WHERE t.oid = p_type
+$$;
+
+-- How to index p_table for equality probes on p_columns, led by the first: a B-tree on
+-- the leading columns whose every value fits one of its entries, else a hash index on
+-- the first (an entry holds the value's 4-byte hash). A B-tree entry is at most a third
+-- of a page (~2,700 bytes): a longer key (a long text, a large array or number) failed
+-- the insert into the table it indexes, on a stream's history every cycle (a helper's
+-- attack). A type that does not hash keeps the B-tree.
+CREATE OR REPLACE FUNCTION argus.probe_index_shape(p_table regclass, p_columns text[],
+                                                   OUT method text, OUT columns text[])
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    WITH c AS (
+        SELECT k.ord, k.name, a.atttypid, b.typlen > 0
+                   OR b.typname IN ('inet', 'cidr')
+                   OR b.typname IN ('varchar', 'bpchar') AND a.atttypmod BETWEEN 5 AND 504
+                   OR b.typname IN ('numeric', 'bit', 'varbit') AND a.atttypmod >= 0 AS fits
+          FROM unnest(p_columns) WITH ORDINALITY AS k(name, ord)
+          JOIN pg_attribute a ON a.attrelid = p_table AND a.attname = k.name
+          JOIN pg_type t ON t.oid = a.atttypid
+          JOIN pg_type b ON b.oid = coalesce(nullif(t.typbasetype, 0), t.oid)),
+    wide AS (SELECT c.* FROM c WHERE c.ord = 1 AND NOT c.fits AND argus.hashable(c.atttypid))
+    SELECT 'hash', ARRAY[wide.name] FROM wide
+    UNION ALL
+    SELECT 'btree', coalesce(array_agg(c.name ORDER BY c.ord) FILTER (
+               WHERE c.ord < coalesce((SELECT min(w.ord) FROM c AS w
+                                        WHERE NOT w.fits AND w.ord > 1),
+                                      cardinality(p_columns) + 1)),
+               p_columns)
+      FROM c WHERE NOT EXISTS (SELECT FROM wide)
+$$;
+
+-- An index on p_table for equality probes on p_columns (argus.probe_index_shape), named
+-- p_name (NULL: PostgreSQL names it).
+CREATE OR REPLACE FUNCTION argus.probe_index(p_table regclass, p_columns text[],
+                                             p_name text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_shape record := argus.probe_index_shape(p_table, p_columns);
+BEGIN
+    EXECUTE format('CREATE INDEX %s ON %s USING %s (%s)', coalesce(quote_ident(p_name), ''),
+                   p_table, v_shape.method,
+                   (SELECT string_agg(quote_ident(c), ', ') FROM unnest(v_shape.columns) AS c));
+END $$;
+
 -- A node's block of PL/pgSQL on one line: comments dropped, line breaks outside literals
 -- made spaces, a literal's written as \n in an E'' literal. PostgreSQL finds a compound
 -- statement's line number when it has read to its END, by a scan from the top of the
@@ -1810,7 +1870,8 @@ BEGIN
                         p_position, p_since
               USING ERRCODE = 'object_not_in_prerequisite_state',
                     HINT = 'start again from the current answer (a new consumer, or no '
-                           'position), or keep changes longer: argus config keep_changes';
+                           'position); the log drops changes older than keep_changes (argus '
+                           'config keep_changes), and starts again when the query is retried';
     END IF;
 END $$;
 

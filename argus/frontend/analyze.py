@@ -26,7 +26,7 @@ from ..names import fold
 from ..plan import Output
 from .constants import STRINGS, TIME_TYPES, refuse_moving
 from .ctes import scope_ctes, unique_aliases
-from .parens import unwrap_parens
+from .parens import flatten_nested_joins, unwrap_parens
 from .windows import inline_windows
 from .filters import filters_as_case
 from .outer import inner_when_rejected, outer_joins
@@ -126,7 +126,7 @@ def parse(sql_text: str) -> exp.Select:
     if len(statements) != 1:
         raise QuerySyntaxError(
             f"expected exactly one SELECT statement, found {len(statements)} statements")
-    tree = unwrap_parens(statements[0])
+    tree = flatten_nested_joins(unwrap_parens(statements[0]))
     if not isinstance(tree, QUERY_TYPES):
         raise QueryError(f"only SELECT queries can be registered, not {tree.key.upper()}")
     depth = _depth(tree)
@@ -288,6 +288,9 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     user_aliases = {folded(a.args["alias"]) for a in tree.find_all(exp.Alias)} | {
         folded(c) for t in tree.find_all(exp.TableAlias) for c in t.columns} | {
         folded(c) for j in tree.find_all(exp.Join) for c in j.args.get("using") or []}
+    for join in tree.find_all(exp.Join):  # (its columns are named once qualify finds them)
+        if join.method == "NATURAL":
+            join.meta["natural"] = True
     schema = {s.name: dict(s.columns) for s in streams.values()}
     try:
         # PostgreSQL resolves WHERE and HAVING against the FROM clause only, and GROUP BY
@@ -299,6 +302,9 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
         known = "; ".join(f"{s.name}: {', '.join(s.column_names)}" for s in streams.values())
         raise UnknownColumnError(f"{_column_message(exc)} (stream columns: {known})") from None
     _refuse_moving_comparisons(tree, streams)
+    user_aliases |= {c.name for j in tree.find_all(exp.Join)  # (NATURAL: USING them all)
+                     if j.meta.get("natural") and j.args.get("on")
+                     for c in j.args["on"].find_all(exp.Column)}
     return tree, user_aliases, schemas
 
 

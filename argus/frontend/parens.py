@@ -5,7 +5,8 @@ sqlglot keeps the parentheses of `(SELECT …) ORDER BY k LIMIT 3`, of `(SELECT 
 of argus would take for derived tables missing their alias. Each is unwrapped here:
 the query inside takes the parentheses' ORDER BY, LIMIT and OFFSET; an operand of a
 set operation with modifiers of its own (`(SELECT … ORDER BY k LIMIT 2) UNION …`)
-becomes a derived table, which keeps them.
+becomes a derived table, which keeps them. A parenthesised join of inner joins
+(`a JOIN (b JOIN c ON x) ON y`) is flattened into its FROM clause.
 """
 
 from __future__ import annotations
@@ -38,4 +39,35 @@ def unwrap_parens(tree: exp.Expr) -> exp.Expr:
             tree = inner
         else:
             paren.replace(inner)
+    return tree
+
+
+def _inner(join: exp.Join) -> bool:
+    return not join.side and join.kind in ("", "INNER", "CROSS") \
+        and not join.args.get("using") and join.method != "NATURAL"
+
+
+def flatten_nested_joins(tree: exp.Expr) -> exp.Expr:
+    """`a JOIN (b JOIN c ON x) ON y` as `a JOIN b ON TRUE JOIN c ON x AND y` (in place):
+    inner joins, whose rows are the same however they nest. A nest with an outer join
+    around it or in it stays (a query re-run reads it as written; the planner refuses
+    it, naming it)."""
+    for join in reversed(list(tree.find_all(exp.Join))):  # innermost first
+        nest = join.this
+        if not (isinstance(nest, exp.Subquery) and not nest.alias
+                and isinstance(nest.this, exp.Table) and nest.this.args.get("joins")):
+            continue
+        if not (_inner(join) and all(map(_inner, nest.this.args["joins"]))):
+            continue
+        first = nest.this.copy()
+        moved = first.args["joins"]
+        first.set("joins", None)
+        if join.args.get("on") is not None:
+            last = moved[-1]
+            last.set("on", exp.and_(last.args.get("on") or exp.true(), join.args["on"]))
+        owner = join.parent
+        joins = owner.args["joins"]
+        at = next(i for i, j in enumerate(joins) if j is join)
+        owner.set("joins", [*joins[:at], exp.Join(this=first, on=exp.true()), *moved,
+                            *joins[at + 1:]])
     return tree

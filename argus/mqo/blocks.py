@@ -22,6 +22,7 @@ from sqlglot import exp
 from ..frontend.canon import (FLOATS, Clause, PredSet, Resolve, TypeOf, atom_instances,
                               canonicalize, clause_implies, column_atom, eliminate,
                               exact_atoms, implies, map_atom, map_clause)
+from ..failures import never_fails
 from ..frontend.lateral import expands
 from ..frontend.relations import short
 from ..plan import Join, Plan, Select
@@ -241,6 +242,14 @@ class Indexed:
     predset: PredSet  # over the node's STAs
     columns: Mapping[str, str]  # canonical atom (over the node's STAs) -> node column
     rows: int
+
+    @property
+    def may_fail(self) -> bool:
+        """Whether its conditions may fail on a row (a division, a cast), but by an
+        overflow of +, - or * (`tran_date + 20` at the last date PostgreSQL has: every
+        band join's window would be kept to itself)."""
+        return not all(never_fails(lit.text, overflow=True)
+                       for clause in self.predset for lit in clause)
 
 
 @dataclass(frozen=True)

@@ -334,7 +334,12 @@ class BlockBuilder:
                   for clause in cond.predset for lit in clause}
         found = []
         for node in self.builder.candidates(sources, shapes):
-            found += matches(node, self.block, subset, self.budget)
+            # a node whose conditions may fail on a row serves only a query of the same
+            # conditions: one that would filter its rows further fails with it on rows its
+            # own conditions keep out (`v <> 0 AND 10 / v > 1` read from `10 / v > 1`'s
+            # node, a helper)
+            found += [m for m in matches(node, self.block, subset, self.budget)
+                      if not (m.residual and node.may_fail)]
         return found
 
     # -- parts -----------------------------------------------------------------------

@@ -25,21 +25,10 @@ SEQUENCE_GAP = 1000  # ARGUS's k: room to insert nodes between parent and child 
 SLOW_BUILD_SECONDS = 1.0  # a node built slower than this is said to be, as it is built
 log = logging.getLogger(__name__)  # (argus's command line prints its messages)
 
-# Columns of a table and whether their type can be hashed (has a default hash opclass,
-# directly, through its base or element type, or by binary coercion).
+# Columns of a table and whether their type can be hashed (argus.hashable)
 _COLUMN_TYPES = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod),
-       EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
-                WHERE am.amname = 'hash' AND oc.opcdefault
-                  AND oc.opcintype IN (t.oid, t.typbasetype,
-                      CASE WHEN t.typcategory = 'A' THEN 'anyarray'::regtype END,
-                      CASE WHEN t.typtype = 'e' THEN 'anyenum'::regtype END,
-                      CASE WHEN t.typtype = 'r' THEN 'anyrange'::regtype END))
-       OR EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
-                    JOIN pg_cast c ON c.castsource = t.oid AND c.casttarget = oc.opcintype
-                                  AND c.castmethod = 'b'
-                   WHERE am.amname = 'hash' AND oc.opcdefault)
-  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), argus.hashable(a.atttypid)
+  FROM pg_attribute a
  WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
  ORDER BY a.attnum
 """
@@ -202,18 +191,24 @@ class Apply:
         return rows
 
     def _record_types(self, node: Node) -> tuple[str, ...]:
-        """The types of the node's columns in its table, recorded; refused where a
-        retracted row could not be found again (no equality)."""
+        """The types of the node's columns in its table, recorded; refused where its rows
+        are told apart by their hash (to retract one, or to count equal ones) and a
+        column's type has no hash function (money, bit: a helper's attack registered
+        DISTINCT over money, then failed every cycle)."""
         self.forget()
         rows = self.conn.execute(_COLUMN_TYPES, (node.hist.as_string(self.conn),)).fetchall()
         types = {name: (pg_type, hashable) for name, pg_type, hashable in rows}
-        if not node.insert_only:
-            for name in node.columns:
-                if not types[name][1]:
-                    raise QueryError(
-                        f"column {name!r} has type {types[name][0]}, which PostgreSQL cannot "
-                        "compare for equality, so argus cannot retract its rows here (an "
-                        "aggregate, outer join, EXCEPT or DISTINCT is involved): cast it to a "
-                        "comparable type such as text or jsonb")
+        hashed = [(n, *types[n]) for n in node.columns
+                  if not node.insert_only or node.kind_of.hashes_rows]
+        for table in node.kind_of.aux_tables(node):
+            hashed += self.conn.execute(_COLUMN_TYPES, (table.as_string(self.conn),)).fetchall()
+        for name, pg_type, hashable in hashed:
+            if not hashable:
+                raise QueryError(
+                    f"PostgreSQL cannot hash values of type {pg_type}, and argus tells rows "
+                    "apart by their hash here (DISTINCT, UNION, INTERSECT, EXCEPT, "
+                    "count(DISTINCT ...), GROUP BY, PARTITION BY, an outer join): cast them "
+                    f"to a type that hashes, such as numeric, text or jsonb (node {node.id}'s "
+                    f"column {name})")
         records.record_types(self.conn, node.id, {n: types[n][0] for n in node.columns})
         return tuple(types[n][0] for n in node.columns)

@@ -46,12 +46,15 @@ def top(conn: psycopg.Connection, load: Load, parent: Node, keys: list[str], ter
         ) -> list[str] | None:
     """An index on the table holding the parent's rows, by the partition keys and then
     the window's ORDER BY terms in their own directions and NULLS order, from which a
-    Top-K node reads each partition's first rows (nodes.window.top_order). None: the
+    Top-K node reads each partition's first rows (nodes.window.top_order); where a
+    B-tree cannot hold them (`shape`), one for probes on the partition keys. None: the
     table does not hold them all as they are."""
     found = table_of(conn, load, parent, keys + [t.this.name for t in terms])
     if found is None or len(found[1]) != len(keys) + len(terms):
         return None
     table, columns = found
+    if shape(conn, table, columns) != ("btree", columns):
+        return [table.hist_ref[0], index(conn, table, columns[:len(keys)])] if keys else None
     ordered = [t.copy() for t in terms]
     for term, column in zip(ordered, columns[len(keys):]):
         term.set("this", exp.column(column, quoted=True))
@@ -98,7 +101,8 @@ def having_index(conn: psycopg.Connection, parent: Node, table: Node, columns: l
     predicate = parent.definition.get("predicate")
     if not (parent.kind_of.selects and virtual(parent) and predicate
             and not parent.definition.get("temporal") and table.kind_of.groups
-            and parent.parents == (table.id,)):
+            and parent.parents == (table.id,)) or shape(conn, table, columns) != ("btree",
+                                                                                   columns):
         return None
     tree = tree_of(predicate)
     for column in tree.find_all(exp.Column):
@@ -114,32 +118,42 @@ def having_index(conn: psycopg.Connection, parent: Node, table: Node, columns: l
     return name
 
 
+def shape(conn: psycopg.Connection, table: Node, columns: list[str]) -> tuple[str, list[str]]:
+    """(method, columns) of an index for equality probes on `columns`, led by the first
+    (argus.probe_index_shape: a B-tree where every value fits its entries, else a hash
+    index on the first column)."""
+    method, columns = conn.execute("SELECT * FROM argus.probe_index_shape(%s::regclass, %s)",
+                                   (table.hist.as_string(conn), columns)).fetchone()
+    return method, list(columns)
+
+
 def index(conn: psycopg.Connection, parent: Node, columns: list[str]) -> str:
-    """The name of an index on the parent led by `columns`: one that exists (argus's,
-    a tracked table's primary key: a second index on its leading column cost every
-    change of TPC-H's lineitem and orders, or the parent's own: a window's on its
-    partitions, which q11's second window asked for again), else a new one, which
-    replaces those requested of argus's it extends (whose columns lead it), so that a
-    stream history keeps one index per join key, not one per query."""
+    """The name of an index on the parent led by `columns` (as `shape` says): one that
+    exists (argus's, a tracked table's primary key: a second index on its leading
+    column cost every change of TPC-H's lineitem and orders, or the parent's own: a
+    window's on its partitions, which q11's second window asked for again), else a new
+    one, which replaces those requested of argus's it extends (whose columns lead it),
+    so that a stream history keeps one index per join key, not one per query."""
     schema, table = parent.hist_ref
+    method, columns = shape(conn, parent, columns)
     existing = conn.execute(
         r"""SELECT c.relname, array_agg(a.attname ORDER BY k.ord),
                    c.relname NOT LIKE 'argus\_%%' OR i.indisprimary
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-             JOIN pg_am m ON m.oid = c.relam AND m.amname = 'btree'
+             JOIN pg_am m ON m.oid = c.relam AND m.amname = %s
              CROSS JOIN unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
              JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
             WHERE i.indrelid = %s::regclass
               AND NOT 0 = ANY (i.indkey)  -- not an aggregate's expression index
               AND i.indpred IS NULL  -- nor a HAVING's partial one (having_index)
             GROUP BY c.relname, i.indisprimary ORDER BY c.relname""",
-        (parent.hist.as_string(conn),)).fetchall()
+        (method, parent.hist.as_string(conn))).fetchall()
     for name, indexed, _ in existing:
         if indexed[:len(columns)] == columns:
             return name
-    name = short(f"argus_{table}_{'_'.join(columns)}_idx")
-    conn.execute(sql.SQL("CREATE INDEX {} ON {} ({})").format(
-        sql.Identifier(name), parent.hist, sql.SQL(", ").join(map(sql.Identifier, columns))))
+    name = short(f"argus_{table}_{'_'.join(columns)}_{'hash_' * (method == 'hash')}idx")
+    conn.execute("SELECT argus.probe_index(%s::regclass, %s, %s)",
+                 (parent.hist.as_string(conn), columns, name))
     for old, indexed, kept in existing:
         if columns[:len(indexed)] == indexed and not kept:
             records.rename_index(conn, [schema, old], [schema, name])

@@ -53,7 +53,8 @@ class SetOps:
                            and left.insert_only and node.insert_only)
             merged = self.ensure(
                 "setop", [left, node],
-                tuple(Col(n, f"t1.{i} | t2.{i}") for i, n in enumerate(left_columns, 1)),
+                tuple(Col(n, f"t1.{i} | t2.{i}") for i, n in enumerate(_apart(left_columns),
+                                                                       1)),
                 {"op": plan.op, "left": left_columns, "right": columns}, insert_only)
             chain.append(key)
             if plan.op != "except" and None not in chain:
@@ -92,6 +93,20 @@ def _union_operands(plan: Plan) -> list[Plan]:
     if isinstance(plan, SetOp) and plan.op == "union_all":
         return _union_operands(plan.left) + _union_operands(plan.right)
     return [plan]
+
+
+def _apart(names: list[str]) -> list[str]:
+    """The names, one column read twice named apart (`k`, `k_2`: an operand's `SELECT
+    u.k` beside the same column as its correlation key; a helper's EXISTS (… INTERSECT
+    …) failed on the duplicate name)."""
+    out: list[str] = []
+    for name in names:
+        given, n = name, 1
+        while given in out or given != name and given in names:
+            n += 1
+            given = f"{name}_{n}"
+        out.append(given)
+    return out
 
 
 def _operand_key(node: Node, columns: list[str]) -> str:

@@ -266,7 +266,8 @@ class Kind:
     (`clock_driven`), or leave a sliding window (`slides`); the relation a query whose
     output it is reads its changes from (`changes`); whether the argus_hash its history
     and delta hold is its whole row's (`row_hashed`: row_hash of its columns, which a
-    reader may take instead of hashing the row again); which parent's column one of its
+    reader may take instead of hashing the row again); whether it `hashes_rows` (and its
+    `aux_tables`' rows) even when no row of it is ever retracted; which parent's column one of its
     columns passes on (`copies`: where a sharding key comes from) and the columns its
     history may be sharded by (`shard_keys`, none if it may not be: network.shards);
     what its history is when it is a view (`as_view`); and its box in `argus picture`
@@ -283,6 +284,7 @@ class Kind:
     selects: bool = False
     joins: bool = False
     groups: bool = False
+    hashes_rows: bool = False  # tells its rows apart by their hash, even insert-only
     top_k: Callable[[Node], tuple[str, int] | None] = lambda node: None
     inner_join: Callable[[Node], bool] = never
     row_hashed: Callable[[Node], bool] = never
@@ -346,6 +348,13 @@ def tid_column(node: Node) -> sql.Composed:
     window)."""
     return sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS argus_ctid tid").format(
         node.delta_table)
+
+
+def probe_index(node: Node, columns: list[str]) -> sql.Composed:
+    """An index on the node's history for equality probes on `columns`: a B-tree, or a
+    hash index where a value may be too long for a B-tree's entry (argus.probe_index)."""
+    return sql.SQL("SELECT argus.probe_index({}::regclass, ARRAY[{}]::text[])").format(
+        sql.Literal(node.hist.as_string(None)), sql.SQL(", ").join(map(sql.Literal, columns)))
 
 
 def add_hash(node: Node, indexed: bool = True) -> list[sql.Composable]:

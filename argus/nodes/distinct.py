@@ -44,4 +44,4 @@ class DistinctCompiler:
 KIND = register_kind(Kind("distinct", lambda d: None,  # nothing to define: its columns are its rows
                      DistinctCompiler(),
                      lambda node: ["one row per distinct value, with its multiplicity"],
-                     keeps_state=always, symbol="δ"))
+                     keeps_state=always, hashes_rows=True, symbol="δ"))

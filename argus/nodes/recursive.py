@@ -10,7 +10,7 @@ from psycopg import sql
 
 from ..templates import render
 from .base import (Kind, Node, SIGN_ID, Step, T1, any_rows, bag_flush, bounded, cols, create_delta,
-                   register_kind, row_hash)
+                   probe_index, register_kind, row_hash)
 
 R_ALIAS = sql.Identifier("argus_d")
 
@@ -64,8 +64,7 @@ class RecursiveCompiler:
         base_columns = sql.SQL(", ").join(
             sql.SQL("{} AS {}").format(sql.Identifier("t1", b), sql.Identifier(c))
             for b, c in zip(node.definition["base"], node.columns))
-        probed = [sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, sql.Identifier(c))
-                  for c in node.definition.get("keys", [])]
+        probed = [probe_index(node, [c]) for c in node.definition.get("keys", [])]
         return [render("recursive/create", hist=node.hist, base=parents[0].hist,
                        base_columns=base_columns, columns=node.column_list, t1=T1),
                 *probed, create_delta(node)]
@@ -103,4 +102,4 @@ class RecursiveCompiler:
 KIND = register_kind(Kind(
     "recursive", lambda d: None, RecursiveCompiler(),
     lambda node: ["WITH RECURSIVE: the new rows' derivations, round by round (semi-naive), "
-                  "none it holds derived again"], symbol="μ"))
+                  "none it holds derived again"], hashes_rows=True, symbol="μ"))

@@ -145,7 +145,7 @@ class SetOpCompiler:
 KIND = register_kind(Kind("setop", SetOpSpec.of, SetOpCompiler(),
                      lambda node: [f"{node.spec.op.replace('_', ' ').upper()} of its two "
                                    "parents (columns by position)"],
-                     keeps_state=always,
+                     keeps_state=always, hashes_rows=True,
                      aux_tables=lambda node: ([node.aux("counts")]
                                               if node.spec.op != "union_all" else []),
                      symbol="∪"))

@@ -20,8 +20,8 @@ from ..frontend.topk import RANKINGS
 from ..templates import render
 from ..trees import DIALECT, tree_of
 from .base import (Kind, Node, SIGN_ID, Step, T1, add_hash, any_rows, as_texts, cols,
-                   create_delta, identity, named, passed_on, register_kind, row_hash,
-                   tid_column, var, virtual)
+                   create_delta, identity, named, passed_on, probe_index, register_kind,
+                   row_hash, tid_column, var, virtual)
 from .aggregate import PROBE_RATIO  # (touched partitions probed one by one: the same trade)
 
 
@@ -304,8 +304,7 @@ class WindowCompiler:
         by = [plan.column] if plan is not None else []
         return [render("window/create", **self._slots(node, parents[0])),
                 *add_hash(node, indexed=False),
-                *([sql.SQL("CREATE INDEX ON {} ({})").format(node.hist, cols(keys + by))]
-                  if keys else []),
+                *([probe_index(node, keys + by)] if keys else []),
                 create_delta(node), tid_column(node)]
 
     def backfill(self, node, parents):
