@@ -63,9 +63,9 @@ class Planner:
             return self.select(node)
         if isinstance(node, exp.Table) and node.args.get("joins"):  # (parens.py: an outer one)
             raise UnsupportedQueryError(
-                "a parenthesised join with an outer join around or in it", "write the "
-                "parenthesised part as a derived table with an alias, (SELECT … FROM b "
-                "JOIN c …) AS bc")
+                "a parenthesised join with an outer, USING or NATURAL join around or in it",
+                "write the parenthesised part as a derived table with an alias, (SELECT … "
+                "FROM b JOIN c …) AS bc")
         raise UnsupportedQueryError(f"{node.key.upper()} as a query")
 
     def set_operation(self, node: exp.Expr) -> Result:
