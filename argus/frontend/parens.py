@@ -50,8 +50,8 @@ def _inner(join: exp.Join) -> bool:
 def flatten_nested_joins(tree: exp.Expr) -> exp.Expr:
     """`a JOIN (b JOIN c ON x) ON y` as `a JOIN b ON TRUE JOIN c ON x AND y` (in place):
     inner joins, whose rows are the same however they nest. A nest with an outer, USING
-    or NATURAL join around it or in it stays (a query re-run reads it as written; the planner refuses
-    it, naming it)."""
+    or NATURAL join around it or in it stays (a query re-run reads it as written; the
+    planner refuses it, naming it)."""
     for join in reversed(list(tree.find_all(exp.Join))):  # innermost first
         nest = join.this
         if not (isinstance(nest, exp.Subquery) and not nest.alias
