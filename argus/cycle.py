@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from .errors import STATE_LOST, CycleError, CycleInProgressError
+from .errors import STATE_LOST, CycleError, CycleInProgressError, PermissionDeniedError
 from . import tidy
 
 
@@ -70,6 +70,10 @@ def timeout(conn: psycopg.Connection) -> str | None:
                 _TIMEOUTS[conn] = conn.execute("SELECT argus.node_timeout()").fetchone()[0]
         except psycopg.errors.UndefinedFunction:
             _TIMEOUTS[conn] = None
+        except psycopg.errors.InsufficientPrivilege:  # (a reader's, say; a helper)
+            raise PermissionDeniedError(
+                f"role {conn.info.user!r} may not run argus's cycles: argus's owner runs "
+                "them, or a role it granted writer (argus grant writer ROLE)") from None
     return _TIMEOUTS[conn]
 
 

@@ -233,29 +233,37 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Whether a type's values hash (hash joins, hash indexes, hash_record_extended of a row
--- holding them): it has a default hash opclass, directly, through its base or element
--- type, or by binary coercion. (money and bit compare for equality but do not hash.)
+-- holding them): it has a default hash opclass, directly or by binary coercion; an
+-- array, a domain, a range or a composite type if what it holds does (money and bit
+-- compare for equality but do not hash, and neither do arrays of them: a helper's
+-- money[] key passed the check, then failed every insert into its hash index).
 CREATE OR REPLACE FUNCTION argus.hashable(p_type oid) RETURNS boolean
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
-                    WHERE am.amname = 'hash' AND oc.opcdefault
-                      AND oc.opcintype IN (t.oid, t.typbasetype,
-                          CASE WHEN t.typcategory = 'A' THEN 'anyarray'::regtype END,
-                          CASE WHEN t.typtype = 'e' THEN 'anyenum'::regtype END,
-                          CASE WHEN t.typtype = 'r' THEN 'anyrange'::regtype END))
-           OR EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
-                        JOIN pg_cast c ON c.castsource = t.oid AND c.casttarget = oc.opcintype
-                                      AND c.castmethod = 'b'
-                       WHERE am.amname = 'hash' AND oc.opcdefault)
+    SELECT CASE
+        WHEN t.typtype = 'd' THEN argus.hashable(t.typbasetype)
+        WHEN t.typcategory = 'A' AND t.typelem <> 0 THEN argus.hashable(t.typelem)
+        WHEN t.typtype = 'r' THEN argus.hashable((SELECT r.rngsubtype FROM pg_range r
+                                                   WHERE r.rngtypid = t.oid))
+        WHEN t.typtype = 'c' THEN NOT EXISTS (
+            SELECT FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0
+               AND NOT a.attisdropped AND NOT argus.hashable(a.atttypid))
+        ELSE EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
+                      WHERE am.amname = 'hash' AND oc.opcdefault
+                        AND oc.opcintype IN (t.oid,
+                            CASE WHEN t.typtype = 'e' THEN 'anyenum'::regtype END))
+             OR EXISTS (SELECT 1 FROM pg_opclass oc JOIN pg_am am ON am.oid = oc.opcmethod
+                          JOIN pg_cast c ON c.castsource = t.oid
+                                        AND c.casttarget = oc.opcintype AND c.castmethod = 'b'
+                         WHERE am.amname = 'hash' AND oc.opcdefault) END
       FROM pg_type t WHERE t.oid = p_type
 $$;
 
 -- How to index p_table for equality probes on p_columns, led by the first: a B-tree on
 -- the leading columns whose every value fits one of its entries, else a hash index on
--- the first (an entry holds the value's 4-byte hash). A B-tree entry is at most a third
--- of a page (~2,700 bytes): a longer key (a long text, a large array or number) failed
--- the insert into the table it indexes, on a stream's history every cycle (a helper's
--- attack). A type that does not hash keeps the B-tree.
+-- the first (an entry holds the value's 4-byte hash); 'none' where the first neither
+-- fits nor hashes. A B-tree entry is at most a third of a page (~2,700 bytes): a longer
+-- key (a long text, a large array or bit string) failed the insert into the table it
+-- indexes, on a stream's history every cycle (a helper's attack).
 CREATE OR REPLACE FUNCTION argus.probe_index_shape(p_table regclass, p_columns text[],
                                                    OUT method text, OUT columns text[])
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -263,30 +271,40 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
         SELECT k.ord, k.name, a.atttypid, b.typlen > 0
                    OR b.typname IN ('inet', 'cidr')
                    OR b.typname IN ('varchar', 'bpchar') AND a.atttypmod BETWEEN 5 AND 504
-                   OR b.typname IN ('numeric', 'bit', 'varbit') AND a.atttypmod >= 0 AS fits
+                   OR b.typname = 'numeric' AND a.atttypmod >= 0  -- (1,000 digits at most)
+                   OR b.typname IN ('bit', 'varbit') AND a.atttypmod BETWEEN 1 AND 16000
+                   AS fits
           FROM unnest(p_columns) WITH ORDINALITY AS k(name, ord)
           JOIN pg_attribute a ON a.attrelid = p_table AND a.attname = k.name
           JOIN pg_type t ON t.oid = a.atttypid
           JOIN pg_type b ON b.oid = coalesce(nullif(t.typbasetype, 0), t.oid)),
-    wide AS (SELECT c.* FROM c WHERE c.ord = 1 AND NOT c.fits AND argus.hashable(c.atttypid))
-    SELECT 'hash', ARRAY[wide.name] FROM wide
+    wide AS (SELECT c.* FROM c WHERE c.ord = 1 AND NOT c.fits)
+    SELECT CASE WHEN argus.hashable(wide.atttypid) THEN 'hash' ELSE 'none' END,
+           ARRAY[wide.name] FROM wide
     UNION ALL
-    SELECT 'btree', coalesce(array_agg(c.name ORDER BY c.ord) FILTER (
-               WHERE c.ord < coalesce((SELECT min(w.ord) FROM c AS w
-                                        WHERE NOT w.fits AND w.ord > 1),
-                                      cardinality(p_columns) + 1)),
-               p_columns)
+    SELECT 'btree', array_agg(c.name ORDER BY c.ord) FILTER (
+               WHERE c.ord < coalesce((SELECT min(w.ord) FROM c AS w WHERE NOT w.fits),
+                                      cardinality(p_columns) + 1))
       FROM c WHERE NOT EXISTS (SELECT FROM wide)
 $$;
 
 -- An index on p_table for equality probes on p_columns (argus.probe_index_shape), named
--- p_name (NULL: PostgreSQL names it).
+-- p_name (NULL: PostgreSQL names it); refused where its first column can have none.
 CREATE OR REPLACE FUNCTION argus.probe_index(p_table regclass, p_columns text[],
                                              p_name text DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_shape record := argus.probe_index_shape(p_table, p_columns);
 BEGIN
+    IF v_shape.method = 'none' THEN
+        RAISE EXCEPTION 'a join or partition key of type % (column %): its values may '
+                        'be too long for a B-tree index, and PostgreSQL cannot hash them',
+                        (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                          WHERE a.attrelid = p_table AND a.attname = p_columns[1]),
+                        p_columns[1]
+              USING ERRCODE = 'feature_not_supported',
+                    HINT = 'cast the key to a type that hashes, such as text';
+    END IF;
     EXECUTE format('CREATE INDEX %s ON %s USING %s (%s)', coalesce(quote_ident(p_name), ''),
                    p_table, v_shape.method,
                    (SELECT string_agg(quote_ident(c), ', ') FROM unnest(v_shape.columns) AS c));

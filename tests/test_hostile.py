@@ -654,6 +654,8 @@ SHAPES = [  # (queries a helper found refused under a wrong name, or failing to 
     "SELECT * FROM a NATURAL JOIN b",
     "SELECT * FROM a NATURAL LEFT JOIN b",
     "SELECT a.v, b.w, c.x FROM a JOIN (b JOIN c ON c.id = b.id) ON a.k = b.k",
+    "SELECT a.v, b.w, c.x FROM a JOIN (b CROSS JOIN c) ON a.k = b.k AND a.id = c.id",
+    "SELECT a.v, b.w FROM (a JOIN (b JOIN c ON b.id = c.id) ON a.k = b.k)",
     "SELECT a.v, c.x FROM a JOIN (b JOIN (c JOIN b AS b2 ON b2.id = c.id) ON c.id = b.id) "
     "ON a.k = b.k AND c.x > 0",
     "SELECT id FROM a WHERE EXISTS (SELECT b.k FROM b WHERE b.k = a.k "
@@ -680,3 +682,30 @@ def test_natural_joins_nested_joins_and_correlated_set_operations(oracle, query)
                                    for _ in range(30)])
         oracle.insert("c", [(rng.randrange(12), rng.randrange(-3, 9)) for _ in range(20)])
         oracle.run()
+
+
+UNINDEXABLE = [  # (keys whose values may not fit a B-tree entry, and that do not hash)
+    "SELECT v FROM a WHERE ma IN (SELECT ma FROM b)",
+    "SELECT a.v, b.v AS bv FROM a JOIN b ON a.ma = b.ma",
+    "SELECT a.v, b.v AS bv FROM a JOIN b ON a.bb = b.bb",
+    "SELECT v, rank() OVER (PARTITION BY ma ORDER BY v) AS r FROM a",
+    "SELECT DISTINCT ma FROM a",
+    "SELECT ma, count(*) AS n FROM a GROUP BY ma",
+]
+
+
+@pytest.mark.parametrize("query", UNINDEXABLE)
+def test_a_key_that_neither_fits_a_btree_nor_hashes_is_refused(oracle, query):
+    """money[] hashes no more than money, and bit(100000) fits no B-tree entry: a key of
+    either is refused at registration, naming its type, and the other queries' cycles go
+    on (a helper's attack: a money[] key was given a hash index, a bit(100000) one a
+    B-tree, and either failed every cycle for every query)."""
+    oracle.create_stream("a", {"v": "int", "ma": "money[]", "bb": "bit(100000)"})
+    oracle.create_stream("b", {"v": "int", "ma": "money[]", "bb": "bit(100000)"})
+    oracle.create_stream("s", {"v": "int"})
+    oracle.register("sentinel", "SELECT v, count(*) AS n FROM s GROUP BY v")
+    with pytest.raises(QueryError, match=r"money\[\]|bit\(100000\)"):
+        oracle.db.register_query("q", query)
+    oracle.insert("s", [(1,)])
+    oracle.insert("a", [(1, "{1}", "0" * 100_000)])
+    assert oracle.run().failed == {}

@@ -523,3 +523,13 @@ def test_a_role_with_nothing_cannot_hold_a_registrars_requests(network, login):
     (pending,) = network.conn.execute(
         "SELECT count(*) FROM argus_catalog.requests WHERE status = 'pending'").fetchone()
     assert pending == 1
+
+
+def test_a_reader_running_a_cycle_is_told_it_may_not(network, login):
+    """`argus run` as a reader: a clear refusal naming what to grant, not a traceback
+    of the function it may not call (a helper)."""
+    role, dsn = login("reader")
+    network.grant("reader", role)
+    with argus.connect(dsn) as reader, pytest.raises(PermissionDeniedError,
+                                                     match="grant writer"):
+        reader.run()

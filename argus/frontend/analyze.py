@@ -26,7 +26,7 @@ from ..names import fold
 from ..plan import Output
 from .constants import STRINGS, TIME_TYPES, refuse_moving
 from .ctes import scope_ctes, unique_aliases
-from .parens import flatten_nested_joins, unwrap_parens
+from .parens import flatten_nested_joins, refuse_nests, unwrap_parens
 from .windows import inline_windows
 from .filters import filters_as_case
 from .outer import inner_when_rejected, outer_joins
@@ -272,6 +272,7 @@ def _read(sql_text: str, streams: Mapping[str, StreamSchema],
     tree = inline_windows(scope_ctes(parse(sql_text), streams))
     _check_tables(tree, streams)
     if refused is UNSUPPORTED:  # (a query to be re-run keeps its LIMIT, LATERAL as is)
+        refuse_nests(tree)
         tree = lateral_subqueries(scalar_top_1(tree),
                                   lambda item: _columns_of(item, tree, streams))
         tree = limit_as_top_k(tree)

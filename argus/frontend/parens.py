@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..errors import UnsupportedQueryError
+
 MODIFIERS = ("order", "limit", "offset")
 
 
@@ -47,27 +49,46 @@ def _inner(join: exp.Join) -> bool:
         and not join.args.get("using") and join.method != "NATURAL"
 
 
+def _nest(item: exp.Expr) -> bool:
+    """A parenthesised join as sqlglot reads it: an unaliased derived table holding a
+    table with joins."""
+    return (isinstance(item, exp.Subquery) and not item.alias
+            and isinstance(item.this, exp.Table) and bool(item.this.args.get("joins")))
+
+
 def flatten_nested_joins(tree: exp.Expr) -> exp.Expr:
-    """`a JOIN (b JOIN c ON x) ON y` as `a JOIN b ON TRUE JOIN c ON x AND y` (in place):
-    inner joins, whose rows are the same however they nest. A nest with an outer, USING
-    or NATURAL join around it or in it stays (a query re-run reads it as written; the
-    planner refuses it, naming it)."""
-    for join in reversed(list(tree.find_all(exp.Join))):  # innermost first
-        nest = join.this
-        if not (isinstance(nest, exp.Subquery) and not nest.alias
-                and isinstance(nest.this, exp.Table) and nest.this.args.get("joins")):
+    """`a JOIN (b JOIN c ON x) ON y` as `a JOIN b ON TRUE JOIN c ON x AND y`, and `FROM
+    (a JOIN b ON x)` as `FROM a JOIN b ON x` (in place): inner joins, whose rows are the
+    same however they nest. A nest with an outer, USING or NATURAL join around it or in
+    it stays (a query re-run reads it as written; `refuse_nests` names it)."""
+    for item in reversed(list(tree.find_all(exp.Subquery))):  # innermost first
+        holder = item.parent
+        if not _nest(item) or not all(map(_inner, item.this.args["joins"])):
             continue
-        if not (_inner(join) and all(map(_inner, nest.this.args["joins"]))):
-            continue
-        first = nest.this.copy()
+        first = item.this.copy()
         moved = first.args["joins"]
         first.set("joins", None)
-        if join.args.get("on") is not None:
-            last = moved[-1]
-            last.set("on", exp.and_(last.args.get("on") or exp.true(), join.args["on"]))
-        owner = join.parent
-        joins = owner.args["joins"]
-        at = next(i for i, j in enumerate(joins) if j is join)
-        owner.set("joins", [*joins[:at], exp.Join(this=first, on=exp.true()), *moved,
-                            *joins[at + 1:]])
+        if isinstance(holder, exp.From) and isinstance(holder.parent, exp.Select):
+            select = holder.parent
+            holder.set("this", first)
+            select.set("joins", [*moved, *(select.args.get("joins") or [])])
+        elif isinstance(holder, exp.Join) and _inner(holder):
+            on = holder.args.get("on")
+            if on is not None:
+                last = moved[-1]
+                last.set("on", exp.and_(last.args.get("on") or exp.true(), on))
+                last.set("kind", None)  # (a CROSS JOIN with a condition: an inner one)
+            joins = holder.parent.args["joins"]
+            at = next(i for i, j in enumerate(joins) if j is holder)
+            holder.parent.set("joins", [*joins[:at], exp.Join(this=first, on=exp.true()),
+                                        *moved, *joins[at + 1:]])
     return tree
+
+
+def refuse_nests(tree: exp.Expr) -> None:
+    """A parenthesised join `flatten_nested_joins` kept, named (incremental queries)."""
+    if any(_nest(item) for item in tree.find_all(exp.Subquery)):
+        raise UnsupportedQueryError(
+            "a parenthesised join with an outer, USING or NATURAL join around or in it",
+            "write the parenthesised part as a derived table with an alias, (SELECT … "
+            "FROM b JOIN c …) AS bc")

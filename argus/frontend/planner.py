@@ -61,11 +61,6 @@ class Planner:
             return self.set_operation(node)
         if isinstance(node, exp.Select):
             return self.select(node)
-        if isinstance(node, exp.Table) and node.args.get("joins"):  # (parens.py: an outer one)
-            raise UnsupportedQueryError(
-                "a parenthesised join with an outer, USING or NATURAL join around or in it",
-                "write the parenthesised part as a derived table with an alias, (SELECT … "
-                "FROM b JOIN c …) AS bc")
         raise UnsupportedQueryError(f"{node.key.upper()} as a query")
 
     def set_operation(self, node: exp.Expr) -> Result:
