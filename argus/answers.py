@@ -143,6 +143,12 @@ def hashable(conn: psycopg.Connection, name: str) -> bool:
         (results_view(name).as_string(conn),)).fetchone()[0] is True
 
 
+def output_of(conn: psycopg.Connection, query_id: int) -> list[str]:
+    """The query's output expressions over its top node, in order."""
+    return [e for (e,) in conn.execute("SELECT expr FROM argus_catalog.query_columns "
+                                       "WHERE query_id = %s ORDER BY position", (query_id,))]
+
+
 def kept_tables(conn: psycopg.Connection, query_id: int) -> list[sql.Identifier]:
     """The tables of last changes a query's migrations kept (argus.adapt)."""
     return [sql.Identifier(NETWORK_SCHEMA, table) for (table,) in conn.execute(

@@ -328,10 +328,8 @@ def _changes_start_again(conn: psycopg.Connection, name: str, top_id: int) -> No
     (query_id,) = conn.execute("SELECT query_id FROM argus_catalog.queries WHERE name = %s",
                                (name,)).fetchone()
     (now,) = conn.execute("SELECT argus.position()").fetchone()
-    output = [e for (e,) in conn.execute("SELECT expr FROM argus_catalog.query_columns "
-                                         "WHERE query_id = %s ORDER BY position", (query_id,))]
-    conn.execute(answers.changes_view_sql(conn, name, output, network.load_node(conn, top_id),
-                                          now))
+    conn.execute(answers.changes_view_sql(conn, name, answers.output_of(conn, query_id),
+                                          network.load_node(conn, top_id), now))
     answers.drop_kept(conn, query_id)
     conn.execute("UPDATE argus_catalog.queries SET changes_after = %s WHERE query_id = %s",
                  (now, query_id))

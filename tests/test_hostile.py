@@ -5,6 +5,9 @@ query run from scratch, and the changes add up to it."""
 
 from __future__ import annotations
 
+import random
+import string
+
 import pytest
 from psycopg import sql
 
@@ -605,9 +608,6 @@ def test_a_key_too_long_for_a_btree_stops_nothing(oracle, query):
     bytes, a third of a page: a long incompressible text, a large array): argus indexes
     such columns by a hash of their values, and every query stays exact, that one and
     one over another stream alike (a helper: one such row failed every cycle)."""
-    import random
-    import string
-
     oracle.create_stream("s", {"id": "int", "t": "text", "a": "int[]"})
     oracle.create_table("u", {"id": "int", "t": "text"}, "id")
     oracle.create_stream("other", {"x": "int"})
@@ -669,8 +669,6 @@ SHAPES = [  # (queries a helper found refused under a wrong name, or failing to 
 
 @pytest.mark.parametrize("query", SHAPES)
 def test_natural_joins_nested_joins_and_correlated_set_operations(oracle, query):
-    import random
-
     oracle.create_stream("a", {"id": "int", "k": "int", "v": "int"})
     oracle.create_stream("b", {"id": "int", "k": "int", "w": "int"})
     oracle.create_stream("c", {"id": "int", "x": "int"})

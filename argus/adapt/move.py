@@ -18,7 +18,7 @@ from ..mqo.sharing import Sharing
 from ..names import NETWORK_SCHEMA, changes_view
 from ..network import Builder, assemble, drop_unused, jisc, load_node
 from ..admission import row_bound
-from ..answers import (changes_rows, changes_view_sql, drop_kept, kept_tables,
+from ..answers import (changes_rows, changes_view_sql, drop_kept, kept_tables, output_of,
                        output_check_sql, results_view_sql)
 from ..registry import build_top
 from ..streams import stream_schemas
@@ -123,9 +123,7 @@ def _kept(conn: psycopg.Connection, name: str, query_id: int, migration_id: int
     if after is None or clocked:
         rows = sql.SQL("SELECT * FROM {}").format(changes_view(name))
     else:
-        output = [e for (e,) in conn.execute("SELECT expr FROM argus_catalog.query_columns "
-                                             "WHERE query_id = %s ORDER BY position",
-                                             (query_id,))]
+        output = output_of(conn, query_id)
         older = kept_tables(conn, query_id)  # (a migration since the last cycle: one)
         rows = changes_rows(output, load_node(conn, old_top), after,
                             older[0] if older else None)
