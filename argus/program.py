@@ -10,7 +10,8 @@ from psycopg import sql
 
 from .names import stream_inbox
 from .templates import render
-from .nodes.base import Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, var, virtual
+from .nodes.base import (Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, identical_when_equal,
+                         var, virtual)
 from .frontend.lateral import expands
 from .nodes import COMPILERS, KINDS, lazy
 from .nodes.stream import claim, hold_locked, in_inbox, is_table, take_var
@@ -192,8 +193,18 @@ def analyze_delta(node: Node) -> sql.Composed:
 def rebuildable(node: Node) -> bool:
     """Signed nodes may rebuild their history instead of applying a cycle's changes
     (node_stats, catalog/schema.sql); an insert-only node's changes are an append, never
-    dearer."""
-    return not node.loaded and not node.insert_only and not virtual(node)
+    dearer. A node that keeps one row for equal values (DISTINCT, a set operation, a
+    group) keeps it in the form of its first copy (numeric 0.000 and 0), the form its
+    consumers were given and will be asked to retract; rebuilt from its parents, it could
+    keep another form with no change told: such a node applies its changes unless every
+    column's equal values are the same value."""
+    kind = KINDS[node.kind]
+    return not node.loaded and not node.insert_only and not virtual(node) and not (
+        (kind.hashes_rows or kind.groups) and not _one_form(node))
+
+
+def _one_form(node: Node) -> bool:
+    return len(node.types) == len(node.columns) and all(map(identical_when_equal, node.types))
 
 
 def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:

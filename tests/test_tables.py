@@ -505,6 +505,38 @@ def test_a_distinct_value_leaves_in_the_form_it_was_kept_in(oracle):
     assert oracle.db.results("d") == []
 
 
+@pytest.mark.parametrize("inner", [
+    "SELECT DISTINCT n FROM a",
+    "SELECT n, count(*) AS c FROM a GROUP BY n",
+    "SELECT n, max(k) AS c FROM a GROUP BY n",
+    "SELECT n FROM a INTERSECT SELECT n FROM c",
+    "SELECT n FROM a EXCEPT SELECT n FROM c",
+    "SELECT n FROM a UNION SELECT n FROM c"])
+def test_a_rebuilt_node_keeps_the_form_its_consumers_hold(oracle, inner):
+    """The flaky test above, found: a node keeping one row for equal values, rebuilt from
+    its parents (the cycle's choice by learned costs) when the copy in the kept form had
+    left, kept the other form with no change told; the join above, applying its changes,
+    then failed to retract the form it held. The costs are set so that every node but
+    the join would rebuild."""
+    for table in ("a", "c"):
+        oracle.create_table(table, {"k": "int", "n": "numeric"}, primary_key="k")
+    oracle.create_table("b", {"k": "int", "m": "int"}, primary_key="k")
+    oracle.register("q", f"SELECT s.*, b.m FROM ({inner}) s JOIN b ON b.m = 1")
+    steps = [[("a", [(1, Decimal("0.000"))]), ("b", [(1, 1)]), ("c", [(1, Decimal("0.0"))])],
+             [("a", [(2, Decimal("0"))]), ("c", [(2, Decimal("0.00"))])],
+             [("a", [1]), ("c", [1])], [("a", [(3, Decimal("0.0000"))])],
+             [("a", [2]), ("c", [2])], [("a", [3])]]
+    for step in steps:
+        for table, rows in step:
+            (oracle.insert if isinstance(rows[0], tuple) else oracle.delete)(table, rows)
+        oracle.conn.execute(
+            "UPDATE argus_catalog.node_stats st SET apply_ms_row = 1, rebuild_ms_row = "
+            "CASE WHEN n.kind = 'join' THEN 100 ELSE 0.0001 END "
+            "FROM argus_catalog.nodes n WHERE n.node_id = st.node_id")
+        oracle.run()
+    assert oracle.db.results("q") == []
+
+
 @pytest.mark.parametrize("op, column, first, second", [
     ("EXCEPT ALL", "numeric", Decimal("0.000"), Decimal("0")),
     ("EXCEPT", "float8", -0.0, 0.0),
