@@ -427,6 +427,7 @@ class Fuzzer:
         self.db = self.handles["selection"]
         self.db.configure(time_zone=self.zone)  # and argus's registrations and cycles
         self.oracle = Oracle(self.db)
+        self.mixed = False
         self.stats = Stats()
         self.names = itertools.count(1)
         self.tlp: list[list[str]] = []
@@ -619,11 +620,13 @@ class Fuzzer:
         self.oracle.check()
 
     def mode(self) -> None:
-        maintenance = self.rng.choice(["auto", "apply", "rebuild"])
+        maintenance = self.rng.choice(["auto", "apply", "rebuild", "mixed"])
+        self.mixed = maintenance == "mixed"  # each node's choice at random, cycle by cycle
         locked = self.rng.random() < 0.5
         layout = self.rng.choice(LAYOUT_SETTINGS)  # the layout of the nodes made next
         self.log.append(f"configure maintenance={maintenance} locked={locked} {layout}")
-        self.db.configure(maintenance=maintenance, truncate_inbox_bytes=1 if locked else 1 << 40,
+        self.db.configure(maintenance="auto" if self.mixed else maintenance,
+                          truncate_inbox_bytes=1 if locked else 1 << 40,
                           **layout)
 
     def _refresh_e(self) -> None:
@@ -635,6 +638,8 @@ class Fuzzer:
 
     def cycle(self) -> None:
         self.log.append("cycle")
+        if self.mixed:
+            self.oracle.rig_maintenance(lambda node_id: self.rng.random() < 0.5)
         report = self.oracle.run()  # answers and changes of every query not isolated
         self.stats.cycles += 1
         self.stats.comparisons += len(self.oracle.accumulated)

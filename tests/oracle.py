@@ -227,6 +227,16 @@ class Oracle:
         self.cycles_checked += 1
         return report
 
+    def rig_maintenance(self, rebuild) -> None:
+        """Make each signed node's next choice between applying its changes and rebuilding
+        from its parents `rebuild(node_id)`, by the learned costs it decides by (the
+        choice is timed, hence random in a test: every mix must give the same answers)."""
+        for (node_id,) in self.conn.execute(
+                "SELECT node_id FROM argus_catalog.nodes WHERE rebuildable").fetchall():
+            self.conn.execute(
+                "UPDATE argus_catalog.node_stats SET apply_ms_row = 1, rebuild_ms_row = %s "
+                "WHERE node_id = %s", (0.0001 if rebuild(node_id) else 100.0, node_id))
+
     def run_stale(self):
         """Run a cycle whose answers the test knows to lag their SQL (argus warned of it):
         its changes are counted, the answers not checked."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
+import random
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -242,11 +243,16 @@ class Batches(RuleBasedStateMachine):
                 for row in data.draw(ROWS[stream])]
         self.oracle.insert(f"{self.prefix}_{stream}", rows)
 
-    @rule(locked=st.booleans())
-    def cycle(self, locked):
+    mixed = False  # each signed node applies or rebuilds at random, cycle by cycle
+
+    @rule(locked=st.booleans(), seed=st.integers(0, 1 << 16))
+    def cycle(self, locked, seed):
         # locked: the claim takes the inboxes whole and the streams' children read
         # the claimed rows in place; else it moves them row by row
         self.db.configure(truncate_inbox_bytes=1 if locked else 1 << 40)
+        if self.mixed:
+            coin = random.Random(seed)
+            self.oracle.rig_maintenance(lambda node_id: coin.random() < 0.5)
         self.oracle.run()
         self.stats["cycles"] += 1
 
@@ -286,14 +292,17 @@ def machine_settings(examples: int, steps: int) -> settings:
                                            HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("maintenance", ["auto", "rebuild"])
+@pytest.mark.parametrize("maintenance", ["auto", "rebuild", "mixed"])
 def test_random_queries_match_postgres_after_every_cycle(db, maintenance):
     """Also with every signed node rebuilt from its parents each cycle instead of
-    applying its changes (the path `auto` takes when rebuilding is cheaper)."""
-    db.configure(maintenance=maintenance)
+    applying its changes (the path `auto` takes when rebuilding is cheaper), and with
+    each node's choice at random, cycle by cycle."""
+    db.configure(maintenance="auto" if maintenance == "mixed" else maintenance)
     stats = {"queries": 0, "cycles": 0, "refused": 0}
 
     class Algebra(Registering):
+        mixed = maintenance == "mixed"
+
         def __init__(self) -> None:
             super().__init__(db, stats)
 

@@ -522,6 +522,8 @@ def test_a_rebuilt_node_keeps_the_form_its_consumers_hold(oracle, inner):
         oracle.create_table(table, {"k": "int", "n": "numeric"}, primary_key="k")
     oracle.create_table("b", {"k": "int", "m": "int"}, primary_key="k")
     oracle.register("q", f"SELECT s.*, b.m FROM ({inner}) s JOIN b ON b.m = 1")
+    joins = {n for (n,) in oracle.conn.execute(
+        "SELECT node_id FROM argus_catalog.nodes WHERE kind = 'join'").fetchall()}
     steps = [[("a", [(1, Decimal("0.000"))]), ("b", [(1, 1)]), ("c", [(1, Decimal("0.0"))])],
              [("a", [(2, Decimal("0"))]), ("c", [(2, Decimal("0.00"))])],
              [("a", [1]), ("c", [1])], [("a", [(3, Decimal("0.0000"))])],
@@ -529,10 +531,7 @@ def test_a_rebuilt_node_keeps_the_form_its_consumers_hold(oracle, inner):
     for step in steps:
         for table, rows in step:
             (oracle.insert if isinstance(rows[0], tuple) else oracle.delete)(table, rows)
-        oracle.conn.execute(
-            "UPDATE argus_catalog.node_stats st SET apply_ms_row = 1, rebuild_ms_row = "
-            "CASE WHEN n.kind = 'join' THEN 100 ELSE 0.0001 END "
-            "FROM argus_catalog.nodes n WHERE n.node_id = st.node_id")
+        oracle.rig_maintenance(lambda node_id: node_id not in joins)
         oracle.run()
     assert oracle.db.results("q") == []
 
