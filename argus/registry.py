@@ -17,7 +17,8 @@ from psycopg import sql
 from .frontend import functions
 from . import admission, answers, network, roles
 from .settings import pinned_session
-from .frontend.analyze import Analyzed, analyze, analyze_rerun, as_registered, rerunnable
+from .frontend.analyze import Analyzed, analyze, analyze_rerun, rerunnable
+from .frontend.calls import as_registered
 from .nodes import Node, delta_view, virtual
 from .program import rebuild
 from .errors import (DuplicateNameError, QueryError, QueryFailedError, UnknownQueryError,

@@ -23,7 +23,7 @@ LAYERS = [
     ("operations", {"streams", "tables", "track", "slot", "citus", "citus_local", "loads",
                     "registry", "admission", "answers", "requests", "cycle", "subscriptions",
                     "files", "quarantine", "explain", "status", "embedded", "schedule",
-                    "optimize", "adapt", "picture", "audit", "tidy", "dsn", "lean"}),
+                    "optimize", "adapt", "picture", "audit", "tidy", "dsn", "lean", "reading"}),
     ("surface", {"api", "__init__", "cli", "spark", "demo", "bench", "__main__",
                  "dashboard"}),
 ]
@@ -69,11 +69,11 @@ def test_no_module_imports_from_a_higher_layer():
 
 
 def test_the_network_answers_everything_the_optimizer_asks():
-    """The optimizer's contracts (sharing.Network, regroup.Groups) are implemented by
+    """The optimizer's contracts (protocol.Network, regroup.Groups) are implemented by
     the network in PostgreSQL, and in memory (network.memory; the in-memory groups of
     the offline tests)."""
     from argus import network
-    from argus.mqo import regroup, sharing
+    from argus.mqo import protocol, regroup
     from argus.network.memory import MemoryNetwork
 
     from argus.network.memory import MemoryGroups
@@ -81,8 +81,8 @@ def test_the_network_answers_everything_the_optimizer_asks():
     def methods(cls) -> set[str]:
         return {n for n in vars(cls) if not n.startswith("_")}
 
-    assert methods(sharing.Network) <= set(dir(network.Builder))
-    assert methods(sharing.Network) <= set(dir(MemoryNetwork))
+    assert methods(protocol.Network) <= set(dir(network.Builder))
+    assert methods(protocol.Network) <= set(dir(MemoryNetwork))
     assert methods(regroup.Groups) <= set(dir(network.CatalogGroups))
     assert methods(regroup.Groups) <= set(dir(MemoryGroups))
 

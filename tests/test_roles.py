@@ -70,7 +70,7 @@ def test_a_reader_of_one_query_reads_only_that_query(network, login):
 
 def test_a_revoked_reader_is_refused_in_the_session_that_kept_its_reads_planned(network,
                                                                                  login):
-    """A read keeps its plan for the session (api._planned_once): the session that read
+    """A read keeps its plan for the session (reading._planned_once): the session that read
     an answer six times, its statements prepared, is refused once its grant goes."""
     role, dsn = login("reader")
     network.grant("reader", role, query="a")

@@ -12,7 +12,8 @@ from psycopg import sql
 
 from .. import roles
 from ..errors import MigrationError
-from ..frontend.analyze import Analyzed, analyze, as_registered
+from ..frontend.analyze import Analyzed, analyze
+from ..frontend.calls import as_registered
 from ..mqo.replan import Prediction, Replan, predict
 from ..mqo.sharing import Sharing
 from ..names import NETWORK_SCHEMA, changes_view

@@ -21,7 +21,7 @@ from ..failures import never_fails
 from ..trees import DIALECT, conjuncts, folded
 from .limit import top_k
 from .relations import figure_name
-from .scalar import aggregates
+from .scopes import aggregates
 
 KEY = "argus_lk"
 NOT_EQUALITIES = "a LATERAL subquery correlated other than by equalities in its WHERE"

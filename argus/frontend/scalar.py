@@ -14,7 +14,7 @@ PostgreSQL's cardinality error when there are several (`_one_row`): the cycle th
 finds them fails for that query alone, as the query run again would fail.
 
 EXISTS under OR or NOT (or outside WHERE) is a count compared with 0, unnested so;
-IN there is counts too, in SQL's three values (`_in_anywhere`).
+IN there is counts too, in SQL's three values (`in_tests.in_anywhere`).
 
 `(a, b) IN (SELECT x, y …)` is EXISTS (… WHERE x = a AND y = b); a set operation or an
 uncorrelated aggregate in IN is read from a derived table. `x NOT IN (SELECT y …)` holds
@@ -32,7 +32,10 @@ from sqlglot import exp
 
 from ..errors import UnsupportedQueryError
 from ..trees import conjuncts
+from .in_tests import in_anywhere, in_lists, keyed_set_operations
 from .relations import figure_name
+from .scopes import (aggregates, branches, correlation, defined, local, name_output,
+                     tables_of)
 
 HIT = "argus_hit"
 NOT_EQUALITIES = "a scalar subquery correlated other than by equalities in its WHERE"
@@ -46,9 +49,9 @@ def unnest_subqueries(tree: exp.Expr) -> tuple[exp.Expr, set[str]]:
     for select in reversed(list(tree.find_all(exp.Select))):  # the innermost first
         _on_subqueries(select)
         _union_tests(select)
-        columns |= _keyed_set_operations(select)
-        columns |= _in_lists(select)
-        columns |= _in_anywhere(select)
+        columns |= keyed_set_operations(select)
+        columns |= in_lists(select)
+        columns |= in_anywhere(select)
         columns |= _counted_exists(select)
         scalars = [s for s in select.find_all(exp.Subquery) if _scalar(s, select)]
         if scalars and select.args.get("from_") is None:  # (was a KeyError; a helper)
@@ -90,41 +93,17 @@ def _scalar(sub: exp.Subquery, select: exp.Select) -> bool:
             and not (isinstance(sub.parent, exp.In) and sub.arg_key == "query"))
 
 
-def aggregates(select: exp.Select) -> bool:
-    """Whether `select` itself aggregates (not a subquery or derived table of it; a
-    window's aggregate does not)."""
-    return any(a.parent_select is select and not isinstance(a.parent, exp.Window)
-               for a in select.find_all(exp.AggFunc))
-
-
-def _tables(node: exp.Expr) -> set[str]:
-    """The table aliases `node`'s columns name."""
-    return {c.table for c in node.find_all(exp.Column)}
-
-
-def _defined(node: exp.Expr) -> set[str]:
-    """Table aliases a query defines, at any depth (qualify() made them unique)."""
-    return ({t.alias_or_name for t in node.find_all(exp.Table)}
-            | {s.alias for s in node.find_all(exp.Subquery) if s.alias})
-
-
-def _local(select: exp.Select) -> set[str]:
-    """The aliases of `select`'s own FROM list."""
-    items = [select.args["from_"].this] + [j.this for j in select.args.get("joins") or []]
-    return {item.alias_or_name for item in items}
-
-
 def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     inner, several, grouped, per_row = _one_value(select, sub)
-    outer = _tables(inner) - _defined(inner)
-    if outer - _local(select):
+    outer = tables_of(inner) - defined(inner)
+    if outer - local(select):
         raise UnsupportedQueryError("subqueries correlated over more than one level")
     keys, kept = [], []
     for c in conjuncts(inner.args["where"].this if inner.args.get("where") else None):
-        if not (_tables(c) & outer):
+        if not (tables_of(c) & outer):
             kept.append(c)
             continue
-        pair = _correlation(c, outer)
+        pair = correlation(c, outer)
         if pair is None:
             raise UnsupportedQueryError(NOT_EQUALITIES)
         keys.append(pair)
@@ -139,7 +118,7 @@ def _unnest(select: exp.Select, sub: exp.Subquery, name: str) -> set[str]:
     for join in select.args.get("joins") or []:  # `FROM a, b LEFT JOIN s ON …a…` would
         if not (join.side or join.kind or join.args.get("on") or join.args.get("using")):
             join.set("kind", "CROSS")  # let s meet only b: a list of explicit joins
-    named = _name_output(sub, select, figure_name(sub))
+    named = name_output(sub, select, figure_name(sub))
     value = _joined_value(select, sub, inner, name, projection, keys, kept, outer, several)
     if grouped and not per_row:  # one value per group: grouping by it changes no group
         group = select.args["group"]
@@ -193,7 +172,7 @@ def _joined_value(select: exp.Select, sub: exp.Subquery, inner: exp.Select, name
                               exp.alias_(exp.true(), HIT, quoted=True)])
     inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     inner.set("group", exp.Group(expressions=[theirs.copy() for _, theirs in keys]))
-    if _tables(inner) & outer:  # in a join, a subquery
+    if tables_of(inner) & outer:  # in a join, a subquery
         raise UnsupportedQueryError(NOT_EQUALITIES)
     on = exp.and_(*(exp.EQ(this=exp.column(f"argus_k{i}", table=name, quoted=True),
                            expression=mine.copy()) for i, (mine, _) in enumerate(keys)))
@@ -224,22 +203,6 @@ def _at_most_one_row(inner: exp.Select) -> None:
     inner.set("having", exp.Having(this=exp.Dot(
         this=exp.to_identifier("argus"), expression=exp.Anonymous(
             this="one_row", expressions=[exp.Count(this=exp.Star()), exp.true()]))))
-
-
-def _name_output(expr: exp.Expr, select: exp.Select, name: str) -> set[str]:
-    """An unnamed output column (bare, or named _col_N by qualify()) that is `expr`,
-    named `name` as PostgreSQL names it; the name, to keep."""
-    parent = expr.parent
-    if parent is select:  # wrapped in place: the caller replaces `expr` later
-        alias = exp.Alias(alias=exp.to_identifier(name, quoted=True))
-        expr.replace(alias)
-        alias.set("this", expr)
-    elif isinstance(parent, exp.Alias) and parent.parent is select \
-            and parent.alias.startswith("_col_"):
-        parent.set("alias", exp.to_identifier(name, quoted=True))
-    else:
-        return set()
-    return {name}
 
 
 def _over_no_rows(projection: exp.Expr) -> exp.Expr:
@@ -273,7 +236,7 @@ def _counted_exists(select: exp.Select) -> set[str]:
         compared = exp.paren(exp.GT(this=exp.Subquery(this=counted),
                                     expression=exp.Literal.number(0)))
         test.replace(compared)
-        names |= _name_output(compared, select, "exists")
+        names |= name_output(compared, select, "exists")
     return names
 
 
@@ -281,246 +244,18 @@ def _union_tests(select: exp.Select) -> None:
     """EXISTS over a UNION [ALL] as an OR of EXISTS, one per branch; a correlated
     `x IN (… UNION …)` as an OR of INs (in SQL's three values alike: TRUE when one
     is, else NULL when one is). An uncorrelated one is read from a derived table
-    (`_readable`)."""
+    (`in_tests._readable`)."""
     for test in list(select.find_all(exp.Exists, exp.In)):
         query = test.this if isinstance(test, exp.Exists) else test.args.get("query")
         query = query.this if isinstance(query, exp.Subquery) else query
         if test.parent_select is not select or not isinstance(query, exp.Union):
             continue
-        if isinstance(test, exp.In) and not (_tables(query) - _defined(query)):
+        if isinstance(test, exp.In) and not (tables_of(query) - defined(query)):
             continue
-        branches = _branches(query, exp.Union)
-        if not all(isinstance(b, exp.Select) for b in branches):
+        parts = branches(query, exp.Union)
+        if not all(isinstance(b, exp.Select) for b in parts):
             continue
         tests = [exp.Exists(this=b.copy()) if isinstance(test, exp.Exists) else
                  exp.In(this=test.this.copy(), query=exp.Subquery(this=b.copy()))
-                 for b in branches]
+                 for b in parts]
         test.replace(exp.paren(exp.or_(*tests)))
-
-
-def _keyed_set_operations(select: exp.Select) -> set[str]:
-    """EXISTS or IN over a correlated INTERSECT or EXCEPT [ALL], every branch correlated
-    by equalities with the same outer expressions: each branch returns its side of them
-    first, and the set operation runs once over all outer rows, uncorrelated — keyed,
-    its rows for one outer row are exactly the branches' rows for that row — read where
-    those columns equal the outer expressions. Returns the derived tables' column
-    names."""
-    names = set()
-    for test in list(select.find_all(exp.Exists, exp.In)):
-        holder = test if isinstance(test, exp.Exists) else test.args.get("query")
-        query = holder.this if holder is not None else None
-        query = query.this if isinstance(query, exp.Subquery) else query
-        if test.parent_select is not select or not isinstance(query, exp.SetOperation) \
-                or not (_tables(query) - _defined(query)):
-            continue
-        outer = _local(select)
-        keyed = [_branch_keys(b, outer) for b in _branches(query)]
-        if any(k is None for k in keyed):
-            continue  # the planner says why
-        theirs = [t for _, t in keyed[0]]
-        if any(sorted(t.sql() for _, t in k) != sorted(t.sql() for t in theirs)
-               for k in keyed):
-            continue
-        inner = query.copy()
-        leaves = _branches(inner)
-        for leaf, key in zip(leaves, keyed):
-            mine = {t.sql(): m for m, t in key}
-            kept = [c for c in conjuncts(leaf.args["where"].this) if not (_tables(c) & outer)]
-            leaf.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-            data = [e.this if isinstance(e, exp.Alias) else e for e in leaf.expressions]
-            leaf.set("expressions", [
-                *(exp.alias_(mine[t.sql()].copy(), f"argus_x{j}", quoted=True)
-                  for j, t in enumerate(theirs)),
-                *(exp.alias_(e, f"argus_c{i}", quoted=True) for i, e in enumerate(data))])
-        derived = exp.Subquery(this=inner, alias=exp.TableAlias(
-            this=exp.to_identifier("argus_u", quoted=True)))
-        width = len(leaves[0].expressions) - len(theirs)
-        read = exp.select(*(exp.column(f"argus_c{i}", table="argus_u", quoted=True)
-                            for i in range(width))).from_(derived).where(exp.and_(*(
-                                exp.EQ(this=exp.column(f"argus_x{j}", table="argus_u",
-                                                       quoted=True), expression=t.copy())
-                                for j, t in enumerate(theirs))))
-        names |= set(leaves[0].named_selects)
-        if isinstance(test, exp.Exists):
-            test.set("this", read)
-        else:
-            holder.set("this", read)
-    return names
-
-
-def _branches(query: exp.Expr, kind: type[exp.Expr] = exp.SetOperation) -> list[exp.Expr]:
-    """The branches of a tree of set operations of `kind`, in order (the nodes
-    themselves: rewriting one rewrites the tree)."""
-    branches, todo = [], [query]
-    while todo:
-        part = todo.pop(0)
-        if isinstance(part, kind):
-            todo[:0] = [part.this, part.expression]
-        else:
-            branches.append(part.this if isinstance(part, exp.Subquery) else part)
-    return branches
-
-
-def _branch_keys(branch: exp.Expr, outer: set[str]
-                 ) -> list[tuple[exp.Expr, exp.Expr]] | None:
-    """A set operation's branch correlated by `inner = outer` terms of its WHERE alone
-    (no aggregate): (inner, outer) for each; None for any other branch."""
-    if not isinstance(branch, exp.Select) or branch.args.get("group") or \
-            aggregates(branch) or not branch.args.get("where"):
-        return None
-    rest = branch.copy()
-    rest.set("where", None)
-    if _tables(rest) & outer:
-        return None
-    keys = []
-    for c in conjuncts(branch.args["where"].this):
-        if not (_tables(c) & outer):
-            continue
-        pair = _correlation(c, outer)
-        if pair is None or c.find(exp.Select):
-            return None
-        keys.append(pair[::-1])
-    return keys or None
-
-
-def _correlation(term: exp.Expr, outer: set[str]) -> tuple[exp.Expr, exp.Expr] | None:
-    """(the outer side, the inner side) of a correlating equality `inner = outer`, or
-    None for any other term."""
-    if not isinstance(term, exp.EQ):
-        return None
-    for theirs, mine in ((term.left, term.right), (term.right, term.left)):
-        if _tables(theirs) and _tables(theirs) <= outer and not (_tables(mine) & outer):
-            return theirs, mine
-    return None
-
-
-def _readable(test: exp.In) -> tuple[exp.Expr, set[str]]:
-    """The IN test's subquery, a set operation or an uncorrelated aggregate in it read
-    from a derived table instead (its columns named argus_c0, …, returned)."""
-    query = test.args["query"].this
-    grouped = isinstance(query, exp.Select) and (query.args.get("group")
-                                                  or aggregates(query))
-    uncorrelated = not (_tables(query) - _defined(query))
-    if not (isinstance(query, exp.SetOperation) or (grouped and uncorrelated)):
-        return query, set()
-    inner = query.copy()
-    first = inner
-    while isinstance(first, exp.SetOperation):  # it names a set operation's columns
-        first = first.this
-    first.set("expressions", [exp.alias_(e.this if isinstance(e, exp.Alias) else e,
-                                         f"argus_c{i}", quoted=True)
-                              for i, e in enumerate(first.expressions)])
-    derived = exp.Subquery(this=inner, alias=exp.TableAlias(
-        this=exp.to_identifier("argus_u", quoted=True)))
-    query = exp.select(*(exp.column(c, table="argus_u", quoted=True)
-                         for c in first.named_selects)).from_(derived)
-    test.args["query"].set("this", query)
-    return query, set(first.named_selects)
-
-
-def _in_anywhere(select: exp.Select) -> set[str]:
-    """`x IN (SELECT y …)` other than as an AND-ed WHERE term (under OR or NOT, in a
-    CASE, the select list or HAVING) as counts. Where only AND and OR stand between it
-    and the WHERE or HAVING, a NULL drops the row as a FALSE does: it is `(SELECT
-    count(*) … WHERE y = x) > 0`, rows of values `(a, b) IN` too. Elsewhere, in SQL's
-    three values exactly: TRUE when some y equals x; else NULL when x is NULL and there
-    is a y, or when some y is NULL; else FALSE (no y at all, x NULL or not). `NOT` over
-    it is then NOT IN."""
-    where = select.args.get("where")
-    terms = conjuncts(where.this if where else None)
-    joined = {id(t) for t in terms} | {id(t.this) for t in terms if isinstance(t, exp.Not)}
-    names = set()
-    for test in list(select.find_all(exp.In)):
-        if id(test) in joined or test.parent_select is not select \
-                or not isinstance(test.args.get("query"), exp.Subquery):
-            continue
-        xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
-        if test.this.find(exp.AggFunc, exp.Window) or test.args["query"].this.find(exp.Window):
-            continue  # (it cannot move into a WHERE) the planner says why
-        positive = _positive(test, select)
-        if len(xs) > 1 and not positive:
-            continue  # the planner says why
-        query, derived = _readable(test)
-        if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
-                or query.args.get("group") or aggregates(query):
-            continue  # the planner says why
-        names |= derived
-        ys = [y.this if isinstance(y, exp.Alias) else y for y in query.expressions]
-        equal = exp.and_(*(exp.EQ(this=y.copy(), expression=x.copy())
-                           for x, y in zip(xs, ys)))
-        if positive:
-            replaced = exp.paren(_any(query, equal))
-            test.replace(replaced)
-            names |= _name_output(replaced, select, "?column?")
-            continue
-        x, y = xs[0], ys[0]
-        three_valued = exp.Case(ifs=[
-            exp.If(this=_any(query, equal), true=exp.true()),
-            exp.If(this=exp.and_(exp.Is(this=x.copy(), expression=exp.null()),
-                                 _any(query, None)), true=exp.null()),
-            exp.If(this=_any(query, exp.Is(this=y.copy(), expression=exp.null())),
-                   true=exp.null())], default=exp.false())
-        replaced = exp.paren(three_valued)
-        test.replace(replaced)
-        names |= _name_output(replaced, select, "?column?")
-    return names
-
-
-def _positive(test: exp.Expr, select: exp.Select) -> bool:
-    """Whether only AND, OR and parentheses stand between `test` and `select`'s WHERE
-    or HAVING: there its NULL and FALSE alike drop the row."""
-    node = test.parent
-    while isinstance(node, (exp.And, exp.Or, exp.Paren)):
-        node = node.parent
-    return isinstance(node, (exp.Where, exp.Having)) and node.parent is select
-
-
-def _any(query: exp.Select, condition: exp.Expr | None) -> exp.Expr:
-    """`(SELECT count(*) FROM … WHERE … AND condition) > 0`."""
-    counted = query.copy()
-    counted.set("expressions", [exp.Count(this=exp.Star())])
-    counted.set("distinct", None)
-    if condition is not None:
-        counted.where(condition, copy=False)
-    return exp.GT(this=exp.Subquery(this=counted), expression=exp.Literal.number(0))
-
-
-def _in_lists(select: exp.Select) -> set[str]:
-    """`select`'s AND-ed WHERE terms `x [NOT] IN (subquery)`: a set operation, or an
-    uncorrelated aggregate, inside read from a derived table; a row of values
-    `(a, b) IN (…)` as EXISTS with an equality per column; NOT IN as an exact
-    NOT EXISTS. Returns the derived tables' column names."""
-    where = select.args.get("where")
-    names = set()
-    for term in conjuncts(where.this if where else None):
-        negated = isinstance(term, exp.Not)
-        test = term.this if negated else term
-        if not (isinstance(test, exp.In) and isinstance(test.args.get("query"), exp.Subquery)):
-            continue
-        query, derived = _readable(test)
-        names |= derived
-        xs = test.this.expressions if isinstance(test.this, exp.Tuple) else [test.this]
-        if not isinstance(query, exp.Select) or len(query.expressions) != len(xs) \
-                or query.args.get("group") or aggregates(query):
-            continue  # the planner says why
-        if not negated and len(xs) == 1:
-            continue  # a semi-join as it is
-        ys = [y.this if isinstance(y, exp.Alias) else y for y in query.expressions]
-        if not negated:
-            meets = exp.and_(*(exp.EQ(this=y.copy(), expression=x.copy())
-                               for x, y in zip(xs, ys)))
-        elif len(xs) == 1:  # no y equals x, no y is NULL, x is not NULL
-            meets = exp.or_(exp.EQ(this=ys[0].copy(), expression=xs[0].copy()),
-                            exp.Is(this=ys[0].copy(), expression=exp.null()),
-                            exp.Is(this=xs[0].copy(), expression=exp.null()))
-        else:  # a row of values is NOT IN when it differs from every row: TRUE, not NULL
-            differs = exp.or_(*(exp.NEQ(this=y.copy(), expression=x.copy())
-                                for x, y in zip(xs, ys)))
-            meets = exp.Not(this=exp.Is(this=exp.paren(differs), expression=exp.true()))
-        query = query.copy()
-        query.set("expressions", [exp.Literal.number(1)])
-        query.set("distinct", None)
-        query.where(exp.paren(meets), copy=False)
-        found = exp.Exists(this=query)
-        term.replace(exp.Not(this=found) if negated else found)
-    return names

@@ -239,7 +239,7 @@ def observed(builder, block, estimates: Estimates, matches_of) -> Estimates:
     chosen for the cycles to come (migration_horizon), which a window's old rows
     leave within its span (and the rows it holds now, `held`: decide waits for them
     to leave when only the turned-over window gains). `builder`: the network
-    (mqo.sharing.Network); `matches_of`: the nodes computing instance i alone."""
+    (mqo.protocol.Network); `matches_of`: the nodes computing instance i alone."""
     rows, rates, held = dict(estimates.rows), dict(estimates.rates), {}
     inflow = {s: builder.observed(s) for s in estimates.inflow}
     inflow = {s: estimates.inflow[s] if r is None else r for s, r in inflow.items()}

@@ -1,5 +1,5 @@
 """A network in memory: what the multi-query optimizer asks of a network
-(mqo.sharing.Network), answered from dicts and a model of the rows instead of the
+(mqo.protocol.Network), answered from dicts and a model of the rows instead of the
 catalog and PostgreSQL's estimates, so that selection-join blocks are planned without a
 server (issue 55; tests/test_sharing_offline.py plans tests/fixtures/sharing.txt so).
 Its nodes are described as the Builder describes them, and never written. Each source

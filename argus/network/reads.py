@@ -1,7 +1,7 @@
 """What a registration reads of the network, and remembers until it changes it: nodes,
 their blocks and atoms in the computation index, the index's candidates, PostgreSQL's
 estimates and types over the nodes' histories. These reads answer argus.mqo.sharing's
-questions (sharing.Network); argus.network.Builder, which makes the nodes, is one."""
+questions (mqo.protocol.Network); argus.network.Builder, which makes the nodes, is one."""
 
 from __future__ import annotations
 
