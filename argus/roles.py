@@ -260,6 +260,28 @@ def revoke(conn: psycopg.Connection, group: str, role: str, query: str | None = 
                      (group, role, query, stream))
         become_owner(conn)
         forget(conn, role, query=query, stream=stream, group=group)
+        if stream is not None and group == "reader":
+            _withdraw_own_queries(conn, role)
+
+
+def _withdraw_own_queries(conn: psycopg.Connection, role: str) -> None:
+    """A registrar reads the queries it registered (argus.requests grants it) while it
+    may read every stream they read: a stream taken from it takes those queries too,
+    which its owner may grant it again by name."""
+    for (query,) in conn.execute(
+            """SELECT q.name FROM argus_catalog.queries q
+                JOIN argus_catalog.grants g
+                  ON g.kind = 'reader' AND g.role = q.registered_by AND g.query = q.name
+               WHERE q.registered_by = %(role)s AND EXISTS (
+                     SELECT FROM argus_catalog.query_nodes qn
+                       JOIN argus_catalog.streams st USING (node_id)
+                      WHERE qn.query_id = q.query_id
+                        AND NOT has_table_privilege(%(role)s,
+                                format('argus_streams.%%I', st.name), 'SELECT'))""",
+            {"role": role}).fetchall():
+        conn.execute("DELETE FROM argus_catalog.grants WHERE kind = 'reader' AND role = %s "
+                     "AND query = %s", (role, query))
+        forget(conn, role, query=query)
 
 
 def forget(conn: psycopg.Connection, role: str, *, query: str | None = None,
@@ -269,6 +291,10 @@ def forget(conn: psycopg.Connection, role: str, *, query: str | None = None,
     if query is not None:
         conn.execute(sql.SQL("REVOKE ALL ON {}, {} FROM {}").format(
             sql.Identifier("argus_results", query), sql.Identifier("argus_changes", query), who))
+        if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (
+                sql.Identifier("argus_log", query).as_string(conn),)).fetchone()[0]:
+            conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(
+                sql.Identifier("argus_log", query), who))  # (its subscription log)
     elif group == "reader":
         conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(
             sql.Identifier("argus_streams", stream), who))

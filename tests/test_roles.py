@@ -167,6 +167,43 @@ def test_a_registrar_registers_over_streams_it_may_read(network, login, worker):
     assert "permission denied" in denied(dsn, "UPDATE argus_catalog.requests SET status = 'done'")
 
 
+def test_a_registrar_whose_stream_is_taken_back_reads_its_queries_over_it_no_more(
+        network, login, worker):
+    """Left by a helper's attack: the registrar's own query went on showing the stream
+    its reading was revoked from. Its queries over other streams stay readable."""
+    role, dsn = login("registrar")
+    network.grant("registrar", role)
+    for stream in ("s", "t"):
+        network.grant("reader", role, stream=stream)
+    with argus.connect(dsn) as registrar:
+        registrar.register_query("mine", "SELECT id FROM s WHERE v = 'x'")
+        registrar.register_query("theirs", "SELECT id FROM t")
+        assert registrar.results("mine") == [(1,)]
+    network.revoke("reader", role, stream="s")
+    with argus.connect(dsn) as registrar:
+        with pytest.raises(ArgusError, match="'mine'"):
+            registrar.results("mine")
+        assert registrar.results("theirs") == [(1,)]
+    for view in ("argus_results.mine", "argus_changes.mine"):
+        assert "permission denied" in denied(dsn, f"SELECT * FROM {view}")
+    network.grant("reader", role, query="mine")  # the owner may give it back by name
+    with argus.connect(dsn) as registrar:
+        assert registrar.results("mine") == [(1,)]
+
+
+def test_a_revoked_reader_of_a_query_reads_its_subscription_log_no_more(network, login):
+    role, dsn = login("reader")
+    network.grant("reader", role, query="a")
+    with argus.connect(dsn) as reader:
+        changes = reader.subscribe("a", "app", timeout=0)
+        next(changes)  # (the answer: the log is made)
+        changes.close()
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) >= 0 FROM argus_log.a").fetchone() == (True,)
+    network.revoke("reader", role, query="a")
+    assert "permission denied" in denied(dsn, "SELECT * FROM argus_log.a")
+
+
 def test_a_registrars_flood_of_requests_holds_back_no_other_nor_the_cycle(network, login):
     """One registrar's requests filled the queue without bound and `argus run` carried
     them out before its cycle for as long as they came (found by a helper): a role may
