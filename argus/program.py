@@ -196,15 +196,11 @@ def rebuildable(node: Node) -> bool:
     dearer. A node that keeps one row for equal values (DISTINCT, a set operation, a
     group) keeps it in the form of its first copy (numeric 0.000 and 0), the form its
     consumers were given and will be asked to retract; rebuilt from its parents, it could
-    keep another form with no change told: such a node applies its changes unless every
-    column's equal values are the same value."""
-    kind = KINDS[node.kind]
-    return not node.loaded and not node.insert_only and not virtual(node) and not (
-        (kind.hashes_rows or kind.groups) and not _one_form(node))
-
-
-def _one_form(node: Node) -> bool:
-    return len(node.types) == len(node.columns) and all(map(identical_when_equal, node.types))
+    keep another form with no change told: such a node applies its changes unless each
+    of those columns' equal values are the same value."""
+    typed = dict(zip(node.columns, node.types))
+    return not node.loaded and not node.insert_only and not virtual(node) and all(
+        c in typed and identical_when_equal(typed[c]) for c in KINDS[node.kind].first_forms(node))
 
 
 def rebuild(node: Node, parents: list[Node]) -> list[sql.Composable]:

@@ -427,6 +427,17 @@ def _applied_in_evaluation(node: Node) -> bool:
     return node.sharded_by is None
 
 
+# aggregates whose value is computed from its group's values, the same whichever copy of
+# equal values came first; any other (min, max, …) keeps one copy's form
+COMPUTED = frozenset({"count", "sum", "avg", "stddev", "stddev_samp", "stddev_pop",
+                      "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every"})
+
+
+def first_forms(node: Node) -> tuple[str, ...]:
+    return (*node.spec.group_names,
+            *(s.name for s in node.spec.specs if s.func not in COMPUTED))
+
+
 def _column(expr: str) -> bool:
     return isinstance(tree_of(expr), exp.Column)
 
@@ -436,5 +447,5 @@ KIND = register_kind(Kind(
     probe=lambda node, parents: [Probe(T1, 0, node.spec.group_exprs
                                        + [s.arg for s in node.spec.specs if s.arg] or ["TRUE"])],
     aux_tables=lambda node: [node.aux(f"d{f.index}") for f in node.spec.families],
-    groups=True, copies=passed_on, symbol="γ",
+    groups=True, copies=passed_on, symbol="γ", first_forms=first_forms,
     shard_keys=lambda node: () if node.spec.distinct_specs else tuple(node.spec.group_names)))

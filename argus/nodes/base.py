@@ -267,7 +267,9 @@ class Kind:
     output it is reads its changes from (`changes`); whether the argus_hash its history
     and delta hold is its whole row's (`row_hashed`: row_hash of its columns, which a
     reader may take instead of hashing the row again); whether it `hashes_rows` (and its
-    `aux_tables`' rows) even when no row of it is ever retracted; which parent's column one of its
+    `aux_tables`' rows) even when no row of it is ever retracted; the columns it keeps in
+    the form of the first copy of equal values (`first_forms`: numeric 0.000 and 0 are
+    one group, one DISTINCT row); which parent's column one of its
     columns passes on (`copies`: where a sharding key comes from) and the columns its
     history may be sharded by (`shard_keys`, none if it may not be: network.shards);
     what its history is when it is a view (`as_view`); and its box in `argus picture`
@@ -285,6 +287,7 @@ class Kind:
     joins: bool = False
     groups: bool = False
     hashes_rows: bool = False  # tells its rows apart by their hash, even insert-only
+    first_forms: Callable[[Node], tuple[str, ...]] = lambda node: ()
     top_k: Callable[[Node], tuple[str, int] | None] = lambda node: None
     inner_join: Callable[[Node], bool] = never
     row_hashed: Callable[[Node], bool] = never

@@ -44,4 +44,5 @@ class DistinctCompiler:
 KIND = register_kind(Kind("distinct", lambda d: None,  # nothing to define: its columns are its rows
                      DistinctCompiler(),
                      lambda node: ["one row per distinct value, with its multiplicity"],
-                     keeps_state=always, hashes_rows=True, symbol="δ"))
+                     keeps_state=always, hashes_rows=True, symbol="δ",
+                     first_forms=lambda node: tuple(node.columns)))

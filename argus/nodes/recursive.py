@@ -102,4 +102,5 @@ class RecursiveCompiler:
 KIND = register_kind(Kind(
     "recursive", lambda d: None, RecursiveCompiler(),
     lambda node: ["WITH RECURSIVE: the new rows' derivations, round by round (semi-naive), "
-                  "none it holds derived again"], hashes_rows=True, symbol="μ"))
+                  "none it holds derived again"], hashes_rows=True, symbol="μ",
+    first_forms=lambda node: tuple(node.columns)))

@@ -146,6 +146,8 @@ KIND = register_kind(Kind("setop", SetOpSpec.of, SetOpCompiler(),
                      lambda node: [f"{node.spec.op.replace('_', ' ').upper()} of its two "
                                    "parents (columns by position)"],
                      keeps_state=always, hashes_rows=True,
+                     first_forms=lambda node: (() if node.spec.op == "union_all"
+                                               else tuple(node.columns)),
                      aux_tables=lambda node: ([node.aux("counts")]
                                               if node.spec.op != "union_all" else []),
                      symbol="∪"))
