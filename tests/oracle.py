@@ -231,11 +231,13 @@ class Oracle:
         """Make each signed node's next choice between applying its changes and rebuilding
         from its parents `rebuild(node_id)`, by the learned costs it decides by (the
         choice is timed, hence random in a test: every mix must give the same answers)."""
-        for (node_id,) in self.conn.execute(
-                "SELECT node_id FROM argus_catalog.nodes WHERE rebuildable").fetchall():
-            self.conn.execute(
-                "UPDATE argus_catalog.node_stats SET apply_ms_row = 1, rebuild_ms_row = %s "
-                "WHERE node_id = %s", (0.0001 if rebuild(node_id) else 100.0, node_id))
+        nodes = [n for (n,) in self.conn.execute(
+            "SELECT node_id FROM argus_catalog.nodes WHERE rebuildable ORDER BY node_id")]
+        self.conn.execute(
+            "UPDATE argus_catalog.node_stats s SET apply_ms_row = 1, rebuild_ms_row = c.ms "
+            "FROM unnest(%s::bigint[], %s::float8[]) AS c(node_id, ms) "
+            "WHERE s.node_id = c.node_id",
+            (nodes, [0.0001 if rebuild(n) else 100.0 for n in nodes]))
 
     def run_stale(self):
         """Run a cycle whose answers the test knows to lag their SQL (argus warned of it):
