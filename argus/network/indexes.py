@@ -22,6 +22,7 @@ from ..names import TIME_TYPES
 from ..nodes import Node, virtual
 from ..nodes.join import join_condition
 from ..nodes.lazy import is_lazy
+from ..nodes.window import read_order
 from ..trees import DIALECT, conjuncts, tree_of
 from . import records
 
@@ -45,23 +46,27 @@ def for_keys(conn: psycopg.Connection, load: Load, keys: Keys) -> list[list[str]
 def top(conn: psycopg.Connection, load: Load, parent: Node, keys: list[str], terms
         ) -> list[str] | None:
     """An index on the table holding the parent's rows, by the partition keys and then
-    the window's ORDER BY terms in their own directions and NULLS order, from which a
-    Top-K node reads each partition's first rows (nodes.window.top_order); where a
-    B-tree cannot hold them (`shape`), one for probes on the partition keys. None: the
-    table does not hold them all as they are."""
+    the window's ORDER BY terms in their own directions and NULLS order (or the value
+    that reads them in order: nodes.window.read_order), from which a Top-K node reads
+    each partition's first rows (nodes.window.top_order); where a B-tree cannot hold
+    them (`shape`), one for probes on the partition keys. None: the table does not hold
+    them all as they are."""
     found = table_of(conn, load, parent, keys + [t.this.name for t in terms])
     if found is None or len(found[1]) != len(keys) + len(terms):
         return None
     table, columns = found
-    if shape(conn, table, columns) != ("btree", columns):
-        return [table.hist_ref[0], index(conn, table, columns[:len(keys)])] if keys else None
     ordered = [t.copy() for t in terms]
     for term, column in zip(ordered, columns[len(keys):]):
         term.set("this", exp.column(column, quoted=True))
+    ordered = read_order(ordered, dict(zip(table.columns, table.types)))
+    indexed = columns[:len(keys)] + [t.this.name for t in ordered
+                                     if isinstance(t.this, exp.Column)]  # (as they are)
+    if indexed and shape(conn, table, indexed) != ("btree", indexed):
+        return [table.hist_ref[0], index(conn, table, columns[:len(keys)])] if keys else None
     spec = sql.SQL(", ").join([*map(sql.Identifier, columns[:len(keys)]),
                                *(sql.SQL(t.sql(DIALECT)) for t in ordered)])
     text = spec.as_string(conn)
-    name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns)}_"
+    name = short(f"argus_{table.hist_ref[1]}_{'_'.join(columns[:len(keys) + len(ordered)])}_"
                  f"{hashlib.md5(text.encode()).hexdigest()[:6]}_top_idx")
     conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
         sql.Identifier(name), table.hist, spec))
