@@ -10,8 +10,10 @@
 -- flush finds it again (node/flush_update, node/flush_delete_tid). (The history's alias is read whole:
 -- `h` was ambiguous in a table with a column h.)
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
-{last} AS (SELECT DISTINCT ON ({key}) *, bool_or(argus_op <> 'd') OVER (PARTITION BY {key})
-                                                AS argus_put  -- (claim_table_stats)
+{last} AS (SELECT DISTINCT ON ({key}) *, bool_or(argus_op <> 'd') OVER (
+                 PARTITION BY {key} ORDER BY argus_seq DESC  -- (one sort for both)
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+             ) AS argus_put  -- (claim_table_stats)
              FROM {claimed} ORDER BY {key}, argus_seq DESC),
 {probed} AS (SELECT l.*, argus_h AS argus_old, argus_h.{first} IS NOT NULL AS argus_had,
                     argus_h.ctid AS argus_hctid
