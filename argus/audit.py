@@ -132,40 +132,49 @@ def _weigh(conn: psycopg.Connection, statement: Statement) -> None:
     back: it stays flagged only where probing is clearly faster."""
     if f'"{INBOX_SCHEMA}".' in statement.text:  # (the cycle emptied the inbox it read)
         return
-    times: dict[str, float] = {}
+    planned = probing = math.inf
     for _ in range(WEIGHINGS):
-        for way, settings in (("planned", _PLANNED), ("probing", _PROBING)):
-            if way == "probing":  # (no longer than it could gain: at TPC-H scale 1, a
-                # forced nested loop of q21 ran for minutes)
-                settings = {**settings, "statement_timeout": str(max(
-                    PROBE_WAIT_MS, round(times["planned"] / PROBE_GAIN)))}
-            try:
-                with conn.transaction() as savepoint:
-                    for name, value in settings.items():
-                        conn.execute(sql.SQL("SET LOCAL {} = {}").format(
-                            sql.Identifier(name), sql.Literal(value)))
-                    (explained,) = conn.execute(
-                        sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(
-                            sql.SQL(statement.text))).fetchone()
-                    raise psycopg.Rollback(savepoint)
-            except psycopg.errors.QueryCanceled:
-                times[way] = math.inf
-                break
-            except psycopg.Error:  # (a statement that reads the program's variables)
-                return
-            ms = float(explained[0]["Execution Time"])
-            times[way] = min(times.get(way, ms), ms)
-        if times.get("probing") == math.inf:
+        ms = _explained_ms(conn, statement.text, _PLANNED)
+        if ms is None:
+            return
+        planned = min(planned, ms)
+        # a probing run no longer than it could gain (at TPC-H scale 1, a forced nested
+        # loop of q21 ran for minutes)
+        wait = max(PROBE_WAIT_MS, round(planned / PROBE_GAIN))
+        ms = _explained_ms(conn, statement.text, {**_PROBING, "statement_timeout": str(wait)})
+        if ms is None:
+            return
+        probing = min(probing, ms)
+        if ms == math.inf:
             break
-    planned, probing = times["planned"], times["probing"]
     both = f"{planned:,.2f} ms as planned, " + (
         f"{probing:,.2f} probing its indexes" if probing < math.inf else
-        f"probing its indexes stopped after {settings['statement_timeout']} ms")
+        f"probing its indexes stopped after {wait} ms")
     if probing < PROBE_GAIN * planned and planned - probing >= PROBE_MIN_MS:
         statement.flags = [f"{flag} ({both})" for flag in statement.flags]
     else:
         statement.weighed = [f"{flag}: not worth a flag ({both})" for flag in statement.flags]
         statement.flags = []
+
+
+def _explained_ms(conn: psycopg.Connection, text: str, settings: dict[str, str]
+                  ) -> float | None:
+    """The execution time of one run of `text` under `settings`, rolled back; infinite
+    if its statement_timeout stopped it; None if it cannot run again (a statement that
+    reads the program's variables)."""
+    try:
+        with conn.transaction() as savepoint:
+            for name, value in settings.items():
+                conn.execute(sql.SQL("SET LOCAL {} = {}").format(
+                    sql.Identifier(name), sql.Literal(value)))
+            (explained,) = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(
+                sql.SQL(text))).fetchone()
+            raise psycopg.Rollback(savepoint)
+    except psycopg.errors.QueryCanceled:
+        return math.inf
+    except psycopg.Error:
+        return None
+    return float(explained[0]["Execution Time"])
 
 
 def _tables(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[int, str]]:

@@ -102,3 +102,15 @@ def test_a_projection_with_many_copies_of_a_row_retracts_only_its_copies(oracle)
     oracle.delete("orders", list(range(0, 60, 3)))
     oracle.delete("items", [(k, 0) for k in range(1, 90, 3)])
     oracle.run()  # (checks every answer against its query run from scratch)
+
+
+def test_a_weighing_run_stops_at_its_timeout_and_one_that_cannot_run_says_so(db):
+    """A probing run stopped by its statement_timeout weighs as infinitely slow (so a
+    forced nested loop of minutes is never waited for); a statement that cannot run
+    again outside the cycle (it reads the program's variables) is not weighed."""
+    db.create_stream("a", {"k": "int"})
+    with db.conn.transaction():
+        assert audit._explained_ms(db.conn, "SELECT pg_sleep(5)",
+                                   {"statement_timeout": "50"}) == float("inf")
+        assert audit._explained_ms(db.conn, "SELECT argus_p FROM argus_streams.a", {}) is None
+        assert audit._explained_ms(db.conn, "SELECT 1", {}) >= 0

@@ -240,7 +240,9 @@ def top_order(node: Node, parent: Node) -> list[exp.Ordered] | None:
 
 
 # Types with values too long for a B-tree entry (argus.probe_index_shape says so of a
-# table's columns; here, by the names format_type gives them)
+# table's columns; here, by the names format_type gives them, for code made without a
+# server: where the two disagree, network.indexes.top makes no ordered index, and the
+# order read stays exact, only slower)
 _LONG = {"text", "bytea", "json", "jsonb", "xml", "character varying", "bit varying"}
 _BOUNDED = re.compile(r"(character varying|character|bit varying|bit)\((\d+)\)")
 
