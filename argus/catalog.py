@@ -21,7 +21,7 @@ from . import roles, settings
 from .errors import CatalogError
 from .names import CATALOG_SCHEMA, LOCK_CYCLES
 from .nodes import JOINS, KINDS, LOADED, SELECTS
-from .program import SLOTS
+from .abi import SLOTS
 from .resources import resource_dir
 
 _FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -51,7 +51,7 @@ def generated() -> str:
     the SQL names no kind (`n.kind <> ALL(argus.kinds('loaded'))`; IMMUTABLE: folded
     into a constant where it is planned); argus.cycle_lock() and argus.try_cycle_lock(),
     the cycle lock (argus.names.LOCK_CYCLES); argus.program_slots(), the names of the cycle
-    program's slots in their order (argus.program.SLOTS: argus.fill_program); the node
+    program's slots in their order (argus.abi.SLOTS: argus.fill_program); the node
     kinds a node may have (nodes.kind's CHECK); and the settings' defaults
     (argus.settings.SETTINGS)."""
     cases = sql.SQL(" ").join(

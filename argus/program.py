@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from psycopg import sql
 
+from . import abi
 from .names import stream_inbox
 from .templates import render
 from .nodes.base import (Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, identical_when_equal,
@@ -47,7 +48,7 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
     """`delta`: the node's delta table, which a counted statement that only inserts into
     it may leave to its node to count (program/scanned)."""
     statement = step.statement
-    into = sql.SQL(" INTO argus_p, argus_m") if counted else sql.SQL("")
+    into = sql.SQL(" INTO " + abi.COUNTED) if counted else sql.SQL("")
     if counted:
         statement = render("program/counted", statement=statement, sign=SIGN_ID,
                            ctes=sql.SQL("") if step.ctes is None else step.ctes + sql.SQL(", "))
@@ -68,7 +69,7 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
                   executed=executed)
 
 
-SCANNED = "argus_scan := true"  # (program/scanned)
+SCANNED = f"{abi.SCANNED} := true"  # (program/scanned)
 
 
 def _plain(step: Step, conn) -> str:
@@ -85,7 +86,7 @@ def _counting(node: Node, step: Step) -> tuple[str, bool, sql.Composable]:
         return "program/step", False, var(node.id)
     if step.sign is None:
         return "program/step_signed", True, var(node.id)
-    return "program/step", False, sql.SQL("argus_i" if step.sign > 0 else "argus_r")
+    return "program/step", False, abi.v(abi.INSERTED if step.sign > 0 else abi.RETRACTED)
 
 
 def _small(node: Node, parents: list[Node]) -> sql.Composed | None:
@@ -95,8 +96,9 @@ def _small(node: Node, parents: list[Node]) -> sql.Composed | None:
     add code that hardly ever runs to every session's compile)."""
     if any(p.claimed_in_inbox for p in parents):
         return None
-    return sql.SQL("{} <= argus_plan_kept_rows").format(
-        sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents])))
+    return sql.SQL("{} <= {}").format(
+        sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents])),
+        abi.v(abi.PLAN_KEPT_ROWS))
 
 
 def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], conn
@@ -142,7 +144,7 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
                     else "program/count_signed", var=var(node.id), delta=node.delta, sign=SIGN_ID)
     condition = any_rows(*_unique(parents))
     if node.kind_of.clock_driven(node):
-        condition = sql.SQL("{} OR argus_clock_moved").format(condition)
+        condition = sql.SQL("{} OR {}").format(condition, abi.v(abi.CLOCK_MOVED))
     return render("program/node_block", condition=condition, body=code,
                   counts=counts, id=sql.Literal(node.id), kind=sql.Literal(node.kind),
                   slow=sql.Literal(SLOW_NODE_MS),
@@ -247,11 +249,6 @@ def _unique(nodes: list[Node]) -> list[Node]:
     return out
 
 
-def _claimed(i: int) -> sql.SQL:
-    """The variable the claim counts the i-th stream's rows into (an INTO target)."""
-    return sql.SQL(f"argus_claimed_{i + 1}")
-
-
 def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozenset[str],
                        unread: frozenset[str]) -> tuple[sql.Composed, sql.Composed]:
     """The program's claim block and its release block (see `frame`)."""
@@ -259,28 +256,28 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
     sizes = sql.SQL(", ").join(sql.SQL("pg_relation_size({}::regclass)").format(
         sql.Literal(inbox.as_string(None))) for inbox in inboxes)
 
-    def size(i: int) -> sql.Composed:
-        return sql.SQL("argus_size[{}]").format(sql.Literal(i + 1))
+    def size(i: int) -> sql.SQL:
+        return abi.at(abi.SIZE, i + 1)
 
-    # an unread stream's inbox waits until it is taken (argus_take): it makes the claim
+    # an unread stream's inbox waits until it is taken (abi.TAKE): it makes the claim
     # locked (and is truncated) only then
     large = sql.SQL(" OR ").join(
         render("program/inbox_large", i=sql.Literal(i + 1)) if name not in unread else
-        sql.SQL("({} AND {} > argus_inbox_limit)").format(take_var(i), size(i))
+        sql.SQL("({} AND {} > {})").format(take_var(i), size(i), abi.v(abi.INBOX_LIMIT))
         for i, (name, _, _) in enumerate(streams))
     takes = sql.SQL(", ").join(
-        sql.SQL("argus_take_waiting OR argus_unread_limit IS NULL "
-                "OR {} > argus_unread_limit").format(size(i))
+        sql.SQL("{waiting} OR {limit} IS NULL OR {size} > {limit}").format(
+            waiting=abi.v(abi.TAKE_WAITING), limit=abi.v(abi.UNREAD_LIMIT), size=size(i))
         if name in unread else sql.SQL("true") for i, (name, _, _) in enumerate(streams))
     after = sql.SQL(", ").join(  # truncated, or as large as before the claim
-        sql.SQL("CASE WHEN argus_locked AND {} THEN 0 ELSE {} END").format(
-            take_var(i), size(i)) for i in range(len(streams)))
+        sql.SQL("CASE WHEN {} AND {} THEN 0 ELSE {} END").format(
+            abi.v(abi.LOCKED), take_var(i), size(i)) for i in range(len(streams)))
     read = [inbox for inbox, (name, _, _) in zip(inboxes, streams) if name not in unread]
     truncate = ([sql.SQL("        TRUNCATE {};").format(sql.SQL(", ").join(read))]
                 if read else []) + [
         render("program/release_unread", take=take_var(i), inbox=inbox)
         for i, (inbox, (name, _, _)) in enumerate(zip(inboxes, streams)) if name in unread]
-    variables = sql.SQL(", ").join(_claimed(i) for i in range(len(streams)))
+    variables = sql.SQL(", ").join(abi.claimed(i) for i in range(len(streams)))
     counted = render("program/claimed_signed" if any(is_table(n) for _, n, _ in streams)
                      else "program/claimed_inserted", vars=variables,
                      count=sql.Literal(len(streams)))
@@ -291,7 +288,7 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
                         sizes=sizes, after=after,
                         vars=variables, counted=counted,
                         written=sql.SQL("\n    ").join(
-                            sql.SQL("    {} := {};").format(var(n.id), _claimed(i))
+                            sql.SQL("    {} := {};").format(var(n.id), abi.claimed(i))
                             for i, (_, n, _) in enumerate(streams)),
                         analyze=sql.SQL("\n").join(analyze_delta(n) for name, n, _ in streams
                                                     if name not in unread),
@@ -311,10 +308,8 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
 
 
 # The program's frame is rendered here, with PostgreSQL format() placeholders where the
-# nodes' code goes (literal % doubled), one per slot in this order:
-# argus.fill_program(frame, slots) fills them by name (catalog/functions.sql).
-SLOTS = ("declarations", "evaluate", "signed", "flush", "purge", "clear", "outputs",
-         "clock_outputs")
+# nodes' code goes (literal % doubled), one per slot in abi.SLOTS's order.
+SLOTS = abi.SLOTS
 
 
 def frame(streams: list[tuple[str, Node, str | None]],
@@ -331,7 +326,7 @@ def frame(streams: list[tuple[str, Node, str | None]],
     marks = {slot: f"@argus_slot_{slot}@" for slot in SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   streams=sql.Literal(len(streams)),
-                  claimed=sql.SQL("").join(sql.SQL("    {} bigint;\n").format(_claimed(i))
+                  claimed=sql.SQL("").join(sql.SQL("    {} bigint;\n").format(abi.claimed(i))
                                            for i in range(len(streams))),
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
     text = text.replace("%", "%%")
@@ -343,7 +338,7 @@ def frame(streams: list[tuple[str, Node, str | None]],
 def written(node_ids: list[int], initial: int = 0) -> str:
     """The declaration of the program's counts of rows written (`var`), one per node."""
     if not node_ids:
-        return "    argus_written bigint[];"
+        return f"    {abi.WRITTEN} bigint[];"
     low, high = min(node_ids), max(node_ids)
-    return (f"    argus_written bigint[] := array_fill({int(initial)}::bigint, "
+    return (f"    {abi.WRITTEN} bigint[] := array_fill({int(initial)}::bigint, "
             f"ARRAY[{high - low + 1}], ARRAY[{low}]);")

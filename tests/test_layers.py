@@ -14,8 +14,8 @@ PACKAGE = Path(argus.__file__).parent
 
 # bottom to top
 LAYERS = [
-    ("foundations", {"errors", "trees", "failures", "names", "resources", "templates", "plan",
-                     "pg_plan", "settings", "aggregates", "alchemy"}),
+    ("foundations", {"abi", "errors", "trees", "failures", "names", "resources", "templates",
+                     "plan", "pg_plan", "settings", "aggregates", "alchemy"}),
     ("frontend: SQL to plans", {"frontend"}),
     ("multi-query optimizer", {"mqo"}),
     ("node kinds and the cycle program", {"nodes", "program"}),
@@ -163,3 +163,25 @@ def test_a_parsed_text_is_the_callers_own():
     first.find(exp.Column).replace(exp.column("b"))
     assert tree_of("a + 1").sql() == "a + 1" and first.sql() == "b + 1"
     assert isinstance(tree_of("numeric(10, 2)", into=exp.DataType), exp.DataType)
+
+
+def test_generated_code_names_the_programs_variables_through_abi():
+    """The cycle program's frame declares every variable argus.abi names (or takes it as
+    a parameter), and no module but abi spells one (a column or alias of the same name,
+    `dh.argus_r`, is not one), so that renaming one in the frame breaks here, not in a
+    cycle."""
+    from argus import abi
+
+    frame = (PACKAGE.parent / "sql_templates" / "program" / "cycle_program.sql").read_text()
+    functions = (PACKAGE.parent / "catalog" / "functions.sql").read_text()
+    declared = set(re.findall(r"^\s+(argus_\w+) ", frame, re.M))
+    parameters = set(re.findall(r"(argus_\w+) (?:bigint|jsonb|argus_catalog\.settings)[,)]",
+                                functions))
+    written = {abi.WRITTEN}  # (declared in the declarations slot: program.written)
+    assert set(abi.FRAME_VARIABLES) - declared - parameters - written == set()
+    names = "|".join(sorted(abi.FRAME_VARIABLES, key=len, reverse=True))
+    spelled = [f"{p.relative_to(PACKAGE.parent)}: {line.strip()}"
+               for p in PACKAGE.rglob("*.py") if p.name != "abi.py" and p.parent.name != "bench"
+               for line in p.read_text().splitlines()
+               if re.search(rf"(?<![\w.])({names}|argus_claimed_)(?![\w{{])", line)]
+    assert spelled == []

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from .. import abi
 from ..trees import DIALECT, conjuncts, unparen, tree_of
 
 USER_FUNCTION = "argus_now"
@@ -79,12 +80,12 @@ def clock_once(sql_text: str) -> str:
 
 
 def clock_variables(sql_text: str) -> str:
-    """The same SQL reading the clock from the cycle program's variables (argus_clock_new
-    and argus_clock_old, which its claim set to argus.clock_now() and clock_previous()):
+    """The same SQL reading the clock from the cycle program's variables (abi.CLOCK_NEW
+    and abi.CLOCK_OLD, which its claim set to argus.clock_now() and clock_previous()):
     parameters of a static statement, whose values Citus sends the workers, where a
     DELETE of a distributed history may call no function of a row ("STABLE functions
     used in UPDATE queries cannot be called with column references")."""
-    names = {"clock_now": "argus_clock_new", "clock_previous": "argus_clock_old"}
+    names = {"clock_now": abi.CLOCK_NEW, "clock_previous": abi.CLOCK_OLD}
 
     def variable(node: exp.Expr) -> exp.Expr:
         for name, replaced in names.items():

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from .. import roles
+from .. import abi, roles
 from ..mqo import index
 from ..names import LOCK_CYCLES, NETWORK_SCHEMA, node_delta
 from ..nodes import CODE_VERSION, LOADED, SELECTS, Node
@@ -100,11 +100,11 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
         (NETWORK_SCHEMA, [f"n{i}_delta" for i in involved]))]
     # the parents it does not run have run, with no changes: a node may read their counts
     # (a selection passing every row of its Top-K: select/count_parent)
-    ran = "".join(f"    argus_ids := argus_ids || {i}::bigint; argus_ins := argus_ins || 0::bigint;"
-                  f" argus_ret := argus_ret || 0::bigint; argus_ms := argus_ms || 0::float8;\n"
+    ran = "".join("    " + "; ".join(f"{a} := {a} || {x}" for a, x in zip(abi.RAN, (
+                      f"{i}::bigint", "0::bigint", "0::bigint", "0::float8"))) + ";\n"
                   for i in involved if i not in ids)
-    forced = ("    argus_clock_moved := true;\n    argus_purge := false;\n"
-              "    argus_isolate := false;\n") + ran + "\n".join(
+    forced = (f"    {abi.CLOCK_MOVED} := true;\n    {abi.PURGE} := false;\n"
+              f"    {abi.ISOLATE} := false;\n") + ran + "\n".join(
         f"{block}\n    {var(node_id).as_string(None)} := 1;"
         for node_id, block, _, _, _ in rows if block)
     (body,) = conn.execute("SELECT argus.fill_program(%s, %s)", (frame([]), Jsonb({
@@ -115,18 +115,18 @@ def run_once(conn: psycopg.Connection, ids: list[int], purges: list[str]) -> Non
     # an anonymous block, not a function: PostgreSQL frees its compiled code and cached
     # plans after it ran (a dropped function's stayed in the session, and every later
     # DDL statement walked them: drops slowed with every registration)
-    body = body.replace("DECLARE", "DECLARE\n    argus_run bigint := 0;\n    failed_node bigint;"
+    body = body.replace("DECLARE", f"DECLARE\n    {abi.RUN} bigint := 0;\n    failed_node bigint;"
                         "\n    failed_state text;\n    failed_error text;\n    culprit text;"
                         "\n    nodes_run bigint;\n    outputs jsonb;\n    clock_outputs jsonb;"
-                        "\n    argus_settings argus_catalog.settings := (SELECT s FROM "
+                        f"\n    {abi.SETTINGS} argus_catalog.settings := (SELECT s FROM "
                         "argus_catalog.settings s);", 1)
     # a join's term that probes a history comes twice (nodes/join: _terms), each taken by
     # the histories' sizes: run a second time as if every history were large
-    histories = "argus_hist real[] := argus.history_rows();"  # (program/cycle_program)
+    histories = f"{abi.HISTORY_ROWS} real[] := argus.history_rows();"  # (program/cycle_program)
     assert histories in body
-    bodies = [body] + ([body.replace(histories, "argus_hist real[] := array_fill("
+    bodies = [body] + ([body.replace(histories, f"{abi.HISTORY_ROWS} real[] := array_fill("
                                      f"'Infinity'::real, ARRAY[{max(involved)}]);", 1)]
-                       if "argus_hist[" in body else [])
+                       if f"{abi.HISTORY_ROWS}[" in body else [])
     for body in bodies:
         with conn.transaction():
             conn.execute("SET LOCAL jit = off")

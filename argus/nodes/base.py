@@ -20,6 +20,7 @@ from typing import Protocol
 from psycopg import sql
 from sqlglot import exp
 
+from .. import abi
 from ..names import SIGN, node_delta, std_alias, stream_inbox
 from ..templates import render
 from ..trees import DIALECT, tree_of
@@ -180,7 +181,7 @@ def var(node_id: int) -> sql.SQL:
     one array, not a variable per node (PL/pgSQL looks every identifier of a statement
     up among the variables, one by one: a thousand of them made compiling the program
     and preparing its statements quadratic in the network's size)."""
-    return sql.SQL(f"argus_written[{int(node_id)}]")
+    return abi.at(abi.WRITTEN, node_id)
 
 
 def any_rows(*nodes: Node) -> sql.Composed:

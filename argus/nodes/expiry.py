@@ -23,6 +23,7 @@ from collections.abc import Callable
 from psycopg import sql
 from sqlglot import exp
 
+from .. import abi
 from ..frontend.temporal import Bound, clock_once, is_clock
 from ..templates import render
 from ..trees import DIALECT, unparen, tree_of
@@ -171,7 +172,7 @@ def flush(node: Node, expired_rows: str, hidden: list[str]) -> list[Step]:
     them: `expired_rows`, over t1): they leave by an index of their bound, the delta's
     new rows are appended with the `hidden` columns of its history."""
     return [Step(render("node/flush_expired", hist=node.hist, t1=T1,
-                        expired=sql.SQL(expired_rows)), sql.SQL("argus_clock_moved")),
+                        expired=sql.SQL(expired_rows)), abi.v(abi.CLOCK_MOVED)),
             Step(render("node/flush_new", hist=node.hist, delta=node.delta,
                         columns=cols([*node.columns, *hidden]), sign=SIGN_ID),
                  sql.SQL("{} > 0").format(var(node.id)), dynamic=False)]

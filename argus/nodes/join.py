@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from psycopg import sql
 from sqlglot import exp
 
+from .. import abi
 from ..frontend.canon import sargable
 from ..templates import render
 from ..trees import DIALECT, conjuncts, tree_of
@@ -186,7 +187,7 @@ class JoinCompiler:
         steps.append(Step(render("node/expire", delta=node.delta, hist=node.hist,
                                  columns=node.column_list, t1_columns=cols(node.columns, "t1"),
                                  expired=sql.SQL(expiry.expired(node)), t1=T1, sign=SIGN_ID),
-                          sql.SQL("argus_clock_moved"), sign=-1))
+                          abi.v(abi.CLOCK_MOVED), sign=-1))
         return steps
 
     def flush(self, node, parents):
@@ -203,7 +204,7 @@ def _terms(node: Node, parents: list[Node]
     a delta, when it runs, and its FROM. A term of a delta and a history the delta can
     probe comes twice: as a LATERAL probe of the history (fenced by OFFSET 0, which the
     planner cannot turn into a hash or merge join) when the delta is under 1/PROBE_RATIO
-    of the history's rows (node_stats.hist_rows, read once a cycle: argus_hist), else
+    of the history's rows (node_stats.hist_rows, read once a cycle: abi.HISTORY_ROWS), else
     as the planner's join."""
     left, right = parents
     condition = sql.SQL(join_condition(node, parents))
@@ -216,9 +217,9 @@ def _terms(node: Node, parents: list[Node]
         if probed is None or not _probed(node, parents, probed):
             terms.append((deltas, when, joined))
             continue
-        small = sql.SQL("{} * {} < coalesce(argus_hist[{}], 0)").format(
+        small = sql.SQL("{} * {} < coalesce({}, 0)").format(
             var(parents[1 - probed].id), sql.Literal(PROBE_RATIO),
-            sql.Literal(parents[probed].id))
+            abi.at(abi.HISTORY_ROWS, parents[probed].id))
         outer, inner = (lt, rt) if probed else (rt, lt)
         alias, other = (T2, T1) if probed else (T1, T2)
         terms += [(deltas, sql.SQL("{} AND {}").format(when, small), sql.SQL(

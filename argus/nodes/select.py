@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from psycopg import sql
 from sqlglot import exp
 
+from .. import abi
 from ..mqo.blocks import substitute
 from ..frontend.temporal import Bound, at_previous_clock, clock_once
 from ..templates import render
@@ -61,7 +62,7 @@ class SelectCompiler:
 
     def _temporal(self, node: Node, parents: list[Node]) -> list[Step]:
         spec = node.spec
-        moved = sql.SQL("argus_clock_moved")
+        moved = abi.v(abi.CLOCK_MOVED)
         if spec.monotone:
             expired = " OR ".join(b.failed() for b in spec.bounds)
         else:

@@ -9,6 +9,7 @@ import dataclasses
 
 from psycopg import sql
 
+from .. import abi
 from ..names import stream_inbox
 from ..templates import render
 from .base import (Kind, register_kind, Node, SIGN_ID, Step, cols, create_delta, tid_column,
@@ -50,8 +51,8 @@ class StreamCompiler:
                        updated=tid_scan(node.delta_table, ">"), **slots),
                 render("node/flush_delete_tid", **slots),
                 render("stream/flush_table_insert", columns=node.column_list, **slots))]
-        return [append(stream_inbox(node.hist_ref[1]), "argus_locked AND {} > 0"),
-                append(node.delta_table, "NOT argus_locked AND {} > 0")]
+        return [append(stream_inbox(node.hist_ref[1]), abi.LOCKED + " AND {} > 0"),
+                append(node.delta_table, "NOT " + abi.LOCKED + " AND {} > 0")]
 
 
 def upgraded(node: Node) -> list[sql.Composable]:
@@ -69,8 +70,8 @@ def in_inbox(node: Node) -> Node:
 
 
 def take_var(i: int) -> sql.Composable:
-    """Whether the cycle claims the i-th stream's inbox (cycle_program's argus_take)."""
-    return sql.SQL("argus_take[{}]").format(sql.Literal(i + 1))
+    """Whether the cycle claims the i-th stream's inbox (0-based i)."""
+    return abi.at(abi.TAKE, i + 1)
 
 
 def claim(streams: list[tuple[str, Node, str | None]], *, locked: bool = False,
@@ -154,8 +155,8 @@ def _claim_stream_part(name: str, node: Node, time_column: str | None, i: int,
     parts.append(render("stream/claim_stats", stats=stats, claimed=claimed,
                         latest=sql.SQL("(max({}) FILTER (WHERE argus_admitted))::timestamptz"
                                        ).format(t) if t else sql.SQL("NULL::timestamptz"),
-                        late=sql.SQL("count(*) FILTER (WHERE argus_admitted AND "
-                                     "{} < argus_clock_old)").format(t)
+                        late=sql.SQL("count(*) FILTER (WHERE argus_admitted AND {} < {})").format(
+                            t, abi.v(abi.CLOCK_OLD))
                         if t else sql.SQL("0")))
     return _Claimed(parts, sql.SQL("(SELECT n FROM {})").format(stats),
                     sql.SQL("(SELECT latest FROM {})").format(stats),
@@ -172,7 +173,7 @@ def _row(node: Node) -> sql.Composed:
 def hold_locked(streams: list[tuple[str, Node, str | None]],
                 unread: frozenset[str] = frozenset()) -> sql.Composed | None:
     """After a locked claim, the program's code that moves the rows it counted as held
-    back (argus_held) from the inboxes to the quarantine, in one statement run only if
+    back (abi.HELD) from the inboxes to the quarantine, in one statement run only if
     there are some, before any child reads the inboxes in place. None: no stream has a
     time column, so none holds rows back."""
     parts = []
@@ -180,8 +181,8 @@ def hold_locked(streams: list[tuple[str, Node, str | None]],
         if is_table(node) or not time_column:
             continue
         t = sql.Identifier(time_column)
-        refused = sql.SQL("argus_held[{}] > 0 AND NOT {}").format(
-            sql.Literal(i + 1), render("stream/admitted", t=t))
+        refused = sql.SQL("{} > 0 AND NOT {}").format(
+            abi.at(abi.HELD, i + 1), render("stream/admitted", t=t))
         if name in unread:
             refused = sql.SQL("{} AND {}").format(take_var(i), refused)
         parts.append(render("stream/hold_locked", held=sql.Identifier(f"held_{i}"),
@@ -190,8 +191,9 @@ def hold_locked(streams: list[tuple[str, Node, str | None]],
     if not parts:
         return None
     # data-modifying CTEs run whatever the statement returns (INTO: PL/pgSQL wants one)
-    return sql.SQL("        IF 0 < ANY(argus_held) THEN\n            WITH {} SELECT 0 INTO "
-                   "argus_rc;\n        END IF;").format(sql.SQL(",\n").join(parts))
+    return sql.SQL("        IF 0 < ANY({}) THEN\n            WITH {} SELECT 0 INTO {};\n"
+                   "        END IF;").format(abi.v(abi.HELD), sql.SQL(",\n").join(parts),
+                                            abi.v(abi.ROW_COUNT))
 
 
 def is_table(node: Node) -> bool:
