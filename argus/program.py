@@ -42,11 +42,13 @@ def _execute(text: str, lean: Statements | None) -> sql.Composed:
         sql.Literal(text))
 
 
-def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = False,
+def _step_code(step: Step, conn, rows: sql.Composable | None, counted: bool = False,
                lean: Statements | None = None, delta: sql.Composable | None = None
                ) -> sql.Composable:
-    """`delta`: the node's delta table, which a counted statement that only inserts into
-    it may leave to its node to count (program/scanned)."""
+    """`rows`: the rows of the deltas the statement reads (None: always planned for
+    them, program/planned_or_kept); `delta`: the node's delta table, which a counted
+    statement that only inserts into it may leave to its node to count
+    (program/scanned)."""
     statement = step.statement
     into = sql.SQL(" INTO " + abi.COUNTED) if counted else sql.SQL("")
     if counted:
@@ -58,15 +60,21 @@ def _step_code(step: Step, conn, small: sql.Composable | None, counted: bool = F
         return sql.Composed([statement, into])
     text = statement.as_string(conn)
     executed = sql.SQL("{}{}").format(_execute(text, lean), into)
-    if small is None:
+    if rows is None:
         return executed
-    if counted and delta is not None and step.statement.as_string(conn).startswith(
-            f"INSERT INTO {delta.as_string(conn)} "):  # planned for large deltas
-        executed = render("program/scanned", executed=_execute(_plain(step, conn), lean))
     if not counted and text.startswith("SELECT "):  # a check whose rows go nowhere
         statement = sql.SQL("PERFORM {}").format(sql.SQL(text.removeprefix("SELECT ")))
-    return render("program/planned_or_kept", small=small, statement=statement, into=into,
-                  executed=executed)
+    larger = sql.Composed([statement, into])
+    if counted and delta is not None and step.statement.as_string(conn).startswith(
+            f"INSERT INTO {delta.as_string(conn)} "):  # planned for large deltas
+        plain = _plain(step, conn)
+        executed = render("program/scanned", executed=_execute(plain, lean))
+        larger = render("program/scanned", executed=sql.SQL(plain))
+    return render("program/planned_or_kept", rows=rows, statement=statement, into=into,
+                  tier=sql.Literal(KEPT_TIER), larger=larger, executed=executed)
+
+
+KEPT_TIER = 10  # deltas up to this many times plan_kept_rows have a second plan kept
 
 
 SCANNED = f"{abi.SCANNED} := true"  # (program/scanned)
@@ -89,16 +97,15 @@ def _counting(node: Node, step: Step) -> tuple[str, bool, sql.Composable]:
     return "program/step", False, abi.v(abi.INSERTED if step.sign > 0 else abi.RETRACTED)
 
 
-def _small(node: Node, parents: list[Node]) -> sql.Composed | None:
-    """Whether the deltas a node's statements read (its parents' and its own) hold few
-    rows enough for plans kept for the session (program/planned_or_kept). None: never,
-    after a locked claim (taken whole because the inbox grew large; a kept plan would
-    add code that hardly ever runs to every session's compile)."""
+def _rows(node: Node, parents: list[Node]) -> sql.Composed | None:
+    """The rows of the deltas a node's statements read (its parents' and its own), which
+    choose a plan kept for the session or one made for this cycle
+    (program/planned_or_kept). None: always made for this cycle, after a locked claim
+    (taken whole because the inbox grew large; a kept plan would add code that hardly
+    ever runs to every session's compile)."""
     if any(p.claimed_in_inbox for p in parents):
         return None
-    return sql.SQL("{} <= {}").format(
-        sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents])),
-        abi.v(abi.PLAN_KEPT_ROWS))
+    return sql.SQL(" + ").join(var(n.id) for n in _unique([node, *parents]))
 
 
 def per_claim(parents: list[Node], code: Callable[[list[Node]], sql.Composed], conn
@@ -129,7 +136,7 @@ def node_block(node: Node, parents: list[Node], conn, lean: Statements | None = 
             template, counted, counter = _counting(node, step)
             return render(template, condition=step.condition or sql.SQL("TRUE"),
                           statement=_step_code(step, conn,
-                                               None if lean else _small(node, parents),
+                                               None if lean else _rows(node, parents),
                                                counted=counted, lean=lean, delta=node.delta),
                           var=counter)
 
@@ -223,7 +230,7 @@ def flush_block(node: Node, parents: list[Node], conn, lean: Statements | None =
         return None
     apply = per_claim(parents, lambda parents: sql.SQL("\n").join(
         render("program/flush_step", condition=step.condition or sql.SQL("TRUE"),
-               statement=_step_code(step, conn, None if lean else _small(node, parents),
+               statement=_step_code(step, conn, None if lean else _rows(node, parents),
                                     lean=lean))
         for step in COMPILERS[node.kind].flush(node, parents)), conn)
     conditions = [step.condition for step in steps]

@@ -44,13 +44,17 @@ def accounts(oracle):
 
 @pytest.mark.parametrize("seed, settings", [
     (1, {}), (2, {"truncate_inbox_bytes": 1, "maintenance": "rebuild"}),
-    (3, {"maintenance": "apply"})], ids=["auto", "locked-rebuild", "apply"])
+    (3, {"maintenance": "apply"}), (4, {"plan_kept_rows": 2})],
+    ids=["auto", "locked-rebuild", "apply", "kept-plan-tiers"])
 def test_inserts_updates_and_deletes_reach_every_kind_of_node(accounts, seed, settings):
     """Random changes — new keys, updates that move a row to another group or past a
     filter, deletes of rows joined or ranked, deletes of keys never inserted, a key
     deleted and inserted again, updated twice in one cycle — checked by the oracle
     after every cycle, for each query registered before and after the changes began;
-    claims taken row by row or whole, signed nodes applying or rebuilding."""
+    claims taken row by row or whole, signed nodes applying or rebuilding; statements
+    run with a plan kept for small deltas, a second one kept for up to ten times as
+    many rows, or planned for the cycle (program/planned_or_kept: deltas of 1-20 rows
+    against plan_kept_rows 2)."""
     accounts.db.configure(**settings)
     rng = random.Random(seed)
     for name in list(QUERIES)[:6]:
