@@ -109,10 +109,11 @@ def test_only_a_kinds_own_module_names_it():
 
 
 def test_the_network_in_memory_needs_no_server():
-    """The network a block is planned over without a server, and the index it searches
-    (issue 55), import no database driver."""
+    """The network a block is planned over without a server, the index it searches and
+    the plan-to-node mapping both networks share (issue 55) import no database driver."""
     for path in (PACKAGE / "mqo" / "memory_index.py", PACKAGE / "network" / "memory.py",
-                 PACKAGE / "network" / "row_model.py", PACKAGE / "network" / "layout_policy.py"):
+                 PACKAGE / "network" / "row_model.py", PACKAGE / "network" / "layout_policy.py",
+                 PACKAGE / "network" / "mapping.py"):
         tree = ast.parse(path.read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                     for a in n.names} | {n.module.split(".")[0] for n in ast.walk(tree)

@@ -10,7 +10,6 @@ import dataclasses
 import itertools
 import re
 
-from psycopg import sql
 from sqlglot import exp
 
 from ..aggregates import fixed_scale
@@ -28,6 +27,11 @@ from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Selec
                     Window)
 from ..trees import DIALECT, tree_of
 from .setops import SetOps
+
+def _t1(column: str) -> str:
+    """A column of the parent a node reads, as its expressions name it: "t1"."c"."""
+    return exp.column(column, table="t1", quoted=True).sql(DIALECT)
+
 
 # a type whose every value has one scale: numeric(p,s) as format_type spells it, integers
 _FIXED_SCALE = re.compile(r"numeric\(\d+,(\d+)\)|smallint|integer|bigint()")
@@ -168,8 +172,7 @@ class Mapping(SetOps):
         self.check_horizon(parent, None)
         # the parent may be a shared node with more columns than this plan reads; two
         # of the plan's columns may be one of the node's (`DISTINCT k AS a, k AS b`)
-        columns = tuple(Col(c, sql.Identifier("t1", c).as_string(None))
-                        for c in dict.fromkeys(self.columns_of(plan.input)))
+        columns = tuple(Col(c, _t1(c)) for c in dict.fromkeys(self.columns_of(plan.input)))
         self.names[plan] = self.names[plan.input]
         return self.ensure("distinct", [parent], columns, {}, parent.insert_only)
 
@@ -236,10 +239,9 @@ class Mapping(SetOps):
                            for c in tree_of(col.expr).find_all(exp.Column)
                            if c.table == "t1" and exp.column(c.name, table="t1", quoted=True)
                            not in passed})
-            columns += tuple(Col(f"argus_r{i}", exp.column(name, table="t1", quoted=True)
-                                 .sql(DIALECT)) for i, name in enumerate(read))
+            columns += tuple(Col(f"argus_r{i}", _t1(name)) for i, name in enumerate(read))
         node = self.ensure("window", [parent], columns, definition, False)
-        plain = {sql.Identifier("t1", c).as_string(None): c for c in parent.columns}
+        plain = {_t1(c): c for c in parent.columns}
         keys = list(itertools.takewhile(plain.__contains__,
                                         (c.expr for c in columns[:definition["keys"]])))
         terms = top_order(node, parent)  # each touched partition's first rows, in order
@@ -288,8 +290,7 @@ class Mapping(SetOps):
             return self.time_columns(node) if node.insert_only else frozenset()
         if not node.kind_of.selects or len(node.parents) != 1:
             return frozenset()
-        passed = {sql.Identifier("t1", c).as_string(None): c
-                  for c in self._finite(self.load(node.parents[0]))}
+        passed = {_t1(c): c for c in self._finite(self.load(node.parents[0]))}
         return frozenset(c for c, e in zip(node.columns, node.exprs) if e in passed)
 
     def _order_record(self, block, tree: Tree, alternatives: list[Tree]) -> dict:
