@@ -28,6 +28,7 @@ from ..plan import (Aggregate, Col, Distinct, Join, Plan, Recursive, Scan, Selec
 from ..trees import DIALECT, tree_of
 from .setops import SetOps
 
+
 def _t1(column: str) -> str:
     """A column of the parent a node reads, as its expressions name it: "t1"."c"."""
     return exp.column(column, table="t1", quoted=True).sql(DIALECT)
