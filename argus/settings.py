@@ -110,7 +110,8 @@ SETTINGS: dict[str, Setting] = {
     "plan_kept_rows": Setting(
         1000, _optional(_positive(int)),
         "run a node's statement with its plan kept for the session when its deltas hold at most "
-        "this many rows together (null: plan every statement for its deltas at every cycle)"),
+        "this many rows together, with a second one kept up to ten times as many (null: plan "
+        "every statement for its deltas at every cycle)"),
     "truncate_delta_bytes": Setting(
         4194304, _positive(int),
         "TRUNCATE (instead of DELETE) a delta whose file grew past this (or that held over "
