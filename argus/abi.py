@@ -26,7 +26,7 @@ HISTORY_ROWS = "argus_hist"  # a node's history rows, read once a cycle (node_st
 # a node's evaluation
 INSERTED = "argus_i"  # rows the running node inserted, retracted
 RETRACTED = "argus_r"
-COUNTED = "argus_p, argus_m"  # a counted statement's (inserted, retracted): INTO targets
+COUNTED = ("argus_p", "argus_m")  # a counted statement's (inserted, retracted): INTO
 ROW_COUNT = "argus_rc"  # GET DIAGNOSTICS target; an INTO that discards
 SCANNED = "argus_scan"  # a statement left its node's delta for the node to count
 PLAN_KEPT_ROWS = "argus_plan_kept_rows"  # settings.plan_kept_rows, -1 in a first cycle
@@ -51,7 +51,7 @@ INBOX_LIMIT = "argus_inbox_limit"  # settings.truncate_inbox_bytes
 UNREAD_LIMIT = "argus_unread_limit"  # settings.unread_inbox_bytes
 
 FRAME_VARIABLES = (RUN, SETTINGS, WRITTEN, HISTORY_ROWS, INSERTED, RETRACTED,
-                   *COUNTED.split(", "), ROW_COUNT, SCANNED, PLAN_KEPT_ROWS, ISOLATE, *RAN,
+                   *COUNTED, ROW_COUNT, SCANNED, PLAN_KEPT_ROWS, ISOLATE, *RAN,
                    CLOCK_OLD, CLOCK_NEW, CLOCK_MOVED, PURGE, TAKE, SIZE, HELD, LOCKED,
                    TAKE_WAITING, INBOX_LIMIT, UNREAD_LIMIT)
 

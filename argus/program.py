@@ -50,7 +50,7 @@ def _step_code(step: Step, conn, rows: sql.Composable | None, counted: bool = Fa
     statement that only inserts into it may leave to its node to count
     (program/scanned)."""
     statement = step.statement
-    into = sql.SQL(" INTO " + abi.COUNTED) if counted else sql.SQL("")
+    into = sql.SQL(" INTO " + ", ".join(abi.COUNTED)) if counted else sql.SQL("")
     if counted:
         statement = render("program/counted", statement=statement, sign=SIGN_ID,
                            ctes=sql.SQL("") if step.ctes is None else step.ctes + sql.SQL(", "))
@@ -316,7 +316,6 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
 
 # The program's frame is rendered here, with PostgreSQL format() placeholders where the
 # nodes' code goes (literal % doubled), one per slot in abi.SLOTS's order.
-SLOTS = abi.SLOTS
 
 
 def frame(streams: list[tuple[str, Node, str | None]],
@@ -330,14 +329,14 @@ def frame(streams: list[tuple[str, Node, str | None]],
     go to their histories directly."""
     claim_code, release_code = (_claim_and_release(streams, left, unread) if streams
                                 else (sql.SQL(""), sql.SQL("")))
-    marks = {slot: f"@argus_slot_{slot}@" for slot in SLOTS}
+    marks = {slot: f"@argus_slot_{slot}@" for slot in abi.SLOTS}
     text = render("program/cycle_program", claim=claim_code, release=release_code,
                   streams=sql.Literal(len(streams)),
                   claimed=sql.SQL("").join(sql.SQL("    {} bigint;\n").format(abi.claimed(i))
                                            for i in range(len(streams))),
                   **{slot: sql.SQL(mark) for slot, mark in marks.items()}).as_string(None)
     text = text.replace("%", "%%")
-    for position, slot in enumerate(SLOTS, 1):
+    for position, slot in enumerate(abi.SLOTS, 1):
         text = text.replace(marks[slot], f"%{position}$s")
     return text
 

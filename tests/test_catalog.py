@@ -285,10 +285,10 @@ def test_a_cycle_pins_what_python_pins(db):
 
 
 def test_the_program_is_filled_by_its_slots_names(db):
-    """argus.fill_program fills the frame's slots by the names argus.program.SLOTS gives
+    """argus.fill_program fills the frame's slots by the names argus.abi.SLOTS gives
     them, in one pass (a node's code holding a placeholder is not read again); a slot
     missing or unknown is an error that names them."""
-    from argus.program import SLOTS
+    from argus.abi import SLOTS
 
     frame = " | ".join(f"%{i}$s" for i in range(1, len(SLOTS) + 1))
     slots = {name: f"<{name} %2$s>" for name in SLOTS}
