@@ -12,7 +12,13 @@ the files: shrinking takes an exclusive lock, which waits for the loaders writin
 inbox. Looking for them (the statistics flushed, then read for every table) costs as
 much as the rest of a small cycle's bookkeeping, so it looks after a cycle that claimed
 an eighth of DEAD_ROWS or more, and after every eighth (a delta of more than 5,000 rows
-the next cycle truncates itself: argus.run_cycle)."""
+the next cycle truncates itself: argus.run_cycle).
+
+An inbox waits for INBOX_DEAD_ROWS dead rows (or a file of 16 truncate_inbox_bytes, when
+the claim takes it whole unless a load holds it): only the claim reads it, scanning its
+dead pages costs less than what a VACUUM makes it pay, every kept plan of the one claim
+statement of all streams made again (a tracked TPC-H's lineitem was vacuumed at every
+cycle, and a sixth of the cycle's time went to planning kept statements again)."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 DEAD_ROWS = 1_000
+INBOX_DEAD_ROWS = 16 * DEAD_ROWS
 LOOK_EVERY = 8  # cycles, at most, between two looks
 
 # (pg_stat's counts, flushed by the statement before; a table another session vacuums
@@ -30,8 +37,12 @@ LOOK_EVERY = 8  # cycles, at most, between two looks
 _GROWN = """
 SELECT s.schemaname, s.relname
   FROM pg_catalog.pg_stat_user_tables AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.relid
- WHERE (s.schemaname = 'argus_inbox' OR s.schemaname = 'argus_net' AND s.relname LIKE %s)
-   AND s.n_dead_tup >= greatest(%s, 4 * s.n_live_tup)
+ WHERE (s.schemaname = 'argus_inbox'
+        AND (s.n_dead_tup >= %(inbox_rows)s
+             OR pg_catalog.pg_relation_size(c.oid)
+                >= 16 * (SELECT truncate_inbox_bytes FROM argus_catalog.settings))
+        OR s.schemaname = 'argus_net' AND s.relname LIKE %(deltas)s)
+   AND s.n_dead_tup >= greatest(%(rows)s, 4 * s.n_live_tup)
    AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
  ORDER BY s.n_dead_tup DESC
 """
@@ -54,7 +65,8 @@ def vacuum_grown(conn: psycopg.Connection) -> list[str]:
     try:
         if conn.info.server_version >= 150000:  # (this session's counts of the cycle too)
             conn.execute("SELECT pg_catalog.pg_stat_force_next_flush()")
-        grown = conn.execute(_GROWN, ("n%\\_delta", DEAD_ROWS)).fetchall()
+        grown = conn.execute(_GROWN, {"deltas": "n%\\_delta", "rows": DEAD_ROWS,
+                                      "inbox_rows": INBOX_DEAD_ROWS}).fetchall()
         if grown:
             conn.execute(sql.SQL("VACUUM (SKIP_LOCKED, TRUNCATE false) {}").format(
                 sql.SQL(", ").join(sql.Identifier(s, t) for s, t in grown)))

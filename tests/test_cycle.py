@@ -13,6 +13,7 @@ from psycopg import sql
 
 import argus
 from argus.names import LOCK_CYCLES
+from argus import tidy
 
 from .oracle import bag
 
@@ -916,6 +917,8 @@ def test_a_cycles_deltas_and_inboxes_keep_the_size_of_a_cycle(oracle, batch):
         sizes.append({t: db.conn.execute("SELECT pg_relation_size(%s::regclass) / 8192",
                                           (t,)).fetchone()[0] for t in tables})
     for t in tables:
-        # (or no longer growing: the second half of the cycles grew it by a quarter at most)
-        assert sizes[-1][t] <= max(4 * sizes[1][t], 16, sizes[len(sizes) // 2][t] * 5 // 4), (
+        # (or no longer growing: the second half of the cycles grew it by a quarter at most;
+        # an inbox keeps up to INBOX_DEAD_ROWS dead rows, whose VACUUM makes the claim plan again)
+        floor = 16 * (tidy.INBOX_DEAD_ROWS // tidy.DEAD_ROWS if t.startswith("argus_inbox") else 1)
+        assert sizes[-1][t] <= max(4 * sizes[1][t], floor, sizes[len(sizes) // 2][t] * 5 // 4), (
             t, [s[t] for s in sizes])
