@@ -14,11 +14,12 @@ much as the rest of a small cycle's bookkeeping, so it looks after a cycle that 
 an eighth of DEAD_ROWS or more, and after every eighth (a delta of more than 5,000 rows
 the next cycle truncates itself: argus.run_cycle).
 
-An inbox waits for INBOX_DEAD_ROWS dead rows (or a file of 16 truncate_inbox_bytes, when
-the claim takes it whole unless a load holds it): only the claim reads it, scanning its
-dead pages costs less than what a VACUUM makes it pay, every kept plan of the one claim
-statement of all streams made again (a tracked TPC-H's lineitem was vacuumed at every
-cycle, and a sixth of the cycle's time went to planning kept statements again)."""
+An inbox waits for INBOX_DEAD_ROWS dead rows (or a file of 16 truncate_inbox_bytes, where
+the claim takes it whole unless a load holds it): only the claim reads it, and stepping
+over its dead pages costs less than its VACUUM, after which the claim's kept plan (one
+statement for all streams) is made again. Vacuumed at every cycle, a tracked TPC-H's
+lineitem inbox made it so: planning kept statements again went from 18% of the cycle's
+time to 10% without it."""
 
 from __future__ import annotations
 
