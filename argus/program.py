@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from psycopg import sql
 
-from . import abi
+from . import abi, settings
 from .names import stream_inbox
 from .templates import render
 from .nodes.base import (Node, SIGN_ID, Step, T1, T2, any_rows, delta_view, identical_when_equal,
@@ -269,7 +269,8 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
     # an unread stream's inbox waits until it is taken (abi.TAKE): it makes the claim
     # locked (and is truncated) only then
     large = sql.SQL(" OR ").join(
-        render("program/inbox_large", i=sql.Literal(i + 1)) if name not in unread else
+        render("program/inbox_large", i=sql.Literal(i + 1),
+               times=sql.Literal(settings.INBOX_TAKEN_WHOLE)) if name not in unread else
         sql.SQL("({} AND {} > {})").format(take_var(i), size(i), abi.v(abi.INBOX_LIMIT))
         for i, (name, _, _) in enumerate(streams))
     takes = sql.SQL(", ").join(

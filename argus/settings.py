@@ -96,6 +96,10 @@ class Setting(NamedTuple):
 
 INSTALLER = "the installer's"  # time_zone's default: the zone of the session installing
 
+# an inbox whose file passes this many truncate_inbox_bytes is taken whole by the claim
+# (program/inbox_large), and vacuumed where a load holds it (argus.tidy)
+INBOX_TAKEN_WHOLE = 16
+
 SETTINGS: dict[str, Setting] = {
     "maintenance": Setting(
         "auto", _choice("auto", "apply", "rebuild"),
@@ -118,8 +122,9 @@ SETTINGS: dict[str, Setting] = {
         "5,000 rows)"),
     "truncate_inbox_bytes": Setting(
         262144, _positive(int),
-        "take an inbox that grew by more than this since the last claim (or whose file is 16 times "
-        "this) whole (locked, read in place, truncated) when no load is writing to it"),
+        "take an inbox that grew by more than this since the last claim (or whose file is "
+        f"{INBOX_TAKEN_WHOLE} times this) whole (locked, read in place, truncated) when no "
+        "load is writing to it"),
     "unread_inbox_bytes": Setting(
         16777216, _optional(_size),
         "claim a stream that no query reads only when its inbox grew past this (its rows wait "

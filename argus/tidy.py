@@ -14,12 +14,12 @@ much as the rest of a small cycle's bookkeeping, so it looks after a cycle that 
 an eighth of DEAD_ROWS or more, and after every eighth (a delta of more than 5,000 rows
 the next cycle truncates itself: argus.run_cycle).
 
-An inbox waits for INBOX_DEAD_ROWS dead rows (or a file of 16 truncate_inbox_bytes, where
-the claim takes it whole unless a load holds it): only the claim reads it, and stepping
-over its dead pages costs less than its VACUUM, after which the claim's kept plan (one
-statement for all streams) is made again. Vacuumed at every cycle, a tracked TPC-H's
-lineitem inbox made it so: planning kept statements again went from 18% of the cycle's
-time to 10% without it."""
+An inbox waits for INBOX_DEAD_ROWS dead rows (or a file of settings.INBOX_TAKEN_WHOLE
+truncate_inbox_bytes, where the claim takes it whole unless a load holds it): only the
+claim reads it, and stepping over its dead pages costs less than its VACUUM, after which
+the claim's kept plan (one statement for all streams) is made again. Vacuumed at every
+cycle, a tracked TPC-H's lineitem inbox made it so: planning kept statements again went
+from 18% of the cycle's time to 10% without it."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ import logging
 import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
+
+from . import settings
+from .names import INBOX_SCHEMA, NETWORK_SCHEMA
 
 DEAD_ROWS = 1_000
 INBOX_DEAD_ROWS = 16 * DEAD_ROWS
@@ -38,11 +41,11 @@ LOOK_EVERY = 8  # cycles, at most, between two looks
 _GROWN = """
 SELECT s.schemaname, s.relname
   FROM pg_catalog.pg_stat_user_tables AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.relid
- WHERE (s.schemaname = 'argus_inbox'
+ WHERE (s.schemaname = %(inboxes)s
         AND (s.n_dead_tup >= %(inbox_rows)s
              OR pg_catalog.pg_relation_size(c.oid)
-                >= 16 * (SELECT truncate_inbox_bytes FROM argus_catalog.settings))
-        OR s.schemaname = 'argus_net' AND s.relname LIKE %(deltas)s)
+                >= %(whole)s * (SELECT truncate_inbox_bytes FROM argus_catalog.settings))
+        OR s.schemaname = %(network)s AND s.relname LIKE %(deltas)s)
    AND s.n_dead_tup >= greatest(%(rows)s, 4 * s.n_live_tup)
    AND pg_catalog.pg_has_role(c.relowner, 'USAGE')
  ORDER BY s.n_dead_tup DESC
@@ -66,8 +69,10 @@ def vacuum_grown(conn: psycopg.Connection) -> list[str]:
     try:
         if conn.info.server_version >= 150000:  # (this session's counts of the cycle too)
             conn.execute("SELECT pg_catalog.pg_stat_force_next_flush()")
-        grown = conn.execute(_GROWN, {"deltas": "n%\\_delta", "rows": DEAD_ROWS,
-                                      "inbox_rows": INBOX_DEAD_ROWS}).fetchall()
+        grown = conn.execute(_GROWN, {
+            "inboxes": INBOX_SCHEMA, "network": NETWORK_SCHEMA, "deltas": "n%\\_delta",
+            "rows": DEAD_ROWS, "inbox_rows": INBOX_DEAD_ROWS,
+            "whole": settings.INBOX_TAKEN_WHOLE}).fetchall()
         if grown:
             conn.execute(sql.SQL("VACUUM (SKIP_LOCKED, TRUNCATE false) {}").format(
                 sql.SQL(", ").join(sql.Identifier(s, t) for s, t in grown)))
