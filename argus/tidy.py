@@ -14,8 +14,9 @@ much as the rest of a small cycle's bookkeeping, so it looks after a cycle that 
 an eighth of DEAD_ROWS or more, and after every eighth (a delta of more than 5,000 rows
 the next cycle truncates itself: argus.run_cycle).
 
-An inbox waits for INBOX_DEAD_ROWS dead rows (or a file of settings.INBOX_TAKEN_WHOLE
-truncate_inbox_bytes, where the claim takes it whole unless a load holds it): only the
+An inbox waits for INBOX_DEAD_ROWS dead rows, or for its files (TOAST included: wide
+rows' dead values pile up there) to reach settings.INBOX_TAKEN_WHOLE
+truncate_inbox_bytes, where the claim takes it whole unless a load holds it: only the
 claim reads it, and stepping over its dead pages costs less than its VACUUM, after which
 the claim's kept plan (one statement for all streams) is made again. Vacuumed at every
 cycle, a tracked TPC-H's lineitem inbox made it so: planning kept statements again went
@@ -43,7 +44,7 @@ SELECT s.schemaname, s.relname
   FROM pg_catalog.pg_stat_user_tables AS s JOIN pg_catalog.pg_class AS c ON c.oid = s.relid
  WHERE (s.schemaname = %(inboxes)s
         AND (s.n_dead_tup >= %(inbox_rows)s
-             OR pg_catalog.pg_relation_size(c.oid)
+             OR pg_catalog.pg_total_relation_size(c.oid)
                 >= %(whole)s * (SELECT truncate_inbox_bytes FROM argus_catalog.settings))
         OR s.schemaname = %(network)s AND s.relname LIKE %(deltas)s)
    AND s.n_dead_tup >= greatest(%(rows)s, 4 * s.n_live_tup)
