@@ -260,7 +260,7 @@ def _claim_and_release(streams: list[tuple[str, Node, str | None]], left: frozen
                        unread: frozenset[str]) -> tuple[sql.Composed, sql.Composed]:
     """The program's claim block and its release block (see `frame`)."""
     inboxes = [stream_inbox(name) for name, _, _ in streams]
-    sizes = sql.SQL(", ").join(sql.SQL("pg_relation_size({}::regclass)").format(
+    sizes = sql.SQL(", ").join(sql.SQL("pg_total_relation_size({}::regclass)").format(
         sql.Literal(inbox.as_string(None))) for inbox in inboxes)
 
     def size(i: int) -> sql.SQL:

@@ -96,8 +96,9 @@ class Setting(NamedTuple):
 
 INSTALLER = "the installer's"  # time_zone's default: the zone of the session installing
 
-# an inbox whose file passes this many truncate_inbox_bytes is taken whole by the claim
-# (program/inbox_large), and vacuumed where a load holds it (argus.tidy)
+# an inbox whose files (TOAST included) pass this many truncate_inbox_bytes is taken
+# whole by the claim (program/inbox_large), and vacuumed where a load holds it
+# (argus.tidy)
 INBOX_TAKEN_WHOLE = 16
 
 SETTINGS: dict[str, Setting] = {
@@ -117,12 +118,12 @@ SETTINGS: dict[str, Setting] = {
         "this many rows together, with a second one kept up to ten times as many (null: plan "
         "every statement for its deltas at every cycle)"),
     "truncate_delta_bytes": Setting(
-        4194304, _positive(int),
+        4194304, _size,
         "TRUNCATE (instead of DELETE) a delta whose file grew past this (or that held over "
         "5,000 rows)"),
     "truncate_inbox_bytes": Setting(
-        262144, _positive(int),
-        "take an inbox that grew by more than this since the last claim (or whose file is "
+        262144, _size,
+        "take an inbox that grew by more than this since the last claim (or whose files are "
         f"{INBOX_TAKEN_WHOLE} times this) whole (locked, read in place, truncated) when no "
         "load is writing to it"),
     "unread_inbox_bytes": Setting(

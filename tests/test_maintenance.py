@@ -129,6 +129,12 @@ def test_settings_are_checked(db):
         with pytest.raises(SettingError, match=why):
             db.configure(max_clock_lead=lead)
     assert db.configure(max_clock_lead="200000 years")["max_clock_lead"] == "200000 years"
+    # every size in bytes takes PostgreSQL's units (truncate_inbox_bytes took whole bytes
+    # only, where unread_inbox_bytes took "16MB"; a helper)
+    assert db.configure(truncate_inbox_bytes="256kB", truncate_delta_bytes="4MB") \
+        | {"truncate_inbox_bytes": 262144, "truncate_delta_bytes": 4194304} == db.settings()
+    with pytest.raises(SettingError, match="truncate_inbox_bytes"):
+        db.configure(truncate_inbox_bytes="0.5")
     db.run()
 
 
