@@ -14,10 +14,15 @@ statements). At the end every answer is compared with the re-run's; then two mor
 are applied, each cycle run as from cron (a new session: connecting, compiling the
 program, planning every statement anew), and the answers compared with the queries run
 on the tracked tables. ms. A CHECKPOINT
-(untimed) precedes each timed step, as in `argus bench`: none pays for writing out the
-pages another dirtied (the re-runs rewrite whole tables). WAL: the bytes the server
-wrote for a pair, argus's writer and cycle against the untracked writer's; after each
-CHECKPOINT every page first written is logged whole, as after any checkpoint.
+(untimed) precedes argus's run of pairs, pg_ivm's run of pairs and each other baseline's
+step, as in `argus bench`: none pays for writing out the pages another dirtied (the
+re-runs rewrite whole tables), and argus and pg_ivm each pay the full-page images of the
+first pages they touch after it once, as after any checkpoint of a server, not at every
+pair (until 2026-12-05 a CHECKPOINT preceded every step of every method: each cycle then
+logged whole every index page it touched, 3.6 MB of TPC-H's history indexes, which a
+server checkpointing every few minutes writes once per page per interval). WAL: the
+bytes the server wrote for a pair, argus's writer and cycle against the untracked
+writer's (after its CHECKPOINT: every page first written is logged whole).
 
 Usage: python -m argus.bench.tpch_refresh [--dsn DSN] [--scale-milli 100] [--pairs 3]
        [--method trigger|slot] [--skip 17,20] [--top-k] [--durability derived|logged]
@@ -94,7 +99,7 @@ class Bench:
     wal: Wal
     queries: dict[str, str] = field(default_factory=dict)
     immvs: list[str] = field(default_factory=list)  # the queries pg_ivm maintains
-    settle: Settle | None = None  # a CHECKPOINT before each timed step
+    settle: Settle | None = None  # a CHECKPOINT before a run of timed steps
     median: dict[str, float] = field(default_factory=dict)  # of the timed pairs
 
     @property
@@ -217,14 +222,17 @@ def _register(bench: Bench, queries: dict[str, str], why_not_ivm: str | None) ->
     print(f"{len(bench.queries)} queries registered in {ms(started) / 1000:.1f} s", flush=True)
 
 
-def _refresh(bench: Bench, schema: str, new: dict) -> tuple[float, list[int]]:
-    """RF1 then RF2 on one copy of the tables: ms, and the orders RF2 deleted."""
+def _refresh(bench: Bench, schema: str, new: dict, settle: bool = True
+             ) -> tuple[float, list[int]]:
+    """RF1 then RF2 on one copy of the tables (after a CHECKPOINT if `settle`): ms, and
+    the orders RF2 deleted."""
     conn = bench.conn
     (old,) = conn.execute(sql.SQL(
         "SELECT array_agg(o_orderkey) FROM (SELECT o_orderkey FROM {} "
         "ORDER BY o_orderkey LIMIT %s) o").format(sql.Identifier(schema, "orders")),
         (len(new["orders"]),)).fetchone()
-    bench.settle()
+    if settle:
+        bench.settle()
     started = time.perf_counter()
     with conn.transaction():  # RF1: its orders and line items, one transaction
         for table in ("orders", "lineitem"):
@@ -241,9 +249,10 @@ def _refresh(bench: Bench, schema: str, new: dict) -> tuple[float, list[int]]:
 
 
 def _pairs(bench: Bench, batches: list[dict]) -> None:
-    """argus takes the pairs back to back in one session (as in `argus bench`); then
-    each baseline takes the same pairs over its own copies of the tables. A row per pair,
-    the median, the last cycle's heaviest nodes, and the answers compared."""
+    """argus takes the pairs back to back in one session after a CHECKPOINT (as in
+    `argus bench`), then pg_ivm the same way; then each other baseline takes the same
+    pairs over its own copies of the tables, a CHECKPOINT before each step. A row per
+    pair, the median, the last cycle's heaviest nodes, and the answers compared."""
     ivm = bool(bench.immvs)
     bench.settle = Settle(bench.conn, SimpleNamespace(notice=print))  # (its notice, printed)
     print("| pair | RF1 + RF2 rows | writer: tracked | writer: untracked | argus cycle | "
@@ -254,9 +263,14 @@ def _pairs(bench: Bench, batches: list[dict]) -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
           + ("---:|---:|" if ivm else ""))
     timed, last = [], None
+    bench.settle()
     for new in batches:
         t, last = _argus_pair(bench, new)
         timed.append(t)
+    if ivm:  # (its own copies: back to back too, after their CHECKPOINT)
+        bench.settle()
+        for t, new in zip(timed, batches):
+            t["ivm"], _ = _refresh(bench, "ivm", new, settle=False)
     per_query = {name: [] for name in bench.queries}
     totals = {}
     for i, (t, new) in enumerate(zip(timed, batches)):
@@ -277,13 +291,12 @@ def _argus_pair(bench: Bench, new: dict) -> tuple[dict, argus.CycleReport]:
     """The pair on the tracked tables, argus's cycle and every query's changes read:
     the times, and the cycle's report."""
     t, mark = {}, bench.wal.mark()
-    t["tracked"], old = _refresh(bench, "public", new)
+    t["tracked"], old = _refresh(bench, "public", new, settle=False)
     t["rows"] = len(new["orders"]) + len(new["lineitem"]) + 2 * len(old)
-    bench.settle()
     started = time.perf_counter()
     report = bench.db.run()
     t["cycle"] = ms(started)
-    t["wal"] = bench.wal.since(mark)  # (less the CHECKPOINT's own record)
+    t["wal"] = bench.wal.since(mark)
     started = time.perf_counter()  # a consumer of each answer takes its changes
     for name in bench.queries:
         bench.db.new_results(name)
@@ -292,13 +305,11 @@ def _argus_pair(bench: Bench, new: dict) -> tuple[dict, argus.CycleReport]:
 
 
 def _baselines(bench: Bench, t: dict, new: dict, per_query: dict) -> None:
-    """The same pair on the copies: re-running every query, REFRESH MATERIALIZED VIEW,
-    pg_ivm's IMMVs."""
+    """The same pair on the copies: re-running every query, REFRESH MATERIALIZED VIEW
+    (pg_ivm's IMMVs took theirs back to back: `_pairs`)."""
     conn, mark = bench.conn, bench.wal.mark()
     t["plain"], _ = _refresh(bench, "plain", new)
     t["plain_wal"] = bench.wal.since(mark)
-    if bench.immvs:
-        t["ivm"], _ = _refresh(bench, "ivm", new)
     t["rerun"] = 0.0
     bench.settle()
     for name, query in bench.queries.items():
@@ -346,12 +357,12 @@ def _compare(bench: Bench) -> None:
 
 
 def _from_cron(bench: Bench, dsn: str, batches: list[dict]) -> None:
-    """More pairs, each cycle in a session of its own (as from cron); then the answers
-    against the queries run on the tracked tables."""
+    """More pairs, each cycle in a session of its own (as from cron), back to back after
+    a CHECKPOINT; then the answers against the queries run on the tracked tables."""
     cold, median = [], bench.median
+    bench.settle()
     for new in batches:
-        _refresh(bench, "public", new)
-        bench.settle()
+        _refresh(bench, "public", new, settle=False)
         started = time.perf_counter()
         with argus.connect(dsn) as cron:  # (conninfo drops a password)
             cron.run()
