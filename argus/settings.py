@@ -61,7 +61,7 @@ _UNITS = {"": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 <<
 
 def _size(text: object) -> int:
     """Bytes, as a number or with PostgreSQL's units (500MB, 4GB: multiples of 1024)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
     if match is None or match[2].lower() not in _UNITS \
             or "." in match[1] and _UNITS[match[2].lower()] == 1:
         raise ValueError("expected a size such as 4GB, 1.5GB, 500MB or a whole number "
@@ -101,6 +101,15 @@ INSTALLER = "the installer's"  # time_zone's default: the zone of the session in
 # (argus.tidy)
 INBOX_TAKEN_WHOLE = 16
 
+
+def _inbox_size(text: object) -> int:
+    """A size the claim can multiply by INBOX_TAKEN_WHOLE in a bigint (a helper's
+    524288TB failed every cycle after it: bigint out of range)."""
+    value = _size(text)
+    if value > (2**63 - 1) // INBOX_TAKEN_WHOLE:
+        raise ValueError(f"expected at most {(2**63 - 1) // INBOX_TAKEN_WHOLE} bytes")
+    return value
+
 SETTINGS: dict[str, Setting] = {
     "maintenance": Setting(
         "auto", _choice("auto", "apply", "rebuild"),
@@ -122,7 +131,7 @@ SETTINGS: dict[str, Setting] = {
         "TRUNCATE (instead of DELETE) a delta whose file grew past this (or that held over "
         "5,000 rows)"),
     "truncate_inbox_bytes": Setting(
-        262144, _size,
+        262144, _inbox_size,
         "take an inbox that grew by more than this since the last claim (or whose files are "
         f"{INBOX_TAKEN_WHOLE} times this) whole (locked, read in place, truncated) when no "
         "load is writing to it"),

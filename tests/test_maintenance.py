@@ -133,8 +133,9 @@ def test_settings_are_checked(db):
     # only, where unread_inbox_bytes took "16MB"; a helper)
     assert db.configure(truncate_inbox_bytes="256kB", truncate_delta_bytes="4MB") \
         | {"truncate_inbox_bytes": 262144, "truncate_delta_bytes": 4194304} == db.settings()
-    with pytest.raises(SettingError, match="truncate_inbox_bytes"):
-        db.configure(truncate_inbox_bytes="0.5")
+    for bad in ("0.5", "\u0663", "524288TB"):  # (an Arabic-Indic 3; 16 times past bigint)
+        with pytest.raises(SettingError, match="truncate_inbox_bytes"):
+            db.configure(truncate_inbox_bytes=bad)
     db.run()
 
 
