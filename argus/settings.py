@@ -59,8 +59,12 @@ def _fraction(text: object) -> float:
 _UNITS = {"": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
 
 
-def _size(text: object) -> int:
-    """Bytes, as a number or with PostgreSQL's units (500MB, 4GB: multiples of 1024)."""
+BIGINT = 2**63 - 1  # (the settings' columns)
+
+
+def _size(text: object, most: int = BIGINT) -> int:
+    """Bytes, as a number or with PostgreSQL's units (500MB, 4GB: multiples of 1024),
+    at most `most`."""
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
     if match is None or match[2].lower() not in _UNITS \
             or "." in match[1] and _UNITS[match[2].lower()] == 1:
@@ -69,6 +73,8 @@ def _size(text: object) -> int:
     value = int(float(match[1]) * _UNITS[match[2].lower()])
     if value <= 0:
         raise ValueError("expected a positive size")
+    if value > most:
+        raise ValueError(f"expected at most {most} bytes")
     return value
 
 
@@ -102,13 +108,11 @@ INSTALLER = "the installer's"  # time_zone's default: the zone of the session in
 INBOX_TAKEN_WHOLE = 16
 
 
+# the claim multiplies truncate_inbox_bytes by INBOX_TAKEN_WHOLE in a bigint (a helper's
+# 524288TB was taken, then every cycle failed: bigint out of range)
 def _inbox_size(text: object) -> int:
-    """A size the claim can multiply by INBOX_TAKEN_WHOLE in a bigint (a helper's
-    524288TB failed every cycle after it: bigint out of range)."""
-    value = _size(text)
-    if value > (2**63 - 1) // INBOX_TAKEN_WHOLE:
-        raise ValueError(f"expected at most {(2**63 - 1) // INBOX_TAKEN_WHOLE} bytes")
-    return value
+    return _size(text, BIGINT // INBOX_TAKEN_WHOLE)
+
 
 SETTINGS: dict[str, Setting] = {
     "maintenance": Setting(
