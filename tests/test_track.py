@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import random
 import re
+from datetime import datetime
+from decimal import Decimal
 
 import psycopg
 import pytest
@@ -852,3 +854,26 @@ def test_capture_triggers_disabled_are_said_until_resynced(orders):
     said.clear()
     oracle.run()
     assert not [m for m in said if "orders" in m]
+
+
+def test_an_update_that_only_equality_calls_a_change_is_none_the_less(oracle):
+    """The claim compares the columns whose types have a cheap equality first, and
+    prints the rows only when those call them equal: a numeric spelled otherwise (1.5
+    and 1.50) is still a change; values padded alike (char) or rounded alike by their
+    type modifiers are none."""
+    conn = oracle.conn
+    conn.execute("CREATE TABLE public.t (id int PRIMARY KEY, c char(3), ts timestamp(0), "
+                 "n numeric(6,2), m numeric)")
+    conn.execute("INSERT INTO public.t VALUES (1, 'x', '2026-01-01 10:00', 1.5, 1.5), "
+                 "(2, 'y  ', '2026-01-01 10:00', 2, 2)")
+    oracle.db.track("public.t")
+    oracle.run()  # (the rows copied at `track` wait in the inbox until a cycle)
+    oracle.register("shown", "SELECT id, c::text AS c, ts, n, m::text AS m FROM t")
+    conn.execute("UPDATE public.t SET c = 'x  ', ts = '2026-01-01 10:00:00.2', n = 1.50, "
+                 "m = 1.50 WHERE id = 1")
+    conn.execute("UPDATE public.t SET c = 'y', ts = '2026-01-01 09:59:59.6', n = 2.001, "
+                 "m = 2 WHERE id = 2")
+    oracle.run()
+    at_ten = datetime(2026, 1, 1, 10)
+    assert sorted(oracle.db.new_results("shown")) == [
+        (1, "x", at_ten, Decimal("1.50"), "1.5", -1), (1, "x", at_ten, Decimal("1.50"), "1.50", 1)]

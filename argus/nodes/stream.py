@@ -3,9 +3,9 @@ cycle (quarantining rows too far ahead of the clock)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dataclasses
+import re
+from dataclasses import dataclass
 
 from psycopg import sql
 
@@ -118,6 +118,19 @@ class _Claimed:
     ignored: sql.Composable
 
 
+# Built-in types whose equality never calls two values that print alike unequal: a row
+# these columns find unequal has changed (stream/claim_table). format_type's names,
+# without their modifiers.
+_CHEAP_EQUALITY = frozenset({
+    "smallint", "integer", "bigint", "numeric", "real", "double precision", "boolean",
+    "text", "character varying", "character", "bytea", "uuid", "date", "interval",
+    "timestamp without time zone", "timestamp with time zone", "time without time zone"})
+
+
+def _equal_cheaply(pg_type: str) -> bool:
+    return re.sub(r"\([0-9, ]*\)", "", pg_type).strip() in _CHEAP_EQUALITY
+
+
 def _claim_table_part(node: Node, i: int) -> _Claimed:
     """A table's changes, netted per key into a signed delta."""
     stats = sql.Identifier(f"stats_{i}")
@@ -213,12 +226,19 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
     last, moved = sql.Identifier(f"last_{i}"), sql.Identifier(f"moved_{i}")
     probed = sql.Identifier(f"probed_{i}")
     name, key = node.definition["stream"], node.definition["key"]
-    old = sql.SQL(", ").join(sql.SQL("(p.argus_old).{}").format(sql.Identifier(c))
-                             for c in node.columns)
+    def old(columns) -> sql.Composed:
+        return sql.SQL(", ").join(sql.SQL("(p.argus_old).{}").format(sql.Identifier(c))
+                                  for c in columns)
+
+    printed = sql.SQL("ROW({})::text IS DISTINCT FROM ROW({})::text").format(
+        old(node.columns), cols(node.columns, "p"))
+    cheap = [c for c, t in zip(node.columns, node.types) if _equal_cheaply(t)]
+    differs = sql.SQL("ROW({}) IS DISTINCT FROM ROW({}) OR {}").format(
+        old(cheap), cols(cheap, "p"), printed) if cheap else printed
     return [render("stream/claim_table", claimed=claimed, last=last, probed=probed, moved=moved,
                    inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
-                   columns=node.column_list, sign=SIGN_ID, key=cols(key),
-                   o_columns=old, p_columns=cols(node.columns, "p"),
+                   columns=node.column_list, sign=SIGN_ID, key=cols(key), differs=differs,
+                   o_columns=old(node.columns), p_columns=cols(node.columns, "p"),
                    first=sql.Identifier(key[0]), l_join=key_join(key, "argus_h", "l")),
             render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved,
                    probed=probed)]

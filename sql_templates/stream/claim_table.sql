@@ -3,12 +3,15 @@
 -- the table had (-1) and the row it has now (+1). A row whose text is the same before
 -- and after cancels out: text, not the type's equality, which json lacks and which
 -- calls 1.0 and 1.00, or '1 day' and '24 hours', the same (compared only for a key that
--- had a row and has one: an insert or a delete is no update). The history is the table
--- before this cycle (the flush applies the delta); it is probed once per key, and
--- the claim's statistics read the same probe, and each row of the delta carries the
--- ctid of the history's row it replaces (NULL: a key the history lacks), by which the
--- flush finds it again (node/flush_update, node/flush_delete_tid). (The history's alias is read whole:
--- `h` was ambiguous in a table with a column h.)
+-- had a row and has one: an insert or a delete is no update). {differs}: the columns
+-- whose types' equality is cheap compared first (unequal values never print alike), so
+-- that only a row they call equal is printed twice; computed once per key (OFFSET 0:
+-- inlined, both branches below evaluated it). 8,441 updated line items: 150 -> 100 ms.
+-- The history is the table before this cycle (the flush applies the delta); it is
+-- probed once per key, and the claim's statistics read the same probe, and each row of
+-- the delta carries the ctid of the history's row it replaces (NULL: a key the history
+-- lacks), by which the flush finds it again (node/flush_update, node/flush_delete_tid).
+-- (The history's alias is read whole: `h` was ambiguous in a table with a column h.)
 {claimed} AS (DELETE FROM {inbox} RETURNING {columns}, argus_op, argus_seq),
 {last} AS (SELECT DISTINCT ON ({key}) *, bool_or(argus_op <> 'd') OVER (
                  PARTITION BY {key} ORDER BY argus_seq DESC  -- (one sort for both)
@@ -23,8 +26,8 @@
              CROSS JOIN LATERAL (
                  SELECT p.argus_op <> 'd' AS has,
                         p.argus_had AND p.argus_op <> 'd'
-                        AND ROW({o_columns})::text IS DISTINCT FROM ROW({p_columns})::text
-                            AS differs
+                        AND ({differs}) AS differs
+                 OFFSET 0
              ) AS c
              CROSS JOIN LATERAL (
                  SELECT {o_columns}, -1, p.argus_hctid WHERE p.argus_had AND (NOT c.has OR c.differs)
