@@ -52,6 +52,7 @@ DECLARE
     argus_size bigint[];
     argus_size_last bigint[];
     argus_locked boolean := false;
+    argus_plans text;  -- plan_cache_mode, set apart for the claim (program/claim_block)
     argus_at bigint;
     argus_isolate boolean := true;  -- false: a failing node fails the program
     argus_culprit text;
