@@ -50,9 +50,19 @@ def parse_column_type(column: str, spec: object) -> ColumnType:
     text = _NOT_NULL.sub("", spec).strip()
     try:
         parsed = tree_of(text, into=exp.DataType)
+        typed = parsed.sql(dialect=DIALECT)
+        if parsed.this == exp.DataType.Type.INTERVAL and parsed.expressions:
+            # (sqlglot writes interval(0)'s precision as INTERVAL 0, an interval literal)
+            precision = parsed.expressions[0].this
+            if len(parsed.expressions) > 1 or not (isinstance(precision, exp.Literal)
+                                                   and precision.is_int):
+                raise SqlglotError(text)
+            typed = f"INTERVAL({int(precision.this)})"
+        if tree_of(typed, into=exp.DataType) != parsed:  # (written back as another type)
+            raise SqlglotError(typed)
     except SqlglotError:
         raise InvalidNameError(f"column {column!r}: unknown or unsupported type {spec!r}") from None
-    return ColumnType(parsed.sql(dialect=DIALECT), not_null)
+    return ColumnType(typed, not_null)
 
 
 def _as_declared(conn: psycopg.Connection, column_defs: sql.Composable) -> list[str]:

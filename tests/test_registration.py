@@ -99,6 +99,8 @@ def test_streams_refuse_bad_declarations(db):
         db.create_stream("s", {"a": "text); DROP TABLE x; --"})
     with pytest.raises(argus.InvalidNameError, match="unknown or unsupported type"):
         db.create_stream("s", {"a": "no_such_type"})
+    with pytest.raises(argus.InvalidNameError, match="unknown or unsupported type"):
+        db.create_stream("s", {"a": "interval(x)"})
     with pytest.raises(argus.InvalidNameError, match="time column 'b'"):
         db.create_stream("s", {"a": "int"}, time_column="b")
     with pytest.raises(argus.InvalidNameError, match="non-empty dict"):
@@ -113,6 +115,8 @@ def test_streams_refuse_bad_declarations(db):
     kept = db.create_stream("s", {"A": "integer", "t": "timestamp with time zone"},
                             time_column="t", if_not_exists=True)
     assert kept.columns == (("a", "integer"), ("t", "timestamp with time zone"))
+    # an interval's precision (sqlglot wrote interval(0) as INTERVAL 0; a helper)
+    assert db.create_stream("p", {"iv": "interval(0)"}).columns == (("iv", "interval(0)"),)
     for columns, time_column in (({"a": "bigint", "t": "timestamptz"}, "t"),
                                  ({"a": "int", "t": "timestamptz"}, None),
                                  ({"a": "int"}, None)):

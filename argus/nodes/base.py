@@ -33,7 +33,7 @@ NETWORK = "argus_net"
 # The version of the code compiled into argus_catalog.nodes (cycle_block, flush_block).
 # Bump it when a template or compiler changes what it emits: argus recompiles stored
 # code older than this when it connects (argus.network.stored.recompile_stale).
-CODE_VERSION = 75
+CODE_VERSION = 76
 
 # How a node keeps its rows, apart from what it computes (Node.layout, not
 # Node.definition, and never in its signature): its history a view of its parents'
