@@ -33,8 +33,8 @@
         END;
     END IF;
     argus_plans := current_setting('plan_cache_mode');
-    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN  -- (Citus plans its tables'
-        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);  -- with values)
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
     END IF;
     IF argus_locked THEN
         {claim_locked} INTO {vars}, argus_claimed_time, argus_late, argus_held, argus_retracted,
