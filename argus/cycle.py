@@ -81,7 +81,7 @@ def forget(conn: psycopg.Connection) -> None:
     _TIMEOUTS.pop(conn, None)
 
 
-def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
+def run(conn: psycopg.Connection, *, wait: bool = True, tidy_up: bool = True) -> CycleReport:
     started = time.perf_counter()
     limit = timeout(conn)
     isolated: dict[str, str] = {}  # by runs that timed out, and ran again
@@ -112,7 +112,8 @@ def run(conn: psycopg.Connection, *, wait: bool = True) -> CycleReport:
         forget(conn)
         raise
     result.failed = {**isolated, **result.failed}
-    if (result.nodes_run or result.total_in) and tidy.due(result.run_id, result.total_in):
+    if tidy_up and (result.nodes_run or result.total_in) \
+            and tidy.due(result.run_id, result.total_in):
         tidy.vacuum_grown(conn)
     if period_ended or triggered:  # (settings.reoptimize_every; Zhu's trigger)
         from . import adapt

@@ -230,15 +230,16 @@ def _claim_table(node: Node, i: int, claimed: sql.Identifier, stats: sql.Identif
         return sql.SQL(", ").join(sql.SQL("(p.argus_old).{}").format(sql.Identifier(c))
                                   for c in columns)
 
+    o_columns, p_columns = old(node.columns), cols(node.columns, "p")
     printed = sql.SQL("ROW({})::text IS DISTINCT FROM ROW({})::text").format(
-        old(node.columns), cols(node.columns, "p"))
+        o_columns, p_columns)
     cheap = [c for c, t in zip(node.columns, node.types) if _equal_cheaply(t)]
     differs = sql.SQL("ROW({}) IS DISTINCT FROM ROW({}) OR {}").format(
         old(cheap), cols(cheap, "p"), printed) if cheap else printed
     return [render("stream/claim_table", claimed=claimed, last=last, probed=probed, moved=moved,
                    inbox=stream_inbox(name), delta=node.delta_table, history=node.hist,
                    columns=node.column_list, sign=SIGN_ID, key=cols(key), differs=differs,
-                   o_columns=old(node.columns), p_columns=cols(node.columns, "p"),
+                   o_columns=o_columns, p_columns=p_columns,
                    first=sql.Identifier(key[0]), l_join=key_join(key, "argus_h", "l")),
             render("stream/claim_table_stats", stats=stats, sign=SIGN_ID, moved=moved,
                    probed=probed)]

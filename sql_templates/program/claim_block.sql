@@ -14,7 +14,8 @@
 -- (argus_take false), its custom plans looked so much cheaper than the kept one that
 -- PostgreSQL planned it again at every cycle once that stream's inbox had grown
 -- (Nexmark q3 alone, bids unread, 100 events a cycle: 2.90 -> 2.53 ms). Not on Citus,
--- which cannot distribute a kept plan of a statement with variables.
+-- which cannot distribute a kept plan of a statement with variables (asked at each
+-- cycle: a stream distributed before any query read it assembles no program again).
     argus_t := clock_timestamp();
     SELECT now INTO argus_clock_old FROM argus_catalog.clock;  -- a plan kept, unlike clock_now()'s
     argus_size := ARRAY[{sizes}]::bigint[];
